@@ -1,0 +1,63 @@
+//! The operator CLI `wshard`.
+//!
+//! - [`inspect`]: `wshard inspect FILE`, gathering what a shard holds into an [`inspect::Inspection`].
+//! - [`inspect_render`]: printing an inspection as a text table or as JSON.
+//! - [`episode_view`]: the dtype and shape of each block of a WShard episode, from its meta blocks.
+//! - [`verify`]: `wshard verify PATH...`, walking files and directories and following manifests.
+//! - [`check`]: checking one file (every block's CRC, episode and manifest structure).
+//! - [`report`]: the result of checking one file and how it is printed.
+//! - [`describe`]: display names for roles, header flags and codecs.
+//! - [`table`]: a plain-text column table.
+//! - [`Status`]: the exit status shared by both verbs.
+
+pub mod check;
+pub mod describe;
+pub mod episode_view;
+pub mod inspect;
+pub mod inspect_render;
+pub mod report;
+pub mod table;
+pub mod verify;
+
+/// The outcome of a verb, ordered from best to worst; the process exits with [`Status::code`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    /// Everything checked is good: exit 0.
+    #[default]
+    Ok,
+    /// Some file is corrupt (bad CRC, truncated, inconsistent structure): exit 1.
+    Corrupt,
+    /// A usage or I/O error (file not found, permission denied, output failed): exit 2.
+    /// Wins over [`Status::Corrupt`] when both happen.
+    Error,
+}
+
+impl Status {
+    /// The process exit code: 0, 1 or 2.
+    #[must_use]
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Ok => 0,
+            Self::Corrupt => 1,
+            Self::Error => 2,
+        }
+    }
+
+    /// The worse of two outcomes.
+    #[must_use]
+    pub fn worst(self, other: Self) -> Self {
+        self.max(other)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Status;
+
+    #[test]
+    fn io_errors_win_over_corruption() {
+        assert_eq!(Status::Ok.worst(Status::Corrupt), Status::Corrupt);
+        assert_eq!(Status::Corrupt.worst(Status::Error), Status::Error);
+        assert_eq!(Status::Error.worst(Status::Ok).code(), 2);
+    }
+}
