@@ -5,6 +5,8 @@
 //! (2) reading them gives exactly the values the builders put in, and (3) the sidecar
 //! agrees with what the files hold.
 
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
 mod common;
 
 use std::collections::BTreeMap;

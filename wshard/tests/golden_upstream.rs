@@ -1,5 +1,7 @@
 //! The six upstream golden files: exact values of spec section 15, and byte-exact rewrites.
 
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
 mod common;
 
 use common::*;

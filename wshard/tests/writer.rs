@@ -1,5 +1,7 @@
 //! The reserve-write-finalize writer and the memory-mapped views, including failure paths.
 
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
 use std::io::{Cursor, Seek, SeekFrom, Write};
 
 use wshard::codec::{Codec, CompressionPolicy};
