@@ -5,6 +5,7 @@ use std::path::Path;
 
 use wshard::consts::{codec_code, header_flags, role};
 use wshard::header::{ShardHeader, HEADER_BYTES};
+use wshard::FormatError;
 
 /// What kind of file a shard is, from its role byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,6 +123,37 @@ pub fn peek_header(path: &Path) -> Option<ShardHeader> {
     let mut buf = [0u8; HEADER_BYTES];
     std::fs::File::open(path).ok()?.read_exact(&mut buf).ok()?;
     ShardHeader::decode(&buf).ok()
+}
+
+/// An error's text for a message that already names `subject`: an I/O error about that
+/// same path drops the repeated path, anything else is kept whole.
+#[must_use]
+pub fn error_about(subject: &Path, e: &FormatError) -> String {
+    match e {
+        FormatError::Io {
+            op,
+            path: Some(p),
+            source,
+        } if p == subject => format!("{op}: {source}"),
+        other => other.to_string(),
+    }
+}
+
+/// Errors that reading one block can give (I/O, truncation, codec, CRC). When
+/// `ShardReader::check_all` has reported the bad block, the same failure seen again through
+/// a structural read is not a new problem.
+#[must_use]
+pub fn is_block_read_error(e: &FormatError) -> bool {
+    e.is_io()
+        || matches!(
+            e,
+            FormatError::BlockCrc { .. }
+                | FormatError::Decompress { .. }
+                | FormatError::UnknownCodec { .. }
+                | FormatError::Truncated { .. }
+                | FormatError::LimitExceeded { .. }
+                | FormatError::BadEntry { .. }
+        )
 }
 
 #[cfg(test)]

@@ -1,0 +1,112 @@
+//! Checking one file on its own: every block decoded and CRC-checked, then the episode or
+//! manifest structure. Following a manifest's chunks is [`super::verify`]'s job.
+
+use std::path::Path;
+
+use wshard::consts::role;
+use wshard::episode::Episode;
+use wshard::manifest::Manifest;
+use wshard::read::{BlockCheck, ReadAt, ShardReader};
+
+use super::describe::{is_block_read_error, peek_header, Kind};
+use super::report::FileReport;
+
+/// What an episode file holds that a manifest entry must agree with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EpisodeFacts {
+    /// T.
+    pub length: u64,
+    /// `chunk_index` from `meta/episode`, when present.
+    pub chunk_index: Option<u64>,
+}
+
+/// One file checked.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    pub report: FileReport,
+    /// Set when the file is a structurally valid episode.
+    pub episode: Option<EpisodeFacts>,
+    /// Set when the file is a manifest that parses.
+    pub manifest: Option<Manifest>,
+}
+
+/// `block `name` (#i): message`, without repeating the block name the message may start with.
+fn block_message(check: &BlockCheck, message: &str) -> String {
+    let prefix = format!("block `{}`: ", check.name);
+    let rest = message.strip_prefix(&prefix).unwrap_or(message);
+    format!("block `{}` (#{}): {rest}", check.name, check.entry)
+}
+
+/// Decode every block and report each bad one. Returns whether any block was bad.
+fn check_blocks<R: ReadAt>(reader: &ShardReader<R>, report: &mut FileReport) -> bool {
+    let mut any_bad = false;
+    for check in reader.check_all() {
+        let Some(message) = &check.error else {
+            continue;
+        };
+        any_bad = true;
+        let text = block_message(&check, message);
+        // check_all keeps only the text; read again to learn whether it was an I/O failure.
+        let io = check.computed_crc.is_none()
+            && reader
+                .read_entry(check.entry)
+                .err()
+                .is_some_and(|e| e.is_io());
+        if io {
+            report.io_error(text);
+        } else {
+            report.problem(text);
+        }
+    }
+    any_bad
+}
+
+/// Check the file at `path`: open it, decode every block and check every CRC; for an episode
+/// (role 0x05) also read it as an episode (meta blocks, required blocks, lengths against
+/// shapes); for a manifest (role 0x04) parse the manifest. Never stops at the first problem.
+#[must_use]
+pub fn check_file(path: &Path) -> Checked {
+    let mut report = FileReport::new(path);
+    let reader = match ShardReader::open(path) {
+        Ok(r) => r,
+        Err(e) => {
+            if let Some(h) = peek_header(path) {
+                report.kind = Kind::from_role(h.role);
+            }
+            report.error(&e);
+            return Checked {
+                report,
+                episode: None,
+                manifest: None,
+            };
+        }
+    };
+    report.kind = Kind::from_role(reader.header().role);
+    report.blocks = reader.index().len();
+    let blocks_bad = check_blocks(&reader, &mut report);
+    let mut episode = None;
+    let mut manifest = None;
+    match reader.header().role {
+        role::WSHARD => match Episode::read(&reader) {
+            Ok(ep) => {
+                episode = Some(EpisodeFacts {
+                    length: ep.length,
+                    chunk_index: ep.chunk.map(|c| c.chunk_index),
+                });
+            }
+            Err(e) if blocks_bad && is_block_read_error(&e) => {}
+            Err(e) => report.error(&e),
+        },
+        role::MANIFEST => match Manifest::read(&reader) {
+            Ok(m) => manifest = Some(m),
+            Err(e) if blocks_bad && is_block_read_error(&e) => {}
+            Err(e) => report.error(&e),
+        },
+        _ => {}
+    }
+    Checked {
+        report,
+        episode,
+        manifest,
+    }
+}

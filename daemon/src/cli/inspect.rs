@@ -1,0 +1,220 @@
+//! `wshard inspect FILE`: the header, one row per block, and what the meta blocks say.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use wshard::codec::StoredCodec;
+use wshard::consts::role;
+use wshard::entry::{content_type, IndexEntry};
+use wshard::header::ShardHeader;
+use wshard::manifest::Manifest;
+use wshard::read::ShardReader;
+
+use super::describe::{error_about, is_block_read_error};
+use super::episode_view::{EpisodeView, TensorType};
+use super::inspect_render::{write_json, write_text};
+use super::Status;
+
+/// What a block holds, as far as the file says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BlockKind {
+    /// A `meta/*` block or one with the JSON content type.
+    Json,
+    /// A tensor whose dtype and shape the episode's meta blocks give.
+    Tensor(TensorType),
+    /// Nothing in the file describes it.
+    Unknown,
+}
+
+/// One block of the index, with what checking it found.
+#[derive(Clone, Debug)]
+pub struct BlockRow {
+    pub index: usize,
+    pub name: String,
+    pub kind: BlockKind,
+    /// `None` when the entry flags name no codec the readers know.
+    pub codec: Option<StoredCodec>,
+    pub entry: IndexEntry,
+    /// `None` when the block could not be decoded.
+    pub computed_crc: Option<u32>,
+    /// Whether readers check this block's CRC (header flag 0x20 or a non-zero CRC).
+    pub crc_checked: bool,
+    /// `None` when the block decodes and its CRC matches.
+    pub error: Option<String>,
+}
+
+impl BlockRow {
+    /// `ok`, `BAD`, or `n/a` for a good block whose CRC readers do not check.
+    #[must_use]
+    pub fn crc_label(&self) -> &'static str {
+        match (&self.error, self.crc_checked) {
+            (Some(_), _) => "BAD",
+            (None, true) => "ok",
+            (None, false) => "n/a",
+        }
+    }
+}
+
+/// A `meta/*` block decoded as JSON (or why it could not be).
+#[derive(Clone, Debug)]
+pub struct MetaBlock {
+    pub name: String,
+    pub value: Result<Value, String>,
+}
+
+/// Everything `wshard inspect` shows about one file.
+#[derive(Clone, Debug)]
+pub struct Inspection {
+    pub path: PathBuf,
+    pub header: ShardHeader,
+    /// Real length of the file.
+    pub file_len: u64,
+    /// For a WShard episode (role 0x05).
+    pub episode: Option<EpisodeView>,
+    /// For a manifest (role 0x04), when it parses.
+    pub manifest: Option<Manifest>,
+    pub blocks: Vec<BlockRow>,
+    /// Problems that are not a single block's: unreadable meta, a manifest that does not parse.
+    pub notes: Vec<String>,
+    /// Every `meta/*` block's JSON; filled only when asked for (`--verbose`).
+    pub meta: Vec<MetaBlock>,
+}
+
+/// How `wshard inspect` prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InspectOptions {
+    /// Also print the JSON of the `meta/*` blocks.
+    pub verbose: bool,
+    /// Print one JSON object instead of text.
+    pub json: bool,
+}
+
+impl Inspection {
+    /// Open `path` and gather its header, blocks and meta.
+    ///
+    /// # Errors
+    /// Errors opening the file or parsing its header and index; a bad block is not an error
+    /// here but a row with [`BlockRow::error`] set.
+    pub fn read(path: &Path, with_meta: bool) -> wshard::Result<Self> {
+        let reader = ShardReader::open(path)?;
+        let header = *reader.header();
+        let mut notes = Vec::new();
+        let episode = (header.role == role::WSHARD).then(|| EpisodeView::read(&reader));
+        if let Some(view) = &episode {
+            notes.extend(view.notes.iter().cloned());
+        }
+        let manifest = if header.role == role::MANIFEST {
+            match Manifest::read(&reader) {
+                Ok(m) => Some(m),
+                Err(e) if is_block_read_error(&e) => None,
+                Err(e) => {
+                    notes.push(e.to_string());
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let index = reader.index();
+        let blocks = reader
+            .check_all()
+            .into_iter()
+            .zip(index.entries())
+            .map(|(check, entry)| {
+                let kind = if check.name.starts_with("meta/")
+                    || entry.content_type == content_type::JSON
+                {
+                    BlockKind::Json
+                } else {
+                    episode
+                        .as_ref()
+                        .and_then(|v| v.tensors.get(&check.name))
+                        .map_or(BlockKind::Unknown, |t| BlockKind::Tensor(t.clone()))
+                };
+                BlockRow {
+                    index: check.entry,
+                    crc_checked: index.crc_checked(check.entry),
+                    name: check.name,
+                    kind,
+                    codec: check.codec,
+                    entry: *entry,
+                    computed_crc: check.computed_crc,
+                    error: check.error,
+                }
+            })
+            .collect();
+        let meta =
+            if with_meta {
+                (0..index.len())
+                    .filter_map(|i| {
+                        let name = index.name(i)?;
+                        name.starts_with("meta/").then(|| MetaBlock {
+                            name: name.to_owned(),
+                            value: reader.read_entry(i).map_err(|e| e.to_string()).and_then(
+                                |bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()),
+                            ),
+                        })
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+        Ok(Self {
+            path: path.to_path_buf(),
+            header,
+            file_len: index.file_len(),
+            episode,
+            manifest,
+            blocks,
+            notes,
+            meta,
+        })
+    }
+
+    /// True when every block decodes and matches its CRC and nothing else was wrong.
+    #[must_use]
+    pub fn ok(&self) -> bool {
+        self.notes.is_empty() && self.blocks.iter().all(|b| b.error.is_none())
+    }
+}
+
+/// Run `wshard inspect`: print to `out`, report failures to `err`.
+///
+/// Exit status: [`Status::Ok`] when the file was shown and every block is good,
+/// [`Status::Corrupt`] when some block is bad, the meta blocks are unreadable, or the file
+/// is not a readable shard,
+/// [`Status::Error`] on I/O errors (including failing to write the output).
+pub fn run(path: &Path, opts: InspectOptions, out: &mut dyn Write, err: &mut dyn Write) -> Status {
+    let ins = match Inspection::read(path, opts.verbose) {
+        Ok(ins) => ins,
+        Err(e) => {
+            let _ = writeln!(
+                err,
+                "wshard inspect: {}: {}",
+                path.display(),
+                error_about(path, &e)
+            );
+            return if e.is_io() {
+                Status::Error
+            } else {
+                Status::Corrupt
+            };
+        }
+    };
+    let written = if opts.json {
+        write_json(&ins, opts.verbose, out)
+    } else {
+        write_text(&ins, opts.verbose, out)
+    };
+    match written.and_then(|()| out.flush()) {
+        Err(e) => {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                let _ = writeln!(err, "wshard inspect: writing output: {e}");
+            }
+            Status::Error
+        }
+        Ok(()) if ins.ok() => Status::Ok,
+        Ok(()) => Status::Corrupt,
+    }
+}

@@ -1,0 +1,259 @@
+//! `wshard verify PATH...`: check files, walk directories, and follow manifests to their
+//! chunks. Each file is checked and printed once, however often it is reached.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use wshard::manifest::{validate_uri, ChunkFileCheck, ChunkRef, Manifest};
+
+use super::check::{check_file, Checked, EpisodeFacts};
+use super::report::FileReport;
+use super::Status;
+
+/// How `wshard verify` prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VerifyOptions {
+    /// One JSON object per file per line instead of text.
+    pub json: bool,
+}
+
+/// Every `*.wshard` file under `dir`, sorted by path, recursing into subdirectories (but not
+/// through symbolic links to directories, which could loop). Directories that cannot be
+/// listed go to `failures`.
+fn collect(dir: &Path, files: &mut Vec<PathBuf>, failures: &mut Vec<(PathBuf, io::Error)>) {
+    let entries = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) => {
+            failures.push((dir.to_path_buf(), e));
+            return;
+        }
+    };
+    let mut paths = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(en) => paths.push(en.path()),
+            Err(e) => failures.push((dir.to_path_buf(), e)),
+        }
+    }
+    paths.sort();
+    for p in paths {
+        match fs::symlink_metadata(&p) {
+            Ok(m) if m.is_dir() => collect(&p, files, failures),
+            Ok(_) if p.extension().is_some_and(|e| e == "wshard") => files.push(p),
+            Ok(_) => {}
+            Err(e) => failures.push((p, e)),
+        }
+    }
+}
+
+/// Walks the paths, checks each file once and prints one line per file.
+pub struct Verifier<'a> {
+    opts: VerifyOptions,
+    out: &'a mut dyn Write,
+    err: &'a mut dyn Write,
+    /// Files already checked (by canonical path) and, for good episodes, their facts.
+    done: HashMap<PathBuf, Option<EpisodeFacts>>,
+    status: Status,
+}
+
+impl<'a> Verifier<'a> {
+    /// A verifier printing results to `out` and I/O failures to `err`.
+    pub fn new(opts: VerifyOptions, out: &'a mut dyn Write, err: &'a mut dyn Write) -> Self {
+        Self {
+            opts,
+            out,
+            err,
+            done: HashMap::new(),
+            status: Status::Ok,
+        }
+    }
+
+    /// The worst outcome so far.
+    #[must_use]
+    pub fn status(&self) -> Status {
+        self.status
+    }
+
+    fn emit(&mut self, report: &FileReport) -> io::Result<()> {
+        self.status = self.status.worst(report.status());
+        if self.opts.json {
+            report.write_json(self.out)?;
+            if !report.io_errors.is_empty() {
+                let _ = writeln!(
+                    self.err,
+                    "ERROR {}: {}",
+                    report.path.display(),
+                    report.messages().join("; ")
+                );
+            }
+            Ok(())
+        } else {
+            report.write_text(self.out, self.err)
+        }
+    }
+
+    /// Verify a file, or every `*.wshard` file under a directory.
+    ///
+    /// # Errors
+    /// Only errors writing the output; everything wrong with the files is reported.
+    pub fn verify_path(&mut self, path: &Path) -> io::Result<()> {
+        match fs::metadata(path) {
+            Err(e) => {
+                let mut report = FileReport::new(path);
+                report.io_error(format!("cannot access: {e}"));
+                self.emit(&report)
+            }
+            Ok(m) if m.is_dir() => self.verify_dir(path),
+            Ok(_) => self.verify_file(path).map(|_| ()),
+        }
+    }
+
+    fn verify_dir(&mut self, dir: &Path) -> io::Result<()> {
+        let mut files = Vec::new();
+        let mut failures = Vec::new();
+        collect(dir, &mut files, &mut failures);
+        for (p, e) in failures {
+            let mut report = FileReport::new(&p);
+            report.io_error(format!("cannot list: {e}"));
+            self.emit(&report)?;
+        }
+        if files.is_empty() {
+            let _ = writeln!(
+                self.err,
+                "wshard verify: {}: no .wshard files found",
+                dir.display()
+            );
+        }
+        for f in files {
+            self.verify_file(&f)?;
+        }
+        Ok(())
+    }
+
+    /// Check one file (and, for a manifest, its chunks first), print its line, and return
+    /// its facts when it is a good episode. A file already checked is not printed again.
+    fn verify_file(&mut self, path: &Path) -> io::Result<Option<EpisodeFacts>> {
+        let key = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        if let Some(facts) = self.done.get(&key) {
+            return Ok(*facts);
+        }
+        // Mark before following a manifest, so a manifest listing itself cannot loop.
+        self.done.insert(key.clone(), None);
+        let Checked {
+            mut report,
+            episode,
+            manifest,
+        } = check_file(path);
+        if let Some(m) = &manifest {
+            self.check_manifest(path, m, &mut report)?;
+        }
+        self.done.insert(key, episode);
+        self.emit(&report)?;
+        Ok(episode)
+    }
+
+    /// The manifest's continuity, then every listed chunk: present, SHA-256 as listed, a good
+    /// episode of the listed length and index. Problems go into the manifest's report; each
+    /// chunk also gets its own line.
+    fn check_manifest(
+        &mut self,
+        path: &Path,
+        m: &Manifest,
+        report: &mut FileReport,
+    ) -> io::Result<()> {
+        if let Err(e) = m.validate_continuity() {
+            report.error(&e);
+        }
+        let dir = path
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        for (c, hash) in m.chunks.iter().zip(m.check_chunk_files(&dir)) {
+            self.check_chunk(&dir, c, &hash, report)?;
+        }
+        Ok(())
+    }
+
+    fn check_chunk(
+        &mut self,
+        dir: &Path,
+        c: &ChunkRef,
+        hash: &ChunkFileCheck,
+        report: &mut FileReport,
+    ) -> io::Result<()> {
+        let label = format!("chunk {} `{}`", c.chunk_index, c.uri);
+        if let Err(e) = validate_uri(&c.uri) {
+            report.problem(e.to_string());
+            return Ok(());
+        }
+        let chunk_path = dir.join(&c.uri);
+        match fs::metadata(&chunk_path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                report.problem(format!("{label}: file missing ({})", chunk_path.display()));
+                return Ok(());
+            }
+            Err(e) => {
+                report.io_error(format!("{label}: {}: {e}", chunk_path.display()));
+                return Ok(());
+            }
+            Ok(md) if md.is_dir() => {
+                report.problem(format!("{label}: {} is a directory", chunk_path.display()));
+                return Ok(());
+            }
+            Ok(_) => {}
+        }
+        match (&hash.error, &hash.computed_sha256) {
+            (Some(e), Some(_)) => report.problem(e.clone()),
+            (Some(e), None) => report.io_error(format!("{label}: {e}")),
+            (None, _) => {}
+        }
+        match self.verify_file(&chunk_path)? {
+            None => report.problem(format!("{label}: not a valid episode (see its own report)")),
+            Some(facts) => {
+                if facts.length != c.length_t {
+                    report.problem(format!(
+                        "{label}: holds {} steps, manifest says length_T {}",
+                        facts.length, c.length_t
+                    ));
+                }
+                if let Some(k) = facts.chunk_index.filter(|&k| k != c.chunk_index) {
+                    report.problem(format!("{label}: its meta/episode says chunk_index {k}"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Run `wshard verify` over `paths`.
+///
+/// Exit status: [`Status::Ok`] when every file is good, [`Status::Corrupt`] when any is
+/// corrupt, [`Status::Error`] when any I/O failed (even if others are corrupt).
+pub fn run(
+    paths: &[PathBuf],
+    opts: VerifyOptions,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Status {
+    let mut written = Ok(());
+    let status = {
+        let mut v = Verifier::new(opts, out, &mut *err);
+        for p in paths {
+            written = v.verify_path(p);
+            if written.is_err() {
+                break;
+            }
+        }
+        v.status()
+    };
+    match written.and_then(|()| out.flush()) {
+        Ok(()) => status,
+        Err(e) => {
+            if e.kind() != io::ErrorKind::BrokenPipe {
+                let _ = writeln!(err, "wshard verify: writing output: {e}");
+            }
+            Status::Error
+        }
+    }
+}
