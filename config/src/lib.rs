@@ -1,0 +1,1 @@
+//! wshardd configuration.

@@ -1,0 +1,1 @@
+//! Wire protocol v1 (see docs/PROTOCOL.md).
