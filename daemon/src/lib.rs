@@ -1,7 +1,10 @@
-//! `wshard-recorder`: the durable WShard recorder daemon (`wshardd`) and its operator CLI
-//! (`wshard`).
+//! `wshard-recorder`: the daemon `wshardd` and the operator CLI `wshard`.
 //!
-//! - [`cli`]: the `wshard inspect` and `wshard verify` verbs; the binary only parses
-//!   arguments and dispatches here.
+//! ## Layout
+//! - [`cli`]: the `wshard` operator verbs (`inspect`, `verify`).
+//! - [`fsio`]: the only module that calls fsync / rename / fsync(dir), behind the [`fsio::Fs`] trait.
+//! - [`journal`]: the per-episode journal (LevelDB-log framing with CRC32C).
 
 pub mod cli;
+pub mod fsio;
+pub mod journal;

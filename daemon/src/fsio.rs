@@ -1,0 +1,242 @@
+//! The only place that performs durability syscalls: create, write, fdatasync, fsync,
+//! rename, directory fsync, remove. Everything goes through the [`Fs`] trait so that fault
+//! injection (and a simulated power cut) can reach every step.
+//!
+//! Rules the rest of the daemon relies on:
+//! - a failed `sync_data` / `sync_all` is never retried on the same file: the caller marks
+//!   the writer failed (the page cache may have dropped the dirty pages, see the
+//!   "fsyncgate" discussion in PostgreSQL and the USENIX ATC '20 paper on fsync failures);
+//! - a rename is durable only after `sync_dir` of the parent directory returns.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// A file opened for writing through an [`Fs`].
+pub trait DurableFile: Write + Seek + Send {
+    /// `fdatasync`: the data written so far (and the size) is on stable storage.
+    ///
+    /// # Errors
+    /// The OS error; the caller must not retry.
+    fn sync_data(&mut self) -> io::Result<()>;
+
+    /// `fsync`: data and all metadata.
+    ///
+    /// # Errors
+    /// The OS error; the caller must not retry.
+    fn sync_all(&mut self) -> io::Result<()>;
+
+    /// Current length.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn len(&mut self) -> io::Result<u64>;
+
+    /// Truncate or extend to `len`.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn set_len(&mut self, len: u64) -> io::Result<()>;
+}
+
+/// The filesystem operations the daemon uses.
+pub trait Fs: Send + Sync {
+    /// Create a new file; fails if it exists.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn DurableFile>>;
+
+    /// Create or truncate a file.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn create(&self, path: &Path) -> io::Result<Box<dyn DurableFile>>;
+
+    /// Open an existing file for appending (positioned at its end).
+    ///
+    /// # Errors
+    /// The OS error.
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn DurableFile>>;
+
+    /// Read a whole file.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+
+    /// Atomically replace `to` with `from` (same directory).
+    ///
+    /// # Errors
+    /// The OS error.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+
+    /// fsync a directory so that creations, renames and removals in it are durable.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+
+    /// Remove a file.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+
+    /// Create a directory and its parents.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+
+    /// Entries of a directory (full paths), sorted by name.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn read_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
+
+    /// True when the path exists.
+    fn exists(&self, path: &Path) -> bool;
+}
+
+/// The real filesystem.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RealFs;
+
+struct RealFile(File);
+
+impl Write for RealFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.0.write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl Seek for RealFile {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        self.0.seek(pos)
+    }
+}
+
+impl DurableFile for RealFile {
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+
+    fn sync_all(&mut self) -> io::Result<()> {
+        self.0.sync_all()
+    }
+
+    fn len(&mut self) -> io::Result<u64> {
+        Ok(self.0.metadata()?.len())
+    }
+
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
+    }
+}
+
+impl Fs for RealFs {
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)?;
+        Ok(Box::new(RealFile(f)))
+    }
+
+    fn create(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
+        Ok(Box::new(RealFile(f)))
+    }
+
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
+        let mut f = OpenOptions::new().read(true).write(true).open(path)?;
+        f.seek(SeekFrom::End(0))?;
+        Ok(Box::new(RealFile(f)))
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        File::open(path)?.read_to_end(&mut buf)?;
+        Ok(buf)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(path)
+    }
+
+    fn read_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        let mut out = std::fs::read_dir(dir)?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<io::Result<Vec<_>>>()?;
+        out.sort();
+        Ok(out)
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+}
+
+/// Write `bytes` to `path` atomically and durably: `path.tmp`, fsync, rename, fsync dir.
+///
+/// # Errors
+/// The first failing step, as `(step, error)`.
+pub fn replace_atomically(
+    fs: &dyn Fs,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(), (&'static str, io::Error)> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let mut f = fs.create(&tmp).map_err(|e| ("create temp file", e))?;
+    f.write_all(bytes).map_err(|e| ("write temp file", e))?;
+    f.sync_all().map_err(|e| ("fsync temp file", e))?;
+    drop(f);
+    fs.rename(&tmp, path).map_err(|e| ("rename temp file", e))?;
+    fs.sync_dir(dir).map_err(|e| ("fsync directory", e))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fsio_replace_atomically_writes_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.wshard");
+        replace_atomically(&RealFs, &p, b"one").unwrap();
+        replace_atomically(&RealFs, &p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        assert_eq!(RealFs.read_dir(dir.path()).unwrap(), vec![p]);
+    }
+}

@@ -1,0 +1,3 @@
+//! The per-episode journal of accepted timesteps.
+
+pub mod format;
