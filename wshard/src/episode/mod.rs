@@ -17,4 +17,4 @@ mod write;
 pub use dtype::DType;
 pub use meta::MetaStyle;
 pub use model::{names, AuxBlock, Channel, ChunkInfo, Episode, Lane, Timebase};
-pub use write::EpisodeWriteOptions;
+pub use write::{EpisodeWriteOptions, PlannedBlock};

@@ -41,6 +41,18 @@ impl Default for EpisodeWriteOptions {
 }
 
 impl EpisodeWriteOptions {
+    /// The shard options these episode options imply.
+    #[must_use]
+    pub fn shard_options(&self) -> ShardOptions {
+        ShardOptions {
+            role: role::WSHARD,
+            alignment: self.alignment,
+            compression_default: self.compression_default.unwrap_or(self.default_codec.header_code()),
+            policy: self.policy,
+            ..ShardOptions::wshard()
+        }
+    }
+
     /// The reference golden generator's profile.
     #[must_use]
     pub fn golden_gen() -> Self {
@@ -61,15 +73,21 @@ impl EpisodeWriteOptions {
 }
 
 /// A block ready to write: name, bytes (borrowed where possible) and options.
-struct Planned<'a> {
-    name: String,
-    data: std::borrow::Cow<'a, [u8]>,
-    opts: BlockOptions,
+#[derive(Debug)]
+pub struct PlannedBlock<'a> {
+    pub name: String,
+    pub data: std::borrow::Cow<'a, [u8]>,
+    pub opts: BlockOptions,
 }
 
 impl Episode {
-    fn plan(&self, opts: &EpisodeWriteOptions) -> Vec<Planned<'_>> {
-        let json = |name: &str, v: &serde_json::Value| Planned {
+    /// The blocks [`Episode::write_to`] writes, in order, with the codec each one asks for
+    /// (meta blocks: raw, content type JSON). Callers that compress on a worker pool run
+    /// [`crate::write::prepare_block`] on each and write them with
+    /// [`ShardWriter::write_precompressed`] in this order.
+    #[must_use]
+    pub fn plan(&self, opts: &EpisodeWriteOptions) -> Vec<PlannedBlock<'_>> {
+        let json = |name: &str, v: &serde_json::Value| PlannedBlock {
             name: name.to_owned(),
             data: to_compact(v).into_bytes().into(),
             opts: BlockOptions::raw(content_type::JSON),
@@ -82,34 +100,34 @@ impl Episode {
         for ch in &self.channels {
             let name = ch.block_name();
             let codec = opts.codec_for(&name, ch.codec);
-            plan.push(Planned {
+            plan.push(PlannedBlock {
                 name,
                 data: ch.data.as_slice().into(),
                 opts: BlockOptions::codec(codec),
             });
         }
         let reward: Vec<u8> = self.reward.iter().flat_map(|r| r.to_le_bytes()).collect();
-        plan.push(Planned {
+        plan.push(PlannedBlock {
             name: names::REWARD.into(),
             data: reward.into(),
             opts: BlockOptions::codec(opts.codec_for(names::REWARD, self.reward_codec)),
         });
         let done: Vec<u8> = self.done.iter().map(|&d| u8::from(d)).collect();
-        plan.push(Planned {
+        plan.push(PlannedBlock {
             name: names::DONE.into(),
             data: done.into(),
             opts: BlockOptions::codec(opts.codec_for(names::DONE, self.done_codec)),
         });
         if let Some(ts) = &self.timestamps_ns {
             let bytes: Vec<u8> = ts.iter().flat_map(|t| t.to_le_bytes()).collect();
-            plan.push(Planned {
+            plan.push(PlannedBlock {
                 name: names::TIMESTAMPS_NS.into(),
                 data: bytes.into(),
                 opts: BlockOptions::codec(opts.codec_for(names::TIMESTAMPS_NS, None)),
             });
         }
         for a in &self.aux {
-            plan.push(Planned {
+            plan.push(PlannedBlock {
                 name: a.name.clone(),
                 data: a.data.as_slice().into(),
                 opts: BlockOptions::codec(opts.codec_for(&a.name, a.codec)),

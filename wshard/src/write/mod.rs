@@ -1,7 +1,9 @@
 //! Writing shards: reserve, write blocks, finalize.
 
 mod options;
+mod prepare;
 mod writer;
 
 pub use options::{Reserve, ShardOptions};
+pub use prepare::{prepare_block, PreparedBlock};
 pub use writer::{BlockOptions, BlockStream, Precompressed, ShardWriter, WrittenBlock};

@@ -1,0 +1,46 @@
+//! Compressing blocks away from the writer, e.g. on a worker pool, then handing them to
+//! [`super::ShardWriter::write_precompressed`] in order.
+
+use super::writer::{BlockOptions, Precompressed};
+use crate::codec::{compress_into, Codec, CompressionPolicy};
+use crate::error::Result;
+use crate::hash::crc32c;
+
+/// A block ready to be written as is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreparedBlock {
+    pub name: String,
+    /// The bytes to store: compressed when that paid off, else the original bytes.
+    pub stored: Vec<u8>,
+    pub meta: Precompressed,
+}
+
+/// Apply the same rules as [`super::ShardWriter::write_block`] (policy, strictly smaller,
+/// CRC32C of the original) to one block, without a writer.
+///
+/// # Errors
+/// [`crate::FormatError::Compress`] when the codec fails.
+pub fn prepare_block(name: &str, data: Vec<u8>, opts: BlockOptions, policy: &CompressionPolicy) -> Result<PreparedBlock> {
+    let crc = crc32c(&data);
+    let orig = data.len() as u64;
+    let mut codec = Codec::None;
+    let mut stored = data;
+    if policy.should_try(opts.codec, orig) {
+        let mut out = Vec::new();
+        compress_into(opts.codec, &stored, &mut out, name)?;
+        if policy.keep(orig, out.len() as u64) {
+            codec = opts.codec;
+            stored = out;
+        }
+    }
+    Ok(PreparedBlock {
+        name: name.to_owned(),
+        stored,
+        meta: Precompressed {
+            codec,
+            orig_size: orig,
+            crc32c: crc,
+            content_type: opts.content_type,
+        },
+    })
+}
