@@ -59,6 +59,20 @@ pub trait Fs: Send + Sync {
     /// The OS error.
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn DurableFile>>;
 
+    /// Open a file for reading.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>>;
+
+    /// Move a file or directory (no durability implied; used to quarantine).
+    ///
+    /// # Errors
+    /// The OS error.
+    fn move_aside(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.rename(from, to)
+    }
+
     /// Read a whole file.
     ///
     /// # Errors
@@ -82,6 +96,12 @@ pub trait Fs: Send + Sync {
     /// # Errors
     /// The OS error.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
+
+    /// Create one directory; fails with `AlreadyExists` if it exists.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn create_dir(&self, path: &Path) -> io::Result<()>;
 
     /// Create a directory and its parents.
     ///
@@ -169,6 +189,10 @@ impl Fs for RealFs {
         Ok(Box::new(RealFile(f)))
     }
 
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {
+        Ok(Box::new(File::open(path)?))
+    }
+
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         let mut buf = Vec::new();
         File::open(path)?.read_to_end(&mut buf)?;
@@ -185,6 +209,10 @@ impl Fs for RealFs {
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         std::fs::remove_file(path)
+    }
+
+    fn create_dir(&self, path: &Path) -> io::Result<()> {
+        std::fs::create_dir(path)
     }
 
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {

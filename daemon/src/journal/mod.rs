@@ -1,3 +1,5 @@
 //! The per-episode journal of accepted timesteps.
 
 pub mod format;
+pub mod record;
+pub mod segment;

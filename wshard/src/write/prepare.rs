@@ -8,29 +8,34 @@ use crate::hash::crc32c;
 
 /// A block ready to be written as is.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PreparedBlock {
+pub struct PreparedBlock<'a> {
     pub name: String,
-    /// The bytes to store: compressed when that paid off, else the original bytes.
-    pub stored: Vec<u8>,
+    /// The bytes to store: compressed when that paid off, else the original bytes (borrowed).
+    pub stored: std::borrow::Cow<'a, [u8]>,
     pub meta: Precompressed,
 }
 
 /// Apply the same rules as [`super::ShardWriter::write_block`] (policy, strictly smaller,
-/// CRC32C of the original) to one block, without a writer.
+/// CRC32C of the original) to one block, without a writer. Raw blocks stay borrowed.
 ///
 /// # Errors
 /// [`crate::FormatError::Compress`] when the codec fails.
-pub fn prepare_block(name: &str, data: Vec<u8>, opts: BlockOptions, policy: &CompressionPolicy) -> Result<PreparedBlock> {
-    let crc = crc32c(&data);
+pub fn prepare_block<'a>(
+    name: &str,
+    data: &'a [u8],
+    opts: BlockOptions,
+    policy: &CompressionPolicy,
+) -> Result<PreparedBlock<'a>> {
+    let crc = crc32c(data);
     let orig = data.len() as u64;
     let mut codec = Codec::None;
-    let mut stored = data;
+    let mut stored = std::borrow::Cow::Borrowed(data);
     if policy.should_try(opts.codec, orig) {
         let mut out = Vec::new();
-        compress_into(opts.codec, &stored, &mut out, name)?;
+        compress_into(opts.codec, data, &mut out, name)?;
         if policy.keep(orig, out.len() as u64) {
             codec = opts.codec;
-            stored = out;
+            stored = std::borrow::Cow::Owned(out);
         }
     }
     Ok(PreparedBlock {

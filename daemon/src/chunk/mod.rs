@@ -1,0 +1,7 @@
+//! Chunks: the open chunk's columns, and publishing a finished chunk durably.
+
+pub mod columns;
+pub mod publish;
+pub mod step;
+
+pub use columns::ChunkColumns;

@@ -1,0 +1,159 @@
+//! Where an episode's files live: one directory per episode under `data_dir`, with file
+//! names compatible with the reference chunk/manifest naming.
+//!
+//! ```text
+//! data_dir/
+//!   quarantine/                         files moved aside by recovery, never deleted by us
+//!   {episode_id}/
+//!     {episode_id}_manifest.wshard      role 0x04, replaced atomically
+//!     {episode_id}_chunk_0000.wshard    finalized chunks
+//!     {episode_id}_chunk_0001.wshard.partial   a chunk being written
+//!     journal_0001.wal                  journal of the open chunk (durability `ack`)
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use wshard::manifest::{chunk_file_name, manifest_file_name};
+
+/// Longest episode id accepted.
+pub const MAX_EPISODE_ID_BYTES: usize = 128;
+/// Suffix of a chunk being written.
+pub const PARTIAL_SUFFIX: &str = ".partial";
+/// Prefix and suffix of journal segment files.
+pub const JOURNAL_PREFIX: &str = "journal_";
+pub const JOURNAL_SUFFIX: &str = ".wal";
+/// Name of the directory recovery moves unusable files into.
+pub const QUARANTINE_DIR: &str = "quarantine";
+
+/// Check an episode id: 1..=`max` bytes of `[A-Za-z0-9._-]`, not starting with `.`.
+///
+/// # Errors
+/// A message naming the id and what is wrong with it.
+pub fn validate_episode_id(id: &str, max: usize) -> Result<(), String> {
+    if id.is_empty() || id.len() > max {
+        return Err(format!(
+            "episode id {id:?} must be 1..={max} bytes, is {}",
+            id.len()
+        ));
+    }
+    if id.starts_with('.') {
+        return Err(format!("episode id {id:?} must not start with `.`"));
+    }
+    if let Some(c) = id
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(format!(
+            "episode id {id:?} contains {c:?}: only A-Z a-z 0-9 . _ - are allowed"
+        ));
+    }
+    if id == QUARANTINE_DIR {
+        return Err(format!("episode id {id:?} is reserved"));
+    }
+    Ok(())
+}
+
+/// The paths of one episode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EpisodeLayout {
+    pub episode_id: String,
+    pub dir: PathBuf,
+}
+
+impl EpisodeLayout {
+    /// The layout of `episode_id` under `data_dir` (the id must be valid).
+    #[must_use]
+    pub fn new(data_dir: &Path, episode_id: &str) -> Self {
+        Self {
+            episode_id: episode_id.to_owned(),
+            dir: data_dir.join(episode_id),
+        }
+    }
+
+    /// Finalized chunk `k`.
+    #[must_use]
+    pub fn chunk(&self, k: u64) -> PathBuf {
+        self.dir.join(chunk_file_name(&self.episode_id, k))
+    }
+
+    /// Chunk `k` while it is being written.
+    #[must_use]
+    pub fn partial(&self, k: u64) -> PathBuf {
+        self.dir.join(format!(
+            "{}{PARTIAL_SUFFIX}",
+            chunk_file_name(&self.episode_id, k)
+        ))
+    }
+
+    /// The manifest.
+    #[must_use]
+    pub fn manifest(&self) -> PathBuf {
+        self.dir.join(manifest_file_name(&self.episode_id))
+    }
+
+    /// Journal segment of chunk `k`.
+    #[must_use]
+    pub fn journal(&self, k: u64) -> PathBuf {
+        self.dir
+            .join(format!("{JOURNAL_PREFIX}{k:04}{JOURNAL_SUFFIX}"))
+    }
+
+    /// Chunk index of a journal segment file name, if it is one.
+    #[must_use]
+    pub fn journal_index(path: &Path) -> Option<u64> {
+        let name = path.file_name()?.to_str()?;
+        name.strip_prefix(JOURNAL_PREFIX)?
+            .strip_suffix(JOURNAL_SUFFIX)?
+            .parse()
+            .ok()
+    }
+
+    /// Chunk index of a `.partial` file of this episode, if it is one.
+    #[must_use]
+    pub fn partial_index(&self, path: &Path) -> Option<u64> {
+        let name = path.file_name()?.to_str()?;
+        let stem = name.strip_suffix(PARTIAL_SUFFIX)?;
+        stem.strip_prefix(&format!("{}_chunk_", self.episode_id))?
+            .strip_suffix(".wshard")?
+            .parse()
+            .ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_names_match_the_reference() {
+        let l = EpisodeLayout::new(Path::new("/d"), "ep_1");
+        assert_eq!(l.chunk(3), Path::new("/d/ep_1/ep_1_chunk_0003.wshard"));
+        assert_eq!(l.manifest(), Path::new("/d/ep_1/ep_1_manifest.wshard"));
+        assert_eq!(
+            l.partial(12),
+            Path::new("/d/ep_1/ep_1_chunk_0012.wshard.partial")
+        );
+        assert_eq!(EpisodeLayout::journal_index(&l.journal(7)), Some(7));
+        assert_eq!(l.partial_index(&l.partial(12)), Some(12));
+        assert_eq!(l.partial_index(&l.chunk(12)), None);
+    }
+
+    #[test]
+    fn layout_episode_ids_are_validated() {
+        for bad in [
+            "",
+            ".hidden",
+            "../../etc/passwd",
+            "a/b",
+            "a\0b",
+            "quarantine",
+            "é",
+            &"x".repeat(129),
+        ] {
+            assert!(validate_episode_id(bad, 128).is_err(), "{bad:?}");
+        }
+        for good in ["ep_0001", "2026-11-22T08.37.15Z", "a", &"x".repeat(128)] {
+            assert!(validate_episode_id(good, 128).is_ok(), "{good:?}");
+        }
+    }
+}

@@ -1,0 +1,7 @@
+//! What an episode is to the daemon: its schema and its files.
+
+pub mod layout;
+pub mod schema;
+
+pub use layout::{validate_episode_id, EpisodeLayout};
+pub use schema::{ChannelSchema, Durability, EpisodeSchema};

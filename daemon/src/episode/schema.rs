@@ -1,0 +1,261 @@
+//! The schema of an episode being recorded: what OPEN declared, resolved against the config
+//! (codec defaults). It is written at the head of every journal segment so that recovery
+//! can rebuild chunks without anything else.
+
+use serde_json::{json, Map, Value};
+use wshard::codec::Codec;
+use wshard::episode::{DType, Lane, Timebase};
+
+/// Durability class of an episode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// Every DURABLE-acknowledged timestep survives a crash (journal, group commit).
+    Ack,
+    /// No journal: only finalized chunks survive; loss bounded by the rotation limits.
+    Chunk,
+}
+
+impl Durability {
+    /// `ack` / `chunk`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ack => "ack",
+            Self::Chunk => "chunk",
+        }
+    }
+}
+
+/// One channel of the schema.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChannelSchema {
+    pub name: String,
+    pub lane: Lane,
+    pub dtype: DType,
+    pub shape: Vec<u64>,
+    pub codec: Codec,
+    pub modality: Option<String>,
+    /// Bytes per timestep.
+    pub step_bytes: usize,
+}
+
+/// Everything needed to turn journal records into chunk files.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EpisodeSchema {
+    pub episode_id: String,
+    pub env_id: String,
+    pub timebase: Timebase,
+    pub durability: Durability,
+    pub channels: Vec<ChannelSchema>,
+    pub metadata: Map<String, Value>,
+    /// Sum of the channels' step sizes: the payload of one timestep.
+    pub step_payload_bytes: usize,
+}
+
+fn bad(msg: impl Into<String>) -> String {
+    msg.into()
+}
+
+impl EpisodeSchema {
+    /// Build from parts, computing step sizes with checked arithmetic.
+    ///
+    /// # Errors
+    /// A message naming the channel whose size overflows.
+    pub fn new(
+        episode_id: String,
+        env_id: String,
+        timebase: Timebase,
+        durability: Durability,
+        channels: Vec<(String, Lane, DType, Vec<u64>, Codec, Option<String>)>,
+        metadata: Map<String, Value>,
+    ) -> Result<Self, String> {
+        let mut out = Vec::with_capacity(channels.len());
+        let mut total = 0usize;
+        for (name, lane, dtype, shape, codec, modality) in channels {
+            let step = shape
+                .iter()
+                .try_fold(dtype.size() as u64, |a, &d| a.checked_mul(d))
+                .and_then(|s| usize::try_from(s).ok())
+                .ok_or_else(|| bad(format!("channel `{name}`: shape {shape:?} overflows")))?;
+            total = total
+                .checked_add(step)
+                .ok_or_else(|| bad("step size overflows"))?;
+            out.push(ChannelSchema {
+                name,
+                lane,
+                dtype,
+                shape,
+                codec,
+                modality,
+                step_bytes: step,
+            });
+        }
+        Ok(Self {
+            episode_id,
+            env_id,
+            timebase,
+            durability,
+            channels: out,
+            metadata,
+            step_payload_bytes: total,
+        })
+    }
+
+    /// JSON form (journal segment header, recovery).
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        let (tb_type, tb_val) = match self.timebase {
+            Timebase::Ticks { tick_hz } => ("ticks", json!(tick_hz)),
+            Timebase::TimestampsNs { dt_ns } => ("timestamps_ns", json!(dt_ns)),
+        };
+        let channels: Vec<Value> = self
+            .channels
+            .iter()
+            .map(|c| {
+                json!({
+                    "name": c.name,
+                    "lane": c.lane.prefix(),
+                    "dtype": c.dtype.code(),
+                    "shape": c.shape,
+                    "codec": codec_name(c.codec),
+                    "modality": c.modality,
+                })
+            })
+            .collect();
+        json!({
+            "episode_id": self.episode_id,
+            "env_id": self.env_id,
+            "timebase": {"type": tb_type, "value": tb_val},
+            "durability": self.durability.name(),
+            "channels": channels,
+            "metadata": Value::Object(self.metadata.clone()),
+        })
+    }
+
+    /// Parse the JSON form.
+    ///
+    /// # Errors
+    /// A message naming the missing or bad field.
+    pub fn from_json(v: &Value) -> Result<Self, String> {
+        let s = |v: &Value, k: &str| {
+            v.get(k)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| bad(format!("schema: `{k}` missing or not a string")))
+        };
+        let tb = v
+            .get("timebase")
+            .ok_or_else(|| bad("schema: `timebase` missing"))?;
+        let timebase = match tb.get("type").and_then(Value::as_str) {
+            Some("ticks") => Timebase::Ticks {
+                tick_hz: tb
+                    .get("value")
+                    .and_then(Value::as_f64)
+                    .ok_or_else(|| bad("schema: tick_hz"))?,
+            },
+            Some("timestamps_ns") => Timebase::TimestampsNs {
+                dt_ns: tb
+                    .get("value")
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| bad("schema: dt_ns"))?,
+            },
+            other => return Err(bad(format!("schema: unknown timebase {other:?}"))),
+        };
+        let durability = match v.get("durability").and_then(Value::as_str) {
+            Some("ack") => Durability::Ack,
+            Some("chunk") => Durability::Chunk,
+            other => return Err(bad(format!("schema: unknown durability {other:?}"))),
+        };
+        let mut channels = Vec::new();
+        for c in v
+            .get("channels")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("schema: `channels` missing"))?
+        {
+            let lane = match c.get("lane").and_then(Value::as_str) {
+                Some("signal") => Lane::Signal,
+                Some("action") => Lane::Action,
+                other => return Err(bad(format!("schema: unknown lane {other:?}"))),
+            };
+            let dtype = DType::parse(&s(c, "dtype")?).map_err(|e| e.to_string())?;
+            let shape = c
+                .get("shape")
+                .and_then(Value::as_array)
+                .ok_or_else(|| bad("schema: shape"))?
+                .iter()
+                .map(|d| d.as_u64().ok_or_else(|| bad("schema: shape entry")))
+                .collect::<Result<Vec<u64>, String>>()?;
+            let codec = Codec::parse(&s(c, "codec")?).map_err(|e| e.to_string())?;
+            let modality = c.get("modality").and_then(Value::as_str).map(str::to_owned);
+            channels.push((s(c, "name")?, lane, dtype, shape, codec, modality));
+        }
+        let metadata = v
+            .get("metadata")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        Self::new(
+            s(v, "episode_id")?,
+            s(v, "env_id")?,
+            timebase,
+            durability,
+            channels,
+            metadata,
+        )
+    }
+}
+
+/// The config / schema spelling of a codec: `none`, `lz4`, `zstd-N`.
+#[must_use]
+pub fn codec_name(c: Codec) -> String {
+    match c {
+        Codec::None => "none".into(),
+        Codec::Lz4 => "lz4".into(),
+        Codec::Zstd { level } => format!("zstd-{level}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_json_round_trips() {
+        let s = EpisodeSchema::new(
+            "ep1".into(),
+            "Env".into(),
+            Timebase::ticks(1000.0),
+            Durability::Ack,
+            vec![
+                (
+                    "joint_pos".into(),
+                    Lane::Signal,
+                    DType::F32,
+                    vec![7],
+                    Codec::zstd(),
+                    None,
+                ),
+                (
+                    "cam/rgb".into(),
+                    Lane::Signal,
+                    DType::U8,
+                    vec![4, 4, 3],
+                    Codec::Lz4,
+                    Some("rgb".into()),
+                ),
+                (
+                    "cmd".into(),
+                    Lane::Action,
+                    DType::F64,
+                    vec![],
+                    Codec::None,
+                    None,
+                ),
+            ],
+            Map::new(),
+        )
+        .unwrap();
+        assert_eq!(s.step_payload_bytes, 28 + 48 + 8);
+        assert_eq!(EpisodeSchema::from_json(&s.to_json()).unwrap(), s);
+    }
+}

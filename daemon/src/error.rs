@@ -1,0 +1,41 @@
+//! Errors of the durable write path. Each names the step, the file and the OS error, so a
+//! log line is enough to know what failed where.
+
+use std::path::PathBuf;
+
+/// A failed step of writing, syncing, renaming or removing a file.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("{op} {}: {source}", path.display())]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{context}: {source}")]
+    Format {
+        context: String,
+        #[source]
+        source: wshard::FormatError,
+    },
+}
+
+impl StorageError {
+    /// Wrap an I/O error with the step and the path.
+    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// Wrap a format error with context.
+    pub fn format(context: impl Into<String>, source: wshard::FormatError) -> Self {
+        Self::Format {
+            context: context.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! One journal segment: the accepted timesteps of one chunk, written through [`Fs`] and
+//! synced by group commit.
+
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use super::format::{scan, JournalScan, JournalWriter};
+use super::record::{kind, SegmentHeader};
+use crate::error::StorageError;
+use crate::fsio::{DurableFile, Fs};
+
+const WRITE_BUFFER: usize = 1 << 20;
+
+/// An open segment being appended to.
+pub struct JournalSegment {
+    path: PathBuf,
+    writer: JournalWriter<BufWriter<Box<dyn DurableFile>>>,
+    dirty: bool,
+}
+
+impl std::fmt::Debug for JournalSegment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JournalSegment")
+            .field("path", &self.path)
+            .field("offset", &self.writer.offset())
+            .finish()
+    }
+}
+
+impl JournalSegment {
+    /// Create the segment, write its header, fsync it and its directory (so that the
+    /// segment's existence is durable before any DURABLE ack depends on it).
+    ///
+    /// # Errors
+    /// The failing step.
+    pub fn create(fs: &dyn Fs, path: &Path, header: &SegmentHeader) -> Result<Self, StorageError> {
+        let file = fs
+            .create_new(path)
+            .map_err(|e| StorageError::io("create journal", path, e))?;
+        let mut seg = Self {
+            path: path.to_path_buf(),
+            writer: JournalWriter::new(BufWriter::with_capacity(WRITE_BUFFER, file), 0),
+            dirty: true,
+        };
+        seg.writer
+            .append(&[&header.encode()])
+            .map_err(|e| StorageError::io("write journal header", path, e))?;
+        seg.sync()?;
+        let dir = path.parent().unwrap_or_else(|| Path::new("."));
+        fs.sync_dir(dir)
+            .map_err(|e| StorageError::io("fsync directory", dir, e))?;
+        Ok(seg)
+    }
+
+    /// The file.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes written (buffered or not).
+    #[must_use]
+    pub fn offset(&self) -> u64 {
+        self.writer.offset()
+    }
+
+    /// True when something was appended since the last sync.
+    #[must_use]
+    pub fn is_dirty(&self) -> bool {
+        self.dirty
+    }
+
+    /// Append a STEPS record holding `records` (wire-format timestep records).
+    ///
+    /// # Errors
+    /// The write error; the segment must not be used afterwards.
+    pub fn append_steps(&mut self, records: &[u8]) -> Result<(), StorageError> {
+        self.writer
+            .append(&[&[kind::STEPS], records])
+            .map_err(|e| StorageError::io("write journal", &self.path, e))?;
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Flush the buffer and `fdatasync`. Never retried by callers after an error.
+    ///
+    /// # Errors
+    /// The failing step.
+    pub fn sync(&mut self) -> Result<(), StorageError> {
+        self.writer
+            .flush()
+            .map_err(|e| StorageError::io("write journal", &self.path, e))?;
+        self.writer
+            .get_mut()
+            .get_mut()
+            .sync_data()
+            .map_err(|e| StorageError::io("fdatasync journal", &self.path, e))?;
+        self.dirty = false;
+        Ok(())
+    }
+}
+
+/// What a segment holds, as far as it can be read.
+#[derive(Debug, Default)]
+pub struct SegmentContents {
+    pub header: Option<SegmentHeader>,
+    /// Timestep records back to back, in journal order.
+    pub steps: Vec<u8>,
+    pub scan: JournalScan,
+    /// Problems above the framing: a bad header, a STEPS record of the wrong size, ...
+    pub problems: Vec<(u64, String)>,
+}
+
+/// Decode a segment's bytes.
+#[must_use]
+pub fn read_segment(bytes: &[u8]) -> SegmentContents {
+    let scan = scan(bytes);
+    let mut out = SegmentContents::default();
+    for rec in &scan.records {
+        let Some((&k, body)) = rec.data.split_first() else {
+            out.problems.push((rec.offset, "empty record".into()));
+            continue;
+        };
+        match (k, &out.header) {
+            (kind::SEGMENT, None) => match SegmentHeader::decode(body) {
+                Ok(h) => out.header = Some(h),
+                Err(e) => out.problems.push((rec.offset, e)),
+            },
+            (kind::SEGMENT, Some(_)) => out
+                .problems
+                .push((rec.offset, "second segment header ignored".into())),
+            (kind::STEPS, Some(h)) => {
+                let rec_len = crate::chunk::step::STEP_HEADER_LEN + h.schema.step_payload_bytes;
+                if body.len() % rec_len == 0 {
+                    out.steps.extend_from_slice(body);
+                } else {
+                    out.problems.push((
+                        rec.offset,
+                        format!(
+                            "STEPS record of {} bytes is not a multiple of the {rec_len}-byte step",
+                            body.len()
+                        ),
+                    ));
+                }
+            }
+            (kind::STEPS, None) => out
+                .problems
+                .push((rec.offset, "STEPS record before the segment header".into())),
+            (other, _) => out
+                .problems
+                .push((rec.offset, format!("unknown record kind {other}"))),
+        }
+    }
+    out.scan = scan;
+    out
+}

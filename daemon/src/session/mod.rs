@@ -1,0 +1,218 @@
+//! One recording episode: a writer thread (journal + columns + group commit + rotation) and
+//! a publisher thread (chunk files + manifest), fed by the connection through a bounded
+//! queue. When the queue is full the connection blocks, so it stops reading its socket and
+//! the client blocks in turn: memory stays bounded by the queue and two chunks.
+
+pub mod publisher;
+pub mod settings;
+pub mod shared;
+pub mod stats;
+pub mod writer;
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::Sender;
+use wshard::manifest::Manifest;
+
+pub use settings::{FsyncMode, Rotation, SessionSettings};
+pub use shared::{FinalStatus, Responder, SessionShared};
+pub use stats::EpisodeStats;
+
+use crate::chunk::publish::commit_manifest;
+use crate::episode::{Durability, EpisodeLayout, EpisodeSchema};
+use crate::error::StorageError;
+use crate::fsio::Fs;
+use crate::journal::record::SegmentHeader;
+use crate::journal::segment::JournalSegment;
+use writer::{Writer, WriterMsg};
+
+/// Why an episode could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("episode `{0}` already exists in the data directory")]
+    Exists(String),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error("cannot start the episode's threads: {0}")]
+    Spawn(std::io::Error),
+}
+
+/// What CLOSE produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CloseSummary {
+    pub timesteps: u64,
+    pub chunks: u64,
+    pub status: String,
+    /// Set when the episode failed on storage (its files are left for recovery).
+    pub failure: Option<String>,
+}
+
+/// A recording episode.
+pub struct Session {
+    shared: Arc<SessionShared>,
+    tx: Option<Sender<WriterMsg>>,
+    writer: Option<JoinHandle<()>>,
+    publisher: Option<JoinHandle<Manifest>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("episode", &self.shared.layout.episode_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Create the episode directory, commit a `recording` manifest with no chunks, create
+    /// journal segment 0 (durability `ack`), and start the threads. When this returns, the
+    /// episode exists durably.
+    ///
+    /// # Errors
+    /// [`OpenError::Exists`] when the directory exists; storage errors naming the step.
+    pub fn open(
+        fs: Arc<dyn Fs>,
+        data_dir: &Path,
+        schema: EpisodeSchema,
+        settings: SessionSettings,
+        responder: Arc<dyn Responder>,
+    ) -> Result<Self, OpenError> {
+        let layout = EpisodeLayout::new(data_dir, &schema.episode_id);
+        match fs.create_dir(&layout.dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(OpenError::Exists(schema.episode_id))
+            }
+            Err(e) => {
+                return Err(StorageError::io("create episode directory", &layout.dir, e).into())
+            }
+        }
+        fs.sync_dir(data_dir)
+            .map_err(|e| StorageError::io("fsync directory", data_dir, e))?;
+        let schema = Arc::new(schema);
+        let shared = Arc::new(SessionShared::new(
+            fs.clone(),
+            layout,
+            schema.clone(),
+            settings,
+            responder,
+        ));
+        let manifest = publisher::recorder_manifest(&shared);
+        commit_manifest(&*fs, &shared.layout, &manifest)?;
+        let journal = match schema.durability {
+            Durability::Ack => {
+                let header = SegmentHeader {
+                    schema: (*schema).clone(),
+                    chunk_index: 0,
+                    first_timestep: 0,
+                };
+                Some(JournalSegment::create(
+                    &*fs,
+                    &shared.layout.journal(0),
+                    &header,
+                )?)
+            }
+            Durability::Chunk => None,
+        };
+        let (tx, rx) = crossbeam_channel::bounded(shared.settings.queue_frames.max(1));
+        // Rendezvous: the writer hands a sealed chunk over only when the publisher is free.
+        let (ptx, prx) = crossbeam_channel::bounded(0);
+        let name = &schema.episode_id;
+        let p_shared = shared.clone();
+        let publisher = std::thread::Builder::new()
+            .name(format!("pub-{name}"))
+            .spawn(move || publisher::run(&p_shared, &prx, manifest))
+            .map_err(OpenError::Spawn)?;
+        let w = Writer::new(shared.clone(), journal, ptx);
+        let writer = std::thread::Builder::new()
+            .name(format!("wr-{name}"))
+            .spawn(move || w.run(&rx))
+            .map_err(OpenError::Spawn)?;
+        Ok(Self {
+            shared,
+            tx: Some(tx),
+            writer: Some(writer),
+            publisher: Some(publisher),
+        })
+    }
+
+    /// The shared state (stats, failure, durable watermark).
+    #[must_use]
+    pub fn shared(&self) -> &Arc<SessionShared> {
+        &self.shared
+    }
+
+    /// Queue checked timestep records. Blocks while the queue is full (backpressure).
+    /// Returns `false` when the session can take no more (failed or closed).
+    pub fn submit(&self, records: Vec<u8>, steps: u64) -> bool {
+        if self.shared.is_failed() {
+            return false;
+        }
+        let Some(tx) = &self.tx else { return false };
+        self.shared
+            .stats
+            .received
+            .fetch_add(steps, Ordering::Relaxed);
+        self.shared
+            .stats
+            .bytes
+            .fetch_add(records.len() as u64, Ordering::Relaxed);
+        tx.send(WriterMsg::Steps { records }).is_ok()
+    }
+
+    /// Ask for an fsync now.
+    pub fn flush(&self) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(WriterMsg::Flush);
+        }
+    }
+
+    /// Finalize: last chunk, manifest with the final status. Returns when it is durable.
+    #[must_use]
+    pub fn close(mut self, status: FinalStatus) -> CloseSummary {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(WriterMsg::Close { status });
+        }
+        self.join()
+    }
+
+    fn join(&mut self) -> CloseSummary {
+        self.tx = None;
+        if let Some(w) = self.writer.take() {
+            if w.join().is_err() {
+                self.shared.fail("the writer thread panicked".into());
+            }
+        }
+        let manifest = self.publisher.take().map(JoinHandle::join);
+        let (timesteps, chunks, status) = match manifest {
+            Some(Ok(m)) => (
+                m.total_timesteps,
+                m.chunks.len() as u64,
+                m.status.unwrap_or_default(),
+            ),
+            Some(Err(_)) => {
+                self.shared.fail("the publisher thread panicked".into());
+                (0, 0, String::new())
+            }
+            None => (0, 0, String::new()),
+        };
+        CloseSummary {
+            timesteps,
+            chunks,
+            status,
+            failure: self.shared.failure(),
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Without CLOSE: dropping the sender makes the writer finalize as interrupted.
+        if self.writer.is_some() {
+            let _ = self.join();
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! The knobs a session runs with, resolved from the config by the server.
+
+use std::time::Duration;
+
+use wshard::episode::EpisodeWriteOptions;
+
+/// When the journal is fsynced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FsyncMode {
+    /// After every batch of frames drained from the queue (group commit).
+    Always,
+    /// At most this long after the first unsynced write.
+    Interval(Duration),
+    /// Never: DURABLE acks come only with finalized chunks.
+    Never,
+}
+
+/// When the open chunk is sealed and published.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rotation {
+    pub max_timesteps: u64,
+    pub max_bytes: u64,
+    pub max_age: Duration,
+}
+
+/// Everything a session needs besides its schema.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionSettings {
+    pub fsync: FsyncMode,
+    pub rotation: Rotation,
+    /// Frames queued between the connection and the writer before the reader blocks.
+    pub queue_frames: usize,
+    pub compression_workers: usize,
+    pub write_options: EpisodeWriteOptions,
+}
+
+impl Default for SessionSettings {
+    fn default() -> Self {
+        Self {
+            fsync: FsyncMode::Interval(Duration::from_millis(10)),
+            rotation: Rotation {
+                max_timesteps: 100_000,
+                max_bytes: 256 << 20,
+                max_age: Duration::from_secs(60),
+            },
+            queue_frames: 64,
+            compression_workers: 2,
+            write_options: EpisodeWriteOptions::default(),
+        }
+    }
+}

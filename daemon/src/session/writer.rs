@@ -1,0 +1,272 @@
+//! The writer thread of a session: appends accepted timesteps to the journal and to the
+//! open chunk's columns, group-commits the journal per the fsync policy, and seals the
+//! chunk when a rotation limit is reached. A batch is split exactly at the chunk boundary
+//! so that journal segment k holds exactly the timesteps of chunk k.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+
+use super::publisher::Sealed;
+use super::settings::FsyncMode;
+use super::shared::{FinalStatus, SessionShared};
+use crate::chunk::step::{steps, STEP_HEADER_LEN};
+use crate::chunk::ChunkColumns;
+use crate::error::StorageError;
+use crate::journal::record::SegmentHeader;
+use crate::journal::segment::JournalSegment;
+
+/// A message from the connection to the writer.
+pub enum WriterMsg {
+    /// Wire-format timestep records, already checked: sizes exact, seqs contiguous.
+    Steps { records: Vec<u8> },
+    /// Make everything received durable now.
+    Flush,
+    /// Finalize the episode (the session joins the threads to know it is done).
+    Close { status: FinalStatus },
+}
+
+/// The writer's state.
+pub struct Writer {
+    shared: Arc<SessionShared>,
+    columns: ChunkColumns,
+    journal: Option<JournalSegment>,
+    /// One past the last seq received.
+    received_end: u64,
+    dirty_since: Option<Instant>,
+    to_publisher: Sender<Sealed>,
+}
+
+impl Writer {
+    /// A writer for a new episode, whose journal segment 0 (if any) is already created.
+    pub fn new(
+        shared: Arc<SessionShared>,
+        journal: Option<JournalSegment>,
+        to_publisher: Sender<Sealed>,
+    ) -> Self {
+        let columns = ChunkColumns::new(shared.schema.clone(), 0, 0);
+        Self {
+            shared,
+            columns,
+            journal,
+            received_end: 0,
+            dirty_since: None,
+            to_publisher,
+        }
+    }
+
+    fn record_len(&self) -> usize {
+        STEP_HEADER_LEN + self.shared.schema.step_payload_bytes
+    }
+
+    /// Run until CLOSE or until the connection drops its sender (then: interrupted).
+    pub fn run(mut self, rx: &Receiver<WriterMsg>) {
+        loop {
+            let msg = match self.next_deadline() {
+                Some(deadline) => {
+                    match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                        Ok(m) => Some(m),
+                        Err(RecvTimeoutError::Timeout) => None,
+                        Err(RecvTimeoutError::Disconnected) => {
+                            self.finish(FinalStatus::Interrupted(
+                                "client disconnected without CLOSE".into(),
+                            ));
+                            return;
+                        }
+                    }
+                }
+                None => match rx.recv() {
+                    Ok(m) => Some(m),
+                    Err(_) => {
+                        self.finish(FinalStatus::Interrupted(
+                            "client disconnected without CLOSE".into(),
+                        ));
+                        return;
+                    }
+                },
+            };
+            let mut next = msg;
+            // Group commit: take everything already queued before syncing once.
+            while let Some(m) = next {
+                self.shared
+                    .stats
+                    .queue_depth
+                    .store(rx.len() as u64, Ordering::Relaxed);
+                match m {
+                    WriterMsg::Steps { records } => self.on_steps(&records),
+                    WriterMsg::Flush => self.sync_now(),
+                    WriterMsg::Close { status } => {
+                        self.finish(status);
+                        return;
+                    }
+                }
+                next = rx.try_recv().ok();
+            }
+            self.on_tick();
+        }
+    }
+
+    /// When the loop must wake up without a message: an interval sync or a time rotation.
+    fn next_deadline(&self) -> Option<Instant> {
+        let sync = match (self.shared.settings.fsync, self.dirty_since) {
+            (FsyncMode::Interval(d), Some(t)) => Some(t + d),
+            _ => None,
+        };
+        let rotate = (!self.columns.is_empty())
+            .then(|| self.columns.opened + self.shared.settings.rotation.max_age);
+        match (sync, rotate) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn on_tick(&mut self) {
+        if self.shared.is_failed() {
+            return;
+        }
+        match (self.shared.settings.fsync, self.dirty_since) {
+            (FsyncMode::Always, Some(_)) => self.sync_now(),
+            (FsyncMode::Interval(d), Some(t)) if t.elapsed() >= d => self.sync_now(),
+            _ => {}
+        }
+        if !self.columns.is_empty()
+            && self.columns.opened.elapsed() >= self.shared.settings.rotation.max_age
+        {
+            self.rotate();
+        }
+    }
+
+    fn storage_failed(&mut self, e: &StorageError) {
+        self.shared.fail(e.to_string());
+        self.journal = None;
+    }
+
+    fn on_steps(&mut self, records: &[u8]) {
+        if self.shared.is_failed() {
+            return;
+        }
+        let rec_len = self.record_len();
+        let rot = self.shared.settings.rotation;
+        let mut rest = records;
+        while !rest.is_empty() {
+            // How many records fit in the open chunk.
+            let by_count = rot.max_timesteps.saturating_sub(self.columns.len());
+            let step_bytes = rec_len as u64 - STEP_HEADER_LEN as u64 + 8;
+            let by_bytes = rot.max_bytes.saturating_sub(self.columns.bytes) / step_bytes.max(1);
+            // A chunk always takes at least one step, even one larger than the byte budget.
+            let fit = by_count
+                .min(by_bytes)
+                .max(u64::from(self.columns.is_empty()));
+            if fit == 0 {
+                self.rotate();
+                if self.shared.is_failed() {
+                    return;
+                }
+                continue;
+            }
+            let n = usize::try_from(fit)
+                .unwrap_or(usize::MAX)
+                .min(rest.len() / rec_len);
+            let (now, later) = rest.split_at(n * rec_len);
+            if let Some(j) = self.journal.as_mut() {
+                if let Err(e) = j.append_steps(now) {
+                    self.storage_failed(&e);
+                    return;
+                }
+                self.dirty_since.get_or_insert_with(Instant::now);
+            }
+            for s in steps(now, self.shared.schema.step_payload_bytes) {
+                self.columns.push(&s);
+                self.received_end = s.seq + 1;
+            }
+            rest = later;
+        }
+    }
+
+    /// fsync the journal and acknowledge what it covers.
+    fn sync_now(&mut self) {
+        let Some(j) = self.journal.as_mut() else {
+            return;
+        };
+        if !j.is_dirty() && self.dirty_since.is_none() {
+            return;
+        }
+        let t = Instant::now();
+        match j.sync() {
+            Ok(()) => {
+                let us = u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX);
+                self.shared.stats.last_fsync_us.store(us, Ordering::Relaxed);
+                self.dirty_since = None;
+                self.shared.advance_durable(self.received_end);
+            }
+            Err(e) => self.storage_failed(&e),
+        }
+    }
+
+    /// Seal the open chunk, hand it to the publisher (blocking while the previous one is
+    /// still being written: at most two chunks are in memory), and open the next segment.
+    fn rotate(&mut self) {
+        self.sync_now();
+        if self.shared.is_failed() {
+            return;
+        }
+        let next_index = self.columns.chunk_index + 1;
+        let next_first = self.received_end;
+        let old_journal = self.journal.take().map(|j| j.path().to_path_buf());
+        if old_journal.is_some() {
+            let header = SegmentHeader {
+                schema: (*self.shared.schema).clone(),
+                chunk_index: next_index,
+                first_timestep: next_first,
+            };
+            match JournalSegment::create(
+                &*self.shared.fs,
+                &self.shared.layout.journal(next_index),
+                &header,
+            ) {
+                Ok(j) => self.journal = Some(j),
+                Err(e) => {
+                    self.storage_failed(&e);
+                    return;
+                }
+            }
+        }
+        let columns = std::mem::replace(
+            &mut self.columns,
+            ChunkColumns::new(self.shared.schema.clone(), next_index, next_first),
+        );
+        let sealed = Sealed {
+            columns,
+            journal: old_journal,
+            final_status: None,
+            seq_end: self.received_end,
+        };
+        if self.to_publisher.send(sealed).is_err() {
+            self.shared.fail("the chunk publisher stopped".into());
+        }
+    }
+
+    /// Final sync, then hand the last chunk and the final status to the publisher.
+    fn finish(mut self, status: FinalStatus) {
+        self.sync_now();
+        let journal = self.journal.take().map(|j| j.path().to_path_buf());
+        let columns = std::mem::replace(
+            &mut self.columns,
+            ChunkColumns::new(self.shared.schema.clone(), 0, 0),
+        );
+        if !self.shared.is_failed() {
+            let sealed = Sealed {
+                columns,
+                journal,
+                final_status: Some(status),
+                seq_end: self.received_end,
+            };
+            if self.to_publisher.send(sealed).is_err() {
+                self.shared.fail("the chunk publisher stopped".into());
+            }
+        }
+        // Dropping the sender (with self) ends the publisher once it has drained.
+    }
+}

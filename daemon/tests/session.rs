@@ -1,0 +1,242 @@
+//! The session (writer + publisher threads) on real files, without a socket: what it
+//! acknowledges, how it rotates, what it leaves on disk.
+
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use wshard::codec::Codec;
+use wshard::episode::{DType, Lane, Timebase};
+use wshard::manifest::{read_episode_chunked, Manifest};
+use wshard_recorder::chunk::step::encode_step;
+use wshard_recorder::episode::{Durability, EpisodeLayout, EpisodeSchema};
+use wshard_recorder::fsio::RealFs;
+use wshard_recorder::session::{
+    FinalStatus, FsyncMode, Responder, Rotation, Session, SessionSettings,
+};
+
+#[derive(Default)]
+struct Recorded {
+    durable: Mutex<Vec<u64>>,
+    errors: Mutex<Vec<String>>,
+}
+
+impl Responder for Recorded {
+    fn durable(&self, up_to_seq: u64) {
+        self.durable.lock().unwrap().push(up_to_seq);
+    }
+    fn storage_failed(&self, message: &str) {
+        self.errors.lock().unwrap().push(message.to_owned());
+    }
+}
+
+fn schema(id: &str, durability: Durability) -> EpisodeSchema {
+    EpisodeSchema::new(
+        id.into(),
+        "TestEnv-v0".into(),
+        Timebase::ticks(1000.0),
+        durability,
+        vec![
+            (
+                "joint_pos".into(),
+                Lane::Signal,
+                DType::F32,
+                vec![7],
+                Codec::zstd(),
+                None,
+            ),
+            (
+                "cmd".into(),
+                Lane::Action,
+                DType::F32,
+                vec![7],
+                Codec::Lz4,
+                None,
+            ),
+        ],
+        serde_json::Map::new(),
+    )
+    .unwrap()
+}
+
+fn step_payload(i: u64) -> Vec<u8> {
+    (0..14)
+        .flat_map(|j| ((i * 14 + j) as f32 * 0.5).to_le_bytes())
+        .collect()
+}
+
+fn settings(fsync: FsyncMode, max_timesteps: u64) -> SessionSettings {
+    SessionSettings {
+        fsync,
+        rotation: Rotation {
+            max_timesteps,
+            max_bytes: 1 << 30,
+            max_age: Duration::from_secs(3600),
+        },
+        ..SessionSettings::default()
+    }
+}
+
+fn push(session: &Session, from: u64, n: u64) {
+    let mut rec = Vec::new();
+    for i in from..from + n {
+        encode_step(
+            &mut rec,
+            i,
+            1_700_000_000_000_000_000 + i as i64 * 1_000_000,
+            i as f32,
+            i % 100 == 99,
+            &step_payload(i),
+        );
+    }
+    assert!(session.submit(rec, n));
+}
+
+fn record(
+    durability: Durability,
+    fsync: FsyncMode,
+    total: u64,
+    batch: u64,
+    max_ts: u64,
+) -> (tempfile::TempDir, Arc<Recorded>, Manifest) {
+    let dir = tempfile::tempdir().unwrap();
+    let resp = Arc::new(Recorded::default());
+    let s = Session::open(
+        Arc::new(RealFs),
+        dir.path(),
+        schema("ep", durability),
+        settings(fsync, max_ts),
+        resp.clone(),
+    )
+    .unwrap();
+    let mut i = 0;
+    while i < total {
+        let n = batch.min(total - i);
+        push(&s, i, n);
+        i += n;
+    }
+    let summary = s.close(FinalStatus::Complete);
+    assert_eq!(summary.failure, None);
+    assert_eq!(summary.timesteps, total);
+    let layout = EpisodeLayout::new(dir.path(), "ep");
+    let m = Manifest::read_file(layout.manifest()).unwrap();
+    (dir, resp, m)
+}
+
+fn check_values(dir: &std::path::Path, total: u64) {
+    let layout = EpisodeLayout::new(dir, "ep");
+    let ep = read_episode_chunked(&layout.manifest()).unwrap();
+    assert_eq!(ep.length, total);
+    let want: Vec<u8> = (0..total)
+        .flat_map(|i| step_payload(i)[..28].to_vec())
+        .collect();
+    assert_eq!(ep.channel("joint_pos").unwrap().data, want);
+    let want_cmd: Vec<u8> = (0..total)
+        .flat_map(|i| step_payload(i)[28..].to_vec())
+        .collect();
+    assert_eq!(ep.channel("cmd").unwrap().data, want_cmd);
+    assert_eq!(ep.reward, (0..total).map(|i| i as f32).collect::<Vec<_>>());
+    assert_eq!(ep.timestamps_ns.unwrap()[0], 1_700_000_000_000_000_000);
+}
+
+#[test]
+fn session_records_rotates_and_acknowledges() {
+    let (dir, resp, m) = record(Durability::Ack, FsyncMode::Always, 2_500, 64, 1_000);
+    assert_eq!(m.status.as_deref(), Some("complete"));
+    assert_eq!(
+        m.chunks.iter().map(|c| c.length_t).collect::<Vec<_>>(),
+        [1_000, 1_000, 500]
+    );
+    m.validate_continuity().unwrap();
+    check_values(dir.path(), 2_500);
+    let acks = resp.durable.lock().unwrap().clone();
+    assert!(
+        acks.windows(2).all(|w| w[0] < w[1]),
+        "acks must increase: {acks:?}"
+    );
+    assert_eq!(acks.last(), Some(&2_500));
+    // No journal, partial or temp file is left behind.
+    let names: Vec<String> = std::fs::read_dir(dir.path().join("ep"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| n.ends_with(".wshard") && !n.contains("partial")),
+        "{names:?}"
+    );
+    assert_eq!(names.len(), 4);
+}
+
+#[test]
+fn session_chunk_durability_writes_no_journal() {
+    let (dir, resp, m) = record(
+        Durability::Chunk,
+        FsyncMode::Interval(Duration::from_millis(5)),
+        1_234,
+        100,
+        500,
+    );
+    assert_eq!(m.chunks.len(), 3);
+    check_values(dir.path(), 1_234);
+    // Acks only at chunk boundaries and at close.
+    assert_eq!(
+        resp.durable.lock().unwrap().clone(),
+        vec![500, 1_000, 1_234]
+    );
+}
+
+#[test]
+fn session_batch_split_at_rotation_keeps_every_step() {
+    // Batches of 7 against chunks of 10: every chunk boundary falls inside a batch.
+    let (dir, _, m) = record(Durability::Ack, FsyncMode::Never, 95, 7, 10);
+    assert_eq!(m.chunks.len(), 10);
+    assert!(m.chunks.iter().take(9).all(|c| c.length_t == 10));
+    check_values(dir.path(), 95);
+}
+
+#[test]
+fn session_refuses_an_existing_episode() {
+    let dir = tempfile::tempdir().unwrap();
+    let resp = Arc::new(Recorded::default());
+    let s = Session::open(
+        Arc::new(RealFs),
+        dir.path(),
+        schema("dup", Durability::Ack),
+        SessionSettings::default(),
+        resp.clone(),
+    )
+    .unwrap();
+    let e = Session::open(
+        Arc::new(RealFs),
+        dir.path(),
+        schema("dup", Durability::Ack),
+        SessionSettings::default(),
+        resp,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("already exists"), "{e}");
+    let _ = s.close(FinalStatus::Aborted);
+}
+
+#[test]
+fn session_dropped_without_close_is_interrupted_and_complete_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let resp = Arc::new(Recorded::default());
+    let s = Session::open(
+        Arc::new(RealFs),
+        dir.path(),
+        schema("drop", Durability::Ack),
+        settings(FsyncMode::Always, 50),
+        resp,
+    )
+    .unwrap();
+    push(&s, 0, 120);
+    drop(s);
+    let m = Manifest::read_file(EpisodeLayout::new(dir.path(), "drop").manifest()).unwrap();
+    assert_eq!(m.status.as_deref(), Some("interrupted"));
+    assert_eq!(m.total_timesteps, 120);
+    assert!(m.extra["reason"].as_str().unwrap().contains("disconnected"));
+}
