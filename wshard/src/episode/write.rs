@@ -47,7 +47,9 @@ impl EpisodeWriteOptions {
         ShardOptions {
             role: role::WSHARD,
             alignment: self.alignment,
-            compression_default: self.compression_default.unwrap_or(self.default_codec.header_code()),
+            compression_default: self
+                .compression_default
+                .unwrap_or(self.default_codec.header_code()),
             policy: self.policy,
             ..ShardOptions::wshard()
         }
