@@ -1,1 +1,49 @@
-//! wshardd configuration.
+//! wshardd configuration: the schema of `wshardd.toml`, its defaults, loading and validation.
+//!
+//! Every key is optional and has a default ([`Config::default`]); unknown keys are errors.
+//! The commented default file is `config/wshardd.toml` ([`DEFAULT_CONFIG_TOML`]).
+//!
+//! # Where the configuration comes from
+//! [`Config::load`]: `--config PATH` > `$WSHARDD_CONFIG` > `/etc/wshardd/wshardd.toml` if it
+//! exists > `./wshardd.toml` if it exists > built-in defaults. [`ConfigSource`] says which.
+//! A missing `--config` or `$WSHARDD_CONFIG` file is an error.
+//!
+//! # Relative paths
+//! A relative `data_dir` or `socket.path` is resolved against the directory of the file it was
+//! read from, or against the working directory of the daemon for the built-in defaults.
+//! [`Config::load`] and [`Config::from_file`] return absolute paths;
+//! [`Config::from_toml_str`] returns them as written.
+//!
+//! # SIGHUP
+//! [`Config::reloadable_diff`] splits the changed keys into those a reload applies
+//! (`log.level`, `fsync.*`, `rotation.*`, `codecs.*`, `limits.max_connections`) and those that
+//! need a restart (everything else).
+
+mod codecs;
+mod error;
+mod kinds;
+mod load;
+mod octal;
+mod parse;
+mod reload;
+mod schema;
+mod validate;
+
+pub use codecs::{codec_to_string, parse_codec, CodecsConfig};
+pub use error::ConfigError;
+pub use kinds::{Durability, FsyncMode, FsyncPolicy, LogLevel};
+pub use load::{
+    default_candidates, ConfigSource, DEFAULTS_ORIGIN, ENV_VAR, LOCAL_CONFIG_PATH,
+    SYSTEM_CONFIG_PATH,
+};
+pub use octal::{format_mode, parse_mode, MAX_MODE};
+pub use reload::{schema_keys, ReloadClass};
+pub use schema::{
+    Config, DurabilityConfig, FsyncConfig, LimitsConfig, LogConfig, QueuesConfig, RecoveryConfig,
+    RotationConfig, SocketConfig, GIB, MIB, TIB,
+};
+pub use validate::MAX_SOCKET_PATH_BYTES;
+pub use wshard::codec::Codec;
+
+/// The commented default configuration file, every key at its default.
+pub const DEFAULT_CONFIG_TOML: &str = include_str!("../wshardd.toml");

@@ -11,4 +11,5 @@ pub mod episode;
 pub mod error;
 pub mod fsio;
 pub mod journal;
+pub mod recovery;
 pub mod session;

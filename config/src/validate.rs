@@ -1,0 +1,185 @@
+//! Semantic checks after parsing: ranges and cross-key rules. Every error names the dotted
+//! key path and the offending value.
+
+use std::fmt::Display;
+use std::ops::RangeInclusive;
+use std::path::{Component, Path};
+
+use crate::codecs::pattern_problem;
+use crate::error::ConfigError;
+use crate::octal::{format_mode, MAX_MODE};
+use crate::parse::key_path;
+use crate::schema::{Config, GIB, MIB};
+
+/// Longest Unix socket path in bytes (`sun_path` is 108 bytes including the NUL).
+pub const MAX_SOCKET_PATH_BYTES: usize = 107;
+
+fn range<T>(
+    origin: &str,
+    key: &str,
+    value: T,
+    allowed: RangeInclusive<T>,
+) -> Result<(), ConfigError>
+where
+    T: PartialOrd + Display + Copy,
+{
+    if allowed.contains(&value) {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(
+            origin,
+            key,
+            value.to_string(),
+            format!("must be {}..={}", allowed.start(), allowed.end()),
+        ))
+    }
+}
+
+fn at_least(origin: &str, key: &str, value: u64, min: u64) -> Result<(), ConfigError> {
+    if value >= min {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(
+            origin,
+            key,
+            value.to_string(),
+            format!("must be at least {min}"),
+        ))
+    }
+}
+
+fn quoted(path: &Path) -> String {
+    format!("{:?}", path.display().to_string())
+}
+
+fn non_empty_path(origin: &str, key: &str, path: &Path) -> Result<(), ConfigError> {
+    if path.as_os_str().is_empty() {
+        Err(ConfigError::invalid(
+            origin,
+            key,
+            "\"\"",
+            "must not be empty",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+impl Config {
+    /// Check every key's range and the cross-key rules. `origin` names the configuration in
+    /// the error (a file name, `built-in defaults`, ...).
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] for the first offending key.
+    pub fn validate(&self, origin: &str) -> Result<(), ConfigError> {
+        let o = origin;
+        non_empty_path(o, "data_dir", &self.data_dir)?;
+
+        non_empty_path(o, "socket.path", &self.socket.path)?;
+        if self.socket.mode > MAX_MODE {
+            return Err(ConfigError::invalid(
+                o,
+                "socket.mode",
+                format!("{:?}", format_mode(self.socket.mode)),
+                "must be at most \"0777\" (permission bits only)",
+            ));
+        }
+
+        let l = &self.limits;
+        // The wire field is a u32; the upper bound keeps one frame one block.
+        range(
+            o,
+            "limits.max_frame_bytes",
+            u64::from(l.max_frame_bytes),
+            64..=GIB,
+        )?;
+        range(o, "limits.max_channels", l.max_channels, 1..=4096)?;
+        at_least(o, "limits.max_episode_bytes", l.max_episode_bytes, MIB)?;
+        range(o, "limits.max_connections", l.max_connections, 1..=10_000)?;
+        range(
+            o,
+            "limits.max_episode_id_bytes",
+            l.max_episode_id_bytes,
+            1..=200,
+        )?;
+
+        let r = &self.rotation;
+        at_least(o, "rotation.max_timesteps", r.max_timesteps, 1)?;
+        // The format cannot compress blocks above 1 GiB.
+        range(o, "rotation.max_bytes", r.max_bytes, MIB..=GIB)?;
+        range(o, "rotation.max_seconds", r.max_seconds, 1..=86_400)?;
+
+        for pattern in self.codecs.channels.keys() {
+            if let Some(reason) = pattern_problem(pattern) {
+                let key = key_path(&["codecs", "channels", pattern]);
+                let value = self
+                    .codecs
+                    .channels
+                    .get(pattern)
+                    .map(|c| format!("{:?}", crate::codecs::codec_to_string(*c)))
+                    .unwrap_or_default();
+                return Err(ConfigError::invalid(o, key, value, reason));
+            }
+        }
+
+        range(o, "fsync.interval_ms", self.fsync.interval_ms, 1..=1000)?;
+
+        let q = &self.queues;
+        range(
+            o,
+            "queues.max_pending_frames",
+            q.max_pending_frames,
+            1..=65_536,
+        )?;
+        if q.max_pending_bytes < u64::from(l.max_frame_bytes) {
+            return Err(ConfigError::invalid(
+                o,
+                "queues.max_pending_bytes",
+                q.max_pending_bytes.to_string(),
+                format!(
+                    "must be at least limits.max_frame_bytes ({}) so one frame fits",
+                    l.max_frame_bytes
+                ),
+            ));
+        }
+        range(
+            o,
+            "queues.compression_workers",
+            q.compression_workers,
+            1..=64,
+        )?;
+
+        let name = &self.recovery.quarantine_dir_name;
+        let mut components = Path::new(name).components();
+        let single = matches!(
+            (components.next(), components.next()),
+            (Some(Component::Normal(_)), None)
+        );
+        if !single || name.contains(['/', '\0']) {
+            return Err(ConfigError::invalid(
+                o,
+                "recovery.quarantine_dir_name",
+                format!("{name:?}"),
+                "must be a single directory name (not empty, no `/`, not `.` or `..`)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The checks that need the resolved paths (see [`Config::resolve_relative_paths`]).
+    pub(crate) fn validate_resolved(&self, origin: &str) -> Result<(), ConfigError> {
+        let len = self.socket.path.as_os_str().len();
+        if len > MAX_SOCKET_PATH_BYTES {
+            return Err(ConfigError::invalid(
+                origin,
+                "socket.path",
+                quoted(&self.socket.path),
+                format!(
+                    "resolved path is {len} bytes; a Unix socket path can have at most \
+                     {MAX_SOCKET_PATH_BYTES}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,314 @@
+#![allow(clippy::unwrap_used)]
+//! Unknown keys and bad values: every error names the key.
+
+use wshardd_config::{Config, ConfigError};
+
+const ORIGIN: &str = "/etc/wshardd/wshardd.toml";
+
+fn err(text: &str) -> ConfigError {
+    Config::from_toml_str(text, ORIGIN).unwrap_err()
+}
+
+/// Assert `text` is rejected as Invalid for `key`, and the message names key and value.
+fn assert_invalid(text: &str, key: &str, value: &str) -> String {
+    let e = err(text);
+    let message = e.to_string();
+    match &e {
+        ConfigError::Invalid {
+            key: k, value: v, ..
+        } => {
+            assert_eq!(k, key, "{message}");
+            assert_eq!(v, value, "{message}");
+        }
+        other => panic!("expected Invalid for {key}, got {other:?}"),
+    }
+    assert!(
+        message.starts_with(&format!("config {ORIGIN}: {key} = {value}: ")),
+        "{message}"
+    );
+    message
+}
+
+#[test]
+fn config_unknown_top_level_key_names_key_and_line() {
+    let text = "data_dir = \"d\"\n\n[rotaton]\nmax_bytes = 1\n";
+    let e = err(text);
+    assert!(matches!(e, ConfigError::Parse { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "config /etc/wshardd/wshardd.toml: unknown key `rotaton` at top level (line 3); \
+         did you mean `rotation`?"
+    );
+}
+
+#[test]
+fn config_unknown_key_in_table_names_table_and_line() {
+    let text = "[log]\nlevel = \"info\"\n\n[rotation]\nmax_timesteps = 5\nmax_secs = 3\n";
+    let message = err(text).to_string();
+    assert!(
+        message.contains("unknown key `max_secs` in table [rotation] (line 6)"),
+        "{message}"
+    );
+    assert!(message.contains("did you mean `max_seconds`?"), "{message}");
+}
+
+#[test]
+fn config_unknown_key_without_close_match_lists_known_keys() {
+    let message = err("[fsync]\nwhatever = 1\n").to_string();
+    assert!(
+        message.contains(
+            "unknown key `whatever` in table [fsync] (line 2); known keys: interval_ms, policy"
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+fn config_unknown_key_in_dotted_and_inline_forms() {
+    let message = err("limits.max_conections = 3\n").to_string();
+    assert!(
+        message.contains("unknown key `max_conections` in table [limits] (line 1)"),
+        "{message}"
+    );
+    let message = err("codecs = { default = \"lz4\", chanels = {} }\n").to_string();
+    assert!(
+        message.contains("unknown key `chanels` in table [codecs]"),
+        "{message}"
+    );
+}
+
+#[test]
+fn config_syntax_error_names_line() {
+    let e = err("[log]\nlevel = \n");
+    assert!(matches!(e, ConfigError::Parse { .. }), "{e:?}");
+    assert!(e.to_string().contains("(line 2)"), "{e}");
+    assert!(!e.to_string().contains('\n'), "{e}");
+}
+
+#[test]
+fn config_wrong_type_names_key() {
+    let message = assert_invalid(
+        "[limits]\nmax_channels = \"lots\"\n",
+        "limits.max_channels",
+        "\"lots\"",
+    );
+    assert!(message.contains("invalid type"), "{message}");
+    assert_invalid("data_dir = 5\n", "data_dir", "5");
+    assert_invalid("socket = 5\n", "socket", "5");
+    assert_invalid(
+        "[rotation]\nmax_seconds = -1\n",
+        "rotation.max_seconds",
+        "-1",
+    );
+}
+
+#[test]
+fn config_bad_fsync_interval() {
+    let message = assert_invalid("[fsync]\ninterval_ms = 0\n", "fsync.interval_ms", "0");
+    assert!(
+        message.ends_with("fsync.interval_ms = 0: must be 1..=1000"),
+        "{message}"
+    );
+    assert_invalid("[fsync]\ninterval_ms = 1001\n", "fsync.interval_ms", "1001");
+    // Checked whatever the policy.
+    assert_invalid(
+        "[fsync]\npolicy = \"never\"\ninterval_ms = 0\n",
+        "fsync.interval_ms",
+        "0",
+    );
+}
+
+#[test]
+fn config_bad_fsync_policy() {
+    let message = assert_invalid(
+        "[fsync]\npolicy = \"sometimes\"\n",
+        "fsync.policy",
+        "\"sometimes\"",
+    );
+    assert!(message.contains("always"), "{message}");
+}
+
+#[test]
+fn config_bad_socket_mode() {
+    assert_invalid("[socket]\nmode = \"0999\"\n", "socket.mode", "\"0999\"");
+    assert_invalid("[socket]\nmode = \"1777\"\n", "socket.mode", "\"1777\"");
+    assert_invalid("[socket]\nmode = \"\"\n", "socket.mode", "\"\"");
+    assert_invalid("[socket]\nmode = 432\n", "socket.mode", "432");
+}
+
+#[test]
+fn config_bad_paths() {
+    assert_invalid("data_dir = \"\"\n", "data_dir", "\"\"");
+    assert_invalid("[socket]\npath = \"\"\n", "socket.path", "\"\"");
+}
+
+#[test]
+fn config_bad_limits() {
+    assert_invalid(
+        "[limits]\nmax_frame_bytes = 63\n",
+        "limits.max_frame_bytes",
+        "63",
+    );
+    assert_invalid(
+        "[limits]\nmax_frame_bytes = 1073741825\n",
+        "limits.max_frame_bytes",
+        "1073741825",
+    );
+    assert_invalid("[limits]\nmax_channels = 0\n", "limits.max_channels", "0");
+    assert_invalid(
+        "[limits]\nmax_channels = 4097\n",
+        "limits.max_channels",
+        "4097",
+    );
+    let message = assert_invalid(
+        "[limits]\nmax_episode_bytes = 1048575\n",
+        "limits.max_episode_bytes",
+        "1048575",
+    );
+    assert!(message.ends_with("must be at least 1048576"), "{message}");
+    assert_invalid(
+        "[limits]\nmax_connections = 0\n",
+        "limits.max_connections",
+        "0",
+    );
+    assert_invalid(
+        "[limits]\nmax_connections = 10001\n",
+        "limits.max_connections",
+        "10001",
+    );
+    assert_invalid(
+        "[limits]\nmax_episode_id_bytes = 0\n",
+        "limits.max_episode_id_bytes",
+        "0",
+    );
+    assert_invalid(
+        "[limits]\nmax_episode_id_bytes = 201\n",
+        "limits.max_episode_id_bytes",
+        "201",
+    );
+}
+
+#[test]
+fn config_bad_rotation() {
+    assert_invalid(
+        "[rotation]\nmax_timesteps = 0\n",
+        "rotation.max_timesteps",
+        "0",
+    );
+    assert_invalid(
+        "[rotation]\nmax_bytes = 1048575\n",
+        "rotation.max_bytes",
+        "1048575",
+    );
+    let message = assert_invalid(
+        "[rotation]\nmax_bytes = 1073741825\n",
+        "rotation.max_bytes",
+        "1073741825",
+    );
+    assert!(
+        message.ends_with("must be 1048576..=1073741824"),
+        "{message}"
+    );
+    assert_invalid("[rotation]\nmax_seconds = 0\n", "rotation.max_seconds", "0");
+    assert_invalid(
+        "[rotation]\nmax_seconds = 86401\n",
+        "rotation.max_seconds",
+        "86401",
+    );
+}
+
+#[test]
+fn config_bad_codecs() {
+    let message = assert_invalid(
+        "[codecs]\ndefault = \"brotli\"\n",
+        "codecs.default",
+        "\"brotli\"",
+    );
+    assert!(message.contains("zstd-22"), "{message}");
+    assert_invalid(
+        "[codecs]\ndefault = \"zstd-23\"\n",
+        "codecs.default",
+        "\"zstd-23\"",
+    );
+    assert_invalid(
+        "[codecs.channels]\n\"cam*\" = \"lz4\"\nimu = \"gzip\"\n",
+        "codecs.channels.imu",
+        "\"gzip\"",
+    );
+    assert_invalid(
+        "[codecs.channels]\n\"cam*\" = 3\n",
+        "codecs.channels.\"cam*\"",
+        "3",
+    );
+    let message = assert_invalid(
+        "[codecs.channels]\n\"c*m\" = \"lz4\"\n",
+        "codecs.channels.\"c*m\"",
+        "\"lz4\"",
+    );
+    assert!(message.contains("last character"), "{message}");
+    assert_invalid(
+        "[codecs.channels]\n\"\" = \"lz4\"\n",
+        "codecs.channels.\"\"",
+        "\"lz4\"",
+    );
+}
+
+#[test]
+fn config_bad_durability_and_log_level() {
+    assert_invalid(
+        "[durability]\ndefault = \"fsync\"\n",
+        "durability.default",
+        "\"fsync\"",
+    );
+    assert_invalid("[log]\nlevel = \"verbose\"\n", "log.level", "\"verbose\"");
+}
+
+#[test]
+fn config_bad_queues() {
+    assert_invalid(
+        "[queues]\nmax_pending_frames = 0\n",
+        "queues.max_pending_frames",
+        "0",
+    );
+    assert_invalid(
+        "[queues]\nmax_pending_frames = 65537\n",
+        "queues.max_pending_frames",
+        "65537",
+    );
+    let message = assert_invalid(
+        "[limits]\nmax_frame_bytes = 2000000\n[queues]\nmax_pending_bytes = 1999999\n",
+        "queues.max_pending_bytes",
+        "1999999",
+    );
+    assert!(
+        message.contains("limits.max_frame_bytes (2000000)"),
+        "{message}"
+    );
+    assert_invalid(
+        "[queues]\ncompression_workers = 0\n",
+        "queues.compression_workers",
+        "0",
+    );
+    assert_invalid(
+        "[queues]\ncompression_workers = 65\n",
+        "queues.compression_workers",
+        "65",
+    );
+}
+
+#[test]
+fn config_bad_quarantine_dir_name() {
+    for bad in ["", ".", "..", "a/b", "/abs"] {
+        let text = format!("[recovery]\nquarantine_dir_name = {bad:?}\n");
+        assert_invalid(&text, "recovery.quarantine_dir_name", &format!("{bad:?}"));
+    }
+}
+
+#[test]
+fn config_error_key_accessor() {
+    assert_eq!(
+        err("[fsync]\ninterval_ms = 0\n").key(),
+        Some("fsync.interval_ms")
+    );
+    assert_eq!(err("nope = 1\n").key(), None);
+}

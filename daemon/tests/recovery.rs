@@ -1,0 +1,195 @@
+//! Recovery on snapshots of live episode directories (what a crash leaves behind).
+
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use wshard::codec::Codec;
+use wshard::episode::{DType, Lane, Timebase};
+use wshard::manifest::{read_episode_chunked, Manifest};
+use wshard_recorder::chunk::step::encode_step;
+use wshard_recorder::episode::{Durability, EpisodeLayout, EpisodeSchema};
+use wshard_recorder::fsio::{Fs, RealFs};
+use wshard_recorder::recovery::recover_all;
+use wshard_recorder::session::{
+    FinalStatus, FsyncMode, Responder, Rotation, Session, SessionSettings,
+};
+
+#[derive(Default)]
+struct Acks(Mutex<u64>);
+
+impl Responder for Acks {
+    fn durable(&self, up_to_seq: u64) {
+        *self.0.lock().unwrap() = up_to_seq;
+    }
+    fn storage_failed(&self, _: &str) {}
+}
+
+fn payload(i: u64) -> Vec<u8> {
+    (0..8)
+        .flat_map(|j| ((i * 8 + j) as f32).to_le_bytes())
+        .collect()
+}
+
+fn open(dir: &Path, max_ts: u64) -> (Session, Arc<Acks>) {
+    let schema = EpisodeSchema::new(
+        "ep".into(),
+        "Env".into(),
+        Timebase::ticks(100.0),
+        Durability::Ack,
+        vec![(
+            "state".into(),
+            Lane::Signal,
+            DType::F32,
+            vec![8],
+            Codec::zstd(),
+            None,
+        )],
+        serde_json::Map::new(),
+    )
+    .unwrap();
+    let settings = SessionSettings {
+        fsync: FsyncMode::Always,
+        rotation: Rotation {
+            max_timesteps: max_ts,
+            max_bytes: 1 << 30,
+            max_age: Duration::from_secs(3600),
+        },
+        ..SessionSettings::default()
+    };
+    let acks = Arc::new(Acks::default());
+    (
+        Session::open(Arc::new(RealFs), dir, schema, settings, acks.clone()).unwrap(),
+        acks,
+    )
+}
+
+fn push(s: &Session, from: u64, n: u64) {
+    let mut rec = Vec::new();
+    for i in from..from + n {
+        encode_step(&mut rec, i, i as i64, 0.5, false, &payload(i));
+    }
+    assert!(s.submit(rec, n));
+}
+
+fn wait_durable(acks: &Acks, n: u64) {
+    let t = Instant::now();
+    while *acks.0.lock().unwrap() < n {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "durable stuck at {}",
+            *acks.0.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Copy the episode directory as it is now, as a crash would leave it.
+fn snapshot(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to.join("ep")).unwrap();
+    for e in std::fs::read_dir(from.join("ep")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, to.join("ep").join(p.file_name().unwrap())).unwrap();
+    }
+}
+
+fn settings() -> SessionSettings {
+    SessionSettings::default()
+}
+
+fn check(data_dir: &Path, at_least: u64) -> Manifest {
+    let layout = EpisodeLayout::new(data_dir, "ep");
+    let m = Manifest::read_file(layout.manifest()).unwrap();
+    assert_eq!(m.status.as_deref(), Some("recovered"));
+    m.validate_continuity().unwrap();
+    assert!(
+        m.total_timesteps >= at_least,
+        "{} < {at_least}",
+        m.total_timesteps
+    );
+    let ep = read_episode_chunked(&layout.manifest()).unwrap();
+    let want: Vec<u8> = (0..ep.length).flat_map(payload).collect();
+    assert_eq!(
+        ep.channel("state").unwrap().data,
+        want,
+        "recovered values must be bit-exact and in order"
+    );
+    m
+}
+
+#[test]
+fn recovery_replays_the_journal_after_the_last_chunk() {
+    let live = tempfile::tempdir().unwrap();
+    let (s, acks) = open(live.path(), 100);
+    push(&s, 0, 250);
+    wait_durable(&acks, 250);
+    // Chunks 0 and 1 are published in the background; wait for the manifest to list them.
+    let t = Instant::now();
+    while Manifest::read_file(EpisodeLayout::new(live.path(), "ep").manifest())
+        .unwrap()
+        .chunks
+        .len()
+        < 2
+    {
+        assert!(t.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let crashed = tempfile::tempdir().unwrap();
+    snapshot(live.path(), crashed.path());
+    let _ = s.close(FinalStatus::Complete);
+
+    let fs: Arc<dyn Fs> = Arc::new(RealFs);
+    let reports = recover_all(&fs, crashed.path(), &settings());
+    assert_eq!(reports.len(), 1);
+    let r = reports[0].as_ref().unwrap();
+    assert_eq!(r.timesteps_recovered, 50);
+    assert!(!r.lost_data(), "{r:?}");
+    let m = check(crashed.path(), 250);
+    assert_eq!(m.total_timesteps, 250);
+    assert_eq!(m.extra["recovery"]["timesteps_recovered"], 50);
+    // Idempotent: a second pass has nothing to do.
+    assert!(recover_all(&fs, crashed.path(), &settings()).is_empty());
+}
+
+#[test]
+fn recovery_keeps_the_longest_valid_prefix_of_a_torn_journal() {
+    let live = tempfile::tempdir().unwrap();
+    let (s, acks) = open(live.path(), 1_000_000);
+    for k in 0..10 {
+        push(&s, k * 20, 20);
+    }
+    wait_durable(&acks, 200);
+    let crashed = tempfile::tempdir().unwrap();
+    snapshot(live.path(), crashed.path());
+    let _ = s.close(FinalStatus::Complete);
+    let j = EpisodeLayout::new(crashed.path(), "ep").journal(0);
+    let len = std::fs::metadata(&j).unwrap().len();
+    // Tear the last write in half.
+    let f = std::fs::OpenOptions::new().write(true).open(&j).unwrap();
+    f.set_len(len - 700).unwrap();
+    let fs: Arc<dyn Fs> = Arc::new(RealFs);
+    let reports = recover_all(&fs, crashed.path(), &settings());
+    let r = reports[0].as_ref().unwrap();
+    assert!(r.lost_data());
+    assert!(r.discarded[0].reason.contains("end of the file"), "{r:?}");
+    let m = check(crashed.path(), 180);
+    assert_eq!(m.total_timesteps, 180, "nine whole batches of 20 survive");
+}
+
+#[test]
+fn recovery_moves_unfinished_partials_aside_and_never_deletes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let ep = dir.path().join("ep");
+    std::fs::create_dir_all(&ep).unwrap();
+    std::fs::write(ep.join("ep_chunk_0000.wshard.partial"), vec![0u8; 4096]).unwrap();
+    let fs: Arc<dyn Fs> = Arc::new(RealFs);
+    let reports = recover_all(&fs, dir.path(), &settings());
+    let r = reports[0].as_ref().unwrap();
+    assert_eq!(r.quarantined.len(), 1);
+    assert!(Path::new(&r.quarantined[0]).exists());
+    assert!(!ep.join("ep_chunk_0000.wshard.partial").exists());
+    let m = Manifest::read_file(EpisodeLayout::new(dir.path(), "ep").manifest()).unwrap();
+    assert_eq!(m.status.as_deref(), Some("recovered"));
+}
