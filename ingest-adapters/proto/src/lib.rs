@@ -1,1 +1,46 @@
-//! Wire protocol v1 (see docs/PROTOCOL.md).
+//! wshardd ingest wire protocol v1 (docs/PROTOCOL.md), sans-io: frames in, bytes out, no
+//! sockets.
+//!
+//! - [`frame`]: type codes, [`Frame`], [`Outcome`], [`AcceptedWhat`].
+//! - [`schema`]: the `OPEN` schema ([`OpenEpisode`], [`ChannelSpec`]) and its wire enums;
+//!   [`OpenEpisode::validate`] checks it against [`SchemaLimits`].
+//! - [`timestep`]: step records, [`TimestepBatch`] (one buffer per batch) and
+//!   [`TimestepRef`].
+//! - [`codec`]: [`check`] (framing), [`parse`]; [`encode`]; [`FrameDecoder`] for read loops;
+//!   [`BatchEncoder`] to write batches straight into a send buffer.
+//! - [`ProtoError`], [`ErrorCode`].
+//!
+//! ```
+//! use wshard_ingest_proto::{encode, parse, Frame, PROTOCOL_VERSION};
+//! let hello = Frame::Hello { version: PROTOCOL_VERSION, client_name: "demo/0.1".into() };
+//! let mut wire = Vec::new();
+//! encode(&hello, &mut wire).unwrap();
+//! assert_eq!(parse(&wire).unwrap(), hello);
+//! ```
+
+pub mod batch;
+pub mod codec;
+pub mod decoder;
+pub mod encode;
+pub mod error;
+pub mod frame;
+pub mod schema;
+pub mod timestep;
+pub mod validate;
+mod wire;
+
+pub use batch::{finish_batch, start_batch, BatchEncoder, BATCH_HEADER_BYTES};
+pub use codec::{check, parse, parse_payload, FrameStatus};
+pub use decoder::{FrameDecoder, MIN_READ_BYTES};
+pub use encode::{encode, encode_timestep, encode_to_vec};
+pub use error::{ErrorCode, ProtoError};
+pub use frame::{
+    AcceptedWhat, Frame, FrameType, Outcome, DEFAULT_MAX_FRAME_BYTES, FRAME_HEADER_BYTES,
+    LEN_BYTES, PROTOCOL_VERSION,
+};
+pub use schema::{ChannelSpec, CodecChoice, Durability, OpenEpisode, TimebaseSpec};
+pub use timestep::{
+    check_sequence, push_step_record, Steps, Timestep, TimestepBatch, TimestepRef,
+    BATCH_OVERHEAD_BYTES, RECORD_HEADER_BYTES,
+};
+pub use validate::{SchemaLimits, MAX_EPISODE_ID_BYTES, MAX_NDIM};

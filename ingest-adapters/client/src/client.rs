@@ -1,0 +1,221 @@
+//! [`Client`]: one connection to `wshardd`.
+
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use wshard_ingest_proto::{encode, Frame, OpenEpisode, SchemaLimits, PROTOCOL_VERSION};
+
+use crate::episode::EpisodeWriter;
+use crate::error::{ClientError, Result};
+use crate::reader::{self, end_error, ServerInfo, Shared};
+
+/// Tuning of a [`Client`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientOptions {
+    /// Send the pending batch once its frame reaches this many bytes (default 256 KiB).
+    /// Batches never exceed the server's `max_frame_bytes`.
+    pub batch_bytes: usize,
+    /// Send the pending batch once it holds this many steps (default 4096).
+    pub batch_steps: usize,
+    /// Send the pending batch on the next `push` once its oldest step has waited this
+    /// long (default 10 ms), so slow loops do not sit on data; `None` = sizes only.
+    pub batch_delay: Option<Duration>,
+    /// How long to wait for the server: handshake, `OPEN`, `CLOSE`, `flush`,
+    /// `wait_durable`, and each socket write (default 60 s); `None` = forever.
+    pub timeout: Option<Duration>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            batch_bytes: 256 * 1024,
+            batch_steps: 4096,
+            batch_delay: Some(Duration::from_millis(10)),
+            timeout: Some(Duration::from_secs(60)),
+        }
+    }
+}
+
+/// A blocking connection to `wshardd` speaking protocol v1.
+///
+/// A background thread reads the server's frames (`DURABLE`, `ERROR`, `ACCEPTED`) as
+/// they come and keeps the latest state; calls on this side only write and, when they
+/// must, wait on that state. An `ERROR` from the server is returned by the next call as
+/// [`ClientError::Server`].
+///
+/// SIGPIPE: Rust programs ignore it by default, so a write to a closed connection is an
+/// error, not a signal. A non-Rust host process embedding this client must do the same.
+#[derive(Debug)]
+pub struct Client {
+    stream: UnixStream,
+    shared: Arc<Shared>,
+    reader: Option<JoinHandle<()>>,
+    info: ServerInfo,
+    options: ClientOptions,
+    /// Scratch buffer for control frames.
+    scratch: Vec<u8>,
+    /// A write failed: the stream may hold half a frame, nothing more can be sent.
+    broken: bool,
+}
+
+impl Client {
+    /// Connect to the socket at `path`, send `HELLO` and wait for `HELLO_OK`.
+    ///
+    /// # Errors
+    /// [`ClientError::Io`] when the socket cannot be reached; [`ClientError::Server`] when
+    /// the server refuses the handshake (e.g. `OVERLOADED`); [`ClientError::Unexpected`]
+    /// when it speaks another protocol version; [`ClientError::Timeout`].
+    pub fn connect(path: impl AsRef<Path>, client_name: &str) -> Result<Self> {
+        Self::connect_with(path, client_name, ClientOptions::default())
+    }
+
+    /// [`Client::connect`] with explicit options.
+    ///
+    /// # Errors
+    /// As [`Client::connect`].
+    pub fn connect_with(
+        path: impl AsRef<Path>,
+        client_name: &str,
+        options: ClientOptions,
+    ) -> Result<Self> {
+        let stream = UnixStream::connect(path)?;
+        stream.set_write_timeout(options.timeout)?;
+        let read_half = stream.try_clone()?;
+        let shared = Arc::new(Shared::default());
+        let reader = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("wshard-client-reader".into())
+                .spawn(move || reader::run(read_half, shared))?
+        };
+        let mut client = Self {
+            stream,
+            shared,
+            reader: Some(reader),
+            info: ServerInfo {
+                version: 0,
+                server_name: String::new(),
+                max_frame_bytes: 0,
+            },
+            options,
+            scratch: Vec::new(),
+            broken: false,
+        };
+        client.send(&Frame::Hello {
+            version: PROTOCOL_VERSION,
+            client_name: client_name.to_owned(),
+        })?;
+        let info = client
+            .shared
+            .wait("HELLO_OK", client.options.timeout, |st| st.hello.clone())?;
+        if info.version != PROTOCOL_VERSION {
+            return Err(ClientError::Unexpected(format!(
+                "HELLO_OK protocol_version {} (this client speaks {PROTOCOL_VERSION})",
+                info.version
+            )));
+        }
+        client.info = info;
+        Ok(client)
+    }
+
+    /// What the server announced in `HELLO_OK`.
+    #[must_use]
+    pub fn server_info(&self) -> &ServerInfo {
+        &self.info
+    }
+
+    /// The options in use.
+    #[must_use]
+    pub fn options(&self) -> &ClientOptions {
+        &self.options
+    }
+
+    /// Open an episode: check the schema locally, send `OPEN`, wait for `ACCEPTED`.
+    ///
+    /// # Errors
+    /// [`ClientError::Schema`] when the schema breaks the protocol's rules (nothing sent);
+    /// [`ClientError::Server`] when the server refuses it (`BAD_SCHEMA`, `EPISODE_EXISTS`,
+    /// ...) or for an earlier unreported `ERROR`; [`ClientError::Closed`],
+    /// [`ClientError::Io`], [`ClientError::Timeout`].
+    pub fn open_episode(&mut self, spec: OpenEpisode) -> Result<EpisodeWriter<'_>> {
+        self.check_usable()?;
+        let limits = SchemaLimits {
+            max_channels: usize::from(u16::MAX),
+            max_frame_bytes: self.info.max_frame_bytes,
+        };
+        spec.validate(&limits).map_err(ClientError::Schema)?;
+        let opens = self.shared.lock().opens;
+        let frame = Frame::Open(spec);
+        self.send(&frame)?;
+        let timeout = self.options.timeout;
+        self.shared.wait("ACCEPTED{OPEN}", timeout, |st| {
+            (st.opens > opens).then_some(())
+        })?;
+        let Frame::Open(spec) = frame else {
+            return Err(ClientError::Unexpected("OPEN frame changed".into()));
+        };
+        EpisodeWriter::new(self, spec)
+    }
+
+    /// Fail fast on a broken connection or a pending server `ERROR`.
+    pub(crate) fn check_usable(&mut self) -> Result<()> {
+        if let Some(e) = self.shared.take_error() {
+            return Err(e);
+        }
+        if self.broken {
+            return Err(ClientError::Closed);
+        }
+        if self.shared.ended.load(Ordering::Acquire) {
+            if let Some(end) = &self.shared.lock().ended {
+                return Err(end_error(end));
+            }
+        }
+        Ok(())
+    }
+
+    /// Encode and send one frame.
+    pub(crate) fn send(&mut self, frame: &Frame) -> Result<()> {
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        let result = encode(frame, &mut buf)
+            .map_err(ClientError::from)
+            .and_then(|()| self.write_all(&buf));
+        self.scratch = buf;
+        result
+    }
+
+    /// Write already-encoded frames.
+    pub(crate) fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
+        if self.broken {
+            return Err(ClientError::Closed);
+        }
+        match self.stream.write_all(bytes) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.broken = true;
+                let _ = self.stream.shutdown(std::net::Shutdown::Write);
+                // The server usually said why before closing: report that.
+                self.shared.wait_end(Duration::from_secs(1));
+                Err(self.shared.take_error().unwrap_or(ClientError::Io(e)))
+            }
+        }
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+        if let Some(h) = self.reader.take() {
+            let _ = h.join();
+        }
+    }
+}

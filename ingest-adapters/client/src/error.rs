@@ -1,0 +1,72 @@
+//! [`ClientError`].
+
+use wshard_ingest_proto::{ErrorCode, ProtoError};
+
+/// Everything a [`crate::Client`] call can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// Connecting, writing or reading the socket failed.
+    #[error("socket I/O: {0}")]
+    Io(#[from] std::io::Error),
+    /// A frame could not be encoded, or the server sent bytes that do not parse.
+    #[error("protocol: {0}")]
+    Protocol(#[from] ProtoError),
+    /// The server sent a frame that makes no sense here (wrong direction, version, order).
+    #[error("protocol: unexpected from server: {0}")]
+    Unexpected(String),
+    /// The server answered with an `ERROR` frame.
+    #[error("server error {code}: {message}")]
+    Server {
+        /// The `ERROR.code`.
+        code: ErrorCode,
+        /// The `ERROR.message`, naming the field and values.
+        message: String,
+    },
+    /// The connection is gone (closed by the server after an error, or broken earlier).
+    #[error("connection closed")]
+    Closed,
+    /// The schema was refused client-side before anything was sent (same checks as the
+    /// server's, with the server's `max_frame_bytes`).
+    #[error("schema refused before sending: {0}")]
+    Schema(ProtoError),
+    /// A payload's size does not match its channel's step size; nothing was sent.
+    #[error(
+        "channel {index} {channel:?}: payload is {got} bytes, schema step is {expected} bytes"
+    )]
+    SchemaMismatch {
+        /// Channel index in schema order.
+        index: usize,
+        /// Channel name (`*` for a packed payload of all channels).
+        channel: String,
+        /// Payload bytes per step the schema says.
+        expected: usize,
+        /// Payload bytes given.
+        got: usize,
+    },
+    /// The number of payloads does not match the number of channels; nothing was sent.
+    #[error("{got} payloads for {expected} channels")]
+    PayloadCount {
+        /// Channels in the schema.
+        expected: usize,
+        /// Payloads given.
+        got: usize,
+    },
+    /// `wait_durable` for a seq that was never pushed.
+    #[error("seq {seq} was not pushed (next seq is {next_seq})")]
+    NotPushed {
+        /// The seq asked for.
+        seq: u64,
+        /// The seq the next push gets.
+        next_seq: u64,
+    },
+    /// An earlier server `ERROR` failed this episode; only `close` is still possible.
+    #[error("the episode failed after an earlier server error; close it and open a new one")]
+    EpisodeFailed,
+    /// No answer within `ClientOptions::timeout`.
+    #[error("timed out waiting for {0}")]
+    Timeout(&'static str),
+}
+
+/// Result alias of the client.
+pub type Result<T, E = ClientError> = std::result::Result<T, E>;

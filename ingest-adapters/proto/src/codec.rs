@@ -1,0 +1,243 @@
+//! Framing (`check`) and payload parsing (`parse`) of one frame.
+
+use crate::error::{ErrorCode, ProtoError};
+use crate::frame::{AcceptedWhat, Frame, FrameType, Outcome, FRAME_HEADER_BYTES, LEN_BYTES};
+use crate::schema::{
+    dtype_from_code, lane_from_code, ChannelSpec, CodecChoice, Durability, OpenEpisode,
+    TimebaseSpec,
+};
+use crate::timestep::{Timestep, TimestepBatch, RECORD_HEADER_BYTES};
+use crate::wire::Reader;
+
+/// What [`check`] found at the start of a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameStatus {
+    /// A whole frame of `len` bytes (header included) starts the buffer.
+    Complete { len: usize },
+    /// The first frame needs `need` bytes in total (header included); read more.
+    Incomplete { need: usize },
+}
+
+/// Decide whether `buf` starts with a whole frame, from as few bytes as possible: the size
+/// limit is enforced from the 4-byte header alone and the type from the 5th byte, before
+/// the body is buffered.
+///
+/// # Errors
+/// [`ProtoError::ZeroLength`], [`ProtoError::FrameTooLarge`] or
+/// [`ProtoError::UnknownFrame`], all fatal.
+pub fn check(buf: &[u8], max_frame_bytes: u32) -> Result<FrameStatus, ProtoError> {
+    let Some(len_bytes) = buf.get(..LEN_BYTES) else {
+        return Ok(FrameStatus::Incomplete { need: LEN_BYTES });
+    };
+    let mut raw = [0u8; LEN_BYTES];
+    raw.copy_from_slice(len_bytes);
+    let body_len = u32::from_le_bytes(raw);
+    if body_len == 0 {
+        return Err(ProtoError::ZeroLength);
+    }
+    if body_len > max_frame_bytes {
+        return Err(ProtoError::FrameTooLarge {
+            len: body_len,
+            max: max_frame_bytes,
+        });
+    }
+    if let Some(&t) = buf.get(LEN_BYTES) {
+        if FrameType::from_code(t).is_none() {
+            return Err(ProtoError::UnknownFrame { frame_type: t });
+        }
+    }
+    let total = usize::try_from(body_len)
+        .ok()
+        .and_then(|b| b.checked_add(LEN_BYTES))
+        .ok_or(ProtoError::FrameTooLarge {
+            len: body_len,
+            max: max_frame_bytes,
+        })?;
+    if buf.len() >= total {
+        Ok(FrameStatus::Complete { len: total })
+    } else {
+        Ok(FrameStatus::Incomplete { need: total })
+    }
+}
+
+/// Parse exactly one frame, header included (`frame.len()` is what [`check`] returned as
+/// `Complete{len}`). The size limit is not checked again here.
+///
+/// # Errors
+/// Fatal framing errors as [`check`] (and [`ProtoError::FrameLength`] when the slice is not
+/// exactly the announced frame); payload errors ([`ProtoError::Truncated`],
+/// [`ProtoError::TrailingBytes`], [`ProtoError::BadUtf8`], [`ProtoError::BadValue`]) are
+/// not fatal.
+pub fn parse(frame: &[u8]) -> Result<Frame, ProtoError> {
+    let status = check(frame, u32::MAX)?;
+    match status {
+        FrameStatus::Complete { len } if len == frame.len() => {}
+        FrameStatus::Complete { len } | FrameStatus::Incomplete { need: len } => {
+            return Err(ProtoError::FrameLength {
+                announced: len.saturating_sub(LEN_BYTES),
+                actual: frame.len().saturating_sub(LEN_BYTES),
+            })
+        }
+    }
+    let ty = frame
+        .get(LEN_BYTES)
+        .and_then(|&t| FrameType::from_code(t))
+        .ok_or(ProtoError::ZeroLength)?;
+    parse_payload(ty, &frame[FRAME_HEADER_BYTES..])
+}
+
+/// Parse the payload of a frame of type `ty` (the body without its type byte).
+///
+/// # Errors
+/// Non-fatal payload errors naming the frame and field.
+pub fn parse_payload(ty: FrameType, payload: &[u8]) -> Result<Frame, ProtoError> {
+    let mut r = Reader::new(payload, ty.name());
+    let frame = match ty {
+        FrameType::Hello => Frame::Hello {
+            version: r.u16("protocol_version")?,
+            client_name: r.str16("client_name")?,
+        },
+        FrameType::HelloOk => Frame::HelloOk {
+            version: r.u16("protocol_version")?,
+            server_name: r.str16("server_name")?,
+            max_frame_bytes: r.u32("max_frame_bytes")?,
+        },
+        FrameType::Open => Frame::Open(parse_open(&mut r)?),
+        FrameType::Timestep => Frame::Timestep(parse_timestep(&mut r)?),
+        FrameType::TimestepBatch => {
+            let count = r.u32("count")?;
+            let batch = TimestepBatch::from_records(count, r.rest().to_vec())?;
+            Frame::TimestepBatch(batch)
+        }
+        FrameType::Close => {
+            let c = r.u8("outcome")?;
+            let outcome =
+                Outcome::from_code(c).ok_or_else(|| r.bad_value("outcome", c.into(), "0 or 1"))?;
+            Frame::Close { outcome }
+        }
+        FrameType::Flush => Frame::Flush,
+        FrameType::Accepted => {
+            let c = r.u8("what")?;
+            let what = AcceptedWhat::from_code(c)
+                .ok_or_else(|| r.bad_value("what", c.into(), "2 (OPEN) or 5 (CLOSE)"))?;
+            Frame::Accepted {
+                what,
+                up_to_seq: r.u64("up_to_seq")?,
+            }
+        }
+        FrameType::Durable => Frame::Durable {
+            up_to_seq: r.u64("up_to_seq")?,
+        },
+        FrameType::Error => {
+            let c = r.u16("code")?;
+            let code = ErrorCode::from_u16(c)
+                .ok_or_else(|| r.bad_value("code", c.into(), "an error code 1..=17"))?;
+            Frame::Error {
+                code,
+                message: r.str16("message")?,
+            }
+        }
+    };
+    r.finish()?;
+    Ok(frame)
+}
+
+fn parse_timestep(r: &mut Reader<'_>) -> Result<Timestep, ProtoError> {
+    if r.remaining() < RECORD_HEADER_BYTES {
+        // Name the first field that is cut.
+        let field = match r.remaining() {
+            0..=7 => "seq",
+            8..=15 => "t_ns",
+            16..=19 => "reward",
+            _ => "done",
+        };
+        return Err(ProtoError::Truncated {
+            frame: r.frame(),
+            field: field.to_owned(),
+            need: RECORD_HEADER_BYTES,
+            have: r.remaining(),
+        });
+    }
+    let seq = r.u64("seq")?;
+    let t_ns = r.i64("t_ns")?;
+    let reward = r.f32("reward")?;
+    let done = match r.u8("done")? {
+        0 => false,
+        1 => true,
+        v => return Err(r.bad_value("done", v.into(), "0 or 1")),
+    };
+    Ok(Timestep {
+        seq,
+        t_ns,
+        reward,
+        done,
+        payload: r.rest().to_vec(),
+    })
+}
+
+fn parse_open(r: &mut Reader<'_>) -> Result<OpenEpisode, ProtoError> {
+    let episode_id = r.str16("episode_id")?;
+    let env_id = r.str16("env_id")?;
+    let kind = r.u8("timebase_kind")?;
+    let hz = r.f64("tick_hz")?;
+    let timebase = match kind {
+        0 => TimebaseSpec::Ticks { tick_hz: hz },
+        1 => TimebaseSpec::TimestampsNs { nominal_hz: hz },
+        v => return Err(r.bad_value("timebase_kind", v.into(), "0 (ticks) or 1 (timestamps_ns)")),
+    };
+    let d = r.u8("durability")?;
+    let durability = Durability::from_code(d)
+        .ok_or_else(|| r.bad_value("durability", d.into(), "0 (ack) or 1 (chunk)"))?;
+    let count = r.u16("channel_count")?;
+    // Each channel is at least 9 bytes: never reserve more than the payload can hold.
+    let mut channels = Vec::with_capacity(usize::from(count).min(r.remaining() / 9));
+    for i in 0..count {
+        let c = parse_channel(r).map_err(|e| e.in_field(&format!("channels[{i}]")))?;
+        channels.push(c);
+    }
+    let metadata_json = r.str32("metadata_json")?;
+    Ok(OpenEpisode {
+        episode_id,
+        env_id,
+        timebase,
+        durability,
+        channels,
+        metadata_json,
+    })
+}
+
+fn parse_channel(r: &mut Reader<'_>) -> Result<ChannelSpec, ProtoError> {
+    let name = r.str16("name")?;
+    let l = r.u8("lane")?;
+    let lane = lane_from_code(l)
+        .ok_or_else(|| r.bad_value("lane", l.into(), "0 (signal) or 1 (action)"))?;
+    let d = r.u8("dtype")?;
+    let dtype = dtype_from_code(d).ok_or_else(|| r.bad_value("dtype", d.into(), "0..=12"))?;
+    let ndim = r.u8("ndim")?;
+    let mut shape = Vec::with_capacity(usize::from(ndim).min(r.remaining() / 4));
+    for _ in 0..ndim {
+        shape.push(r.u32("dims")?);
+    }
+    let c = r.u8("codec")?;
+    let level = r.i8("codec_level")?;
+    let codec = CodecChoice::from_code(c, level).ok_or_else(|| {
+        r.bad_value(
+            "codec",
+            c.into(),
+            "0 (default), 1 (none), 2 (lz4), 3 (zstd)",
+        )
+    })?;
+    let modality = r.str16("modality")?;
+    Ok(ChannelSpec {
+        name,
+        lane,
+        dtype,
+        shape,
+        codec,
+        modality: if modality.is_empty() {
+            None
+        } else {
+            Some(modality)
+        },
+    })
+}

@@ -1,0 +1,234 @@
+//! Protocol errors and the wire error codes of `ERROR` frames.
+
+use std::fmt;
+
+/// The `code` of an `ERROR` frame (docs/PROTOCOL.md, "ERROR (0x84)").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u16)]
+pub enum ErrorCode {
+    MalformedFrame = 1,
+    UnknownFrame = 2,
+    FrameTooLarge = 3,
+    Handshake = 4,
+    UnsupportedVersion = 5,
+    BadSchema = 6,
+    BadEpisodeId = 7,
+    EpisodeExists = 8,
+    AlreadyOpen = 9,
+    NotOpen = 10,
+    Sequence = 11,
+    PayloadSize = 12,
+    Limit = 13,
+    Overloaded = 14,
+    Storage = 15,
+    ShuttingDown = 16,
+    Internal = 17,
+}
+
+impl ErrorCode {
+    /// All codes, in wire order.
+    pub const ALL: [ErrorCode; 17] = [
+        Self::MalformedFrame,
+        Self::UnknownFrame,
+        Self::FrameTooLarge,
+        Self::Handshake,
+        Self::UnsupportedVersion,
+        Self::BadSchema,
+        Self::BadEpisodeId,
+        Self::EpisodeExists,
+        Self::AlreadyOpen,
+        Self::NotOpen,
+        Self::Sequence,
+        Self::PayloadSize,
+        Self::Limit,
+        Self::Overloaded,
+        Self::Storage,
+        Self::ShuttingDown,
+        Self::Internal,
+    ];
+
+    /// The `u16` written on the wire.
+    #[must_use]
+    pub fn code(self) -> u16 {
+        self as u16
+    }
+
+    /// The code for a wire value, `None` when protocol v1 does not define it.
+    #[must_use]
+    pub fn from_u16(value: u16) -> Option<Self> {
+        Self::ALL.iter().copied().find(|c| c.code() == value)
+    }
+
+    /// The name used in docs/PROTOCOL.md, e.g. `PAYLOAD_SIZE`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::MalformedFrame => "MALFORMED_FRAME",
+            Self::UnknownFrame => "UNKNOWN_FRAME",
+            Self::FrameTooLarge => "FRAME_TOO_LARGE",
+            Self::Handshake => "HANDSHAKE",
+            Self::UnsupportedVersion => "UNSUPPORTED_VERSION",
+            Self::BadSchema => "BAD_SCHEMA",
+            Self::BadEpisodeId => "BAD_EPISODE_ID",
+            Self::EpisodeExists => "EPISODE_EXISTS",
+            Self::AlreadyOpen => "ALREADY_OPEN",
+            Self::NotOpen => "NOT_OPEN",
+            Self::Sequence => "SEQUENCE",
+            Self::PayloadSize => "PAYLOAD_SIZE",
+            Self::Limit => "LIMIT",
+            Self::Overloaded => "OVERLOADED",
+            Self::Storage => "STORAGE",
+            Self::ShuttingDown => "SHUTTING_DOWN",
+            Self::Internal => "INTERNAL",
+        }
+    }
+
+    /// Whether the server closes the connection after sending this code (the "connection"
+    /// column of the table). `MALFORMED_FRAME` is `false`: it closes only when the framing
+    /// itself is broken, which [`ProtoError::is_fatal`] decides.
+    #[must_use]
+    pub fn closes_connection(self) -> bool {
+        matches!(
+            self,
+            Self::UnknownFrame
+                | Self::FrameTooLarge
+                | Self::Handshake
+                | Self::UnsupportedVersion
+                | Self::Overloaded
+                | Self::ShuttingDown
+                | Self::Internal
+        )
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.name(), self.code())
+    }
+}
+
+/// Everything that can go wrong decoding, validating or encoding protocol frames.
+///
+/// The `Display` text is meant to be sent as an `ERROR` message as is: it names the frame,
+/// the field and the values.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtoError {
+    /// The 4-byte header announces more than the receiver accepts. Fatal.
+    #[error("frame body_len {len} exceeds max_frame_bytes {max}")]
+    FrameTooLarge { len: u32, max: u32 },
+    /// `body_len == 0`: there is not even a frame type. Fatal.
+    #[error("frame body_len is 0 (must be >= 1)")]
+    ZeroLength,
+    /// A frame type protocol v1 does not define. Fatal.
+    #[error("unknown frame type 0x{frame_type:02x}")]
+    UnknownFrame { frame_type: u8 },
+    /// The slice handed to [`crate::parse`] is not exactly one frame. Fatal (a caller bug or
+    /// a broken stream).
+    #[error(
+        "frame header announces {announced} bytes after the length field, slice holds {actual}"
+    )]
+    FrameLength { announced: usize, actual: usize },
+    /// A payload field runs past the end of the frame.
+    #[error("{frame}: field {field} truncated: needs {need} bytes, {have} left")]
+    Truncated {
+        frame: &'static str,
+        field: String,
+        need: usize,
+        have: usize,
+    },
+    /// The payload parsed but bytes are left over.
+    #[error("{frame}: {extra} trailing bytes after the last field")]
+    TrailingBytes { frame: &'static str, extra: usize },
+    /// A string field is not UTF-8.
+    #[error("{frame}: field {field} is not valid UTF-8")]
+    BadUtf8 { frame: &'static str, field: String },
+    /// An enum or flag field holds a value the protocol does not define.
+    #[error("{frame}: field {field} has value {value}, expected {expected}")]
+    BadValue {
+        frame: &'static str,
+        field: String,
+        value: u64,
+        expected: &'static str,
+    },
+    /// The OPEN schema is not acceptable (`BAD_SCHEMA`).
+    #[error("OPEN: {message}")]
+    BadSchema { message: String },
+    /// The episode id breaks the id rules (`BAD_EPISODE_ID`).
+    #[error("OPEN: episode_id {id:?} {reason}")]
+    BadEpisodeId { id: String, reason: String },
+    /// A timestep payload does not match the schema's step size (`PAYLOAD_SIZE`).
+    #[error("TIMESTEP seq {seq}: payload is {got} bytes, schema step is {want} bytes")]
+    PayloadSize { seq: u64, got: usize, want: usize },
+    /// A batch's records cannot be split into `count` steps of the schema's size
+    /// (`PAYLOAD_SIZE`); `got` is the byte count of all records together.
+    #[error(
+        "TIMESTEP_BATCH seq {first_seq} (count {count}): steps are {got} bytes, \
+         schema needs {count} x (21 + {want}) bytes"
+    )]
+    BatchSize {
+        first_seq: u64,
+        count: u32,
+        got: usize,
+        want: usize,
+    },
+    /// A timestep carries a different seq than expected (`SEQUENCE`).
+    #[error("TIMESTEP seq {got}: expected seq {expected}")]
+    Sequence { expected: u64, got: u64 },
+    /// Encoding: a field is too long for its length prefix.
+    #[error("{frame}: field {field} is {len} bytes, the wire allows at most {max}")]
+    TooLong {
+        frame: &'static str,
+        field: String,
+        len: usize,
+        max: usize,
+    },
+}
+
+impl ProtoError {
+    /// Whether the byte stream can no longer be parsed after this error: the receiver must
+    /// send an `ERROR` and close the connection. Payload errors keep the framing intact.
+    #[must_use]
+    pub fn is_fatal(&self) -> bool {
+        matches!(
+            self,
+            Self::FrameTooLarge { .. }
+                | Self::ZeroLength
+                | Self::UnknownFrame { .. }
+                | Self::FrameLength { .. }
+        )
+    }
+
+    /// The `ERROR` code the server answers with.
+    #[must_use]
+    pub fn error_code(&self) -> ErrorCode {
+        match self {
+            Self::FrameTooLarge { .. } => ErrorCode::FrameTooLarge,
+            Self::UnknownFrame { .. } => ErrorCode::UnknownFrame,
+            Self::ZeroLength
+            | Self::FrameLength { .. }
+            | Self::Truncated { .. }
+            | Self::TrailingBytes { .. }
+            | Self::BadUtf8 { .. }
+            | Self::BadValue { .. }
+            | Self::TooLong { .. } => ErrorCode::MalformedFrame,
+            Self::BadSchema { .. } => ErrorCode::BadSchema,
+            Self::BadEpisodeId { .. } => ErrorCode::BadEpisodeId,
+            Self::PayloadSize { .. } | Self::BatchSize { .. } => ErrorCode::PayloadSize,
+            Self::Sequence { .. } => ErrorCode::Sequence,
+        }
+    }
+
+    /// The same error with `prefix.` put in front of the field name (e.g. `channels[2]`).
+    #[must_use]
+    pub(crate) fn in_field(mut self, prefix: &str) -> Self {
+        match &mut self {
+            Self::Truncated { field, .. }
+            | Self::BadUtf8 { field, .. }
+            | Self::BadValue { field, .. }
+            | Self::TooLong { field, .. } => *field = format!("{prefix}.{field}"),
+            _ => {}
+        }
+        self
+    }
+}

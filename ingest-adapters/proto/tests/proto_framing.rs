@@ -1,0 +1,173 @@
+//! Framing: incomplete at every split point, limits decided from the header alone, fatal
+//! errors.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::*;
+use wshard_ingest_proto::{
+    check, encode, parse, ErrorCode, Frame, FrameDecoder, FrameStatus, ProtoError,
+};
+
+fn stream() -> Vec<u8> {
+    let mut s = Vec::new();
+    for f in every_frame() {
+        encode(&f, &mut s).unwrap();
+    }
+    s
+}
+
+#[test]
+fn proto_check_incomplete_at_every_split_point() {
+    for f in every_frame() {
+        let bytes = wire(&f);
+        for cut in 0..bytes.len() {
+            let want = if cut < 4 { 4 } else { bytes.len() };
+            assert_eq!(
+                check(&bytes[..cut], 1 << 20).unwrap(),
+                FrameStatus::Incomplete { need: want },
+                "{:?} cut at {cut}",
+                f.frame_type()
+            );
+        }
+        assert_eq!(
+            check(&bytes, 1 << 20).unwrap(),
+            FrameStatus::Complete { len: bytes.len() }
+        );
+        let mut longer = bytes.clone();
+        longer.extend_from_slice(&[0x05, 0, 0]);
+        assert_eq!(
+            check(&longer, 1 << 20).unwrap(),
+            FrameStatus::Complete { len: bytes.len() }
+        );
+    }
+}
+
+#[test]
+fn proto_decoder_fed_byte_by_byte() {
+    let s = stream();
+    let mut dec = FrameDecoder::new(1 << 20);
+    let mut got = Vec::new();
+    for b in &s {
+        dec.feed(std::slice::from_ref(b));
+        while let Some(f) = dec.next_frame().unwrap() {
+            got.push(f);
+        }
+    }
+    assert_eq!(got, every_frame());
+}
+
+#[test]
+fn proto_decoder_buffer_mut_commit_in_odd_reads() {
+    let s = stream();
+    let mut dec = FrameDecoder::new(1 << 20);
+    let mut got = Vec::new();
+    let mut at = 0;
+    let mut step = 1;
+    while at < s.len() {
+        let buf = dec.buffer_mut();
+        assert!(buf.len() >= wshard_ingest_proto::MIN_READ_BYTES);
+        let n = step.min(s.len() - at).min(buf.len());
+        buf[..n].copy_from_slice(&s[at..at + n]);
+        dec.commit(n);
+        at += n;
+        step = step * 3 % 97 + 1;
+        while let Some(f) = dec.next_frame().unwrap() {
+            got.push(f);
+        }
+    }
+    assert_eq!(got, every_frame());
+}
+
+#[test]
+fn proto_decoder_offers_room_for_the_whole_large_frame() {
+    let big = 300_000u32;
+    let mut dec = FrameDecoder::new(1 << 20);
+    let mut head = big.to_le_bytes().to_vec();
+    head.push(0x04);
+    dec.feed(&head);
+    assert!(dec.buffer_mut().len() >= big as usize - 1);
+}
+
+#[test]
+fn proto_oversized_header_rejected_from_first_four_bytes() {
+    let max = 1000;
+    let header = 1001u32.to_le_bytes();
+    let err = check(&header, max).unwrap_err();
+    assert_eq!(
+        err,
+        ProtoError::FrameTooLarge {
+            len: 1001,
+            max: 1000
+        }
+    );
+    assert!(err.is_fatal());
+    assert_eq!(err.error_code(), ErrorCode::FrameTooLarge);
+    assert_eq!(err.error_code().code(), 3);
+    // exactly at the limit is fine
+    assert_eq!(
+        check(&1000u32.to_le_bytes(), max).unwrap(),
+        FrameStatus::Incomplete { need: 1004 }
+    );
+    // the decoder refuses before buffering anything more, and stays failed
+    let mut dec = FrameDecoder::new(max);
+    dec.feed(&header);
+    assert!(dec.next_frame().unwrap_err().is_fatal());
+    dec.feed(&wire(&Frame::Flush));
+    assert_eq!(
+        dec.next_frame().unwrap_err(),
+        ProtoError::FrameTooLarge {
+            len: 1001,
+            max: 1000
+        }
+    );
+    // u32::MAX announced: still refused, no overflow
+    assert!(check(&u32::MAX.to_le_bytes(), u32::MAX - 1).is_err());
+}
+
+#[test]
+fn proto_zero_length_is_fatal_malformed() {
+    let err = check(&[0, 0, 0, 0], 1 << 20).unwrap_err();
+    assert_eq!(err, ProtoError::ZeroLength);
+    assert!(err.is_fatal());
+    assert_eq!(err.error_code(), ErrorCode::MalformedFrame);
+    assert!(parse(&[0, 0, 0, 0]).is_err());
+}
+
+#[test]
+fn proto_unknown_type_is_fatal_from_fifth_byte() {
+    for t in [0x00u8, 0x07, 0x80, 0x85, 0xFF] {
+        // body not buffered yet: decided from the type byte alone
+        let err = check(&[100, 0, 0, 0, t], 1 << 20).unwrap_err();
+        assert_eq!(err, ProtoError::UnknownFrame { frame_type: t });
+        assert!(err.is_fatal());
+        assert_eq!(err.error_code(), ErrorCode::UnknownFrame);
+        assert!(err.to_string().contains(&format!("0x{t:02x}")));
+    }
+}
+
+#[test]
+fn proto_parse_refuses_slice_not_exactly_one_frame() {
+    let mut bytes = wire(&Frame::Durable { up_to_seq: 1 });
+    bytes.push(0);
+    assert!(matches!(
+        parse(&bytes).unwrap_err(),
+        ProtoError::FrameLength {
+            announced: 9,
+            actual: 10
+        }
+    ));
+    assert!(parse(&bytes[..bytes.len() - 2]).unwrap_err().is_fatal());
+}
+
+#[test]
+fn proto_payload_error_skips_one_frame_and_stream_continues() {
+    let mut s = raw_frame(0x05, &[9]); // CLOSE with outcome 9
+    s.extend_from_slice(&wire(&Frame::Flush));
+    let mut dec = FrameDecoder::new(1 << 20);
+    dec.feed(&s);
+    let err = dec.next_frame().unwrap_err();
+    assert!(!err.is_fatal());
+    assert_eq!(err.error_code(), ErrorCode::MalformedFrame);
+    assert_eq!(dec.next_frame().unwrap(), Some(Frame::Flush));
+}
