@@ -258,6 +258,41 @@ pub struct BlockLocation<'a> {
     pub offset: u64,
 }
 
+/// One LZ4 sequence (token, 2-byte offset, length bytes) yields at most 255 bytes per input
+/// byte; literals yield one.
+const LZ4_MAX_EXPANSION: u64 = 255;
+/// A zstd block yields at most 128 KiB (the format's block maximum) and needs at least its
+/// 3-byte block header: at most 43,691 bytes per input byte.
+const ZSTD_MAX_EXPANSION: u64 = (128 * 1024_u64).div_ceil(3);
+
+/// Why `disk` cannot decode to `orig_size` bytes, when that is certain without decoding.
+fn impossible_size(codec: StoredCodec, disk: &[u8], orig_size: u64) -> Option<String> {
+    let disk_len = disk.len() as u64;
+    let ratio = match codec {
+        StoredCodec::Raw => return None,
+        StoredCodec::Lz4 => LZ4_MAX_EXPANSION,
+        StoredCodec::Zstd => ZSTD_MAX_EXPANSION,
+    };
+    let max = disk_len.saturating_mul(ratio);
+    if orig_size > max {
+        return Some(format!(
+            "{disk_len} stored bytes cannot decode to more than {max} bytes"
+        ));
+    }
+    if codec == StoredCodec::Zstd {
+        // A single frame that records its content size must record orig_size.
+        let single = zstd::zstd_safe::find_frame_compressed_size(disk).ok() == Some(disk.len());
+        if let (true, Ok(Some(n))) = (single, zstd::zstd_safe::get_frame_content_size(disk)) {
+            if n != orig_size {
+                return Some(format!(
+                    "the zstd frame header records a content size of {n}"
+                ));
+            }
+        }
+    }
+    None
+}
+
 /// Decompress a stored block into exactly `orig_size` bytes.
 ///
 /// # Errors
@@ -287,6 +322,11 @@ pub fn decompress(
                     value: orig_size,
                     max: max_orig,
                 });
+            }
+            // Reject sizes the stored bytes cannot decode to before reserving them, so a few
+            // hostile bytes cannot make the reader reserve up to the limit.
+            if let Some(message) = impossible_size(codec, disk, orig_size) {
+                return Err(fail(codec.name(), message));
             }
             let cap = usize::try_from(orig_size)
                 .map_err(|_| fail(codec.name(), "size does not fit in memory".into()))?;

@@ -154,7 +154,8 @@ pub fn as_u64(block: &str, field: &str, v: &Value) -> Result<u64> {
             clippy::cast_sign_loss,
             clippy::cast_precision_loss
         )]
-        if f >= 0.0 && f.fract() == 0.0 && f <= u64::MAX as f64 {
+        // `u64::MAX as f64` is 2^64, one past the largest u64: the bound is exclusive.
+        if f >= 0.0 && f.fract() == 0.0 && f < u64::MAX as f64 {
             return Ok(f as u64);
         }
     }

@@ -110,15 +110,11 @@ impl Episode {
         }
         if matches!(ep.timebase, Timebase::TimestampsNs { .. }) || r.contains(names::TIMESTAMPS_NS)
         {
-            if let Ok(bytes) = r.read_block(names::TIMESTAMPS_NS) {
-                check_len(names::TIMESTAMPS_NS, bytes.len(), 8)?;
-                ep.timestamps_ns = Some(i64s(&bytes));
-                owned.insert(names::TIMESTAMPS_NS.to_owned());
-            } else if matches!(ep.timebase, Timebase::TimestampsNs { .. }) {
-                return Err(FormatError::BlockNotFound {
-                    name: names::TIMESTAMPS_NS.to_owned(),
-                });
-            }
+            // A missing block is BlockNotFound; a corrupt one keeps its own error.
+            let bytes = r.read_block(names::TIMESTAMPS_NS)?;
+            check_len(names::TIMESTAMPS_NS, bytes.len(), 8)?;
+            ep.timestamps_ns = Some(i64s(&bytes));
+            owned.insert(names::TIMESTAMPS_NS.to_owned());
         }
         for (i, name) in r.index().names().enumerate() {
             if owned.contains(name) {

@@ -244,7 +244,7 @@ impl Manifest {
             if c.length_t > 0
                 && c.timestep_range[1]
                     .checked_sub(c.timestep_range[0])
-                    .map(|w| w + 1)
+                    .and_then(|w| w.checked_add(1))
                     != Some(c.length_t)
             {
                 return Err(bad(format!(
