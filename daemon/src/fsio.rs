@@ -30,7 +30,7 @@ pub trait DurableFile: Write + Seek + Send {
     ///
     /// # Errors
     /// The OS error.
-    fn len(&mut self) -> io::Result<u64>;
+    fn file_len(&mut self) -> io::Result<u64>;
 
     /// Truncate or extend to `len`.
     ///
@@ -154,7 +154,7 @@ impl DurableFile for RealFile {
         self.0.sync_all()
     }
 
-    fn len(&mut self) -> io::Result<u64> {
+    fn file_len(&mut self) -> io::Result<u64> {
         Ok(self.0.metadata()?.len())
     }
 

@@ -4,12 +4,20 @@
 //! - [`cli`]: the `wshard` operator verbs (`inspect`, `verify`).
 //! - [`fsio`]: the only module that calls fsync / rename / fsync(dir), behind the [`fsio::Fs`] trait.
 //! - [`journal`]: the per-episode journal (LevelDB-log framing with CRC32C).
+//! - [`episode`]: an episode's schema and on-disk layout.
+//! - [`chunk`]: the open chunk's columns; publishing a chunk and the manifest.
+//! - [`session`]: one recording episode: writer and publisher threads.
+//! - [`recovery`]: replaying journals after a crash.
+//! - [`ingest`]: the Unix socket: listener, connections, responses.
+//! - [`runtime`]: `run`, shutdown and reload.
 
 pub mod chunk;
 pub mod cli;
 pub mod episode;
 pub mod error;
 pub mod fsio;
+pub mod ingest;
 pub mod journal;
 pub mod recovery;
+pub mod runtime;
 pub mod session;

@@ -4,4 +4,4 @@ pub mod layout;
 pub mod schema;
 
 pub use layout::{validate_episode_id, EpisodeLayout};
-pub use schema::{ChannelSchema, Durability, EpisodeSchema};
+pub use schema::{ChannelDecl, ChannelSchema, Durability, EpisodeSchema};

@@ -39,6 +39,9 @@ pub struct ChannelSchema {
     pub step_bytes: usize,
 }
 
+/// One channel as declared: name, lane, dtype, per-step shape, codec, modality.
+pub type ChannelDecl = (String, Lane, DType, Vec<u64>, Codec, Option<String>);
+
 /// Everything needed to turn journal records into chunk files.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EpisodeSchema {
@@ -66,7 +69,7 @@ impl EpisodeSchema {
         env_id: String,
         timebase: Timebase,
         durability: Durability,
-        channels: Vec<(String, Lane, DType, Vec<u64>, Codec, Option<String>)>,
+        channels: Vec<ChannelDecl>,
         metadata: Map<String, Value>,
     ) -> Result<Self, String> {
         let mut out = Vec::with_capacity(channels.len());

@@ -428,7 +428,7 @@ mod tests {
         );
         // Every record outside the damaged block survives.
         let lost = recs.len() - s.records.len();
-        assert!(lost >= 1 && lost <= BLOCK_LEN / 507 + 2, "lost {lost}");
+        assert!((1..=BLOCK_LEN / 507 + 2).contains(&lost), "lost {lost}");
         assert_eq!(s.records.last().unwrap().data, recs[199]);
     }
 

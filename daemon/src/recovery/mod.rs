@@ -239,9 +239,11 @@ pub fn recover_episode(
         }
         let schema = Arc::new(header.schema);
         let mut columns = ChunkColumns::new(schema.clone(), k, next_timestep);
-        let mut expect = next_timestep;
         let rec_len = crate::chunk::step::STEP_HEADER_LEN + schema.step_payload_bytes;
-        for (i, s) in steps(&seg.steps, schema.step_payload_bytes).enumerate() {
+        for ((i, s), expect) in steps(&seg.steps, schema.step_payload_bytes)
+            .enumerate()
+            .zip(next_timestep..)
+        {
             if s.seq != expect {
                 report.discarded.push(Discarded {
                     file: name.clone(),
@@ -252,7 +254,6 @@ pub fn recover_episode(
                 break;
             }
             columns.push(&s);
-            expect += 1;
         }
         if !columns.is_empty() {
             let n = columns.len();

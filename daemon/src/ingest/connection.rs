@@ -1,0 +1,423 @@
+//! One client connection: handshake, then OPEN / TIMESTEP(_BATCH) / FLUSH / CLOSE, with
+//! every check of docs/PROTOCOL.md. Frames are checked here (sizes, sequence, limits) so
+//! that the writer only ever sees valid records.
+
+use std::io::{ErrorKind, Read};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use wshard_ingest_proto::{
+    AcceptedWhat, ErrorCode, Frame, FrameDecoder, OpenEpisode, Outcome, ProtoError, SchemaLimits,
+    TimebaseSpec, PROTOCOL_VERSION,
+};
+
+use super::context::ServerContext;
+use super::responder::SocketResponder;
+use crate::episode::{validate_episode_id, Durability, EpisodeSchema};
+use crate::session::{FinalStatus, OpenError, Session};
+
+/// How often a blocked read wakes up to look at the shutdown flag.
+const READ_POLL: Duration = Duration::from_millis(100);
+
+enum State {
+    Handshake,
+    Idle,
+    Recording {
+        session: Session,
+        next_seq: u64,
+        bytes: u64,
+        step_payload: usize,
+    },
+}
+
+/// Why the read loop stopped.
+enum Stop {
+    /// The client closed its end.
+    Eof,
+    /// The stream can no longer be parsed, or the client broke the handshake.
+    Fatal,
+    /// The daemon is shutting down.
+    Shutdown,
+}
+
+/// Serve one connection until it closes. Never panics on client input.
+pub fn serve(stream: UnixStream, ctx: &Arc<ServerContext>, peer: &str) {
+    let responder = match stream.try_clone() {
+        Ok(s) => Arc::new(SocketResponder::new(s)),
+        Err(e) => {
+            tracing::warn!(peer, "cannot clone the connection: {e}");
+            return;
+        }
+    };
+    if let Err(e) = stream.set_read_timeout(Some(READ_POLL)) {
+        tracing::warn!(peer, "cannot set a read timeout: {e}");
+        return;
+    }
+    let mut conn = Connection {
+        ctx: ctx.clone(),
+        responder,
+        state: State::Handshake,
+        peer: peer.to_owned(),
+    };
+    let stop = conn.read_loop(stream);
+    conn.finish(&stop);
+}
+
+struct Connection {
+    ctx: Arc<ServerContext>,
+    responder: Arc<SocketResponder>,
+    state: State,
+    peer: String,
+}
+
+impl Connection {
+    fn read_loop(&mut self, mut stream: UnixStream) -> Stop {
+        let mut decoder = FrameDecoder::new(self.ctx.limits.max_frame_bytes);
+        loop {
+            loop {
+                match decoder.next_frame() {
+                    Ok(Some(frame)) => {
+                        if let Some(stop) = self.on_frame(frame) {
+                            return stop;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        self.responder.send(&e.to_error_frame());
+                        if e.is_fatal() {
+                            tracing::warn!(peer = %self.peer, "closing connection: {e}");
+                            return Stop::Fatal;
+                        }
+                    }
+                }
+            }
+            if self.ctx.shutdown.load(Ordering::Acquire) {
+                return Stop::Shutdown;
+            }
+            match stream.read(decoder.buffer_mut()) {
+                Ok(0) => return Stop::Eof,
+                Ok(n) => decoder.commit(n),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                    ) => {}
+                Err(e) => {
+                    tracing::info!(peer = %self.peer, "connection read failed: {e}");
+                    return Stop::Eof;
+                }
+            }
+        }
+    }
+
+    fn error(&self, code: ErrorCode, message: impl Into<String>) {
+        self.responder.error(code, message);
+    }
+
+    /// Handle one frame; `Some` ends the connection.
+    fn on_frame(&mut self, frame: Frame) -> Option<Stop> {
+        match (&mut self.state, frame) {
+            (
+                State::Handshake,
+                Frame::Hello {
+                    version,
+                    client_name,
+                },
+            ) => {
+                if version != PROTOCOL_VERSION {
+                    self.error(ErrorCode::UnsupportedVersion, format!("HELLO protocol_version {version}: this server speaks {PROTOCOL_VERSION}"));
+                    return Some(Stop::Fatal);
+                }
+                tracing::info!(peer = %self.peer, client = %client_name, "client connected");
+                self.responder.send(&Frame::HelloOk {
+                    version: PROTOCOL_VERSION,
+                    server_name: concat!("wshardd/", env!("CARGO_PKG_VERSION")).into(),
+                    max_frame_bytes: self.ctx.limits.max_frame_bytes,
+                });
+                self.state = State::Idle;
+                None
+            }
+            (State::Handshake, other) => {
+                self.error(
+                    ErrorCode::Handshake,
+                    format!(
+                        "expected HELLO as the first frame, got {}",
+                        other.frame_type().name()
+                    ),
+                );
+                Some(Stop::Fatal)
+            }
+            (_, Frame::Hello { .. }) => {
+                self.error(ErrorCode::Handshake, "HELLO sent twice");
+                Some(Stop::Fatal)
+            }
+            (State::Idle, Frame::Open(open)) => {
+                self.open(open);
+                None
+            }
+            (State::Recording { session, .. }, Frame::Open(open)) => {
+                self.responder.error(
+                    ErrorCode::AlreadyOpen,
+                    format!(
+                        "OPEN `{}`: episode `{}` is still open on this connection; CLOSE it first",
+                        open.episode_id,
+                        session.shared().schema.episode_id
+                    ),
+                );
+                None
+            }
+            (State::Recording { .. }, Frame::Timestep(t)) => {
+                let mut records = Vec::with_capacity(21 + t.payload.len());
+                wshard_ingest_proto::push_step_record(
+                    &mut records,
+                    t.seq,
+                    t.t_ns,
+                    t.reward,
+                    t.done,
+                    &[&t.payload],
+                );
+                match wshard_ingest_proto::TimestepBatch::from_records(1, records) {
+                    Ok(b) => self.submit(b),
+                    Err(e) => self.responder.send(&e.to_error_frame()),
+                }
+                None
+            }
+            (State::Recording { .. }, Frame::TimestepBatch(b)) => {
+                self.submit(b);
+                None
+            }
+            (State::Recording { session, .. }, Frame::Flush) => {
+                session.flush();
+                None
+            }
+            (State::Recording { .. }, Frame::Close { outcome }) => {
+                let status = match outcome {
+                    Outcome::Completed => FinalStatus::Complete,
+                    Outcome::Aborted => FinalStatus::Aborted,
+                };
+                self.close(status);
+                None
+            }
+            (
+                State::Idle,
+                f @ (Frame::Timestep(_)
+                | Frame::TimestepBatch(_)
+                | Frame::Flush
+                | Frame::Close { .. }),
+            ) => {
+                self.error(
+                    ErrorCode::NotOpen,
+                    format!(
+                        "{} without an open episode: send OPEN first",
+                        f.frame_type().name()
+                    ),
+                );
+                None
+            }
+            (_, other) => {
+                self.error(
+                    ErrorCode::MalformedFrame,
+                    format!("{} is a server-to-client frame", other.frame_type().name()),
+                );
+                None
+            }
+        }
+    }
+
+    fn open(&mut self, open: OpenEpisode) {
+        let limits = SchemaLimits {
+            max_channels: self.ctx.limits.max_channels,
+            max_frame_bytes: self.ctx.limits.max_frame_bytes,
+        };
+        if let Err(e) = open.validate(&limits) {
+            self.responder.send(&e.to_error_frame());
+            return;
+        }
+        if let Err(msg) =
+            validate_episode_id(&open.episode_id, self.ctx.limits.max_episode_id_bytes)
+        {
+            self.error(ErrorCode::BadEpisodeId, format!("OPEN episode_id: {msg}"));
+            return;
+        }
+        let schema = match self.schema(&open) {
+            Ok(s) => s,
+            Err(msg) => {
+                self.error(ErrorCode::BadSchema, msg);
+                return;
+            }
+        };
+        let step_payload = schema.step_payload_bytes;
+        let id = schema.episode_id.clone();
+        let durability = schema.durability;
+        match Session::open(
+            self.ctx.fs.clone(),
+            &self.ctx.data_dir,
+            schema,
+            self.ctx.settings(),
+            self.responder.clone(),
+        ) {
+            Ok(session) => {
+                tracing::info!(peer = %self.peer, episode = %id, durability = durability.name(), "episode opened");
+                self.responder.send(&Frame::Accepted {
+                    what: AcceptedWhat::Open,
+                    up_to_seq: 0,
+                });
+                self.state = State::Recording {
+                    session,
+                    next_seq: 0,
+                    bytes: 0,
+                    step_payload,
+                };
+            }
+            Err(OpenError::Exists(id)) => self.error(
+                ErrorCode::EpisodeExists,
+                format!("OPEN episode_id `{id}`: an episode with this id already exists"),
+            ),
+            Err(e) => self.error(ErrorCode::Storage, format!("OPEN `{id}`: {e}")),
+        }
+    }
+
+    fn schema(&self, open: &OpenEpisode) -> Result<EpisodeSchema, String> {
+        let metadata = if open.metadata_json.trim().is_empty() {
+            Map::new()
+        } else {
+            match serde_json::from_str::<Value>(&open.metadata_json) {
+                Ok(Value::Object(m)) => m,
+                Ok(_) => return Err("OPEN metadata_json: must be a JSON object".into()),
+                Err(e) => return Err(format!("OPEN metadata_json: {e}")),
+            }
+        };
+        let durability = match open.durability {
+            wshard_ingest_proto::Durability::Ack => Durability::Ack,
+            wshard_ingest_proto::Durability::Chunk => Durability::Chunk,
+        };
+        let timebase = match open.timebase {
+            TimebaseSpec::Ticks { .. } | TimebaseSpec::TimestampsNs { .. } => {
+                open.timebase.to_wshard()
+            }
+        };
+        let channels = open
+            .channels
+            .iter()
+            .map(|c| {
+                (
+                    c.name.clone(),
+                    c.lane,
+                    c.dtype,
+                    c.shape.iter().map(|&d| u64::from(d)).collect(),
+                    c.codec.resolve(self.ctx.default_codec(&c.name)),
+                    c.modality.clone(),
+                )
+            })
+            .collect();
+        let _ = self.ctx.default_durability;
+        EpisodeSchema::new(
+            open.episode_id.clone(),
+            open.env_id.clone(),
+            timebase,
+            durability,
+            channels,
+            metadata,
+        )
+    }
+
+    fn submit(&mut self, batch: wshard_ingest_proto::TimestepBatch) {
+        let max_bytes = self.ctx.limits.max_episode_bytes;
+        let State::Recording {
+            session,
+            next_seq,
+            bytes,
+            step_payload,
+        } = &mut self.state
+        else {
+            return;
+        };
+        if session.shared().is_failed() {
+            let why = session.shared().failure().unwrap_or_default();
+            self.responder.error(
+                ErrorCode::Storage,
+                format!("episode failed earlier, frame refused: {why}"),
+            );
+            return;
+        }
+        if let Err(e) = batch
+            .steps(*step_payload)
+            .and_then(|_| batch.check_sequence(*next_seq))
+        {
+            self.responder.send(&e.to_error_frame());
+            return;
+        }
+        let size = batch.records().len() as u64;
+        if bytes.saturating_add(size) > max_bytes {
+            self.responder.error(
+                ErrorCode::Limit,
+                format!("TIMESTEP seq {}: episode would reach {} bytes, limits.max_episode_bytes is {max_bytes}", batch.first_seq(), *bytes + size),
+            );
+            return;
+        }
+        let count = u64::from(batch.count());
+        let end = batch.end_seq();
+        if session.submit(batch.into_records(), count) {
+            *next_seq = end;
+            *bytes += size;
+        } else {
+            let why = session
+                .shared()
+                .failure()
+                .unwrap_or_else(|| "the episode's writer stopped".into());
+            self.responder.error(ErrorCode::Storage, why);
+        }
+    }
+
+    fn close(&mut self, status: FinalStatus) {
+        let State::Recording { session, .. } = std::mem::replace(&mut self.state, State::Idle)
+        else {
+            return;
+        };
+        let id = session.shared().schema.episode_id.clone();
+        let summary = session.close(status);
+        match summary.failure {
+            Some(why) => self.error(
+                ErrorCode::Storage,
+                format!("CLOSE `{id}`: the episode failed earlier: {why}"),
+            ),
+            None => {
+                tracing::info!(peer = %self.peer, episode = %id, status = %summary.status, timesteps = summary.timesteps, chunks = summary.chunks, "episode closed");
+                self.responder.send(&Frame::Accepted {
+                    what: AcceptedWhat::Close,
+                    up_to_seq: summary.timesteps,
+                });
+            }
+        }
+    }
+
+    fn finish(&mut self, stop: &Stop) {
+        if let State::Recording { session, .. } = std::mem::replace(&mut self.state, State::Idle) {
+            let id = session.shared().schema.episode_id.clone();
+            let reason = match stop {
+                Stop::Eof => "client disconnected without CLOSE",
+                Stop::Fatal => "connection closed after a protocol error",
+                Stop::Shutdown => "daemon shutdown",
+            };
+            let summary = session.close(FinalStatus::Interrupted(reason.into()));
+            tracing::info!(peer = %self.peer, episode = %id, timesteps = summary.timesteps, "episode interrupted: {reason}");
+            if matches!(stop, Stop::Shutdown) {
+                self.error(
+                    ErrorCode::ShuttingDown,
+                    format!("episode `{id}` finalized as interrupted: the daemon is shutting down"),
+                );
+            }
+        } else if matches!(stop, Stop::Shutdown) {
+            self.error(ErrorCode::ShuttingDown, "the daemon is shutting down");
+        }
+    }
+}
+
+/// Map a protocol error to its frame (re-exported for the listener).
+#[must_use]
+pub fn error_frame(e: &ProtoError) -> Frame {
+    e.to_error_frame()
+}

@@ -1,0 +1,125 @@
+//! What every connection needs from the server: limits, settings for new episodes,
+//! codec defaults, and the shutdown flag.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, RwLock};
+
+use wshard::codec::Codec;
+use wshardd_config::Config;
+
+use crate::episode::Durability;
+use crate::fsio::Fs;
+use crate::session::{FsyncMode, Rotation, SessionSettings};
+
+/// Limits enforced per connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub max_frame_bytes: u32,
+    pub max_channels: usize,
+    pub max_episode_bytes: u64,
+    pub max_connections: usize,
+    pub max_episode_id_bytes: usize,
+}
+
+/// The parts of the config that SIGHUP may change, applied to new episodes.
+#[derive(Clone, Debug)]
+pub struct Tunables {
+    pub settings: SessionSettings,
+    pub codecs: wshardd_config::CodecsConfig,
+    pub max_connections: usize,
+}
+
+/// Shared by the listener and every connection.
+pub struct ServerContext {
+    pub fs: Arc<dyn Fs>,
+    pub data_dir: PathBuf,
+    pub limits: Limits,
+    pub default_durability: Durability,
+    pub tunables: RwLock<Tunables>,
+    pub shutdown: Arc<AtomicBool>,
+    pub active_connections: AtomicUsize,
+}
+
+impl std::fmt::Debug for ServerContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerContext")
+            .field("data_dir", &self.data_dir)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Session settings from the config.
+#[must_use]
+pub fn session_settings(cfg: &Config) -> SessionSettings {
+    let fsync = match cfg.fsync.to_policy() {
+        wshardd_config::FsyncPolicy::Always => FsyncMode::Always,
+        wshardd_config::FsyncPolicy::Interval(d) => FsyncMode::Interval(d),
+        wshardd_config::FsyncPolicy::Never => FsyncMode::Never,
+    };
+    SessionSettings {
+        fsync,
+        rotation: Rotation {
+            max_timesteps: cfg.rotation.max_timesteps,
+            max_bytes: cfg.rotation.max_bytes,
+            max_age: cfg.rotation.max_age(),
+        },
+        queue_frames: usize::try_from(cfg.queues.max_pending_frames).unwrap_or(64),
+        compression_workers: usize::try_from(cfg.queues.compression_workers).unwrap_or(2),
+        write_options: wshard::episode::EpisodeWriteOptions::default(),
+    }
+}
+
+/// Tunables from the config.
+#[must_use]
+pub fn tunables(cfg: &Config) -> Tunables {
+    Tunables {
+        settings: session_settings(cfg),
+        codecs: cfg.codecs.clone(),
+        max_connections: usize::try_from(cfg.limits.max_connections).unwrap_or(64),
+    }
+}
+
+impl ServerContext {
+    /// A context for `cfg`.
+    #[must_use]
+    pub fn new(cfg: &Config, fs: Arc<dyn Fs>, shutdown: Arc<AtomicBool>) -> Self {
+        Self {
+            fs,
+            data_dir: cfg.data_dir.clone(),
+            limits: Limits {
+                max_frame_bytes: cfg.limits.max_frame_bytes,
+                max_channels: usize::try_from(cfg.limits.max_channels).unwrap_or(256),
+                max_episode_bytes: cfg.limits.max_episode_bytes,
+                max_connections: usize::try_from(cfg.limits.max_connections).unwrap_or(64),
+                max_episode_id_bytes: usize::try_from(cfg.limits.max_episode_id_bytes)
+                    .unwrap_or(128),
+            },
+            default_durability: match cfg.durability.default {
+                wshardd_config::Durability::Ack => Durability::Ack,
+                wshardd_config::Durability::Chunk => Durability::Chunk,
+            },
+            tunables: RwLock::new(tunables(cfg)),
+            shutdown,
+            active_connections: AtomicUsize::new(0),
+        }
+    }
+
+    /// The codec a channel gets when the client leaves it to the server.
+    #[must_use]
+    pub fn default_codec(&self, channel: &str) -> Codec {
+        self.tunables
+            .read()
+            .map_or(Codec::zstd(), |t| t.codecs.codec_for(channel))
+    }
+
+    /// Settings for a new episode.
+    #[must_use]
+    pub fn settings(&self) -> SessionSettings {
+        self.tunables
+            .read()
+            .map(|t| t.settings.clone())
+            .unwrap_or_default()
+    }
+}

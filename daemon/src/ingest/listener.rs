@@ -1,0 +1,121 @@
+//! Binding the ingest socket and accepting connections, one thread each, up to
+//! `limits.max_connections`.
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use wshard_ingest_proto::{ErrorCode, Frame};
+
+use super::connection;
+use super::context::ServerContext;
+use super::responder::SocketResponder;
+
+/// How often the accept loop looks at the shutdown flag.
+const ACCEPT_POLL: Duration = Duration::from_millis(50);
+
+/// Why the socket could not be bound.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    #[error("socket {}: another wshardd is already listening there", .0.display())]
+    InUse(PathBuf),
+    #[error("socket {}: {op}: {source}", path.display())]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Bind `path` with file mode `mode`. A stale socket file (nobody listening) is replaced;
+/// a live one is an error.
+///
+/// # Errors
+/// [`BindError`] naming the path and step.
+pub fn bind(path: &Path, mode: u32) -> Result<UnixListener, BindError> {
+    let io = |op, source| BindError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    };
+    if path.exists() {
+        if UnixStream::connect(path).is_ok() {
+            return Err(BindError::InUse(path.to_path_buf()));
+        }
+        std::fs::remove_file(path).map_err(|e| io("remove stale socket", e))?;
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| io("create socket directory", e))?;
+    }
+    let listener = UnixListener::bind(path).map_err(|e| io("bind", e))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| io("chmod", e))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| io("set nonblocking", e))?;
+    Ok(listener)
+}
+
+/// Accept until shutdown, then wait for every connection to finish its episode.
+pub fn accept_loop(listener: &UnixListener, ctx: &Arc<ServerContext>) {
+    let mut threads: Vec<JoinHandle<()>> = Vec::new();
+    let mut n: u64 = 0;
+    while !ctx.shutdown.load(Ordering::Acquire) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                n += 1;
+                threads.retain(|t| !t.is_finished());
+                let max = ctx
+                    .tunables
+                    .read()
+                    .map_or(ctx.limits.max_connections, |t| t.max_connections);
+                if ctx.active_connections.load(Ordering::Acquire) >= max {
+                    refuse(stream, max);
+                    continue;
+                }
+                if let Err(e) = stream.set_nonblocking(false) {
+                    tracing::warn!("accepted connection unusable: {e}");
+                    continue;
+                }
+                ctx.active_connections.fetch_add(1, Ordering::AcqRel);
+                let c = ctx.clone();
+                let peer = format!("conn-{n}");
+                let spawned = std::thread::Builder::new()
+                    .name(peer.clone())
+                    .spawn(move || {
+                        connection::serve(stream, &c, &peer);
+                        c.active_connections.fetch_sub(1, Ordering::AcqRel);
+                    });
+                match spawned {
+                    Ok(t) => threads.push(t),
+                    Err(e) => {
+                        ctx.active_connections.fetch_sub(1, Ordering::AcqRel);
+                        tracing::error!("cannot start a connection thread: {e}");
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(ACCEPT_POLL),
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                std::thread::sleep(ACCEPT_POLL);
+            }
+        }
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+}
+
+fn refuse(stream: UnixStream, max: usize) {
+    tracing::warn!(max, "refusing a connection: limits.max_connections reached");
+    let r = SocketResponder::new(stream);
+    r.send(&Frame::error(
+        ErrorCode::Overloaded,
+        format!("limits.max_connections ({max}) reached; try again later"),
+    ));
+}
