@@ -293,6 +293,7 @@ impl Connection {
         let durability = match open.durability {
             wshard_ingest_proto::Durability::Ack => Durability::Ack,
             wshard_ingest_proto::Durability::Chunk => Durability::Chunk,
+            wshard_ingest_proto::Durability::ServerDefault => self.ctx.default_durability,
         };
         let timebase = match open.timebase {
             TimebaseSpec::Ticks { .. } | TimebaseSpec::TimestampsNs { .. } => {
@@ -313,7 +314,6 @@ impl Connection {
                 )
             })
             .collect();
-        let _ = self.ctx.default_durability;
         EpisodeSchema::new(
             open.episode_id.clone(),
             open.env_id.clone(),

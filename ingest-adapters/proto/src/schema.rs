@@ -62,6 +62,8 @@ pub enum Durability {
     Ack,
     /// 1: no journal; only finalized chunks survive.
     Chunk,
+    /// 2: whatever the server's `durability.default` says.
+    ServerDefault,
 }
 
 impl Durability {
@@ -71,6 +73,7 @@ impl Durability {
         match self {
             Self::Ack => 0,
             Self::Chunk => 1,
+            Self::ServerDefault => 2,
         }
     }
 
@@ -80,6 +83,7 @@ impl Durability {
         match c {
             0 => Some(Self::Ack),
             1 => Some(Self::Chunk),
+            2 => Some(Self::ServerDefault),
             _ => None,
         }
     }
