@@ -33,6 +33,12 @@ fn assert_layout(r: &ShardReader<Vec<u8>>, want: &[(&str, u64, u64, u64, u32)]) 
     assert!(r.check_all().iter().all(wshard::read::BlockCheck::ok));
 }
 
+/// Our golden-generator profile must reproduce `bytes` exactly.
+fn assert_golden_bytes(ep: &Episode, bytes: &[u8]) {
+    let ours = ep.to_bytes(&EpisodeWriteOptions::golden_gen()).unwrap();
+    assert!(ours == bytes, "episode `{}`: rewritten bytes differ from the golden file", ep.id);
+}
+
 fn assert_header(r: &ShardReader<Vec<u8>>, len: u64, count: u32, st: u64, ds: u64, cdef: u8) {
     let h = r.header();
     assert_eq!(
@@ -204,12 +210,7 @@ fn golden_upstream_dtype_zoo() {
     }
     rebuilt.set_reward(vec![0.0; 4]);
     rebuilt.set_done(done_last(4));
-    assert_eq!(
-        rebuilt
-            .to_bytes(&EpisodeWriteOptions::golden_gen())
-            .unwrap(),
-        bytes
-    );
+    assert_golden_bytes(&rebuilt, &bytes);
 }
 
 #[test]
@@ -377,12 +378,7 @@ fn golden_upstream_omen_uncert() {
     ));
     let bits = wshard::episode::residual::column_bits_f32(&joint_pos, 3, 0);
     rebuilt.aux.push(AuxBlock::residual("joint_pos", bits));
-    assert_eq!(
-        rebuilt
-            .to_bytes(&EpisodeWriteOptions::golden_gen())
-            .unwrap(),
-        bytes
-    );
+    assert_golden_bytes(&rebuilt, &bytes);
     assert_eq!(
         ep.to_bytes(&EpisodeWriteOptions::golden_gen()).unwrap(),
         bytes
@@ -459,12 +455,7 @@ fn golden_upstream_multimodal() {
     );
     rebuilt.set_reward(vec![0.0; 5]);
     rebuilt.set_done(done_last(5));
-    assert_eq!(
-        rebuilt
-            .to_bytes(&EpisodeWriteOptions::golden_gen())
-            .unwrap(),
-        bytes
-    );
+    assert_golden_bytes(&rebuilt, &bytes);
 }
 
 #[test]
@@ -519,12 +510,7 @@ fn golden_upstream_latent_action() {
         "genie3",
         (0..8i32).flat_map(|v| v.to_le_bytes()).collect(),
     ));
-    assert_eq!(
-        rebuilt
-            .to_bytes(&EpisodeWriteOptions::golden_gen())
-            .unwrap(),
-        bytes
-    );
+    assert_golden_bytes(&rebuilt, &bytes);
 }
 
 #[test]
