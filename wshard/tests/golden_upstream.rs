@@ -36,7 +36,11 @@ fn assert_layout(r: &ShardReader<Vec<u8>>, want: &[(&str, u64, u64, u64, u32)]) 
 /// Our golden-generator profile must reproduce `bytes` exactly.
 fn assert_golden_bytes(ep: &Episode, bytes: &[u8]) {
     let ours = ep.to_bytes(&EpisodeWriteOptions::golden_gen()).unwrap();
-    assert!(ours == bytes, "episode `{}`: rewritten bytes differ from the golden file", ep.id);
+    assert!(
+        ours == bytes,
+        "episode `{}`: rewritten bytes differ from the golden file",
+        ep.id
+    );
 }
 
 fn assert_header(r: &ShardReader<Vec<u8>>, len: u64, count: u32, st: u64, ds: u64, cdef: u8) {
