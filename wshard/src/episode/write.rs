@@ -1,5 +1,6 @@
 //! Writing an [`Episode`] as a WShard file (role 0x05).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{Cursor, Seek, Write};
 
@@ -74,11 +75,24 @@ impl EpisodeWriteOptions {
     }
 }
 
+/// The little-endian bytes of `values`: borrowed in place on little-endian hosts, converted
+/// elsewhere.
+fn le_bytes<'a, T: bytemuck::NoUninit, const N: usize>(
+    values: &'a [T],
+    to_le: impl Fn(&T) -> [u8; N],
+) -> Cow<'a, [u8]> {
+    if cfg!(target_endian = "little") {
+        Cow::Borrowed(bytemuck::cast_slice(values))
+    } else {
+        Cow::Owned(values.iter().flat_map(to_le).collect())
+    }
+}
+
 /// A block ready to write: name, bytes (borrowed where possible) and options.
 #[derive(Debug)]
 pub struct PlannedBlock<'a> {
     pub name: String,
-    pub data: std::borrow::Cow<'a, [u8]>,
+    pub data: Cow<'a, [u8]>,
     pub opts: BlockOptions,
 }
 
@@ -108,23 +122,21 @@ impl Episode {
                 opts: BlockOptions::codec(codec),
             });
         }
-        let reward: Vec<u8> = self.reward.iter().flat_map(|r| r.to_le_bytes()).collect();
         plan.push(PlannedBlock {
             name: names::REWARD.into(),
-            data: reward.into(),
+            data: le_bytes(&self.reward, |r| r.to_le_bytes()),
             opts: BlockOptions::codec(opts.codec_for(names::REWARD, self.reward_codec)),
         });
-        let done: Vec<u8> = self.done.iter().map(|&d| u8::from(d)).collect();
         plan.push(PlannedBlock {
             name: names::DONE.into(),
-            data: done.into(),
+            // bool is one byte, 0 or 1: exactly the on-disk form.
+            data: Cow::Borrowed(bytemuck::cast_slice::<bool, u8>(&self.done)),
             opts: BlockOptions::codec(opts.codec_for(names::DONE, self.done_codec)),
         });
         if let Some(ts) = &self.timestamps_ns {
-            let bytes: Vec<u8> = ts.iter().flat_map(|t| t.to_le_bytes()).collect();
             plan.push(PlannedBlock {
                 name: names::TIMESTAMPS_NS.into(),
-                data: bytes.into(),
+                data: le_bytes(ts, |t| t.to_le_bytes()),
                 opts: BlockOptions::codec(opts.codec_for(names::TIMESTAMPS_NS, None)),
             });
         }

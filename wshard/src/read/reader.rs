@@ -188,16 +188,20 @@ impl<R: ReadAt> ShardReader<R> {
             });
         }
         let stored = self.read_stored(i)?;
-        let data = decompress(
-            codec,
-            &stored,
-            e.orig_size,
-            self.limits.max_decompressed_block,
-            BlockLocation {
-                name,
-                offset: e.data_offset,
-            },
-        )?;
+        let data = if codec == StoredCodec::Raw {
+            stored
+        } else {
+            decompress(
+                codec,
+                &stored,
+                e.orig_size,
+                self.limits.max_decompressed_block,
+                BlockLocation {
+                    name,
+                    offset: e.data_offset,
+                },
+            )?
+        };
         if self.index.crc_checked(i) {
             let computed = crc32c(&data);
             if computed != e.checksum {

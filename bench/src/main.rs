@@ -1,0 +1,38 @@
+//! `wshard-bench`: benchmarks of the recorder, one subcommand per benchmark.
+//!
+//! - `format`: the wshard format library (see [`format`]).
+//!
+//! Later benchmarks (the daemon) are added as further subcommands in [`cli`] and a module here.
+
+mod block_count;
+mod cli;
+mod error;
+mod format;
+mod json;
+mod mmap_view;
+mod report;
+mod scratch;
+mod stats;
+mod throughput;
+mod workload;
+
+use std::process::ExitCode;
+
+use cli::Command;
+
+fn main() -> ExitCode {
+    let result = cli::parse(std::env::args().skip(1)).and_then(|cmd| match cmd {
+        Command::Help => {
+            println!("{}", cli::USAGE);
+            Ok(())
+        }
+        Command::Format(args) => format::run(&args),
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("wshard-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
