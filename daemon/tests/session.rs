@@ -240,3 +240,12 @@ fn session_dropped_without_close_is_interrupted_and_complete_on_disk() {
     assert_eq!(m.total_timesteps, 120);
     assert!(m.extra["reason"].as_str().unwrap().contains("disconnected"));
 }
+
+#[test]
+fn session_ack_without_fsync_acknowledges_published_chunks() {
+    // fsync `never`: the journal is never synced, so DURABLE comes only with durable chunks.
+    let (dir, resp, m) = record(Durability::Ack, FsyncMode::Never, 250, 50, 100);
+    assert_eq!(m.chunks.len(), 3);
+    check_values(dir.path(), 250);
+    assert_eq!(resp.durable.lock().unwrap().clone(), vec![100, 200, 250]);
+}

@@ -378,7 +378,9 @@ impl Connection {
             return;
         };
         let id = session.shared().schema.episode_id.clone();
+        let stats = session.shared().stats.clone();
         let summary = session.close(status);
+        tracing::info!(peer = %self.peer, episode = %id, "episode counters: {}", stats.summary());
         match summary.failure {
             Some(why) => self.error(
                 ErrorCode::Storage,

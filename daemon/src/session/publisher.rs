@@ -12,7 +12,6 @@ use wshard::manifest::Manifest;
 use super::shared::{FinalStatus, SessionShared};
 use crate::chunk::publish::{commit_manifest, publish_chunk};
 use crate::chunk::ChunkColumns;
-use crate::episode::Durability;
 
 /// A chunk handed over by the writer.
 pub struct Sealed {
@@ -92,9 +91,9 @@ pub fn run(shared: &Arc<SessionShared>, rx: &Receiver<Sealed>, mut manifest: Man
                 tracing::warn!(path = %j.display(), "could not remove journal segment: {e}");
             }
         }
-        if shared.schema.durability == Durability::Chunk || final_status.is_some() {
-            shared.advance_durable(seq_end);
-        }
+        // A listed chunk is durable whatever the class (for `ack` with fsync `never` this is
+        // the only DURABLE); the watermark never moves backwards.
+        shared.advance_durable(seq_end);
     }
     manifest
 }
