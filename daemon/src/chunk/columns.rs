@@ -21,6 +21,7 @@ pub struct ChunkColumns {
     pub t_ns: Vec<i64>,
     /// Payload bytes held (channels + 8-byte timestamp per step).
     pub bytes: u64,
+    /// When the first timestep arrived (creation time while empty).
     pub opened: Instant,
 }
 
@@ -55,7 +56,11 @@ impl ChunkColumns {
     }
 
     /// Append one timestep whose payload has the schema's step size (checked by the caller).
+    /// The chunk's age (for `rotation.max_seconds`) counts from its first timestep.
     pub fn push(&mut self, step: &StepRef<'_>) {
+        if self.reward.is_empty() {
+            self.opened = Instant::now();
+        }
         let mut off = 0;
         for (col, ch) in self.channels.iter_mut().zip(&self.schema.channels) {
             col.extend_from_slice(&step.payload[off..off + ch.step_bytes]);
