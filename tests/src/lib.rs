@@ -1,2 +1,27 @@
 //! Helpers for the end-to-end tests: find the built binaries, run a daemon in a temporary
-//! directory, kill it, restart it.
+//! directory, kill it, restart it; deterministic test data; raw protocol connections; and
+//! checks of what ends up on disk.
+//!
+//! - [`abuse`]: bad schemas, hostile ids and message checks for the protocol-abuse tests.
+//! - [`bins`]: where the `wshardd` and `wshard` binaries are.
+//! - [`daemon`]: [`Daemon`], one `wshardd` process with its own config, data dir and log.
+//! - [`data`]: the test schema and payloads as a pure function of `(seq, channel)`.
+//! - [`check`]: reading episodes back, `wshard verify`, leftover files, quarantine.
+//! - [`raw`]: a bare socket speaking frames, for protocol abuse.
+//! - [`rng`]: a small seeded RNG (SplitMix64), so every run does the same.
+//! - [`workload`]: clients streaming episodes until the daemon dies, and what must survive.
+
+pub mod abuse;
+pub mod bins;
+pub mod check;
+pub mod daemon;
+pub mod data;
+pub mod raw;
+pub mod rng;
+pub mod workload;
+
+pub use daemon::{Daemon, DaemonOptions};
+pub use rng::Rng;
+
+/// Generous bound for anything the daemon should do "soon" (start, answer, exit).
+pub const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);

@@ -15,10 +15,6 @@ use crate::session::Responder;
 /// `DURABLE`) forever, and with it the episode, its connection and a graceful shutdown.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How long a response may wait for a client that does not read its socket. Past this the
-/// frame is dropped: a later DURABLE supersedes it, and the episode's data is unaffected.
-pub const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
-
 /// The write half of a client connection, shared by the connection, writer and publisher.
 #[derive(Debug)]
 pub struct SocketResponder {
