@@ -193,3 +193,17 @@ fn recovery_moves_unfinished_partials_aside_and_never_deletes_them() {
     let m = Manifest::read_file(EpisodeLayout::new(dir.path(), "ep").manifest()).unwrap();
     assert_eq!(m.status.as_deref(), Some("recovered"));
 }
+
+#[test]
+fn recovery_removes_an_empty_journal_without_reporting_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let ep = dir.path().join("ep");
+    std::fs::create_dir_all(&ep).unwrap();
+    std::fs::write(ep.join("journal_0000.wal"), b"").unwrap();
+    let fs: Arc<dyn Fs> = Arc::new(RealFs);
+    let reports = recover_all(&fs, dir.path(), &settings());
+    let r = reports[0].as_ref().unwrap();
+    assert!(!r.lost_data(), "{r:?}");
+    assert_eq!(r.removed, vec!["journal_0000.wal".to_owned()]);
+    assert!(!ep.join("journal_0000.wal").exists());
+}
