@@ -193,6 +193,11 @@ pub fn recover_episode(
         let bytes = fs_ref
             .read(path)
             .map_err(|e| StorageError::io("read journal", path, e))?;
+        if bytes.iter().all(|&b| b == 0) {
+            // Created but never written (a crash right after creation): it holds nothing.
+            remove(fs_ref, path, &mut report)?;
+            continue;
+        }
         let seg = read_segment(&bytes);
         let name = file_name(path);
         for c in &seg.scan.corruptions {
