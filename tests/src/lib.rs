@@ -9,6 +9,8 @@
 //! - [`check`]: reading episodes back, `wshard verify`, leftover files, quarantine.
 //! - [`raw`]: a bare socket speaking frames, for protocol abuse.
 //! - [`rng`]: a small seeded RNG (SplitMix64), so every run does the same.
+//! - [`shm`]: shared-memory rings written by hand (through the memfd, no mapping), for the
+//!   hostile-producer tests.
 //! - [`workload`]: clients streaming episodes until the daemon dies, and what must survive.
 
 pub mod abuse;
@@ -18,6 +20,7 @@ pub mod daemon;
 pub mod data;
 pub mod raw;
 pub mod rng;
+pub mod shm;
 pub mod workload;
 
 pub use daemon::{Daemon, DaemonOptions};

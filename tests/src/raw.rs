@@ -73,6 +73,33 @@ impl RawConn {
         self.stream.write_all(bytes)
     }
 
+    /// Encode and send a frame with `fds` attached to its first byte (`SCM_RIGHTS`), as
+    /// `SHM_ATTACH` travels; panics if the write fails.
+    pub fn send_with_fds(&mut self, frame: &Frame, fds: &[std::os::fd::RawFd]) {
+        use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+        use std::os::fd::AsRawFd;
+        let mut buf = Vec::new();
+        encode(frame, &mut buf).expect("encode");
+        let cmsg = [ControlMessage::ScmRights(fds)];
+        let cmsgs: &[ControlMessage<'_>] = if fds.is_empty() { &[] } else { &cmsg };
+        let n = sendmsg::<()>(
+            self.stream.as_raw_fd(),
+            &[std::io::IoSlice::new(&buf)],
+            cmsgs,
+            MsgFlags::empty(),
+            None,
+        )
+        .unwrap_or_else(|e| {
+            panic!(
+                "sendmsg {:?} with {} fds: {e}",
+                frame.frame_type(),
+                fds.len()
+            )
+        });
+        self.send_bytes(&buf[n..])
+            .unwrap_or_else(|e| panic!("sending {:?}: {e}", frame.frame_type()));
+    }
+
     /// Encode and send a frame; panics if the write fails.
     pub fn send(&mut self, frame: &Frame) {
         let mut buf = Vec::new();

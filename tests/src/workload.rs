@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use wshard_client::{ChannelSpec, Client, ClientError, Durability, Outcome};
+use wshard_client::{ChannelSpec, Client, ClientError, Durability, Outcome, Transport};
 
 use crate::check::{check_episode, read_manifest, EpisodeState};
 use crate::data;
@@ -40,6 +40,8 @@ pub struct Workload {
     /// One batch in `sync_every` is followed by `flush` or `wait_durable` (ack durability).
     pub sync_every: u64,
     pub seed: u64,
+    /// How the timesteps travel (socket or shared-memory ring).
+    pub transport: Transport,
 }
 
 /// The last error that ended a workload, if any.
@@ -90,7 +92,8 @@ fn one_episode(
     stop: &AtomicBool,
     log: &mut EpisodeLog,
 ) -> Result<(), ClientError> {
-    let mut ep = client.open_episode(data::open_spec(&log.id, ch, w.durability))?;
+    let mut ep =
+        client.open_episode_with(data::open_spec(&log.id, ch, w.durability), w.transport)?;
     log.opened = true;
     let result = (|| {
         while ep.next_seq() < target && !stop.load(Ordering::Acquire) {

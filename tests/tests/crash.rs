@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use wshard_client::Durability;
+use wshard_client::{Durability, Transport};
 use wshard_e2e::check::{self, check_episode};
 use wshard_e2e::daemon::killed_by_sigkill;
 use wshard_e2e::workload::{self, EpisodeLog, Settled, Workload};
@@ -109,6 +109,7 @@ fn stream_then_kill(d: &mut Daemon, iter: u64, rng: &mut Rng) -> Vec<EpisodeLog>
             batch: (1, 40),
             sync_every: 6,
             seed: rng.next_u64(),
+            transport: Transport::Socket,
         })
         .collect();
     std::thread::scope(|s| {

@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use wshard_client::{ClientError, Durability, ErrorCode};
+use wshard_client::{ClientError, Durability, ErrorCode, Transport};
 use wshard_e2e::check::{self, check_episode};
 use wshard_e2e::raw::{timestep_frame, RawConn};
 use wshard_e2e::workload::{self, Workload};
@@ -22,6 +22,7 @@ fn endless(prefix: &str, seed: u64) -> Workload {
         batch: (1, 40),
         sync_every: 4,
         seed,
+        transport: Transport::Socket,
     }
 }
 

@@ -1,8 +1,11 @@
 //! One client connection: handshake, then OPEN / TIMESTEP(_BATCH) / FLUSH / CLOSE, with
 //! every check of docs/PROTOCOL.md. Frames are checked here (sizes, sequence, limits) so
 //! that the writer only ever sees valid records.
+//!
+//! The socket is read with `recvmsg` so that file descriptors passed with `SHM_ATTACH`
+//! arrive; once a ring is attached, timesteps come from it (see [`super::shm_session`]).
 
-use std::io::{ErrorKind, Read};
+use std::io::ErrorKind;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -16,13 +19,15 @@ use wshard_ingest_proto::{
 
 use super::context::ServerContext;
 use super::responder::SocketResponder;
+use super::shm::{recv_with_fds, FdQueue, Ring};
+use super::shm_session::Pump;
 use crate::episode::{validate_episode_id, Durability, EpisodeSchema};
 use crate::session::{FinalStatus, OpenError, Session};
 
 /// How often a blocked read wakes up to look at the shutdown flag.
-const READ_POLL: Duration = Duration::from_millis(100);
+pub(super) const READ_POLL: Duration = Duration::from_millis(100);
 
-enum State {
+pub(super) enum State {
     Handshake,
     Idle,
     Recording {
@@ -30,6 +35,8 @@ enum State {
         next_seq: u64,
         bytes: u64,
         step_payload: usize,
+        /// The shared-memory ring, once `SHM_ATTACH` was accepted.
+        ring: Option<Ring>,
     },
 }
 
@@ -61,20 +68,23 @@ pub fn serve(stream: UnixStream, ctx: &Arc<ServerContext>, peer: &str) {
         responder,
         state: State::Handshake,
         peer: peer.to_owned(),
+        fds: FdQueue::default(),
     };
     let stop = conn.read_loop(stream);
     conn.finish(&stop);
 }
 
-struct Connection {
-    ctx: Arc<ServerContext>,
-    responder: Arc<SocketResponder>,
-    state: State,
-    peer: String,
+pub(super) struct Connection {
+    pub(super) ctx: Arc<ServerContext>,
+    pub(super) responder: Arc<SocketResponder>,
+    pub(super) state: State,
+    pub(super) peer: String,
+    /// File descriptors received on the socket, for the next `SHM_ATTACH`.
+    pub(super) fds: FdQueue,
 }
 
 impl Connection {
-    fn read_loop(&mut self, mut stream: UnixStream) -> Stop {
+    fn read_loop(&mut self, stream: UnixStream) -> Stop {
         let mut decoder = FrameDecoder::new(self.ctx.limits.max_frame_bytes);
         loop {
             loop {
@@ -97,7 +107,10 @@ impl Connection {
             if self.ctx.shutdown.load(Ordering::Acquire) {
                 return Stop::Shutdown;
             }
-            match stream.read(decoder.buffer_mut()) {
+            if self.has_ring() && matches!(self.pump_ring(&stream), Pump::Again) {
+                continue;
+            }
+            match recv_with_fds(&stream, decoder.buffer_mut(), &mut self.fds) {
                 Ok(0) => return Stop::Eof,
                 Ok(n) => decoder.commit(n),
                 Err(e)
@@ -113,7 +126,7 @@ impl Connection {
         }
     }
 
-    fn error(&self, code: ErrorCode, message: impl Into<String>) {
+    pub(super) fn error(&self, code: ErrorCode, message: impl Into<String>) {
         self.responder.error(code, message);
     }
 
@@ -154,6 +167,29 @@ impl Connection {
                 self.error(ErrorCode::Handshake, "HELLO sent twice");
                 Some(Stop::Fatal)
             }
+            (
+                _,
+                Frame::ShmAttach {
+                    slot_size,
+                    slot_count,
+                },
+            ) => {
+                self.shm_attach(slot_size, slot_count);
+                None
+            }
+            (
+                State::Recording { ring: Some(_), .. },
+                f @ (Frame::Timestep(_) | Frame::TimestepBatch(_)),
+            ) => {
+                self.error(
+                    ErrorCode::MalformedFrame,
+                    format!(
+                        "{} on the socket after SHM_ATTACH: timesteps of this episode travel through the ring",
+                        f.frame_type().name()
+                    ),
+                );
+                None
+            }
             (State::Idle, Frame::Open(open)) => {
                 self.open(open);
                 None
@@ -179,18 +215,28 @@ impl Connection {
                     t.done,
                     &[&t.payload],
                 );
-                match wshard_ingest_proto::TimestepBatch::from_records(1, records) {
-                    Ok(b) => self.submit(b),
-                    Err(e) => self.responder.send(&e.to_error_frame()),
+                let refused = match wshard_ingest_proto::TimestepBatch::from_records(1, records) {
+                    Ok(b) => self.submit(b).err(),
+                    Err(e) => Some(e.to_error_frame()),
+                };
+                if let Some(f) = refused {
+                    self.responder.send(&f);
                 }
                 None
             }
             (State::Recording { .. }, Frame::TimestepBatch(b)) => {
-                self.submit(b);
+                if let Err(f) = self.submit(b) {
+                    self.responder.send(&f);
+                }
                 None
             }
-            (State::Recording { session, .. }, Frame::Flush) => {
-                session.flush();
+            (State::Recording { .. }, Frame::Flush) => {
+                // Everything published in the ring before the FLUSH is covered by it.
+                if self.drain_published() {
+                    if let State::Recording { session, .. } = &self.state {
+                        session.flush();
+                    }
+                }
                 None
             }
             (State::Recording { .. }, Frame::Close { outcome }) => {
@@ -198,7 +244,9 @@ impl Connection {
                     Outcome::Completed => FinalStatus::Complete,
                     Outcome::Aborted => FinalStatus::Aborted,
                 };
-                self.close(status);
+                if self.drain_published() {
+                    self.close(status);
+                }
                 None
             }
             (
@@ -270,6 +318,7 @@ impl Connection {
                     next_seq: 0,
                     bytes: 0,
                     step_payload,
+                    ring: None,
                 };
             }
             Err(OpenError::Exists(id)) => self.error(
@@ -324,51 +373,53 @@ impl Connection {
         )
     }
 
-    fn submit(&mut self, batch: wshard_ingest_proto::TimestepBatch) {
+    /// Check a batch (sizes, sequence, limits) and queue it; `Err` is the ERROR frame
+    /// refusing it, for the caller to send.
+    pub(super) fn submit(
+        &mut self,
+        batch: wshard_ingest_proto::TimestepBatch,
+    ) -> Result<(), Frame> {
         let max_bytes = self.ctx.limits.max_episode_bytes;
         let State::Recording {
             session,
             next_seq,
             bytes,
             step_payload,
+            ..
         } = &mut self.state
         else {
-            return;
+            return Ok(());
         };
         if session.shared().is_failed() {
             let why = session.shared().failure().unwrap_or_default();
-            self.responder.error(
+            return Err(Frame::error(
                 ErrorCode::Storage,
                 format!("episode failed earlier, frame refused: {why}"),
-            );
-            return;
+            ));
         }
-        if let Err(e) = batch
+        batch
             .steps(*step_payload)
             .and_then(|_| batch.check_sequence(*next_seq))
-        {
-            self.responder.send(&e.to_error_frame());
-            return;
-        }
+            .map_err(|e| e.to_error_frame())?;
         let size = batch.records().len() as u64;
         if bytes.saturating_add(size) > max_bytes {
-            self.responder.error(
+            return Err(Frame::error(
                 ErrorCode::Limit,
                 format!("TIMESTEP seq {}: episode would reach {} bytes, limits.max_episode_bytes is {max_bytes}", batch.first_seq(), *bytes + size),
-            );
-            return;
+            ));
         }
         let count = u64::from(batch.count());
         let end = batch.end_seq();
         if session.submit(batch.into_records(), count) {
             *next_seq = end;
             *bytes += size;
+            Ok(())
         } else {
             let why = session
                 .shared()
                 .failure()
                 .unwrap_or_else(|| "the episode's writer stopped".into());
-            self.responder.error(ErrorCode::Storage, why);
+            Err(Frame::error(ErrorCode::Storage, why))
         }
     }
 
@@ -397,6 +448,8 @@ impl Connection {
     }
 
     fn finish(&mut self, stop: &Stop) {
+        // What the producer published before the socket went away is kept.
+        self.drain_published();
         if let State::Recording { session, .. } = std::mem::replace(&mut self.state, State::Idle) {
             let id = session.shared().schema.episode_id.clone();
             let reason = match stop {

@@ -13,6 +13,37 @@ use wshard_ingest_proto::{encode, Frame, OpenEpisode, SchemaLimits, PROTOCOL_VER
 use crate::episode::EpisodeWriter;
 use crate::error::{ClientError, Result};
 use crate::reader::{self, end_error, ServerInfo, Shared};
+use crate::shm;
+
+/// How an episode's timesteps travel to the server (chosen at
+/// [`Client::open_episode_with`]); control frames always use the socket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// `TIMESTEP_BATCH` frames on the socket.
+    #[default]
+    Socket,
+    /// A shared-memory ring (docs/PROTOCOL.md, "Shared-memory transport"): a sealed memfd
+    /// of `slots` slots of `slot_bytes` bytes, one batch per slot.
+    Shm {
+        /// Bytes per slot (a multiple of 64, at least 64 + one timestep record, at most
+        /// the server's `max_frame_bytes`); 0 = from the schema: room for
+        /// `max(1, 256 KiB / record)` timesteps, rounded up to 64.
+        slot_bytes: u32,
+        /// Slots in the ring (2..=65536); 0 = 64.
+        slots: u32,
+    },
+}
+
+impl Transport {
+    /// The shared-memory ring with the default geometry.
+    #[must_use]
+    pub const fn shm() -> Self {
+        Self::Shm {
+            slot_bytes: 0,
+            slots: 0,
+        }
+    }
+}
 
 /// Tuning of a [`Client`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -143,6 +174,22 @@ impl Client {
     /// ...) or for an earlier unreported `ERROR`; [`ClientError::Closed`],
     /// [`ClientError::Io`], [`ClientError::Timeout`].
     pub fn open_episode(&mut self, spec: OpenEpisode) -> Result<EpisodeWriter<'_>> {
+        self.open_episode_with(spec, Transport::Socket)
+    }
+
+    /// [`Client::open_episode`] with the timesteps' transport chosen. With
+    /// [`Transport::Shm`] the ring is created and attached (`SHM_ATTACH`) right after
+    /// `ACCEPTED{OPEN}`; if that fails the episode is closed `aborted` and the error
+    /// returned.
+    ///
+    /// # Errors
+    /// As [`Client::open_episode`]; [`ClientError::Shm`] when the ring cannot be set up
+    /// here, [`ClientError::Server`] (`BAD_SHM`) when the server refuses it.
+    pub fn open_episode_with(
+        &mut self,
+        spec: OpenEpisode,
+        transport: Transport,
+    ) -> Result<EpisodeWriter<'_>> {
         self.check_usable()?;
         let limits = SchemaLimits {
             max_channels: usize::from(u16::MAX),
@@ -159,7 +206,12 @@ impl Client {
         let Frame::Open(spec) = frame else {
             return Err(ClientError::Unexpected("OPEN frame changed".into()));
         };
-        EpisodeWriter::new(self, spec)
+        let mut writer = EpisodeWriter::new(self, spec)?;
+        if let Transport::Shm { slot_bytes, slots } = transport {
+            // On error the writer's Drop closes the episode as `aborted`.
+            writer.attach_shm(slot_bytes, slots)?;
+        }
+        Ok(writer)
     }
 
     /// Fail fast on a broken connection or a pending server `ERROR`.
@@ -187,6 +239,27 @@ impl Client {
             .and_then(|()| self.write_all(&buf));
         self.scratch = buf;
         result
+    }
+
+    /// Encode and send one frame with `fds` attached (`SCM_RIGHTS`).
+    pub(crate) fn send_with_fds(
+        &mut self,
+        frame: &Frame,
+        fds: &[std::os::fd::RawFd],
+    ) -> Result<()> {
+        if self.broken {
+            return Err(ClientError::Closed);
+        }
+        let buf = wshard_ingest_proto::encode_to_vec(frame)?;
+        match shm::send_with_fds(&mut self.stream, &buf, fds) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.broken = true;
+                let _ = self.stream.shutdown(std::net::Shutdown::Write);
+                self.shared.wait_end(Duration::from_secs(1));
+                Err(self.shared.take_error().unwrap_or(ClientError::Io(e)))
+            }
+        }
     }
 
     /// Write already-encoded frames.

@@ -4,13 +4,36 @@ use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use wshard_ingest_proto::ring::{self, SLOT_ALIGN, SLOT_HEADER_BYTES};
 use wshard_ingest_proto::{
-    finish_batch, push_step_record, start_batch, Frame, OpenEpisode, Outcome, LEN_BYTES,
-    RECORD_HEADER_BYTES,
+    finish_batch, push_step_record, start_batch, Frame, OpenEpisode, Outcome, BATCH_HEADER_BYTES,
+    LEN_BYTES, RECORD_HEADER_BYTES,
 };
 
-use crate::client::Client;
+use crate::client::{Client, Transport};
 use crate::error::{ClientError, Result};
+use crate::shm::Producer;
+
+/// Slots of a ring when [`Transport::Shm`] leaves it to the client.
+pub const DEFAULT_SHM_SLOTS: u32 = 64;
+
+/// Record bytes a default slot is sized for (at least one record).
+const DEFAULT_SLOT_RECORD_BYTES: usize = 256 * 1024;
+
+/// The default `slot_size` for records of `record_len` bytes: room for
+/// `max(1, 256 KiB / record_len)` records, rounded up to 64, at least the protocol's
+/// minimum, and (rounded down to 64) at most `max_frame_bytes`.
+fn default_slot_bytes(record_len: usize, max_frame_bytes: u32) -> u32 {
+    let steps = (DEFAULT_SLOT_RECORD_BYTES / record_len.max(1)).max(1);
+    let want = steps
+        .saturating_mul(record_len)
+        .saturating_add(SLOT_HEADER_BYTES);
+    let align = SLOT_ALIGN as usize;
+    let rounded = want.saturating_add(align - 1) / align * align;
+    let min = ring::min_slot_size(record_len).map_or(u32::MAX, |m| m);
+    let cap = max_frame_bytes / SLOT_ALIGN * SLOT_ALIGN;
+    u32::try_from(rounded).unwrap_or(u32::MAX).max(min).min(cap)
+}
 
 /// One timestep for [`EpisodeWriter::push_batch`].
 #[derive(Clone, Copy, Debug)]
@@ -44,6 +67,11 @@ pub struct CloseSummary {
 /// once and every later call but `close` returns [`ClientError::EpisodeFailed`]: the
 /// server's and the writer's seqs no longer agree.
 ///
+/// With [`Transport::Shm`] each batch goes into one slot of the shared-memory ring
+/// instead of the socket (so a batch never exceeds a slot); `flush`, `close` and every
+/// server answer still use the socket. When the ring is full, pushing blocks until the
+/// server frees a slot (or an `ERROR` arrives, or the timeout ends).
+///
 /// Dropping the writer without [`EpisodeWriter::close`] sends what is pending and closes
 /// the episode as `aborted`, waiting (up to the timeout) for the answer; errors are ignored.
 #[derive(Debug)]
@@ -60,8 +88,11 @@ pub struct EpisodeWriter<'c> {
     next_seq: u64,
     /// Every seq below it was written to the socket.
     sent_seq: u64,
-    /// Largest frame the server accepts, header included.
+    /// Largest batch frame to build, header included: the server's `max_frame_bytes`, or
+    /// with a ring what fits one slot.
     max_frame: usize,
+    /// The shared-memory ring, when the episode uses [`Transport::Shm`].
+    ring: Option<Producer>,
     failed: bool,
     closed: bool,
 }
@@ -84,6 +115,7 @@ impl<'c> EpisodeWriter<'c> {
             next_seq: 0,
             sent_seq: 0,
             max_frame,
+            ring: None,
             failed: false,
             closed: false,
         })
@@ -93,6 +125,55 @@ impl<'c> EpisodeWriter<'c> {
     #[must_use]
     pub fn spec(&self) -> &OpenEpisode {
         &self.spec
+    }
+
+    /// How the timesteps travel: [`Transport::Socket`], or [`Transport::Shm`] with the
+    /// ring's actual geometry.
+    #[must_use]
+    pub fn transport(&self) -> Transport {
+        match &self.ring {
+            Some(r) => Transport::Shm {
+                slot_bytes: r.slot_size(),
+                slots: r.slot_count(),
+            },
+            None => Transport::Socket,
+        }
+    }
+
+    /// Create the ring (0 = default geometry), send `SHM_ATTACH` with its fds and wait for
+    /// `ACCEPTED{SHM_ATTACH}`.
+    pub(crate) fn attach_shm(&mut self, slot_bytes: u32, slots: u32) -> Result<()> {
+        let record_len = RECORD_HEADER_BYTES.saturating_add(self.step_bytes);
+        let max = self.client.server_info().max_frame_bytes;
+        let slot_size = match slot_bytes {
+            0 => default_slot_bytes(record_len, max),
+            n => n,
+        };
+        let slot_count = match slots {
+            0 => DEFAULT_SHM_SLOTS,
+            n => n,
+        };
+        ring::validate_geometry(slot_size, slot_count, record_len, max)
+            .map_err(|e| ClientError::Shm(e.to_string()))?;
+        let producer = Producer::create(slot_size, slot_count)?;
+        let attaches = self.client.shared().lock().shm_attaches;
+        let frame = Frame::ShmAttach {
+            slot_size,
+            slot_count,
+        };
+        let r = self.client.send_with_fds(&frame, &producer.fds());
+        self.note(r)?;
+        let timeout = self.client.options().timeout;
+        let r = self
+            .client
+            .shared()
+            .wait("ACCEPTED{SHM_ATTACH}", timeout, |st| {
+                (st.shm_attaches > attaches).then_some(())
+            });
+        self.note(r)?;
+        self.max_frame = producer.capacity().saturating_add(BATCH_HEADER_BYTES);
+        self.ring = Some(producer);
+        Ok(())
     }
 
     /// Payload bytes of one timestep (all channels).
@@ -189,7 +270,17 @@ impl<'c> EpisodeWriter<'c> {
             return Ok(());
         }
         finish_batch(&mut self.pending, self.pending_count)?;
-        let r = self.client.write_all(&self.pending);
+        let r = match &mut self.ring {
+            Some(ring) => {
+                let client = &mut *self.client;
+                let timeout = client.options().timeout;
+                let records = self.pending.get(BATCH_HEADER_BYTES..).unwrap_or_default();
+                ring.publish(records, self.pending_count, timeout, &mut || {
+                    client.check_usable()
+                })
+            }
+            None => self.client.write_all(&self.pending),
+        };
         self.pending.clear();
         self.pending_count = 0;
         self.pending_since = None;

@@ -63,6 +63,10 @@ pub enum ClientError {
     /// An earlier server `ERROR` failed this episode; only `close` is still possible.
     #[error("the episode failed after an earlier server error; close it and open a new one")]
     EpisodeFailed,
+    /// Setting up or using the shared-memory ring failed on the client side (memfd,
+    /// eventfd, seals, mmap, a geometry the protocol does not allow).
+    #[error("shared-memory transport: {0}")]
+    Shm(String),
     /// No answer within `ClientOptions::timeout`.
     #[error("timed out waiting for {0}")]
     Timeout(&'static str),

@@ -21,6 +21,38 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## Shared-memory transport
+//!
+//! For camera-heavy episodes the timesteps can skip the socket: open the episode with
+//! [`Client::open_episode_with`] and [`Transport::Shm`]. The client creates a sealed memfd
+//! ring and two eventfds, sends them with `SHM_ATTACH` and waits for the server's
+//! `ACCEPTED`; from then on each batch is copied into one slot of the ring (a batch never
+//! exceeds a slot) and `FLUSH`, `CLOSE` and the server's `DURABLE` / `ERROR` still use the
+//! socket. The API is the same (`push`, `push_batch`, `flush`, `wait_durable`,
+//! `durable_seq`, `close`), and so are the durability guarantees. When the ring is full,
+//! pushing blocks until the server frees a slot, a server `ERROR` arrives, or the timeout
+//! ends. [`Transport::shm()`] sizes a slot from the schema (room for `max(1, 256 KiB /
+//! record)` timesteps, rounded up to 64 bytes) and uses 64 slots.
+//!
+//! ```no_run
+//! # use wshard::episode::{DType, Lane};
+//! # use wshard_client::{ChannelSpec, Client, OpenEpisode, Outcome, TimebaseSpec, Transport};
+//! # fn main() -> Result<(), wshard_client::ClientError> {
+//! let mut client = Client::connect("/run/wshardd/ingest.sock", "camera-rig/0.1")?;
+//! let spec = OpenEpisode::new("ep-0002", "cams", TimebaseSpec::Ticks { tick_hz: 30.0 })
+//!     .channel(ChannelSpec::new("cam/rgb", Lane::Signal, DType::U8, vec![480, 640, 3]));
+//! let mut episode = client.open_episode_with(spec, Transport::shm())?;
+//! let frame = vec![0u8; 480 * 640 * 3];
+//! for i in 0..90i64 {
+//!     episode.push(i * 33_333_333, 0.0, i == 89, &[&frame])?;
+//! }
+//! episode.flush()?;
+//! episode.close(Outcome::Completed)?;
+//! # Ok(()) }
+//! ```
+//!
+//! The ring module is the only `unsafe` code of the crate.
+//!
 //! Design: the caller's thread encodes steps straight into one pending `TIMESTEP_BATCH`
 //! frame and writes it to the socket; a background reader thread consumes the server's
 //! asynchronous `DURABLE` / `ERROR` / `ACCEPTED` frames and publishes them through a
@@ -32,8 +64,9 @@ mod client;
 mod episode;
 mod error;
 mod reader;
+mod shm;
 
-pub use client::{Client, ClientOptions};
+pub use client::{Client, ClientOptions, Transport};
 pub use episode::{CloseSummary, EpisodeWriter, Step};
 pub use error::{ClientError, Result};
 pub use reader::ServerInfo;

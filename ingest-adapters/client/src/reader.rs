@@ -49,6 +49,8 @@ pub(crate) struct State {
     pub(crate) durable: u64,
     /// `ACCEPTED{OPEN}` frames seen.
     pub(crate) opens: u64,
+    /// `ACCEPTED{SHM_ATTACH}` frames seen.
+    pub(crate) shm_attaches: u64,
     /// `ACCEPTED{CLOSE}` frames seen, and the last one's `up_to_seq`.
     pub(crate) closes: u64,
     pub(crate) last_close: u64,
@@ -211,6 +213,10 @@ fn apply(st: &mut State, shared: &Shared, frame: Frame) -> Result<(), End> {
             st.opens += 1;
             st.durable = 0;
         }
+        Frame::Accepted {
+            what: AcceptedWhat::ShmAttach,
+            ..
+        } => st.shm_attaches += 1,
         Frame::Accepted {
             what: AcceptedWhat::Close,
             up_to_seq,

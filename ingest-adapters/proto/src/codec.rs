@@ -116,10 +116,15 @@ pub fn parse_payload(ty: FrameType, payload: &[u8]) -> Result<Frame, ProtoError>
             Frame::Close { outcome }
         }
         FrameType::Flush => Frame::Flush,
+        FrameType::ShmAttach => Frame::ShmAttach {
+            slot_size: r.u32("slot_size")?,
+            slot_count: r.u32("slot_count")?,
+        },
         FrameType::Accepted => {
             let c = r.u8("what")?;
-            let what = AcceptedWhat::from_code(c)
-                .ok_or_else(|| r.bad_value("what", c.into(), "2 (OPEN) or 5 (CLOSE)"))?;
+            let what = AcceptedWhat::from_code(c).ok_or_else(|| {
+                r.bad_value("what", c.into(), "2 (OPEN), 5 (CLOSE) or 7 (SHM_ATTACH)")
+            })?;
             Frame::Accepted {
                 what,
                 up_to_seq: r.u64("up_to_seq")?,
@@ -131,7 +136,7 @@ pub fn parse_payload(ty: FrameType, payload: &[u8]) -> Result<Frame, ProtoError>
         FrameType::Error => {
             let c = r.u16("code")?;
             let code = ErrorCode::from_u16(c)
-                .ok_or_else(|| r.bad_value("code", c.into(), "an error code 1..=17"))?;
+                .ok_or_else(|| r.bad_value("code", c.into(), "an error code 1..=18"))?;
             Frame::Error {
                 code,
                 message: r.str16("message")?,

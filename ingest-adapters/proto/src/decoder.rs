@@ -69,15 +69,19 @@ impl FrameDecoder {
         self.end += data.len();
     }
 
-    /// Free space to read into, at least [`MIN_READ_BYTES`] and at least what the frame
-    /// being received still lacks, so a large frame arrives in few reads. Follow with
-    /// [`FrameDecoder::commit`].
+    /// Free space to read into: at least [`MIN_READ_BYTES`], and for a large frame being
+    /// received as much of what it still lacks as is already buffered, so the buffer doubles
+    /// as the frame arrives (a large frame still takes few reads and few reallocations).
+    /// The room grows with the bytes received, never with what a header merely announces:
+    /// a peer that sends a 5-byte header for a 1 GiB frame and stalls costs no memory.
+    /// Follow with [`FrameDecoder::commit`].
     pub fn buffer_mut(&mut self) -> &mut [u8] {
         let lacking = match check(&self.buf[self.start..self.end], self.max_frame_bytes) {
             Ok(FrameStatus::Incomplete { need }) => need.saturating_sub(self.buffered()),
             _ => 0,
         };
-        self.reserve(lacking.max(MIN_READ_BYTES));
+        let room = lacking.min(self.buffered()).max(MIN_READ_BYTES);
+        self.reserve(room);
         &mut self.buf[self.end..]
     }
 

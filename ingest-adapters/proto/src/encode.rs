@@ -63,6 +63,13 @@ fn encode_inner(frame: &Frame, out: &mut Vec<u8>, start: usize) -> Result<(), Pr
         }
         Frame::Close { outcome } => out.push(outcome.code()),
         Frame::Flush => {}
+        Frame::ShmAttach {
+            slot_size,
+            slot_count,
+        } => {
+            out.extend_from_slice(&slot_size.to_le_bytes());
+            out.extend_from_slice(&slot_count.to_le_bytes());
+        }
         Frame::Accepted { what, up_to_seq } => {
             out.push(what.code());
             out.extend_from_slice(&up_to_seq.to_le_bytes());

@@ -23,11 +23,12 @@ pub enum ErrorCode {
     Storage = 15,
     ShuttingDown = 16,
     Internal = 17,
+    BadShm = 18,
 }
 
 impl ErrorCode {
     /// All codes, in wire order.
-    pub const ALL: [ErrorCode; 17] = [
+    pub const ALL: [ErrorCode; 18] = [
         Self::MalformedFrame,
         Self::UnknownFrame,
         Self::FrameTooLarge,
@@ -45,6 +46,7 @@ impl ErrorCode {
         Self::Storage,
         Self::ShuttingDown,
         Self::Internal,
+        Self::BadShm,
     ];
 
     /// The `u16` written on the wire.
@@ -80,6 +82,7 @@ impl ErrorCode {
             Self::Storage => "STORAGE",
             Self::ShuttingDown => "SHUTTING_DOWN",
             Self::Internal => "INTERNAL",
+            Self::BadShm => "BAD_SHM",
         }
     }
 
@@ -175,6 +178,10 @@ pub enum ProtoError {
     /// A timestep carries a different seq than expected (`SEQUENCE`).
     #[error("TIMESTEP seq {got}: expected seq {expected}")]
     Sequence { expected: u64, got: u64 },
+    /// A shared-memory ring or its `SHM_ATTACH` breaks the rules of the shared-memory
+    /// transport (`BAD_SHM`); the message names the value.
+    #[error("{message}")]
+    BadShm { message: String },
     /// Encoding: a field is too long for its length prefix.
     #[error("{frame}: field {field} is {len} bytes, the wire allows at most {max}")]
     TooLong {
@@ -216,6 +223,7 @@ impl ProtoError {
             Self::BadEpisodeId { .. } => ErrorCode::BadEpisodeId,
             Self::PayloadSize { .. } | Self::BatchSize { .. } => ErrorCode::PayloadSize,
             Self::Sequence { .. } => ErrorCode::Sequence,
+            Self::BadShm { .. } => ErrorCode::BadShm,
         }
     }
 

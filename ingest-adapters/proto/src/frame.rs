@@ -25,13 +25,14 @@ pub mod code {
     pub const TIMESTEP_BATCH: u8 = 0x04;
     pub const CLOSE: u8 = 0x05;
     pub const FLUSH: u8 = 0x06;
+    pub const SHM_ATTACH: u8 = 0x07;
     pub const HELLO_OK: u8 = 0x81;
     pub const ACCEPTED: u8 = 0x82;
     pub const DURABLE: u8 = 0x83;
     pub const ERROR: u8 = 0x84;
 }
 
-/// The ten frame types of protocol v1.
+/// The eleven frame types of protocol v1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FrameType {
     Hello,
@@ -40,6 +41,7 @@ pub enum FrameType {
     TimestepBatch,
     Close,
     Flush,
+    ShmAttach,
     HelloOk,
     Accepted,
     Durable,
@@ -57,6 +59,7 @@ impl FrameType {
             code::TIMESTEP_BATCH => Self::TimestepBatch,
             code::CLOSE => Self::Close,
             code::FLUSH => Self::Flush,
+            code::SHM_ATTACH => Self::ShmAttach,
             code::HELLO_OK => Self::HelloOk,
             code::ACCEPTED => Self::Accepted,
             code::DURABLE => Self::Durable,
@@ -75,6 +78,7 @@ impl FrameType {
             Self::TimestepBatch => code::TIMESTEP_BATCH,
             Self::Close => code::CLOSE,
             Self::Flush => code::FLUSH,
+            Self::ShmAttach => code::SHM_ATTACH,
             Self::HelloOk => code::HELLO_OK,
             Self::Accepted => code::ACCEPTED,
             Self::Durable => code::DURABLE,
@@ -92,6 +96,7 @@ impl FrameType {
             Self::TimestepBatch => "TIMESTEP_BATCH",
             Self::Close => "CLOSE",
             Self::Flush => "FLUSH",
+            Self::ShmAttach => "SHM_ATTACH",
             Self::HelloOk => "HELLO_OK",
             Self::Accepted => "ACCEPTED",
             Self::Durable => "DURABLE",
@@ -144,6 +149,8 @@ pub enum AcceptedWhat {
     Open,
     /// 5 = CLOSE.
     Close,
+    /// 7 = SHM_ATTACH (`up_to_seq` = the next expected seq).
+    ShmAttach,
 }
 
 impl AcceptedWhat {
@@ -153,6 +160,7 @@ impl AcceptedWhat {
         match self {
             Self::Open => code::OPEN,
             Self::Close => code::CLOSE,
+            Self::ShmAttach => code::SHM_ATTACH,
         }
     }
 
@@ -162,6 +170,7 @@ impl AcceptedWhat {
         match c {
             code::OPEN => Some(Self::Open),
             code::CLOSE => Some(Self::Close),
+            code::SHM_ATTACH => Some(Self::ShmAttach),
             _ => None,
         }
     }
@@ -186,6 +195,13 @@ pub enum Frame {
         outcome: Outcome,
     },
     Flush,
+    /// Attach a shared-memory ring (docs/PROTOCOL.md, "Shared-memory transport"); the
+    /// frame travels with three fds (ring memfd, `data_ready`, `space_ready`), which the
+    /// transport, not this crate, carries.
+    ShmAttach {
+        slot_size: u32,
+        slot_count: u32,
+    },
     Accepted {
         what: AcceptedWhat,
         up_to_seq: u64,
@@ -211,6 +227,7 @@ impl Frame {
             Self::TimestepBatch(_) => FrameType::TimestepBatch,
             Self::Close { .. } => FrameType::Close,
             Self::Flush => FrameType::Flush,
+            Self::ShmAttach { .. } => FrameType::ShmAttach,
             Self::Accepted { .. } => FrameType::Accepted,
             Self::Durable { .. } => FrameType::Durable,
             Self::Error { .. } => FrameType::Error,

@@ -8,6 +8,8 @@
 //!   [`TimestepRef`].
 //! - [`codec`]: [`check`] (framing), [`parse`]; [`encode`]; [`FrameDecoder`] for read loops;
 //!   [`BatchEncoder`] to write batches straight into a send buffer.
+//! - [`ring`]: the shared-memory ring's layout, geometry rules and header encodings
+//!   (`SHM_ATTACH`, docs/PROTOCOL.md "Shared-memory transport").
 //! - [`ProtoError`], [`ErrorCode`].
 //!
 //! ```
@@ -24,6 +26,7 @@ pub mod decoder;
 pub mod encode;
 pub mod error;
 pub mod frame;
+pub mod ring;
 pub mod schema;
 pub mod timestep;
 pub mod validate;
@@ -38,6 +41,7 @@ pub use frame::{
     AcceptedWhat, Frame, FrameType, Outcome, DEFAULT_MAX_FRAME_BYTES, FRAME_HEADER_BYTES,
     LEN_BYTES, PROTOCOL_VERSION,
 };
+pub use ring::{RingHeader, SlotHeader};
 pub use schema::{ChannelSpec, CodecChoice, Durability, OpenEpisode, TimebaseSpec};
 pub use timestep::{
     check_sequence, push_step_record, Steps, Timestep, TimestepBatch, TimestepRef,

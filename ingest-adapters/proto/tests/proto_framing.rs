@@ -80,13 +80,52 @@ fn proto_decoder_buffer_mut_commit_in_odd_reads() {
 }
 
 #[test]
-fn proto_decoder_offers_room_for_the_whole_large_frame() {
-    let big = 300_000u32;
+fn proto_decoder_room_doubles_as_a_large_frame_arrives() {
+    let big = 300_000usize;
+    let mut wire = (big as u32).to_le_bytes().to_vec();
+    wire.push(0x02); // OPEN: any payload parses far enough to be returned or refused
+    wire.resize(big + 4, 0xAB);
     let mut dec = FrameDecoder::new(1 << 20);
-    let mut head = big.to_le_bytes().to_vec();
-    head.push(0x04);
-    dec.feed(&head);
-    assert!(dec.buffer_mut().len() >= big as usize - 1);
+    let mut at = 0;
+    let mut reads = 0;
+    while at < wire.len() {
+        let buf = dec.buffer_mut();
+        assert!(buf.len() >= wshard_ingest_proto::MIN_READ_BYTES);
+        // Never more room than twice what arrived, plus one minimum read.
+        assert!(
+            at + buf.len() <= 2 * at + wshard_ingest_proto::MIN_READ_BYTES,
+            "{} bytes of room with {at} received",
+            buf.len()
+        );
+        let n = buf.len().min(wire.len() - at);
+        buf[..n].copy_from_slice(&wire[at..at + n]);
+        dec.commit(n);
+        at += n;
+        reads += 1;
+    }
+    assert!(reads <= 4, "{reads} reads");
+    assert!(dec.next_frame().is_err()); // the payload is not a valid OPEN
+    assert_eq!(dec.buffered(), 0);
+}
+
+/// Found by `fuzz/fuzz_targets/protocol_decoder.rs` (an out-of-memory): a 5-byte header
+/// announcing a ~4 GiB frame made `buffer_mut` allocate the whole frame before a byte of it
+/// arrived. The daemon's limit is at most 1 GiB, but every connection could claim that
+/// much (64 connections x 64 MiB by default) with a few bytes each.
+#[test]
+fn proto_decoder_announced_size_allocates_nothing_up_front() {
+    // The fuzzer's stream: limit u32::MAX, a HELLO with body_len 0xFFFF_3F01, 7 more bytes.
+    let mut dec = FrameDecoder::new(u32::MAX);
+    dec.feed(&[0x01, 0x3f, 0xff, 0xff, 0x01, 0, 0, 0, 0, 0, 0, 0x0c]);
+    assert_eq!(dec.next_frame().unwrap(), None);
+    assert!(dec.buffer_mut().len() <= wshard_ingest_proto::MIN_READ_BYTES);
+    for max in [64 << 20, 1 << 30] {
+        let mut dec = FrameDecoder::new(max);
+        dec.feed(&max.to_le_bytes());
+        dec.feed(&[0x04]);
+        assert_eq!(dec.next_frame().unwrap(), None);
+        assert!(dec.buffer_mut().len() <= wshard_ingest_proto::MIN_READ_BYTES);
+    }
 }
 
 #[test]
@@ -136,7 +175,7 @@ fn proto_zero_length_is_fatal_malformed() {
 
 #[test]
 fn proto_unknown_type_is_fatal_from_fifth_byte() {
-    for t in [0x00u8, 0x07, 0x80, 0x85, 0xFF] {
+    for t in [0x00u8, 0x08, 0x80, 0x85, 0xFF] {
         // body not buffered yet: decided from the type byte alone
         let err = check(&[100, 0, 0, 0, t], 1 << 20).unwrap_err();
         assert_eq!(err, ProtoError::UnknownFrame { frame_type: t });

@@ -138,8 +138,8 @@ fn proto_bad_enum_values() {
         ("what".into(), 3)
     );
     assert_eq!(
-        bad_value(&parse_err(0x84, &[18, 0, 0, 0])),
-        ("code".into(), 18)
+        bad_value(&parse_err(0x84, &[19, 0, 0, 0])),
+        ("code".into(), 19)
     );
     assert_eq!(
         bad_value(&parse_err(0x84, &[0, 0, 0, 0])),
@@ -268,6 +268,7 @@ fn proto_error_codes_match_protocol_table() {
         "STORAGE",
         "SHUTTING_DOWN",
         "INTERNAL",
+        "BAD_SHM",
     ];
     for (i, name) in names.iter().enumerate() {
         let code = ErrorCode::from_u16(i as u16 + 1).unwrap();
@@ -275,7 +276,8 @@ fn proto_error_codes_match_protocol_table() {
         assert_eq!(code.code(), i as u16 + 1);
     }
     assert_eq!(ErrorCode::from_u16(0), None);
-    assert_eq!(ErrorCode::from_u16(18), None);
+    assert_eq!(ErrorCode::from_u16(19), None);
+    assert_eq!(ErrorCode::ALL.len(), names.len());
     let closing: Vec<u16> = ErrorCode::ALL
         .iter()
         .filter(|c| c.closes_connection())
@@ -311,7 +313,7 @@ proptest! {
     }
 
     #[test]
-    fn proto_prop_typed_garbage_never_panics(ty in prop::sample::select(vec![1u8, 2, 3, 4, 5, 6, 0x81, 0x82, 0x83, 0x84]), body in proptest::collection::vec(any::<u8>(), 0..200), step in 0usize..64) {
+    fn proto_prop_typed_garbage_never_panics(ty in prop::sample::select(vec![1u8, 2, 3, 4, 5, 6, 7, 0x81, 0x82, 0x83, 0x84]), body in proptest::collection::vec(any::<u8>(), 0..200), step in 0usize..64) {
         match parse(&raw_frame(ty, &body)) {
             Ok(Frame::TimestepBatch(b)) => { let _ = b.steps(step).map(|s| s.count()); }
             Ok(Frame::Timestep(t)) => { let _ = t.validate(step); }

@@ -27,7 +27,7 @@ fn proto_roundtrip_every_frame_type() {
         );
         assert_eq!(&parse(&bytes).unwrap(), f, "{:?}", f.frame_type());
     }
-    assert_eq!(seen.len(), 10, "one frame of each of the 10 types");
+    assert_eq!(seen.len(), 11, "one frame of each of the 11 types");
 }
 
 #[test]
@@ -56,6 +56,16 @@ fn proto_known_bytes_hello_and_durable() {
     let durable = wire(&Frame::Durable { up_to_seq: 0x0102 });
     assert_eq!(durable, [9, 0, 0, 0, 0x83, 2, 1, 0, 0, 0, 0, 0, 0]);
     assert_eq!(wire(&Frame::Flush), [1, 0, 0, 0, 0x06]);
+    let attach = wire(&Frame::ShmAttach {
+        slot_size: 0x1000,
+        slot_count: 64,
+    });
+    assert_eq!(attach, [9, 0, 0, 0, 0x07, 0, 0x10, 0, 0, 64, 0, 0, 0]);
+    let accepted = wire(&Frame::Accepted {
+        what: AcceptedWhat::ShmAttach,
+        up_to_seq: 5,
+    });
+    assert_eq!(accepted, [10, 0, 0, 0, 0x82, 7, 5, 0, 0, 0, 0, 0, 0, 0]);
 }
 
 #[test]
@@ -239,16 +249,20 @@ fn arb_frame() -> impl Strategy<Value = Frame> {
         prop_oneof![Just(Outcome::Completed), Just(Outcome::Aborted)]
             .prop_map(|outcome| Frame::Close { outcome }),
         Just(Frame::Flush),
-        (any::<bool>(), any::<u64>()).prop_map(|(open, up_to_seq)| Frame::Accepted {
-            what: if open {
-                AcceptedWhat::Open
-            } else {
-                AcceptedWhat::Close
-            },
+        (0usize..3, any::<u64>()).prop_map(|(w, up_to_seq)| Frame::Accepted {
+            what: [
+                AcceptedWhat::Open,
+                AcceptedWhat::Close,
+                AcceptedWhat::ShmAttach
+            ][w],
             up_to_seq,
         }),
+        (any::<u32>(), any::<u32>()).prop_map(|(slot_size, slot_count)| Frame::ShmAttach {
+            slot_size,
+            slot_count
+        }),
         any::<u64>().prop_map(|up_to_seq| Frame::Durable { up_to_seq }),
-        (0usize..17, arb_string(40))
+        (0usize..ErrorCode::ALL.len(), arb_string(40))
             .prop_map(|(c, message)| Frame::error(ErrorCode::ALL[c], message)),
     ]
 }

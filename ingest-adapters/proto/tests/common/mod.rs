@@ -82,9 +82,17 @@ pub fn every_frame() -> Vec<Frame> {
             outcome: Outcome::Aborted,
         },
         Frame::Flush,
+        Frame::ShmAttach {
+            slot_size: 4096,
+            slot_count: 64,
+        },
         Frame::Accepted {
             what: AcceptedWhat::Close,
             up_to_seq: 42,
+        },
+        Frame::Accepted {
+            what: AcceptedWhat::ShmAttach,
+            up_to_seq: 7,
         },
         Frame::Durable { up_to_seq: 41 },
         Frame::error(

@@ -1,0 +1,510 @@
+//! The shared-memory ring consumer (docs/PROTOCOL.md, "Shared-memory transport"), and the
+//! only module of the daemon with `unsafe` code: receiving file descriptors (`SCM_RIGHTS`),
+//! mapping the client's memfd, and reading and writing the mapping.
+//!
+//! Everything in the ring is untrusted: the producer is another process that may write
+//! anything at any time, also while we read. So the daemon
+//! - checks the fds before mapping (a sealed memfd of exactly the announced size, so the
+//!   mapping can never be cut short and no access can fault; two eventfds);
+//! - reads the header with `pread` (a copy) before mapping;
+//! - keeps its own `tail`, never reads it back, and loads `head` once per slot;
+//! - copies a slot's header, bounds-checks `len` against `slot_size`, then copies the
+//!   records out, and only validates the copies;
+//! - never forms a Rust reference to ring bytes: only atomics on the four control words and
+//!   `ptr::copy_nonoverlapping` out of (within bounds) slots.
+//!
+//! Eventfd check: `/proc/self/fdinfo/N` of an eventfd has an `eventfd-count:` line (since
+//! Linux 3.8); nothing else has. `data_ready` is switched to `O_NONBLOCK` (it is only ever
+//! written by the client, so this cannot change what the client sees), so that reading
+//! it never blocks even if the producer reads it too. `space_ready` keeps its flags (the
+//! client may block reading it); the daemon writes it only after `poll(POLLOUT, 0)` says
+//! the write cannot block, and treats a saturated counter as a broken ring.
+#![allow(unsafe_code)]
+
+use std::collections::VecDeque;
+use std::io::{self, IoSliceMut};
+use std::num::NonZeroUsize;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+
+use nix::fcntl::{fcntl, FcntlArg, OFlag, SealFlag};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
+use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
+use nix::sys::stat::{fstat, SFlag};
+use wshard_ingest_proto::ring::{
+    self, RingHeader, SlotHeader, OFFSET_CONSUMER_SLEEPING, OFFSET_HEAD, OFFSET_PRODUCER_SLEEPING,
+    OFFSET_TAIL, RING_IDENT_BYTES, SHM_ATTACH_FDS, SLOT_HEADER_BYTES,
+};
+use wshard_ingest_proto::ProtoError;
+
+/// The most fds one `sendmsg` can pass (Linux `SCM_MAX_FD`): the control buffer holds
+/// that many, so the kernel never truncates it (a truncated `SCM_RIGHTS` could not be
+/// iterated and its fds would leak).
+const SCM_MAX_FD: usize = 253;
+
+/// Received fds kept for the next `SHM_ATTACH` (exactly what it needs); more are closed at
+/// once and counted, so a client cannot pile up descriptors in the daemon.
+pub const MAX_QUEUED_FDS: usize = SHM_ATTACH_FDS;
+
+/// File descriptors received on a connection, in arrival order, for `SHM_ATTACH`.
+#[derive(Debug, Default)]
+pub struct FdQueue {
+    fds: VecDeque<OwnedFd>,
+    /// Fds closed unused because the queue was full or the control data was truncated.
+    dropped: usize,
+    cmsg: Vec<u8>,
+}
+
+impl FdQueue {
+    /// Take every queued fd (and the count of those dropped before), emptying the queue.
+    pub fn take_all(&mut self) -> (Vec<OwnedFd>, usize) {
+        let dropped = std::mem::take(&mut self.dropped);
+        (self.fds.drain(..).collect(), dropped)
+    }
+
+    fn push(&mut self, fd: OwnedFd) {
+        if self.fds.len() < MAX_QUEUED_FDS {
+            self.fds.push_back(fd);
+        } else {
+            self.dropped += 1; // closed here, by drop
+        }
+    }
+}
+
+/// Read from `stream` like `read(2)`, but with `recvmsg(2)`, so that file descriptors
+/// passed with `SCM_RIGHTS` are received (and queued in `queue`) instead of being
+/// silently closed by the kernel.
+///
+/// # Errors
+/// The socket error (a timeout is `WouldBlock`).
+pub fn recv_with_fds(
+    stream: &UnixStream,
+    buf: &mut [u8],
+    queue: &mut FdQueue,
+) -> io::Result<usize> {
+    if queue.cmsg.is_empty() {
+        queue.cmsg = nix::cmsg_space!([RawFd; SCM_MAX_FD]);
+    }
+    let mut iov = [IoSliceMut::new(buf)];
+    let mut cmsg = std::mem::take(&mut queue.cmsg);
+    let result = recvmsg::<()>(
+        stream.as_raw_fd(),
+        &mut iov,
+        Some(&mut cmsg),
+        MsgFlags::MSG_CMSG_CLOEXEC,
+    );
+    let outcome = match result {
+        Ok(msg) => {
+            let mut received = Vec::new();
+            match msg.cmsgs() {
+                Ok(cmsgs) => {
+                    for c in cmsgs {
+                        if let ControlMessageOwned::ScmRights(fds) = c {
+                            received.extend(fds);
+                        }
+                    }
+                }
+                Err(_) => {
+                    tracing::warn!("control data truncated: passed fds lost");
+                    queue.dropped += 1;
+                }
+            }
+            Ok((msg.bytes, received))
+        }
+        Err(e) => Err(io::Error::from(e)),
+    };
+    queue.cmsg = cmsg;
+    let (n, received) = outcome?;
+    for fd in received {
+        // SAFETY: `fd` was just installed in this process's fd table by the kernel for
+        // this `recvmsg` (SCM_RIGHTS); nothing else knows it, so taking ownership (and
+        // closing it on drop) is sound.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+        queue.push(owned);
+    }
+    Ok(n)
+}
+
+/// A broken ring: the producer broke a rule. Sent as `ERROR{BAD_SHM}`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RingError {
+    #[error("ring head {head} moved backwards (tail {tail})")]
+    HeadBackwards { head: u64, tail: u64 },
+    #[error("ring head {head} is more than slot_count {slot_count} ahead of tail {tail}")]
+    HeadTooFar {
+        head: u64,
+        tail: u64,
+        slot_count: u32,
+    },
+    /// A slot header breaks the `len` / `count` rules.
+    #[error("{0}")]
+    Slot(ProtoError),
+    /// Cannot happen for a checked geometry; checked anyway.
+    #[error("ring slot {index} lies outside the mapping")]
+    OutOfBounds { index: u64 },
+    #[error("space_ready eventfd: {0}")]
+    Wake(String),
+}
+
+impl RingError {
+    /// As a protocol error (`BAD_SHM`).
+    #[must_use]
+    pub fn to_proto(&self) -> ProtoError {
+        match self {
+            Self::Slot(e) => e.clone(),
+            other => ProtoError::BadShm {
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+/// The ring's `u64` control words.
+#[derive(Clone, Copy)]
+enum Word64 {
+    Head,
+    Tail,
+}
+
+impl Word64 {
+    fn offset(self) -> usize {
+        match self {
+            Self::Head => OFFSET_HEAD,
+            Self::Tail => OFFSET_TAIL,
+        }
+    }
+}
+
+/// The ring's `u32` control words.
+#[derive(Clone, Copy)]
+enum Word32 {
+    ConsumerSleeping,
+    ProducerSleeping,
+}
+
+impl Word32 {
+    fn offset(self) -> usize {
+        match self {
+            Self::ConsumerSleeping => OFFSET_CONSUMER_SLEEPING,
+            Self::ProducerSleeping => OFFSET_PRODUCER_SLEEPING,
+        }
+    }
+}
+
+fn bad(message: String) -> ProtoError {
+    ProtoError::BadShm { message }
+}
+
+/// A mapped, checked ring of one episode. Unmapped on drop.
+#[derive(Debug)]
+pub struct Ring {
+    base: NonNull<u8>,
+    map_len: usize,
+    slot_size: u32,
+    slot_count: u32,
+    record_len: usize,
+    /// Slots consumed, ever: the daemon's own copy, never read back from the ring.
+    tail: u64,
+    data_ready: OwnedFd,
+    space_ready: OwnedFd,
+}
+
+/// Check that `fd` is an eventfd: its `/proc/self/fdinfo` entry has `eventfd-count:`.
+fn check_eventfd(fd: &OwnedFd, what: &str) -> Result<(), ProtoError> {
+    let raw = fd.as_raw_fd();
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{raw}"))
+        .map_err(|e| bad(format!("SHM_ATTACH {what} fd: cannot read its fdinfo: {e}")))?;
+    if info.lines().any(|l| l.starts_with("eventfd-count:")) {
+        return Ok(());
+    }
+    let kind = std::fs::read_link(format!("/proc/self/fd/{raw}"))
+        .map_or_else(|_| "unknown".into(), |p| p.display().to_string());
+    Err(bad(format!(
+        "SHM_ATTACH {what} fd is not an eventfd (it is {kind})"
+    )))
+}
+
+/// Check the ring memfd: a regular file, sealed against shrinking and growing, of exactly
+/// `want` bytes. The size is read after the seals are seen: from then on it cannot change,
+/// so the mapping can never extend past the end of the file (no SIGBUS).
+fn check_ring_fd(fd: &OwnedFd, want: u64) -> Result<(), ProtoError> {
+    let stat = || fstat(fd.as_raw_fd()).map_err(|e| bad(format!("SHM_ATTACH ring fd: fstat: {e}")));
+    let st = stat()?;
+    let kind = SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits());
+    if kind != SFlag::S_IFREG {
+        return Err(bad(format!(
+            "SHM_ATTACH ring fd is not a memfd (st_mode {:#o})",
+            st.st_mode
+        )));
+    }
+    let seals = fcntl(fd.as_raw_fd(), FcntlArg::F_GET_SEALS).map_err(|e| {
+        bad(format!(
+            "SHM_ATTACH ring fd has no seals (not a memfd?): {e}"
+        ))
+    })?;
+    let seals = SealFlag::from_bits_truncate(seals);
+    let need = SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW;
+    if !seals.contains(need) {
+        return Err(bad(format!(
+            "SHM_ATTACH ring fd seals {seals:?} lack F_SEAL_SHRINK | F_SEAL_GROW"
+        )));
+    }
+    let size = u64::try_from(stat()?.st_size).unwrap_or(0);
+    if size != want {
+        return Err(bad(format!(
+            "SHM_ATTACH ring fd is {size} bytes, expected {want} (4096 + slot_size x slot_count)"
+        )));
+    }
+    Ok(())
+}
+
+impl Ring {
+    /// Check the three fds of an `SHM_ATTACH` (in order: ring, `data_ready`,
+    /// `space_ready`) and the geometry, read the header, map the ring.
+    ///
+    /// # Errors
+    /// [`ProtoError::BadShm`] naming what is wrong; the fds are closed.
+    pub fn attach(
+        fds: Vec<OwnedFd>,
+        slot_size: u32,
+        slot_count: u32,
+        record_len: usize,
+        max_frame_bytes: u32,
+    ) -> Result<Self, ProtoError> {
+        let fds: [OwnedFd; SHM_ATTACH_FDS] = fds.try_into().map_err(|v: Vec<OwnedFd>| {
+            bad(format!(
+                "SHM_ATTACH needs exactly {SHM_ATTACH_FDS} fds (ring, data_ready, space_ready), \
+                 received {}",
+                v.len()
+            ))
+        })?;
+        let [ring_fd, data_ready, space_ready] = fds;
+        ring::validate_geometry(slot_size, slot_count, record_len, max_frame_bytes)?;
+        let want = ring::ring_bytes(slot_size, slot_count)
+            .ok_or_else(|| bad("SHM_ATTACH ring size overflows".into()))?;
+        let map_len = usize::try_from(want)
+            .ok()
+            .and_then(NonZeroUsize::new)
+            .ok_or_else(|| bad(format!("SHM_ATTACH ring of {want} bytes cannot be mapped")))?;
+        check_ring_fd(&ring_fd, want)?;
+        check_eventfd(&data_ready, "data_ready")?;
+        check_eventfd(&space_ready, "space_ready")?;
+        let flags = fcntl(data_ready.as_raw_fd(), FcntlArg::F_GETFL)
+            .map_err(|e| bad(format!("SHM_ATTACH data_ready fd: F_GETFL: {e}")))?;
+        let flags = OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK;
+        fcntl(data_ready.as_raw_fd(), FcntlArg::F_SETFL(flags))
+            .map_err(|e| bad(format!("SHM_ATTACH data_ready fd: F_SETFL: {e}")))?;
+        // The header, copied out with pread before anything is mapped.
+        let mut ident = [0u8; RING_IDENT_BYTES];
+        let n = nix::sys::uio::pread(&ring_fd, &mut ident, 0)
+            .map_err(|e| bad(format!("SHM_ATTACH ring fd: reading the header: {e}")))?;
+        RingHeader::parse(&ident[..n])?.check_matches(slot_size, slot_count)?;
+        // SAFETY: a fresh shared mapping of `map_len` bytes of a regular file that is
+        // exactly `map_len` bytes long and sealed against shrinking, so every byte of the
+        // mapping stays backed by the file (no SIGBUS); the kernel picks the address, so
+        // no existing memory is replaced. The mapping outlives `ring_fd`, which is closed
+        // when this function returns.
+        let base = unsafe {
+            mmap(
+                None,
+                map_len,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+                &ring_fd,
+                0,
+            )
+        }
+        .map_err(|e| bad(format!("SHM_ATTACH ring fd: mmap of {want} bytes: {e}")))?;
+        let r = Self {
+            base: base.cast(),
+            map_len: map_len.get(),
+            slot_size,
+            slot_count,
+            record_len,
+            tail: 0,
+            data_ready,
+            space_ready,
+        };
+        r.atomic_u64(Word64::Tail).store(0, Ordering::Release);
+        r.atomic_u32(Word32::ConsumerSleeping)
+            .store(0, Ordering::SeqCst);
+        Ok(r)
+    }
+
+    /// The control word at `offset` (one of the `OFFSET_*` of the header).
+    fn atomic_u64(&self, word: Word64) -> &AtomicU64 {
+        let offset = word.offset();
+        // SAFETY: `offset` is OFFSET_HEAD or OFFSET_TAIL (64 or 128): inside the 4096-byte
+        // header of a mapping of at least 4096 + 128 bytes, 8-aligned (the mapping is
+        // page-aligned). The word is only ever accessed atomically by this process; the
+        // producer writes it too, and atomics are the right tool for shared memory. The
+        // reference lives no longer than `&self`, and the mapping lives as long as `self`.
+        unsafe { &*self.base.as_ptr().add(offset).cast::<AtomicU64>() }
+    }
+
+    fn atomic_u32(&self, word: Word32) -> &AtomicU32 {
+        let offset = word.offset();
+        // SAFETY: as in `atomic_u64`: offset 192 or 256, inside the header, 4-aligned,
+        // only accessed atomically, valid while `self` lives.
+        unsafe { &*self.base.as_ptr().add(offset).cast::<AtomicU32>() }
+    }
+
+    /// Slots consumed so far (the daemon's `tail`).
+    #[must_use]
+    pub fn consumed(&self) -> u64 {
+        self.tail
+    }
+
+    /// `head` as the producer last published it (acquire), unchecked.
+    #[must_use]
+    pub fn published(&self) -> u64 {
+        self.atomic_u64(Word64::Head).load(Ordering::Acquire)
+    }
+
+    /// `slot_count`.
+    #[must_use]
+    pub fn slot_count(&self) -> u32 {
+        self.slot_count
+    }
+
+    /// The `data_ready` eventfd, to wait on.
+    #[must_use]
+    pub fn data_ready(&self) -> BorrowedFd<'_> {
+        self.data_ready.as_fd()
+    }
+
+    /// Consume the next published slot, if any: its records are copied into `out`
+    /// (replacing its contents) and its `count` is returned; `Ok(None)` when the ring is
+    /// empty. The slot is released to the producer (`tail + 1`, release; `space_ready` if
+    /// the producer sleeps) as soon as it is copied: the caller validates the copy as a
+    /// `TIMESTEP_BATCH`.
+    ///
+    /// # Errors
+    /// [`RingError`] when the producer broke a rule; the ring must not be read again.
+    pub fn poll_slots(&mut self, out: &mut Vec<u8>) -> Result<Option<u32>, RingError> {
+        let head = self.published();
+        let tail = self.tail;
+        if head < tail {
+            return Err(RingError::HeadBackwards { head, tail });
+        }
+        if head - tail > u64::from(self.slot_count) {
+            return Err(RingError::HeadTooFar {
+                head,
+                tail,
+                slot_count: self.slot_count,
+            });
+        }
+        if head == tail {
+            return Ok(None);
+        }
+        let offset = ring::slot_offset(tail, self.slot_size, self.slot_count)
+            .and_then(|o| usize::try_from(o).ok())
+            .filter(|&o| o.saturating_add(self.slot_size as usize) <= self.map_len)
+            .ok_or(RingError::OutOfBounds { index: tail })?;
+        let mut raw = [0u8; SLOT_HEADER_BYTES];
+        // SAFETY: `offset + slot_size <= map_len` (checked above) and slot_size >= 64, so
+        // the 8 bytes at `offset` are inside the mapping; `raw` is a distinct local buffer.
+        // The producer may write these bytes concurrently: they are copied as plain bytes
+        // and only the copy is looked at.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.base.as_ptr().add(offset),
+                raw.as_mut_ptr(),
+                SLOT_HEADER_BYTES,
+            );
+        }
+        let header = SlotHeader::decode(raw);
+        let len = header
+            .check(tail, self.slot_size, self.record_len)
+            .map_err(RingError::Slot)?;
+        out.clear();
+        out.reserve(len);
+        // SAFETY: `check` guarantees `8 + len <= slot_size`, and the slot lies inside the
+        // mapping, so `offset + 8 .. offset + 8 + len` is in bounds; `out` has capacity for
+        // `len` bytes (reserved above) and does not overlap the mapping. All `len` bytes
+        // are initialized by the copy before `set_len`. Concurrent producer writes only
+        // change which bytes we copy, and the copy is validated afterwards.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.base.as_ptr().add(offset + SLOT_HEADER_BYTES),
+                out.as_mut_ptr(),
+                len,
+            );
+            out.set_len(len);
+        }
+        self.tail = tail + 1;
+        self.atomic_u64(Word64::Tail)
+            .store(self.tail, Ordering::Release);
+        // Store tail, then load producer_sleeping: a full fence pairs with the producer's
+        // "store producer_sleeping = 1, re-check tail" so that one of us sees the other.
+        fence(Ordering::SeqCst);
+        if self
+            .atomic_u32(Word32::ProducerSleeping)
+            .load(Ordering::SeqCst)
+            == 1
+        {
+            self.wake_producer()?;
+        }
+        Ok(Some(header.count))
+    }
+
+    /// Write 1 to `space_ready`, never blocking: if the counter cannot take it (only a
+    /// producer writing it itself gets it there) the ring is broken.
+    fn wake_producer(&self) -> Result<(), RingError> {
+        let mut fds = [PollFd::new(self.space_ready.as_fd(), PollFlags::POLLOUT)];
+        match poll(&mut fds, PollTimeout::ZERO) {
+            Ok(_) => {}
+            Err(e) => return Err(RingError::Wake(format!("poll: {e}"))),
+        }
+        let writable = fds[0]
+            .revents()
+            .is_some_and(|r| r.contains(PollFlags::POLLOUT));
+        if !writable {
+            return Err(RingError::Wake(
+                "counter saturated (the producer wrote it), cannot wake the producer".into(),
+            ));
+        }
+        // eventfd counters are native-endian u64 by definition.
+        #[allow(clippy::host_endian_bytes)]
+        let one = 1u64.to_ne_bytes();
+        match nix::unistd::write(&self.space_ready, &one) {
+            Ok(_) | Err(nix::errno::Errno::EAGAIN) => Ok(()),
+            Err(e) => Err(RingError::Wake(format!("write: {e}"))),
+        }
+    }
+
+    /// Before sleeping: store `consumer_sleeping = 1`, then re-check `head`. Returns
+    /// `true` when the ring is still empty (the producer will write `data_ready` after
+    /// its next publish), `false` (and `consumer_sleeping` back at 0) when slots arrived.
+    pub fn prepare_sleep(&mut self) -> bool {
+        self.atomic_u32(Word32::ConsumerSleeping)
+            .store(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        let head = self.atomic_u64(Word64::Head).load(Ordering::SeqCst);
+        if head == self.tail {
+            true
+        } else {
+            self.woke();
+            false
+        }
+    }
+
+    /// After sleeping: `consumer_sleeping = 0` and reset `data_ready` (non-blocking).
+    pub fn woke(&mut self) {
+        self.atomic_u32(Word32::ConsumerSleeping)
+            .store(0, Ordering::SeqCst);
+        let mut buf = [0u8; 8];
+        let _ = nix::unistd::read(self.data_ready.as_raw_fd(), &mut buf);
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: `base`/`map_len` are exactly the mapping created in `attach`, unmapped
+        // only here; no reference into it outlives `self` (the atomics borrow `self`).
+        let _ = unsafe { munmap(self.base.cast(), self.map_len) };
+    }
+}

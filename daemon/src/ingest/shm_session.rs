@@ -1,0 +1,215 @@
+//! A connection's shared-memory ring (docs/PROTOCOL.md, "Shared-memory transport"):
+//! `SHM_ATTACH`, draining published slots into the same checks and the same
+//! `Session::submit` as `TIMESTEP_BATCH`, and waiting on the socket and `data_ready`
+//! together. The ring itself (all the unsafe code) is [`super::shm::Ring`].
+//!
+//! Backpressure: a slot is consumed only when the previous one was submitted, and
+//! `Session::submit` blocks while the episode's queue is full; meanwhile nothing is
+//! consumed, the ring fills up and the producer blocks on it.
+
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
+
+use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use wshard_ingest_proto::{AcceptedWhat, ErrorCode, Frame, TimestepBatch, RECORD_HEADER_BYTES};
+
+use super::connection::{Connection, State, READ_POLL};
+use super::shm::Ring;
+use crate::session::FinalStatus;
+
+/// What [`Connection::pump_ring`] found.
+pub(super) enum Pump {
+    /// The socket has something (data, EOF or an error): read it.
+    Socket,
+    /// Nothing on the socket yet: look at the shutdown flag and pump again.
+    Again,
+}
+
+/// Why a drain stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Drained {
+    /// The ring is empty (or there is none).
+    Empty,
+    /// The slot budget ran out with slots possibly left.
+    Budget,
+    /// The ring broke a rule: the ERROR was sent and the episode finalized `interrupted`.
+    Failed,
+}
+
+fn readable(flags: Option<PollFlags>) -> bool {
+    flags.is_some_and(|r| r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR))
+}
+
+impl Connection {
+    /// True while the open episode receives its timesteps through a ring.
+    pub(super) fn has_ring(&self) -> bool {
+        matches!(&self.state, State::Recording { ring: Some(_), .. })
+    }
+
+    /// `SHM_ATTACH`: take the fds received with it, check and map the ring, answer
+    /// `ACCEPTED{SHM_ATTACH, next seq}` or `ERROR{BAD_SHM}` (the episode then carries on
+    /// over the socket).
+    pub(super) fn shm_attach(&mut self, slot_size: u32, slot_count: u32) {
+        // Every fd received so far belongs to this SHM_ATTACH; unused ones are closed here.
+        let (fds, dropped) = self.fds.take_all();
+        let max_frame = self.ctx.limits.max_frame_bytes;
+        let State::Recording {
+            session,
+            next_seq,
+            step_payload,
+            ring,
+            ..
+        } = &mut self.state
+        else {
+            self.error(
+                ErrorCode::NotOpen,
+                "SHM_ATTACH without an open episode: send OPEN first",
+            );
+            return;
+        };
+        let id = session.shared().schema.episode_id.clone();
+        let refused = if ring.is_some() {
+            Some(format!(
+                "SHM_ATTACH: episode `{id}` already has a ring attached"
+            ))
+        } else if dropped > 0 {
+            Some(format!(
+                "SHM_ATTACH needs exactly 3 fds (ring, data_ready, space_ready), received \
+                 {} ({dropped} more than 3 were closed unused)",
+                fds.len() + dropped
+            ))
+        } else {
+            None
+        };
+        if let Some(msg) = refused {
+            tracing::warn!(peer = %self.peer, episode = %id, "{msg}");
+            self.responder.error(ErrorCode::BadShm, msg);
+            return;
+        }
+        let record_len = RECORD_HEADER_BYTES.saturating_add(*step_payload);
+        match Ring::attach(fds, slot_size, slot_count, record_len, max_frame) {
+            Ok(r) => {
+                *ring = Some(r);
+                let up_to_seq = *next_seq;
+                tracing::info!(peer = %self.peer, episode = %id, slot_size, slot_count, "shared-memory ring attached");
+                self.responder.send(&Frame::Accepted {
+                    what: AcceptedWhat::ShmAttach,
+                    up_to_seq,
+                });
+            }
+            Err(e) => {
+                tracing::warn!(peer = %self.peer, episode = %id, "SHM_ATTACH refused: {e}");
+                self.responder.send(&e.to_error_frame());
+            }
+        }
+    }
+
+    /// Consume up to `budget` published slots, each checked and submitted like a
+    /// `TIMESTEP_BATCH`. A slot that breaks a rule gets its `ERROR` sent, and the episode
+    /// is finalized `interrupted` with everything accepted before it.
+    pub(super) fn drain_ring(&mut self, budget: u64) -> Drained {
+        for _ in 0..budget {
+            let State::Recording {
+                ring: Some(ring), ..
+            } = &mut self.state
+            else {
+                return Drained::Empty;
+            };
+            let mut records = Vec::new();
+            let count = match ring.poll_slots(&mut records) {
+                Ok(None) => return Drained::Empty,
+                Ok(Some(count)) => count,
+                Err(e) => {
+                    self.ring_failed(&e.to_proto().to_error_frame());
+                    return Drained::Failed;
+                }
+            };
+            let refused = match TimestepBatch::from_records(count, records) {
+                Ok(batch) => self.submit(batch).err(),
+                Err(e) => Some(e.to_error_frame()),
+            };
+            if let Some(frame) = refused {
+                self.ring_failed(&frame);
+                return Drained::Failed;
+            }
+        }
+        Drained::Budget
+    }
+
+    /// Consume every slot published so far (at most `slot_count`: a ring never holds
+    /// more), e.g. before FLUSH, CLOSE or finalizing on EOF. `false` when the ring failed.
+    pub(super) fn drain_published(&mut self) -> bool {
+        let budget = match &self.state {
+            State::Recording { ring: Some(r), .. } => u64::from(r.slot_count()),
+            _ => return true,
+        };
+        self.drain_ring(budget) != Drained::Failed
+    }
+
+    /// Send `error`, stop reading the ring and finalize the episode `interrupted`.
+    fn ring_failed(&mut self, error: &Frame) {
+        self.responder.send(error);
+        let State::Recording { session, ring, .. } =
+            std::mem::replace(&mut self.state, State::Idle)
+        else {
+            return;
+        };
+        drop(ring);
+        let reason = match error {
+            Frame::Error { code, message } => {
+                format!("shared-memory ring: {}: {message}", code.name())
+            }
+            _ => "shared-memory ring refused".to_owned(),
+        };
+        let id = session.shared().schema.episode_id.clone();
+        let summary = session.close(FinalStatus::Interrupted(reason.clone()));
+        tracing::warn!(peer = %self.peer, episode = %id, timesteps = summary.timesteps, "episode interrupted: {reason}");
+    }
+
+    /// With a ring attached: consume what is published (a bounded amount), then sleep on
+    /// the socket and `data_ready` together for at most [`READ_POLL`].
+    pub(super) fn pump_ring(&mut self, stream: &UnixStream) -> Pump {
+        let budget = match &self.state {
+            State::Recording { ring: Some(r), .. } => u64::from(r.slot_count()),
+            _ => return Pump::Socket,
+        };
+        match self.drain_ring(budget) {
+            Drained::Failed => return Pump::Again,
+            Drained::Budget => {
+                // More may be waiting: give the socket a look without sleeping.
+                let mut fds = [PollFd::new(stream.as_fd(), PollFlags::POLLIN)];
+                return match poll(&mut fds, PollTimeout::ZERO) {
+                    Ok(_) if !readable(fds[0].revents()) => Pump::Again,
+                    _ => Pump::Socket,
+                };
+            }
+            Drained::Empty => {}
+        }
+        let State::Recording {
+            ring: Some(ring), ..
+        } = &mut self.state
+        else {
+            return Pump::Socket;
+        };
+        if !ring.prepare_sleep() {
+            return Pump::Again;
+        }
+        let timeout = PollTimeout::try_from(READ_POLL).unwrap_or(PollTimeout::ZERO);
+        let (result, socket) = {
+            let mut fds = [
+                PollFd::new(stream.as_fd(), PollFlags::POLLIN),
+                PollFd::new(ring.data_ready(), PollFlags::POLLIN),
+            ];
+            let result = poll(&mut fds, timeout);
+            (result, readable(fds[0].revents()))
+        };
+        ring.woke();
+        match result {
+            Ok(_) if socket => Pump::Socket,
+            Ok(_) | Err(Errno::EINTR) => Pump::Again,
+            // Let the socket read report whatever is wrong.
+            Err(_) => Pump::Socket,
+        }
+    }
+}

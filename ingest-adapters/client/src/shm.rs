@@ -1,0 +1,340 @@
+//! The producer side of the shared-memory transport (docs/PROTOCOL.md, "Shared-memory
+//! transport"), and the only module of the client with `unsafe` code: the mapping of the
+//! ring and the accesses to it.
+//!
+//! The ring is a memfd (`MFD_ALLOW_SEALING`), sized, given its header, and sealed with
+//! `F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL` before it is mapped and sent, so neither
+//! side's mapping can ever be cut short. Two eventfds (created `EFD_NONBLOCK`) carry the
+//! wake-ups: `data_ready` (we write it when the server sleeps) and `space_ready` (the server
+//! writes it when we sleep). Waiting for space polls `space_ready` in short slices, so a
+//! server `ERROR`, the end of the connection or the timeout end the wait.
+#![allow(unsafe_code)]
+
+use std::io::{self, IoSlice, Write};
+use std::num::NonZeroUsize;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use nix::fcntl::{fcntl, FcntlArg, SealFlag};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::eventfd::{EfdFlags, EventFd};
+use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
+use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
+use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+use wshard_ingest_proto::ring::{
+    self, RingHeader, SlotHeader, OFFSET_CONSUMER_SLEEPING, OFFSET_HEAD, OFFSET_PRODUCER_SLEEPING,
+    OFFSET_TAIL, SLOT_HEADER_BYTES,
+};
+
+use crate::error::{ClientError, Result};
+
+/// Longest single sleep while waiting for ring space, so errors and the timeout are seen.
+const WAIT_SLICE: Duration = Duration::from_millis(20);
+
+/// The ring's `u64` control words.
+#[derive(Clone, Copy)]
+enum Word64 {
+    Head,
+    Tail,
+}
+
+impl Word64 {
+    fn offset(self) -> usize {
+        match self {
+            Self::Head => OFFSET_HEAD,
+            Self::Tail => OFFSET_TAIL,
+        }
+    }
+}
+
+/// The ring's `u32` control words.
+#[derive(Clone, Copy)]
+enum Word32 {
+    ConsumerSleeping,
+    ProducerSleeping,
+}
+
+impl Word32 {
+    fn offset(self) -> usize {
+        match self {
+            Self::ConsumerSleeping => OFFSET_CONSUMER_SLEEPING,
+            Self::ProducerSleeping => OFFSET_PRODUCER_SLEEPING,
+        }
+    }
+}
+
+fn shm_err(what: &str, e: impl std::fmt::Display) -> ClientError {
+    ClientError::Shm(format!("{what}: {e}"))
+}
+
+/// A mapped ring this client produces into.
+#[derive(Debug)]
+pub(crate) struct Producer {
+    base: NonNull<u8>,
+    map_len: usize,
+    slot_size: u32,
+    slot_count: u32,
+    /// Slots published, ever (the producer's own `head`).
+    head: u64,
+    ring_fd: OwnedFd,
+    data_ready: EventFd,
+    space_ready: EventFd,
+}
+
+// SAFETY: `Producer` owns its mapping exclusively within this process (the raw pointer is
+// never shared or handed out), so moving it to another thread is as safe as moving a Vec.
+unsafe impl Send for Producer {}
+
+impl Producer {
+    /// Create, size, label and seal a memfd for `slot_count` slots of `slot_size` bytes,
+    /// create the two eventfds, and map the ring.
+    ///
+    /// # Errors
+    /// [`ClientError::Shm`] naming the step that failed.
+    pub(crate) fn create(slot_size: u32, slot_count: u32) -> Result<Self> {
+        let bytes = ring::ring_bytes(slot_size, slot_count)
+            .ok_or_else(|| ClientError::Shm("ring size overflows".into()))?;
+        let map_len = usize::try_from(bytes)
+            .ok()
+            .and_then(NonZeroUsize::new)
+            .ok_or_else(|| ClientError::Shm(format!("a ring of {bytes} bytes cannot be mapped")))?;
+        let len = nix::libc::off_t::try_from(bytes)
+            .map_err(|_| ClientError::Shm(format!("a ring of {bytes} bytes is too large")))?;
+        let ring_fd = memfd_create(
+            c"wshard-ring",
+            MemFdCreateFlag::MFD_ALLOW_SEALING | MemFdCreateFlag::MFD_CLOEXEC,
+        )
+        .map_err(|e| shm_err("memfd_create", e))?;
+        nix::unistd::ftruncate(&ring_fd, len).map_err(|e| shm_err("ftruncate", e))?;
+        let header = RingHeader {
+            slot_size,
+            slot_count,
+        }
+        .encode();
+        let n = nix::sys::uio::pwrite(&ring_fd, &header, 0).map_err(|e| shm_err("pwrite", e))?;
+        if n != header.len() {
+            return Err(ClientError::Shm(format!("short header write: {n} bytes")));
+        }
+        let seals = SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW | SealFlag::F_SEAL_SEAL;
+        fcntl(ring_fd.as_raw_fd(), FcntlArg::F_ADD_SEALS(seals))
+            .map_err(|e| shm_err("F_ADD_SEALS", e))?;
+        let flags = EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK;
+        let data_ready = EventFd::from_flags(flags).map_err(|e| shm_err("eventfd", e))?;
+        let space_ready = EventFd::from_flags(flags).map_err(|e| shm_err("eventfd", e))?;
+        // SAFETY: a fresh shared mapping of the whole memfd, which is exactly `map_len`
+        // bytes and sealed against shrinking (no access can fault); the kernel chooses the
+        // address, so no existing memory is affected.
+        let base = unsafe {
+            mmap(
+                None,
+                map_len,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+                &ring_fd,
+                0,
+            )
+        }
+        .map_err(|e| shm_err("mmap", e))?;
+        Ok(Self {
+            base: base.cast(),
+            map_len: map_len.get(),
+            slot_size,
+            slot_count,
+            head: 0,
+            ring_fd,
+            data_ready,
+            space_ready,
+        })
+    }
+
+    /// The three fds of `SHM_ATTACH`, in protocol order: ring, `data_ready`, `space_ready`.
+    pub(crate) fn fds(&self) -> [RawFd; 3] {
+        [
+            self.ring_fd.as_raw_fd(),
+            self.data_ready.as_raw_fd(),
+            self.space_ready.as_raw_fd(),
+        ]
+    }
+
+    /// `slot_size`.
+    pub(crate) fn slot_size(&self) -> u32 {
+        self.slot_size
+    }
+
+    /// `slot_count`.
+    pub(crate) fn slot_count(&self) -> u32 {
+        self.slot_count
+    }
+
+    /// Record bytes one slot holds (`slot_size - 8`).
+    pub(crate) fn capacity(&self) -> usize {
+        (self.slot_size as usize).saturating_sub(SLOT_HEADER_BYTES)
+    }
+
+    fn atomic_u64(&self, word: Word64) -> &AtomicU64 {
+        let offset = word.offset();
+        // SAFETY: offset 64 or 128, inside the 4096-byte header of the mapping, 8-aligned
+        // (the mapping is page-aligned); the word is only accessed atomically, here and by
+        // the server; the reference does not outlive `&self`, nor the mapping `self`.
+        unsafe { &*self.base.as_ptr().add(offset).cast::<AtomicU64>() }
+    }
+
+    fn atomic_u32(&self, word: Word32) -> &AtomicU32 {
+        let offset = word.offset();
+        // SAFETY: as in `atomic_u64`: offset 192 or 256, inside the header, 4-aligned.
+        unsafe { &*self.base.as_ptr().add(offset).cast::<AtomicU32>() }
+    }
+
+    /// Slots free, as of the consumer's latest `tail`.
+    fn free_slots(&self, order: Ordering) -> Result<u64> {
+        let tail = self.atomic_u64(Word64::Tail).load(order);
+        if tail > self.head {
+            return Err(ClientError::Unexpected(format!(
+                "ring tail {tail} is ahead of head {}",
+                self.head
+            )));
+        }
+        Ok(u64::from(self.slot_count).saturating_sub(self.head - tail))
+    }
+
+    /// Block until a slot is free (producer rule 1). `check` is called between sleeps and
+    /// ends the wait with its error (a server `ERROR`, the connection gone).
+    fn wait_space(
+        &self,
+        timeout: Option<Duration>,
+        check: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let sleeping = self.atomic_u32(Word32::ProducerSleeping);
+        loop {
+            if self.free_slots(Ordering::Acquire)? > 0 {
+                return Ok(());
+            }
+            check()?;
+            let mut slice = WAIT_SLICE;
+            if let Some(d) = deadline {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(ClientError::Timeout(
+                        "a free slot in the shared-memory ring",
+                    ));
+                }
+                slice = slice.min(left);
+            }
+            sleeping.store(1, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+            if self.free_slots(Ordering::SeqCst)? == 0 {
+                let mut fds = [PollFd::new(self.space_ready.as_fd(), PollFlags::POLLIN)];
+                let ms = u16::try_from(slice.as_millis()).unwrap_or(u16::MAX).max(1);
+                match poll(&mut fds, PollTimeout::from(ms)) {
+                    Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                    Err(e) => {
+                        sleeping.store(0, Ordering::SeqCst);
+                        return Err(shm_err("poll(space_ready)", e));
+                    }
+                }
+                // Reset the counter (non-blocking: EAGAIN when nothing was written).
+                let _ = self.space_ready.read();
+            }
+            sleeping.store(0, Ordering::SeqCst);
+        }
+    }
+
+    /// Publish one slot holding `count` records (`records`, back to back): wait for a
+    /// free slot, copy, store `head + 1` (release), wake the server if it sleeps.
+    ///
+    /// # Errors
+    /// [`ClientError::Shm`] when `records` does not fit a slot; whatever `check` returns
+    /// while waiting; [`ClientError::Timeout`].
+    pub(crate) fn publish(
+        &mut self,
+        records: &[u8],
+        count: u32,
+        timeout: Option<Duration>,
+        check: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        let len = u32::try_from(records.len())
+            .ok()
+            .filter(|_| records.len() <= self.capacity())
+            .ok_or_else(|| {
+                ClientError::Shm(format!(
+                    "a batch of {} bytes does not fit a slot of {} bytes",
+                    records.len(),
+                    self.slot_size
+                ))
+            })?;
+        self.wait_space(timeout, check)?;
+        let offset = ring::slot_offset(self.head, self.slot_size, self.slot_count)
+            .and_then(|o| usize::try_from(o).ok())
+            .filter(|&o| o.saturating_add(self.slot_size as usize) <= self.map_len)
+            .ok_or_else(|| ClientError::Shm(format!("slot {} outside the ring", self.head)))?;
+        let header = SlotHeader { len, count }.encode();
+        // SAFETY: the slot `offset .. offset + slot_size` lies inside the mapping (checked
+        // above) and `8 + records.len() <= slot_size` (checked above), so both copies stay
+        // in bounds; the sources are our own buffers, which do not overlap the mapping.
+        // The slot is free (head - tail < slot_count): the server does not read it until
+        // `head` is published below.
+        unsafe {
+            let slot = self.base.as_ptr().add(offset);
+            std::ptr::copy_nonoverlapping(
+                records.as_ptr(),
+                slot.add(SLOT_HEADER_BYTES),
+                records.len(),
+            );
+            std::ptr::copy_nonoverlapping(header.as_ptr(), slot, SLOT_HEADER_BYTES);
+        }
+        self.head += 1;
+        self.atomic_u64(Word64::Head)
+            .store(self.head, Ordering::Release);
+        // Store head, then load consumer_sleeping: the fence pairs with the server's
+        // "store consumer_sleeping = 1, re-check head".
+        fence(Ordering::SeqCst);
+        if self
+            .atomic_u32(Word32::ConsumerSleeping)
+            .load(Ordering::SeqCst)
+            == 1
+        {
+            // Non-blocking; EAGAIN only if the counter is saturated, i.e. already set.
+            let _ = self.data_ready.write(1);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        // SAFETY: exactly the mapping created in `create`, unmapped only here; references
+        // into it (the atomics) borrow `self` and cannot outlive it.
+        let _ = unsafe { munmap(self.base.cast(), self.map_len) };
+    }
+}
+
+/// Write `bytes` (one encoded frame) to `stream` with `fds` attached to its first byte
+/// (`SCM_RIGHTS`); the rest, if the kernel takes only part, with plain writes.
+///
+/// # Errors
+/// The socket error.
+pub(crate) fn send_with_fds(
+    stream: &mut UnixStream,
+    bytes: &[u8],
+    fds: &[RawFd],
+) -> io::Result<()> {
+    let cmsg = [ControlMessage::ScmRights(fds)];
+    let n = loop {
+        match sendmsg::<()>(
+            stream.as_raw_fd(),
+            &[IoSlice::new(bytes)],
+            &cmsg,
+            MsgFlags::MSG_NOSIGNAL,
+            None,
+        ) {
+            Ok(n) => break n,
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(io::Error::from(e)),
+        }
+    };
+    stream.write_all(&bytes[n.min(bytes.len())..])
+}
