@@ -43,6 +43,18 @@ impl ChunkColumns {
         }
     }
 
+    /// Take over `buffers` (emptied; their capacity is kept) as the channel columns, when
+    /// there is one per channel and nothing is held yet. Reusing the previous chunk's
+    /// buffers spares the page faults and zeroing of fresh memory for every chunk.
+    pub fn reuse_buffers(&mut self, mut buffers: Vec<Vec<u8>>) {
+        if self.is_empty() && buffers.len() == self.channels.len() {
+            for b in &mut buffers {
+                b.clear();
+            }
+            self.channels = buffers;
+        }
+    }
+
     /// Number of timesteps held.
     #[must_use]
     pub fn len(&self) -> u64 {

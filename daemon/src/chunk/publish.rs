@@ -20,7 +20,7 @@ use wshard::write::{prepare_block, PreparedBlock, Reserve, ShardWriter};
 
 use crate::episode::EpisodeLayout;
 use crate::error::StorageError;
-use crate::fsio::{replace_atomically, Fs};
+use crate::fsio::{replace_atomically, FailStop, Fs};
 
 const WRITE_BUFFER: usize = 1 << 20;
 
@@ -111,6 +111,8 @@ pub fn publish_chunk(
     let file = fs
         .create(&partial)
         .map_err(|e| StorageError::io("create chunk", &partial, e))?;
+    // Dropping the writer after a failure must not write its buffered rest.
+    let file = FailStop::wrap(file);
     let names = Reserve::names(blocks.iter().map(|b| b.name.clone()));
     let ctx = |e| StorageError::format(format!("write {}", partial.display()), e);
     let mut w = ShardWriter::new(

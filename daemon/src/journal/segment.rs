@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::format::{scan, JournalScan, JournalWriter};
 use super::record::{kind, SegmentHeader};
 use crate::error::StorageError;
-use crate::fsio::{DurableFile, Fs};
+use crate::fsio::{DurableFile, FailStop, Fs};
 
 const WRITE_BUFFER: usize = 1 << 20;
 
@@ -37,6 +37,8 @@ impl JournalSegment {
         let file = fs
             .create_new(path)
             .map_err(|e| StorageError::io("create journal", path, e))?;
+        // Dropping the segment after a failure must not write its buffered rest.
+        let file = FailStop::wrap(file);
         let mut seg = Self {
             path: path.to_path_buf(),
             writer: JournalWriter::new(BufWriter::with_capacity(WRITE_BUFFER, file), 0),

@@ -120,13 +120,15 @@ impl Session {
         let (tx, rx) = crossbeam_channel::bounded(shared.settings.queue_frames.max(1));
         // Rendezvous: the writer hands a sealed chunk over only when the publisher is free.
         let (ptx, prx) = crossbeam_channel::bounded(0);
+        // The published chunk's buffers, back to the writer for the next chunk.
+        let (rtx, rrx) = crossbeam_channel::bounded(1);
         let name = &schema.episode_id;
         let p_shared = shared.clone();
         let publisher = std::thread::Builder::new()
             .name(format!("pub-{name}"))
-            .spawn(move || publisher::run(&p_shared, &prx, manifest))
+            .spawn(move || publisher::run(&p_shared, &prx, &rtx, manifest))
             .map_err(OpenError::Spawn)?;
-        let w = Writer::new(shared.clone(), journal, ptx);
+        let w = Writer::new(shared.clone(), journal, ptx, rrx);
         let writer = std::thread::Builder::new()
             .name(format!("wr-{name}"))
             .spawn(move || w.run(&rx))

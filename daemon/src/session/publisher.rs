@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, Sender};
 use serde_json::json;
 use wshard::manifest::Manifest;
 
@@ -41,8 +41,15 @@ pub fn recorder_manifest(shared: &SessionShared) -> Manifest {
     m
 }
 
-/// Run until the writer drops its sender. Returns the manifest as last committed.
-pub fn run(shared: &Arc<SessionShared>, rx: &Receiver<Sealed>, mut manifest: Manifest) -> Manifest {
+/// Run until the writer drops its sender. Returns the manifest as last committed. Each
+/// published chunk's channel buffers go back to the writer through `recycle`, for the next
+/// chunk to fill (dropped when the writer has not taken the previous ones).
+pub fn run(
+    shared: &Arc<SessionShared>,
+    rx: &Receiver<Sealed>,
+    recycle: &Sender<Vec<Vec<u8>>>,
+    mut manifest: Manifest,
+) -> Manifest {
     for sealed in rx {
         if shared.is_failed() {
             // Leave the journal for recovery; nothing more is published.
@@ -69,6 +76,7 @@ pub fn run(shared: &Arc<SessionShared>, rx: &Receiver<Sealed>, mut manifest: Man
                     continue;
                 }
             }
+            let _ = recycle.try_send(ep.channels.into_iter().map(|c| c.data).collect());
         }
         if let Some(status) = &final_status {
             manifest.status = Some(status.name().into());
@@ -89,6 +97,15 @@ pub fn run(shared: &Arc<SessionShared>, rx: &Receiver<Sealed>, mut manifest: Man
             // only costs disk space; recovery deletes segments the manifest already covers.
             if let Err(e) = shared.fs.remove_file(&j) {
                 tracing::warn!(path = %j.display(), "could not remove journal segment: {e}");
+            } else if final_status.is_some() {
+                // The last removal is made durable here (earlier ones are by the next
+                // chunk's directory fsync): otherwise a power cut after CLOSE brings the
+                // segment back and recovery rewrites a final manifest as `recovered`.
+                // Everything else is already durable, so a failure only costs that.
+                let dir = &shared.layout.dir;
+                if let Err(e) = shared.fs.sync_dir(dir) {
+                    tracing::warn!(path = %dir.display(), "could not fsync the directory after removing the last journal segment: {e}");
+                }
             }
         }
         // A listed chunk is durable whatever the class (for `ack` with fsync `never` this is

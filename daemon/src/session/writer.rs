@@ -37,6 +37,8 @@ pub struct Writer {
     received_end: u64,
     dirty_since: Option<Instant>,
     to_publisher: Sender<Sealed>,
+    /// Buffers of published chunks, reused by the next chunk.
+    recycled: Receiver<Vec<Vec<u8>>>,
 }
 
 impl Writer {
@@ -45,6 +47,7 @@ impl Writer {
         shared: Arc<SessionShared>,
         journal: Option<JournalSegment>,
         to_publisher: Sender<Sealed>,
+        recycled: Receiver<Vec<Vec<u8>>>,
     ) -> Self {
         let columns = ChunkColumns::new(shared.schema.clone(), 0, 0);
         Self {
@@ -54,6 +57,7 @@ impl Writer {
             received_end: 0,
             dirty_since: None,
             to_publisher,
+            recycled,
         }
     }
 
@@ -245,6 +249,12 @@ impl Writer {
         };
         if self.to_publisher.send(sealed).is_err() {
             self.shared.fail("the chunk publisher stopped".into());
+            return;
+        }
+        // The publisher took the sealed chunk, so it has finished the one before and handed
+        // its buffers back: the new chunk fills them instead of fresh memory.
+        if let Ok(buffers) = self.recycled.try_recv() {
+            self.columns.reuse_buffers(buffers);
         }
     }
 

@@ -7,6 +7,11 @@
 //!   the writer failed (the page cache may have dropped the dirty pages, see the
 //!   "fsyncgate" discussion in PostgreSQL and the USENIX ATC '20 paper on fsync failures);
 //! - a rename is durable only after `sync_dir` of the parent directory returns.
+//!
+//! [`sim::SimFs`] is an in-memory implementation with a separate durable image, power-cut
+//! and fault injection, for the crash-point and fault tests.
+
+pub mod sim;
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -232,6 +237,76 @@ impl Fs for RealFs {
     }
 }
 
+/// A [`DurableFile`] that is dead after its first failed call: every later write, seek,
+/// sync or resize returns an error without reaching the file. After a failed write or
+/// sync the episode is failed and its files must stay as they are for recovery, but a
+/// `BufWriter` dropped on the error path would otherwise write its buffered rest, and a
+/// sync must never be retried.
+pub struct FailStop {
+    inner: Box<dyn DurableFile>,
+    failed: bool,
+}
+
+impl FailStop {
+    /// Wrap `inner`.
+    #[must_use]
+    pub fn wrap(inner: Box<dyn DurableFile>) -> Box<dyn DurableFile> {
+        Box::new(Self {
+            inner,
+            failed: false,
+        })
+    }
+
+    fn guard<T>(&mut self, f: impl FnOnce(&mut dyn DurableFile) -> io::Result<T>) -> io::Result<T> {
+        if self.failed {
+            return Err(io::Error::other(
+                "refused: an earlier write or sync of this file failed",
+            ));
+        }
+        let r = f(&mut *self.inner);
+        if r.as_ref()
+            .is_err_and(|e| e.kind() != io::ErrorKind::Interrupted)
+        {
+            self.failed = true;
+        }
+        r
+    }
+}
+
+impl Write for FailStop {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.guard(|f| f.write(buf))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.guard(|f| f.flush())
+    }
+}
+
+impl Seek for FailStop {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        self.guard(|f| f.seek(pos))
+    }
+}
+
+impl DurableFile for FailStop {
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.guard(|f| f.sync_data())
+    }
+
+    fn sync_all(&mut self) -> io::Result<()> {
+        self.guard(|f| f.sync_all())
+    }
+
+    fn file_len(&mut self) -> io::Result<u64> {
+        self.guard(|f| f.file_len())
+    }
+
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        self.guard(|f| f.set_len(len))
+    }
+}
+
 /// Write `bytes` to `path` atomically and durably: `path.tmp`, fsync, rename, fsync dir.
 ///
 /// # Errors
@@ -266,5 +341,22 @@ mod tests {
         replace_atomically(&RealFs, &p, b"two").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
         assert_eq!(RealFs.read_dir(dir.path()).unwrap(), vec![p]);
+    }
+
+    #[test]
+    fn fsio_fail_stop_refuses_everything_after_a_failure() {
+        use sim::{FaultKind, OpKind, SimFs};
+        let fs = SimFs::new();
+        fs.mkdir_durable(Path::new("/d")).unwrap();
+        fs.inject(OpKind::Write, 1, FaultKind::Eio);
+        let mut w = std::io::BufWriter::new(FailStop::wrap(fs.create(Path::new("/d/f")).unwrap()));
+        w.write_all(b"buffered").unwrap();
+        assert!(w.flush().is_err());
+        assert!(w.get_mut().sync_data().is_err());
+        drop(w); // BufWriter flushes on drop: refused, the file is not written again
+        let writes = fs.log().iter().filter(|r| r.kind == OpKind::Write).count();
+        assert_eq!(writes, 1);
+        assert_eq!(fs.attempts(OpKind::Sync, Path::new("/d/f")), 0);
+        assert_eq!(fs.read(Path::new("/d/f")).unwrap(), b"");
     }
 }
