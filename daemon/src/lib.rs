@@ -1,7 +1,7 @@
 //! `wshard-recorder`: the daemon `wshardd` and the operator CLI `wshard`.
 //!
 //! ## Layout
-//! - [`cli`]: the `wshard` operator verbs (`inspect`, `verify`).
+//! - [`cli`]: the `wshard` operator verbs (`inspect`, `verify`, `recover`, `cat`).
 //! - [`fsio`]: the only module that calls fsync / rename / fsync(dir), behind the [`fsio::Fs`] trait.
 //! - [`journal`]: the per-episode journal (LevelDB-log framing with CRC32C).
 //! - [`episode`]: an episode's schema and on-disk layout.
@@ -9,7 +9,7 @@
 //! - [`session`]: one recording episode: writer and publisher threads.
 //! - [`recovery`]: replaying journals after a crash.
 //! - [`ingest`]: the Unix socket: listener, connections, responses.
-//! - [`runtime`]: `run`, shutdown and reload.
+//! - [`runtime`]: `run`, shutdown and reload, the data directory lock.
 
 pub mod chunk;
 pub mod cli;

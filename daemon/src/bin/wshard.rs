@@ -1,14 +1,16 @@
 //! `wshard`: the operator CLI. Parses arguments and dispatches to `wshard_recorder::cli`.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use wshard_recorder::cli::{inspect, verify};
+use wshard_recorder::cli::{cat, inspect, peek, recover, verify};
 
-/// Inspect and verify WShard files.
+/// Inspect, verify and recover WShard files and wshardd data directories.
 ///
-/// Exit codes: 0 all good, 1 a file is corrupt, 2 usage or I/O error.
+/// Exit codes: 0 all good, 1 a file is corrupt, 2 usage or I/O error; `recover` also
+/// exits 3 when data was (or would be) lost, and 1 when recovery itself failed.
 #[derive(Debug, Parser)]
 #[command(name = "wshard", version)]
 struct Cli {
@@ -18,16 +20,22 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Print a shard's header and one row per block (name, dtype, shape, codec, sizes, CRC).
+    /// Print a shard's header and one row per block (name, dtype, shape, codec, sizes, CRC),
+    /// or a journal's (`*.wal`) records and corrupt regions.
     Inspect {
-        /// The shard file.
+        /// The shard or journal file.
         file: PathBuf,
-        /// Also print the JSON of the meta/* blocks (the manifest JSON for a manifest).
+        /// Also print the JSON of the meta/* blocks (the manifest JSON for a manifest; the
+        /// segment header JSON for a journal).
         #[arg(short, long)]
         verbose: bool,
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+        /// Show the file as a journal (the default for `*.wal` and for files that are not
+        /// shards but hold journal records). On a shard, the normal view.
+        #[arg(long)]
+        peek: bool,
     },
     /// Decode every block and check every CRC; check episode structure, manifests and the
     /// SHA-256 of their chunks. Directories are searched recursively for *.wshard files.
@@ -38,27 +46,98 @@ enum Command {
         /// Print one JSON object per file per line.
         #[arg(long)]
         json: bool,
+        /// Also check every block's length against meta/channels and T, `done` values,
+        /// timestamps, and a manifest's chunks against its entries and each other.
+        #[arg(long)]
+        deep: bool,
+    },
+    /// Recover an episode directory (DATA_DIR/EPISODE) or every episode of a data directory
+    /// offline, with the daemon's recovery code. A dry run unless --apply.
+    ///
+    /// Exit codes: 0 nothing lost (or nothing to do), 3 data lost (corrupt regions
+    /// discarded or files quarantined), 1 recovery failed, 2 usage or I/O error or the data
+    /// directory is in use by a live wshardd.
+    Recover {
+        /// An episode directory or a data directory.
+        dir: PathBuf,
+        /// Change the files (takes the data directory lock). Without it nothing is changed.
+        #[arg(long)]
+        apply: bool,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write one block's decoded bytes: as stored (raw), as a NumPy .npy file, or as CSV.
+    Cat {
+        /// The shard file.
+        file: PathBuf,
+        /// The block name, e.g. signal/obs.
+        block: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = cat::CatFormat::Raw)]
+        format: cat::CatFormat,
+        /// Write to this file instead of stdout.
+        #[arg(short, long, value_name = "OUT")]
+        output: Option<PathBuf>,
     },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let mut out = std::io::stdout().lock();
+    let stdout = std::io::stdout();
+    let stdout_is_terminal = stdout.is_terminal();
+    let mut out = stdout.lock();
     let mut err = std::io::stderr().lock();
-    let status = match cli.command {
+    let code = match cli.command {
         Command::Inspect {
             file,
             verbose,
             json,
-        } => inspect::run(
-            &file,
-            inspect::InspectOptions { verbose, json },
+            peek: as_journal,
+        } => if peek::is_journal(&file, as_journal) {
+            peek::run(
+                &file,
+                peek::PeekOptions { verbose, json },
+                &mut out,
+                &mut err,
+            )
+        } else {
+            inspect::run(
+                &file,
+                inspect::InspectOptions { verbose, json },
+                &mut out,
+                &mut err,
+            )
+        }
+        .code(),
+        Command::Verify { paths, json, deep } => verify::run(
+            &paths,
+            verify::VerifyOptions { json, deep },
             &mut out,
             &mut err,
-        ),
-        Command::Verify { paths, json } => {
-            verify::run(&paths, verify::VerifyOptions { json }, &mut out, &mut err)
-        }
+        )
+        .code(),
+        Command::Recover { dir, apply, json } => recover::run(
+            &dir,
+            recover::RecoverOptions { apply, json },
+            &mut out,
+            &mut err,
+        )
+        .code(),
+        Command::Cat {
+            file,
+            block,
+            format,
+            output,
+        } => cat::run(
+            &file,
+            &block,
+            &cat::CatOptions { format, output },
+            stdout_is_terminal,
+            &mut out,
+            &mut err,
+        )
+        .code(),
     };
-    ExitCode::from(status.code())
+    ExitCode::from(code)
 }

@@ -8,16 +8,37 @@ use wshard::episode::Episode;
 use wshard::manifest::Manifest;
 use wshard::read::{BlockCheck, ReadAt, ShardReader};
 
+use super::deep::check_episode;
 use super::describe::{is_block_read_error, peek_header, Kind};
 use super::report::FileReport;
 
 /// What an episode file holds that a manifest entry must agree with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EpisodeFacts {
     /// T.
     pub length: u64,
     /// `chunk_index` from `meta/episode`, when present.
     pub chunk_index: Option<u64>,
+    /// `timestep_range` from `meta/episode`, when present.
+    pub timestep_range: Option<[u64; 2]>,
+    /// The channel schema, one `block dtype [shape]` per channel in order; every chunk of
+    /// an episode must have the same.
+    pub channels: Vec<String>,
+}
+
+impl EpisodeFacts {
+    fn of(ep: &Episode) -> Self {
+        Self {
+            length: ep.length,
+            chunk_index: ep.chunk.map(|c| c.chunk_index),
+            timestep_range: ep.timestep_range,
+            channels: ep
+                .channels
+                .iter()
+                .map(|c| format!("{} {} {:?}", c.block_name(), c.dtype.code(), c.shape))
+                .collect(),
+        }
+    }
 }
 
 /// One file checked.
@@ -64,8 +85,10 @@ fn check_blocks<R: ReadAt>(reader: &ShardReader<R>, report: &mut FileReport) -> 
 /// Check the file at `path`: open it, decode every block and check every CRC; for an episode
 /// (role 0x05) also read it as an episode (meta blocks, required blocks, lengths against
 /// shapes); for a manifest (role 0x04) parse the manifest. Never stops at the first problem.
+/// With `deep`, an episode also gets [`check_episode`]: every block against its meta, each
+/// problem reported.
 #[must_use]
-pub fn check_file(path: &Path) -> Checked {
+pub fn check_file(path: &Path, deep: bool) -> Checked {
     let mut report = FileReport::new(path);
     let reader = match ShardReader::open(path) {
         Ok(r) => r,
@@ -86,15 +109,25 @@ pub fn check_file(path: &Path) -> Checked {
     let blocks_bad = check_blocks(&reader, &mut report);
     let mut episode = None;
     let mut manifest = None;
+    let deep_problems = if deep && reader.header().role == role::WSHARD {
+        let found = check_episode(&reader);
+        for w in found.warnings {
+            report.warning(w);
+        }
+        let any = !found.problems.is_empty();
+        for p in found.problems {
+            report.problem(p);
+        }
+        any
+    } else {
+        false
+    };
     match reader.header().role {
         role::WSHARD => match Episode::read(&reader) {
-            Ok(ep) => {
-                episode = Some(EpisodeFacts {
-                    length: ep.length,
-                    chunk_index: ep.chunk.map(|c| c.chunk_index),
-                });
-            }
+            Ok(ep) => episode = Some(EpisodeFacts::of(&ep)),
             Err(e) if blocks_bad && is_block_read_error(&e) => {}
+            // The deep checks already named this problem, with all the others.
+            Err(_) if deep_problems => {}
             Err(e) => report.error(&e),
         },
         role::MANIFEST => match Manifest::read(&reader) {

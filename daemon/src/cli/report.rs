@@ -20,6 +20,8 @@ pub struct FileReport {
     pub problems: Vec<String>,
     /// I/O failures: the file or a chunk could not be opened or read.
     pub io_errors: Vec<String>,
+    /// Suspicious but not corrupt (from `--deep`): printed, never changing the status.
+    pub warnings: Vec<String>,
 }
 
 impl FileReport {
@@ -32,6 +34,14 @@ impl FileReport {
             blocks: 0,
             problems: Vec::new(),
             io_errors: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Record a warning, once.
+    pub fn warning(&mut self, message: String) {
+        if !self.warnings.contains(&message) {
+            self.warnings.push(message);
         }
     }
 
@@ -88,11 +98,26 @@ impl FileReport {
     }
 
     /// The text line: `OK path (N blocks)` or `CORRUPT path: p1; p2` on `out`, or
-    /// `ERROR path: ...` on `err` when an I/O error happened.
+    /// `ERROR path: ...` on `err` when an I/O error happened; then `WARN path: w1; w2` on
+    /// `out` when there are warnings.
     ///
     /// # Errors
     /// Errors writing to `out` or `err`.
     pub fn write_text(&self, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<()> {
+        self.write_status_line(out, err)?;
+        if self.warnings.is_empty() {
+            Ok(())
+        } else {
+            writeln!(
+                out,
+                "WARN {}: {}",
+                self.path.display(),
+                self.warnings.join("; ")
+            )
+        }
+    }
+
+    fn write_status_line(&self, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<()> {
         let path = self.path.display();
         match self.status() {
             Status::Ok => {
@@ -104,7 +129,8 @@ impl FileReport {
         }
     }
 
-    /// One JSON object on one line: `path`, `ok`, `kind`, `blocks`, `errors`, `io_error`.
+    /// One JSON object on one line: `path`, `ok`, `kind`, `blocks`, `errors`, `io_error`,
+    /// `warnings`.
     ///
     /// # Errors
     /// Errors writing to `out`.
@@ -116,6 +142,7 @@ impl FileReport {
             "blocks": self.blocks,
             "errors": self.messages(),
             "io_error": !self.io_errors.is_empty(),
+            "warnings": self.warnings,
         });
         serde_json::to_writer(&mut *out, &doc)?;
         writeln!(out)
@@ -148,5 +175,8 @@ mod tests {
         r.io_error("open: denied".into());
         assert_eq!(text(&r).1, "ERROR a.wshard: x; y; open: denied\n");
         assert_eq!(r.status(), Status::Error);
+        r.warning("w".into());
+        assert_eq!(r.status(), Status::Error);
+        assert!(text(&r).0.ends_with("WARN a.wshard: w\n"));
     }
 }

@@ -12,11 +12,14 @@ use super::check::{check_file, Checked, EpisodeFacts};
 use super::report::FileReport;
 use super::Status;
 
-/// How `wshard verify` prints.
+/// How `wshard verify` checks and prints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VerifyOptions {
     /// One JSON object per file per line instead of text.
     pub json: bool,
+    /// Also check every block against the meta blocks, and a manifest's chunks against
+    /// its entries and each other (timestep ranges, one channel schema).
+    pub deep: bool,
 }
 
 /// Every `*.wshard` file under `dir`, sorted by path, recursing into subdirectories (but not
@@ -137,7 +140,7 @@ impl<'a> Verifier<'a> {
     fn verify_file(&mut self, path: &Path) -> io::Result<Option<EpisodeFacts>> {
         let key = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         if let Some(facts) = self.done.get(&key) {
-            return Ok(*facts);
+            return Ok(facts.clone());
         }
         // Mark before following a manifest, so a manifest listing itself cannot loop.
         self.done.insert(key.clone(), None);
@@ -145,11 +148,11 @@ impl<'a> Verifier<'a> {
             mut report,
             episode,
             manifest,
-        } = check_file(path);
+        } = check_file(path, self.opts.deep);
         if let Some(m) = &manifest {
             self.check_manifest(path, m, &mut report)?;
         }
-        self.done.insert(key, episode);
+        self.done.insert(key, episode.clone());
         self.emit(&report)?;
         Ok(episode)
     }
@@ -169,37 +172,43 @@ impl<'a> Verifier<'a> {
         let dir = path
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let mut first = None;
         for (c, hash) in m.chunks.iter().zip(m.check_chunk_files(&dir)) {
-            self.check_chunk(&dir, c, &hash, report)?;
+            if let Some(facts) = self.check_chunk(&dir, c, &hash, report)? {
+                if self.opts.deep {
+                    deep_chunk_checks(c, &facts, &mut first, report);
+                }
+            }
         }
         Ok(())
     }
 
+    /// Check one listed chunk; its facts when it is a good episode.
     fn check_chunk(
         &mut self,
         dir: &Path,
         c: &ChunkRef,
         hash: &ChunkFileCheck,
         report: &mut FileReport,
-    ) -> io::Result<()> {
+    ) -> io::Result<Option<EpisodeFacts>> {
         let label = format!("chunk {} `{}`", c.chunk_index, c.uri);
         if let Err(e) = validate_uri(&c.uri) {
             report.problem(e.to_string());
-            return Ok(());
+            return Ok(None);
         }
         let chunk_path = dir.join(&c.uri);
         match fs::metadata(&chunk_path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 report.problem(format!("{label}: file missing ({})", chunk_path.display()));
-                return Ok(());
+                return Ok(None);
             }
             Err(e) => {
                 report.io_error(format!("{label}: {}: {e}", chunk_path.display()));
-                return Ok(());
+                return Ok(None);
             }
             Ok(md) if md.is_dir() => {
                 report.problem(format!("{label}: {} is a directory", chunk_path.display()));
-                return Ok(());
+                return Ok(None);
             }
             Ok(_) => {}
         }
@@ -208,7 +217,8 @@ impl<'a> Verifier<'a> {
             (Some(e), None) => report.io_error(format!("{label}: {e}")),
             (None, _) => {}
         }
-        match self.verify_file(&chunk_path)? {
+        let facts = self.verify_file(&chunk_path)?;
+        match &facts {
             None => report.problem(format!("{label}: not a valid episode (see its own report)")),
             Some(facts) => {
                 if facts.length != c.length_t {
@@ -222,7 +232,38 @@ impl<'a> Verifier<'a> {
                 }
             }
         }
-        Ok(())
+        Ok(facts)
+    }
+}
+
+/// `--deep` for one good chunk of a manifest: its `meta/episode` must have the entry's
+/// chunk index and timestep range, and its channels must be those of the first good chunk.
+fn deep_chunk_checks(
+    c: &ChunkRef,
+    facts: &EpisodeFacts,
+    first: &mut Option<(u64, Vec<String>)>,
+    report: &mut FileReport,
+) {
+    let label = format!("chunk {} `{}`", c.chunk_index, c.uri);
+    if facts.chunk_index.is_none() {
+        report.warning(format!("{label}: its meta/episode has no chunk_index"));
+    }
+    match facts.timestep_range {
+        Some(r) if r != c.timestep_range => report.problem(format!(
+            "{label}: its meta/episode says timestep_range [{}, {}], manifest says [{}, {}]",
+            r[0], r[1], c.timestep_range[0], c.timestep_range[1]
+        )),
+        Some(_) => {}
+        None => report.warning(format!("{label}: its meta/episode has no timestep_range")),
+    }
+    match first {
+        None => *first = Some((c.chunk_index, facts.channels.clone())),
+        Some((k0, schema)) if *schema != facts.channels => report.problem(format!(
+            "{label}: channel schema differs from chunk {k0}: [{}] vs [{}]",
+            facts.channels.join(", "),
+            schema.join(", ")
+        )),
+        Some(_) => {}
     }
 }
 

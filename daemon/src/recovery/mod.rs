@@ -4,7 +4,12 @@
 //!
 //! Every step is atomic and ordered like the live path (publish chunk, commit manifest,
 //! then delete the journal), so recovery can be killed at any point and run again.
+//!
+//! With [`RecoveryMode::DryRun`] every decision is the same but no file changes: each step
+//! that would change one is only recorded in [`RecoveryReport::actions`].
 
+mod changes;
+pub mod plan;
 pub mod report;
 
 use std::collections::BTreeMap;
@@ -14,10 +19,12 @@ use std::sync::Arc;
 use serde_json::json;
 use wshard::episode::Episode;
 use wshard::manifest::{ChunkRef, Manifest};
+use wshard::read::ShardReader;
 
+pub use plan::{Action, RecoveryMode};
 pub use report::{Discarded, RecoveryReport};
 
-use crate::chunk::publish::{commit_manifest, publish_chunk};
+use crate::chunk::publish::sha256_of;
 use crate::chunk::step::steps;
 use crate::chunk::ChunkColumns;
 use crate::episode::layout::{
@@ -27,45 +34,16 @@ use crate::error::StorageError;
 use crate::fsio::Fs;
 use crate::journal::segment::read_segment;
 use crate::session::SessionSettings;
+use changes::{commit, file_name, publish, quarantine, remove};
+
+/// The manifest at `path`, read through `fs`; `None` when it is missing or unreadable.
+fn read_manifest(fs: &dyn Fs, path: &Path) -> Option<Manifest> {
+    let bytes = fs.read(path).ok()?;
+    Manifest::read(&ShardReader::from_bytes(bytes).ok()?).ok()
+}
 
 /// Manifest statuses after which nothing is left to do.
 pub const FINAL_STATUSES: [&str; 4] = ["complete", "aborted", "interrupted", "recovered"];
-
-fn file_name(p: &Path) -> String {
-    p.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-/// Move `path` into `data_dir/quarantine/{episode}/`, never overwriting.
-fn quarantine(
-    fs: &dyn Fs,
-    data_dir: &Path,
-    episode: &str,
-    path: &Path,
-    report: &mut RecoveryReport,
-) -> Result<(), StorageError> {
-    let qdir = data_dir.join(QUARANTINE_DIR).join(episode);
-    fs.create_dir_all(&qdir)
-        .map_err(|e| StorageError::io("create quarantine directory", &qdir, e))?;
-    let mut target = qdir.join(file_name(path));
-    let mut n = 1;
-    while fs.exists(&target) {
-        target = qdir.join(format!("{}.{n}", file_name(path)));
-        n += 1;
-    }
-    fs.move_aside(path, &target)
-        .map_err(|e| StorageError::io("move to quarantine", path, e))?;
-    report.quarantined.push(target.display().to_string());
-    Ok(())
-}
-
-fn remove(fs: &dyn Fs, path: &Path, report: &mut RecoveryReport) -> Result<(), StorageError> {
-    fs.remove_file(path)
-        .map_err(|e| StorageError::io("remove", path, e))?;
-    report.removed.push(file_name(path));
-    Ok(())
-}
 
 /// The files of an episode directory, by kind.
 #[derive(Debug, Default)]
@@ -111,11 +89,27 @@ pub fn recover_episode(
     episode_id: &str,
     settings: &SessionSettings,
 ) -> Result<Option<RecoveryReport>, StorageError> {
+    recover_episode_with(fs, data_dir, episode_id, settings, RecoveryMode::Apply)
+}
+
+/// [`recover_episode`], or with [`RecoveryMode::DryRun`] the same decisions without
+/// changing any file (the report then says what would be done).
+///
+/// # Errors
+/// A storage step that failed (in a dry run, reading or validating); recovery can be run
+/// again.
+pub fn recover_episode_with(
+    fs: &Arc<dyn Fs>,
+    data_dir: &Path,
+    episode_id: &str,
+    settings: &SessionSettings,
+    mode: RecoveryMode,
+) -> Result<Option<RecoveryReport>, StorageError> {
     let fs_ref: &dyn Fs = &**fs;
     let layout = EpisodeLayout::new(data_dir, episode_id);
     let files = list(fs_ref, &layout)?;
     let existing = if fs_ref.exists(&layout.manifest()) {
-        Manifest::read_file(layout.manifest()).ok()
+        read_manifest(fs_ref, &layout.manifest())
     } else {
         None
     };
@@ -138,10 +132,11 @@ pub fn recover_episode(
             episode_id,
             &layout.manifest(),
             &mut report,
+            mode,
         )?;
     }
     for t in &files.temps {
-        remove(fs_ref, t, &mut report)?;
+        remove(fs_ref, t, &mut report, mode)?;
     }
     let mut manifest = existing.unwrap_or_else(|| Manifest::new(episode_id, ""));
     let mut listed = manifest.chunks.len() as u64;
@@ -156,10 +151,18 @@ pub fn recover_episode(
         if k != listed {
             break;
         }
-        match Episode::read_file(path) {
-            Ok(ep) if ep.timestep_range.map(|r| r[0]) == Some(next_timestep) || ep.length == 0 => {
-                let chunk = ChunkRef::for_file(path, k, next_timestep, ep.length)
-                    .map_err(|e| StorageError::format("hash adopted chunk", e))?;
+        match fs_ref.read(path).ok().map(Episode::from_bytes) {
+            Some(Ok(ep))
+                if ep.timestep_range.map(|r| r[0]) == Some(next_timestep) || ep.length == 0 =>
+            {
+                let chunk = ChunkRef {
+                    chunk_index: k,
+                    uri: file_name(path),
+                    sha256: sha256_of(fs_ref, path)?,
+                    timestep_range: [next_timestep, (next_timestep + ep.length).saturating_sub(1)],
+                    length_t: ep.length,
+                    extra: serde_json::Map::new(),
+                };
                 if manifest.env_id.is_empty() {
                     manifest.env_id.clone_from(&ep.env_id);
                 }
@@ -167,9 +170,13 @@ pub fn recover_episode(
                 manifest.push_chunk(chunk);
                 listed += 1;
                 report.chunks_recovered += 1;
+                report.actions.push(Action::AdoptChunk {
+                    chunk_index: k,
+                    path: path.clone(),
+                });
             }
             _ => {
-                quarantine(fs_ref, data_dir, episode_id, path, &mut report)?;
+                quarantine(fs_ref, data_dir, episode_id, path, &mut report, mode)?;
                 break;
             }
         }
@@ -178,16 +185,16 @@ pub fn recover_episode(
     // Partial chunks: re-derivable from their journal, else moved aside.
     for (&k, path) in &files.partials {
         if files.journals.contains_key(&k) {
-            remove(fs_ref, path, &mut report)?;
+            remove(fs_ref, path, &mut report, mode)?;
         } else {
-            quarantine(fs_ref, data_dir, episode_id, path, &mut report)?;
+            quarantine(fs_ref, data_dir, episode_id, path, &mut report, mode)?;
         }
     }
 
     for (&k, path) in &files.journals {
         if k < listed {
             // Its chunk is already published and listed: the trim did not happen.
-            remove(fs_ref, path, &mut report)?;
+            remove(fs_ref, path, &mut report, mode)?;
             continue;
         }
         let bytes = fs_ref
@@ -195,7 +202,7 @@ pub fn recover_episode(
             .map_err(|e| StorageError::io("read journal", path, e))?;
         if bytes.iter().all(|&b| b == 0) {
             // Created but never written (a crash right after creation): it holds nothing.
-            remove(fs_ref, path, &mut report)?;
+            remove(fs_ref, path, &mut report, mode)?;
             continue;
         }
         let seg = read_segment(&bytes);
@@ -223,7 +230,7 @@ pub fn recover_episode(
                 len: bytes.len() as u64,
                 reason: "no readable segment header".into(),
             });
-            quarantine(fs_ref, data_dir, episode_id, path, &mut report)?;
+            quarantine(fs_ref, data_dir, episode_id, path, &mut report, mode)?;
             continue;
         };
         if k != listed || header.chunk_index != k || header.first_timestep != next_timestep {
@@ -236,7 +243,7 @@ pub fn recover_episode(
                     header.chunk_index, header.first_timestep
                 ),
             });
-            quarantine(fs_ref, data_dir, episode_id, path, &mut report)?;
+            quarantine(fs_ref, data_dir, episode_id, path, &mut report, mode)?;
             continue;
         }
         if manifest.env_id.is_empty() {
@@ -263,27 +270,28 @@ pub fn recover_episode(
         if !columns.is_empty() {
             let n = columns.len();
             let ep = columns.into_episode();
-            let chunk = publish_chunk(
-                fs_ref,
-                &layout,
-                &ep,
-                &settings.write_options,
-                settings.compression_workers,
-            )?;
+            let chunk = publish(fs_ref, &layout, &ep, settings, mode)?;
+            report.actions.push(Action::PublishChunk {
+                chunk_index: k,
+                journal: path.clone(),
+                chunk: layout.chunk(k),
+                first_timestep: next_timestep,
+                timesteps: n,
+            });
             manifest.push_chunk(chunk);
             listed += 1;
             next_timestep += n;
             report.timesteps_recovered += n;
             report.chunks_recovered += 1;
             manifest.status = Some("recovering".into());
-            commit_manifest(fs_ref, &layout, &manifest)?;
+            commit(fs_ref, &layout, &manifest, &mut report, mode)?;
         }
-        remove(fs_ref, path, &mut report)?;
+        remove(fs_ref, path, &mut report, mode)?;
     }
 
     manifest.status = Some("recovered".into());
     manifest.extra.insert("recovery".into(), report.to_json());
-    commit_manifest(fs_ref, &layout, &manifest)?;
+    commit(fs_ref, &layout, &manifest, &mut report, mode)?;
     Ok(Some(report))
 }
 
@@ -295,20 +303,32 @@ pub fn recover_all(
     data_dir: &Path,
     settings: &SessionSettings,
 ) -> Vec<Result<RecoveryReport, (String, StorageError)>> {
+    recover_all_with(fs, data_dir, settings, RecoveryMode::Apply)
+}
+
+/// [`recover_all`] in the given mode.
+#[must_use]
+pub fn recover_all_with(
+    fs: &Arc<dyn Fs>,
+    data_dir: &Path,
+    settings: &SessionSettings,
+    mode: RecoveryMode,
+) -> Vec<Result<RecoveryReport, (String, StorageError)>> {
     let mut out = Vec::new();
     let Ok(entries) = fs.read_dir(data_dir) else {
         return out;
     };
     for dir in entries {
         let name = file_name(&dir);
-        if name == QUARANTINE_DIR || !dir.is_dir() {
+        // Through `fs` (not `Path::is_dir`), so that recovery sees what the `Fs` holds.
+        if name == QUARANTINE_DIR || fs.read_dir(&dir).is_err() {
             continue;
         }
         if let Err(e) = validate_episode_id(&name, MAX_EPISODE_ID_BYTES) {
             tracing::warn!(path = %dir.display(), "skipping a directory that is not an episode: {e}");
             continue;
         }
-        match recover_episode(fs, data_dir, &name, settings) {
+        match recover_episode_with(fs, data_dir, &name, settings, mode) {
             Ok(Some(r)) => out.push(Ok(r)),
             Ok(None) => {}
             Err(e) => out.push(Err((name, e))),

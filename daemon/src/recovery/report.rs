@@ -2,6 +2,8 @@
 
 use serde_json::{json, Value};
 
+use super::plan::Action;
+
 /// A region of a file that could not be used.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Discarded {
@@ -26,6 +28,9 @@ pub struct RecoveryReport {
     /// Files removed because their content exists elsewhere (a trimmed journal, a partial
     /// re-derived from its journal, a temporary manifest).
     pub removed: Vec<String>,
+    /// Every change, in order: done (`Apply`) or planned (`DryRun`). Not written into the
+    /// manifest.
+    pub actions: Vec<Action>,
 }
 
 impl RecoveryReport {
@@ -41,7 +46,7 @@ impl RecoveryReport {
         !self.discarded.is_empty() || !self.quarantined.is_empty()
     }
 
-    /// The JSON written into the manifest.
+    /// The JSON written into the manifest (without [`RecoveryReport::actions`]).
     #[must_use]
     pub fn to_json(&self) -> Value {
         json!({

@@ -1,5 +1,6 @@
-//! Process-level plumbing: the server loop and its controls.
+//! Process-level plumbing: the server loop and its controls, and the data directory lock.
 
+pub mod lock;
 pub mod server;
 
 pub use server::{run, Control, RunError};

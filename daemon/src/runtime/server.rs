@@ -11,6 +11,7 @@ use crate::ingest::context::{session_settings, tunables};
 use crate::ingest::listener::{accept_loop, bind, BindError};
 use crate::ingest::ServerContext;
 use crate::recovery::{recover_all, RecoveryReport};
+use crate::runtime::lock::{self, LockError};
 
 /// Why the daemon could not start.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +22,9 @@ pub enum RunError {
         #[source]
         source: std::io::Error,
     },
+    /// Another process (a `wshardd`, or `wshard recover --apply`) holds the data directory.
+    #[error(transparent)]
+    Lock(#[from] LockError),
     #[error(transparent)]
     Bind(#[from] BindError),
 }
@@ -39,7 +43,8 @@ pub struct Control {
 /// the socket is accepting.
 ///
 /// # Errors
-/// [`RunError`] when the data directory or the socket cannot be set up.
+/// [`RunError`] when the data directory or the socket cannot be set up, or when another
+/// process holds the data directory's lock (`data_dir/.wshardd.lock`).
 pub fn run(
     cfg: &Config,
     control: &Control,
@@ -52,6 +57,8 @@ pub fn run(
             path: cfg.data_dir.clone(),
             source,
         })?;
+    // Held until `run` returns: nobody else recovers or records into this directory.
+    let _data_dir_lock = lock::acquire(&cfg.data_dir)?;
     let settings = session_settings(cfg);
     let mut recovered = Vec::new();
     for r in recover_all(&fs, &cfg.data_dir, &settings) {

@@ -1,0 +1,275 @@
+//! `wshard recover DIR [--apply]`: offline recovery of one episode directory or of a whole
+//! data directory, with the daemon's own code ([`crate::recovery`]). A dry run by default:
+//! every decision is made and reported, nothing is changed. Refuses to run while a live
+//! `wshardd` (or another `wshard recover --apply`) holds the data directory's lock.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::episode::layout::{
+    validate_episode_id, JOURNAL_PREFIX, JOURNAL_SUFFIX, MAX_EPISODE_ID_BYTES,
+};
+use crate::error::StorageError;
+use crate::fsio::{Fs, RealFs};
+use crate::recovery::{recover_all_with, recover_episode_with, RecoveryMode, RecoveryReport};
+use crate::runtime::lock::{self, LockError};
+use crate::session::SessionSettings;
+
+use super::recover_render::{write_json, write_text};
+
+/// How `wshard recover` runs and prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecoverOptions {
+    /// Change the files (else a dry run).
+    pub apply: bool,
+    /// One JSON object instead of text.
+    pub json: bool,
+}
+
+/// The outcome, ordered from best to worst.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RecoverStatus {
+    /// Nothing lost (including nothing to do): exit 0.
+    #[default]
+    Clean,
+    /// Corrupt regions were (or would be) discarded, or files quarantined: exit 3.
+    LostData,
+    /// Recovery failed on input it cannot handle: exit 1.
+    Failed,
+    /// Usage or I/O error, or the data directory is in use: exit 2.
+    Error,
+}
+
+impl RecoverStatus {
+    /// The process exit code.
+    #[must_use]
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Clean => 0,
+            Self::LostData => 3,
+            Self::Failed => 1,
+            Self::Error => 2,
+        }
+    }
+}
+
+/// What recovering one episode gave.
+#[derive(Debug)]
+pub enum EpisodeOutcome {
+    /// It needed nothing.
+    NothingToDo(String),
+    Recovered(RecoveryReport),
+    Failed(String, StorageError),
+}
+
+impl EpisodeOutcome {
+    /// This episode's share of the exit status.
+    #[must_use]
+    pub fn status(&self) -> RecoverStatus {
+        match self {
+            Self::NothingToDo(_) => RecoverStatus::Clean,
+            Self::Recovered(r) if r.lost_data() => RecoverStatus::LostData,
+            Self::Recovered(_) => RecoverStatus::Clean,
+            Self::Failed(_, e) if is_io(e) => RecoverStatus::Error,
+            Self::Failed(..) => RecoverStatus::Failed,
+        }
+    }
+}
+
+/// An I/O failure (exit 2), as opposed to input recovery cannot handle (exit 1).
+fn is_io(e: &StorageError) -> bool {
+    match e {
+        StorageError::Io { .. } => true,
+        StorageError::Format { source, .. } => source.is_io(),
+    }
+}
+
+/// Everything one run did or would do.
+#[derive(Debug)]
+pub struct RecoverRun {
+    pub target: PathBuf,
+    pub data_dir: PathBuf,
+    /// True when `target` was one episode directory.
+    pub single_episode: bool,
+    pub mode: RecoveryMode,
+    pub episodes: Vec<EpisodeOutcome>,
+}
+
+impl RecoverRun {
+    /// The worst outcome.
+    #[must_use]
+    pub fn status(&self) -> RecoverStatus {
+        self.episodes
+            .iter()
+            .map(EpisodeOutcome::status)
+            .max()
+            .unwrap_or_default()
+    }
+}
+
+/// True when `name` is a file of an episode directory: its manifest, a journal segment, or
+/// a chunk (finished or partial).
+fn is_episode_file(name: &str) -> bool {
+    name.ends_with("_manifest.wshard")
+        || (name.starts_with(JOURNAL_PREFIX) && name.ends_with(JOURNAL_SUFFIX))
+        || (name.contains("_chunk_")
+            && (name.ends_with(".wshard") || name.ends_with(".wshard.partial")))
+}
+
+/// `(data_dir, Some(episode_id))` for an episode directory, `(dir, None)` for a data
+/// directory.
+fn classify(dir: &Path) -> Result<(PathBuf, Option<String>), String> {
+    let md = fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if !md.is_dir() {
+        return Err(format!("{}: not a directory", dir.display()));
+    }
+    let entries = fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut episode = false;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+        if is_episode_file(&entry.file_name().to_string_lossy()) {
+            episode = true;
+            break;
+        }
+    }
+    if !episode {
+        return Ok((dir.to_path_buf(), None));
+    }
+    // `.`, `..` or a path ending in them has no usable name or parent: resolve it first.
+    let resolved = match (dir.file_name(), dir.parent()) {
+        (Some(_), Some(_)) => dir.to_path_buf(),
+        _ => fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?,
+    };
+    let id = resolved
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| format!("{}: cannot tell the episode id", dir.display()))?;
+    validate_episode_id(&id, MAX_EPISODE_ID_BYTES)
+        .map_err(|e| format!("{}: not an episode directory: {e}", dir.display()))?;
+    let data_dir = match resolved.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Ok((data_dir, Some(id)))
+}
+
+fn recover(dir: &Path, opts: RecoverOptions) -> Result<RecoverRun, String> {
+    let (data_dir, episode) = classify(dir)?;
+    let mode = if opts.apply {
+        RecoveryMode::Apply
+    } else {
+        RecoveryMode::DryRun
+    };
+    let refuse = |e: LockError| {
+        match e {
+        LockError::Held { .. } => format!(
+            "{e}: a live wshardd is using it (it recovers its episodes itself on start); stop it first"
+        ),
+        LockError::Io { .. } => e.to_string(),
+    }
+    };
+    // Held until the run is over.
+    let _lock = if opts.apply {
+        Some(lock::acquire(&data_dir).map_err(refuse)?)
+    } else {
+        lock::ensure_free(&data_dir).map_err(refuse)?;
+        None
+    };
+    let fs: Arc<dyn Fs> = Arc::new(RealFs);
+    let settings = SessionSettings::default();
+    let episodes = match &episode {
+        Some(id) => vec![
+            match recover_episode_with(&fs, &data_dir, id, &settings, mode) {
+                Ok(Some(r)) => EpisodeOutcome::Recovered(r),
+                Ok(None) => EpisodeOutcome::NothingToDo(id.clone()),
+                Err(e) => EpisodeOutcome::Failed(id.clone(), e),
+            },
+        ],
+        None => {
+            // recover_all skips a directory it cannot list; say so instead.
+            fs.read_dir(&data_dir)
+                .map_err(|e| format!("{}: {e}", data_dir.display()))?;
+            recover_all_with(&fs, &data_dir, &settings, mode)
+                .into_iter()
+                .map(|r| match r {
+                    Ok(r) => EpisodeOutcome::Recovered(r),
+                    Err((id, e)) => EpisodeOutcome::Failed(id, e),
+                })
+                .collect()
+        }
+    };
+    Ok(RecoverRun {
+        target: dir.to_path_buf(),
+        data_dir,
+        single_episode: episode.is_some(),
+        mode,
+        episodes,
+    })
+}
+
+/// Run `wshard recover`.
+///
+/// Exit status ([`RecoverStatus::code`]): 0 nothing lost (or nothing to do), 3 data was (or
+/// would be) lost, 1 recovery failed on input it cannot handle, 2 usage or I/O error or
+/// the data directory is locked by a live daemon.
+pub fn run(
+    dir: &Path,
+    opts: RecoverOptions,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> RecoverStatus {
+    let run = match recover(dir, opts) {
+        Ok(r) => r,
+        Err(message) => {
+            let _ = writeln!(err, "wshard recover: {message}");
+            return RecoverStatus::Error;
+        }
+    };
+    let written = if opts.json {
+        write_json(&run, out)
+    } else {
+        write_text(&run, out)
+    };
+    for e in &run.episodes {
+        if let EpisodeOutcome::Failed(id, e) = e {
+            let _ = writeln!(err, "wshard recover: episode {id}: recovery failed: {e}");
+        }
+    }
+    match written.and_then(|()| out.flush()) {
+        Ok(()) => run.status(),
+        Err(e) => {
+            if e.kind() != io::ErrorKind::BrokenPipe {
+                let _ = writeln!(err, "wshard recover: writing output: {e}");
+            }
+            RecoverStatus::Error
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recover_exit_codes_order_by_severity() {
+        assert!(RecoverStatus::Clean < RecoverStatus::LostData);
+        assert!(RecoverStatus::LostData < RecoverStatus::Failed);
+        assert!(RecoverStatus::Failed < RecoverStatus::Error);
+        assert_eq!(
+            [
+                RecoverStatus::Clean,
+                RecoverStatus::LostData,
+                RecoverStatus::Failed,
+                RecoverStatus::Error
+            ]
+            .map(RecoverStatus::code),
+            [0, 3, 1, 2]
+        );
+        assert!(is_episode_file("ep_manifest.wshard"));
+        assert!(is_episode_file("journal_0003.wal"));
+        assert!(is_episode_file("ep_chunk_0000.wshard.partial"));
+        assert!(!is_episode_file("notes.txt"));
+    }
+}

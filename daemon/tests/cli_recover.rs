@@ -1,0 +1,255 @@
+//! `wshard recover`, run as the real binary on crash-like directories.
+
+mod common;
+mod live_episode;
+
+use std::path::Path;
+
+use common::wshard;
+use live_episode::{record_and_crash, tree, EPISODE};
+use serde_json::Value;
+use wshard::manifest::{read_episode_chunked, Manifest};
+use wshard_recorder::episode::EpisodeLayout;
+use wshard_recorder::runtime::lock;
+
+fn json(stdout: &str) -> Value {
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+/// A crashed data directory: chunks 0 and 1 published (100 steps each), 50 more steps in
+/// `journal_0002.wal`, whose last batch of 10 is torn when `tear` is set.
+fn crashed(tear: bool) -> (tempfile::TempDir, tempfile::TempDir) {
+    let live = tempfile::tempdir().expect("tempdir");
+    let crashed = tempfile::tempdir().expect("tempdir");
+    record_and_crash(live.path(), crashed.path(), 100, 250, 10);
+    if tear {
+        let j = EpisodeLayout::new(crashed.path(), EPISODE).journal(2);
+        let len = std::fs::metadata(&j).expect("journal").len();
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&j)
+            .expect("open journal");
+        f.set_len(len - 300).expect("tear");
+    }
+    (live, crashed)
+}
+
+fn manifest(data_dir: &Path) -> Manifest {
+    Manifest::read_file(EpisodeLayout::new(data_dir, EPISODE).manifest()).expect("manifest")
+}
+
+#[test]
+fn cli_recover_dry_run_then_apply_on_a_torn_journal() {
+    let (_live, dir) = crashed(true);
+    let ep = dir.path().join(EPISODE);
+    let before = tree(dir.path());
+
+    // Dry run: the whole plan, data loss announced, nothing changed.
+    let run = wshard(["recover".as_ref(), ep.as_os_str()]);
+    assert_eq!(run.code, 3, "{run:?}");
+    let out = &run.stdout;
+    for needle in [
+        "dry run on episode directory",
+        "nothing was changed",
+        "[dry run] episode ep: was recording, recovered 40 timesteps in 1 chunks",
+        "to remove: journal_0002.wal",
+        "journal_0002.wal",
+        "end of the file",
+        "planned:",
+        "publish chunk 2 (40 timesteps from 200)",
+        "(status recovering)",
+        "remove ",
+        "(status recovered)",
+        "data would be lost",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
+    }
+    assert_eq!(tree(dir.path()), before, "a dry run changed files");
+
+    let dry = wshard(["recover".as_ref(), ep.as_os_str(), "--json".as_ref()]);
+    assert_eq!(dry.code, 3, "{dry:?}");
+    let dry = json(&dry.stdout);
+    assert_eq!(dry["mode"], "dry-run");
+    assert_eq!(dry["scope"], "episode");
+    assert_eq!(dry["exit_code"], 3);
+    let report = &dry["episodes"][0]["report"];
+    assert_eq!(report["timesteps_recovered"], 40);
+    let region = &report["discarded"][0];
+    assert_eq!(region["file"], "journal_0002.wal");
+    assert!(region["len"].as_u64().is_some_and(|l| l > 0), "{region}");
+    assert!(region["offset"].as_u64().is_some(), "{region}");
+    let actions = dry["episodes"][0]["actions"].as_array().expect("actions");
+    assert_eq!(actions[0]["action"], "publish_chunk");
+    assert_eq!(
+        actions.last().expect("an action")["action"],
+        "commit_manifest"
+    );
+    assert_eq!(tree(dir.path()), before, "a dry run changed files");
+
+    // Apply: the same decisions, now done.
+    let applied = wshard([
+        "recover".as_ref(),
+        ep.as_os_str(),
+        "--apply".as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(applied.code, 3, "{applied:?}");
+    let applied = json(&applied.stdout);
+    assert_eq!(applied["mode"], "apply");
+    assert_eq!(
+        applied["episodes"][0]["report"], *report,
+        "dry run and apply must decide the same"
+    );
+    assert_eq!(
+        applied["episodes"][0]["actions"],
+        dry["episodes"][0]["actions"]
+    );
+    let m = manifest(dir.path());
+    assert_eq!(m.status.as_deref(), Some("recovered"));
+    assert_eq!(m.total_timesteps, 240);
+    assert_eq!(
+        m.extra["recovery"]["discarded"][0]["file"],
+        "journal_0002.wal"
+    );
+    assert!(!EpisodeLayout::new(dir.path(), EPISODE).journal(2).exists());
+    let joined = read_episode_chunked(&EpisodeLayout::new(dir.path(), EPISODE).manifest())
+        .expect("read recovered episode");
+    let want: Vec<u8> = (0..240).flat_map(live_episode::payload).collect();
+    assert_eq!(joined.channel("state").expect("state").data, want);
+    let verify = wshard(["verify".as_ref(), "--deep".as_ref(), ep.as_os_str()]);
+    assert_eq!(verify.code, 0, "{verify:?}");
+
+    // Again: nothing left to do.
+    let again = wshard(["recover".as_ref(), ep.as_os_str(), "--apply".as_ref()]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(
+        again.stdout.contains("episode ep: nothing to do"),
+        "{again:?}"
+    );
+}
+
+#[test]
+fn cli_recover_clean_crash_exits_zero_for_a_data_dir() {
+    let (_live, dir) = crashed(false);
+    let before = tree(dir.path());
+    let run = wshard(["recover".as_ref(), dir.path().as_os_str()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("dry run on data directory"), "{run:?}");
+    assert!(run.stdout.contains("recovered 50 timesteps"), "{run:?}");
+    assert!(!run.stdout.contains("lost"), "{run:?}");
+    assert_eq!(tree(dir.path()), before);
+
+    let run = wshard([
+        "recover".as_ref(),
+        dir.path().as_os_str(),
+        "--apply".as_ref(),
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("done:"), "{run:?}");
+    let m = manifest(dir.path());
+    assert_eq!(m.status.as_deref(), Some("recovered"));
+    assert_eq!(m.total_timesteps, 250);
+    assert!(dir.path().join(lock::LOCK_FILE).exists());
+
+    let run = wshard([
+        "recover".as_ref(),
+        dir.path().as_os_str(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(json(&run.stdout)["episodes"], serde_json::json!([]));
+}
+
+#[test]
+fn cli_recover_refuses_while_the_lock_is_held() {
+    let (_live, dir) = crashed(true);
+    let ep = dir.path().join(EPISODE);
+    let held = lock::acquire(dir.path()).expect("take the lock as wshardd does");
+    let before = tree(dir.path());
+    for args in [vec!["--apply"], vec![], vec!["--apply", "--json"]] {
+        let mut argv: Vec<&std::ffi::OsStr> = vec!["recover".as_ref(), ep.as_os_str()];
+        argv.extend(args.iter().map(std::ffi::OsStr::new));
+        let run = wshard(&argv);
+        assert_eq!(run.code, 2, "{run:?}");
+        assert!(run.stderr.contains("is in use"), "{run:?}");
+        assert!(run.stderr.contains("wshardd"), "{run:?}");
+        assert!(
+            run.stderr
+                .contains(&format!("by pid {}", std::process::id())),
+            "{run:?}"
+        );
+        assert!(run.stdout.is_empty(), "{run:?}");
+    }
+    assert_eq!(tree(dir.path()), before, "a refused run changed files");
+    drop(held);
+    let run = wshard(["recover".as_ref(), ep.as_os_str(), "--apply".as_ref()]);
+    assert_eq!(run.code, 3, "{run:?}");
+}
+
+#[test]
+fn cli_recover_usage_errors_exit_two() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("nope");
+    let run = wshard(["recover".as_ref(), missing.as_os_str()]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("nope"), "{run:?}");
+    let file = dir.path().join("f.txt");
+    std::fs::write(&file, b"x").expect("write");
+    let run = wshard(["recover".as_ref(), file.as_os_str()]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("not a directory"), "{run:?}");
+    // An empty data directory: nothing to do.
+    let run = wshard(["recover".as_ref(), dir.path().as_os_str()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("nothing to do"), "{run:?}");
+}
+
+#[test]
+fn cli_recover_quarantined_partial_is_data_loss() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ep = dir.path().join("cam");
+    std::fs::create_dir_all(&ep).expect("mkdir");
+    std::fs::write(ep.join("cam_chunk_0000.wshard.partial"), vec![0u8; 4096]).expect("write");
+    let run = wshard(["recover".as_ref(), ep.as_os_str()]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(run.stdout.contains("quarantine "), "{run:?}");
+    assert!(ep.join("cam_chunk_0000.wshard.partial").exists());
+    assert!(!dir.path().join("quarantine").exists());
+    let run = wshard(["recover".as_ref(), ep.as_os_str(), "--apply".as_ref()]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(dir
+        .path()
+        .join("quarantine/cam/cam_chunk_0000.wshard.partial")
+        .exists());
+}
+
+#[test]
+fn cli_recover_lock_is_the_one_wshardd_takes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    let config = dir.path().join("wshardd.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "data_dir = {:?}\n\n[socket]\npath = {:?}\n",
+            data.display().to_string(),
+            dir.path().join("d.sock").display().to_string()
+        ),
+    )
+    .expect("write config");
+    let _held = lock::acquire(&data).expect("lock");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wshardd"))
+        .arg("--config")
+        .arg(&config)
+        .env_remove("WSHARDD_CONFIG")
+        .output()
+        .expect("run wshardd");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is in use"), "{stderr}");
+    assert!(
+        !dir.path().join("d.sock").exists(),
+        "a refused daemon must not bind"
+    );
+}
