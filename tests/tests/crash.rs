@@ -142,7 +142,7 @@ fn stream_then_kill(d: &mut Daemon, iter: u64, rng: &mut Rng) -> Vec<EpisodeLog>
 
 #[test]
 fn crash_sigkill_loop() {
-    let iterations = env_u64("WSHARD_CRASH_ITERATIONS", 20);
+    let iterations = env_u64("WSHARD_CRASH_ITERATIONS", 50);
     let seed = env_u64("WSHARD_CRASH_SEED", 0x5EED_C0DE);
     // `wshard verify DATA_DIR` every round (default) or every n-th round; the other rounds
     // verify only the episodes new to this round. Long loops want e.g. 10.
