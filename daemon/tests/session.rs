@@ -249,3 +249,31 @@ fn session_ack_without_fsync_acknowledges_published_chunks() {
     check_values(dir.path(), 250);
     assert_eq!(resp.durable.lock().unwrap().clone(), vec![100, 200, 250]);
 }
+
+#[test]
+fn session_flush_without_journal_publishes_the_open_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let resp = Arc::new(Recorded::default());
+    let s = Session::open(
+        Arc::new(RealFs),
+        dir.path(),
+        schema("fl", Durability::Chunk),
+        settings(FsyncMode::Interval(Duration::from_millis(5)), 1_000_000),
+        resp.clone(),
+    )
+    .unwrap();
+    push(&s, 0, 40);
+    s.flush();
+    let t = std::time::Instant::now();
+    while resp.durable.lock().unwrap().last() != Some(&40) {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "FLUSH was not answered: {:?}",
+            resp.durable.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    push(&s, 40, 10);
+    let summary = s.close(FinalStatus::Complete);
+    assert_eq!((summary.timesteps, summary.chunks), (50, 2));
+}

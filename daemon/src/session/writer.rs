@@ -2,6 +2,13 @@
 //! open chunk's columns, group-commits the journal per the fsync policy, and seals the
 //! chunk when a rotation limit is reached. A batch is split exactly at the chunk boundary
 //! so that journal segment k holds exactly the timesteps of chunk k.
+//!
+//! Seqs and timesteps: the connection only lets a batch skip seqs when the episode's
+//! shared-memory ring has a drop policy. The writer sees the skip as a batch starting past
+//! `received_end`, records the gap in the chunk (`time/dropped_seq_ranges`) and, before the
+//! batch's first STEPS record, in the journal (GAP), in the segment of the chunk that gets
+//! the batch's first timestep. Timesteps keep contiguous global indices (`timesteps`);
+//! DURABLE counts in seqs (`received_end`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -13,14 +20,15 @@ use super::publisher::Sealed;
 use super::settings::FsyncMode;
 use super::shared::{FinalStatus, SessionShared};
 use crate::chunk::step::{steps, STEP_HEADER_LEN};
-use crate::chunk::ChunkColumns;
+use crate::chunk::{ChunkColumns, SeqGaps};
 use crate::error::StorageError;
 use crate::journal::record::SegmentHeader;
 use crate::journal::segment::JournalSegment;
 
 /// A message from the connection to the writer.
 pub enum WriterMsg {
-    /// Wire-format timestep records, already checked: sizes exact, seqs contiguous.
+    /// Wire-format timestep records, already checked: sizes exact, seqs consecutive within
+    /// the batch and starting at the next seq (or, with a drop policy, after it).
     Steps { records: Vec<u8> },
     /// Make everything received durable now.
     Flush,
@@ -35,6 +43,8 @@ pub struct Writer {
     journal: Option<JournalSegment>,
     /// One past the last seq received.
     received_end: u64,
+    /// Timesteps received: the global index of the next one.
+    timesteps: u64,
     dirty_since: Option<Instant>,
     to_publisher: Sender<Sealed>,
     /// Buffers of published chunks, reused by the next chunk.
@@ -55,6 +65,7 @@ impl Writer {
             columns,
             journal,
             received_end: 0,
+            timesteps: 0,
             dirty_since: None,
             to_publisher,
             recycled,
@@ -100,7 +111,7 @@ impl Writer {
                     .store(rx.len() as u64, Ordering::Relaxed);
                 match m {
                     WriterMsg::Steps { records } => self.on_steps(&records),
-                    WriterMsg::Flush => self.sync_now(),
+                    WriterMsg::Flush => self.flush(),
                     WriterMsg::Close { status } => {
                         self.finish(status);
                         return;
@@ -154,6 +165,10 @@ impl Writer {
         let rec_len = self.record_len();
         let rot = self.shared.settings.rotation;
         let mut rest = records;
+        // Seqs the producer dropped before this batch: recorded with its first timestep.
+        let mut gap = steps(records, self.shared.schema.step_payload_bytes)
+            .next()
+            .and_then(|s| SeqGaps::between(self.received_end, s.seq));
         while !rest.is_empty() {
             // How many records fit in the open chunk.
             let by_count = rot.max_timesteps.saturating_sub(self.columns.len());
@@ -174,6 +189,18 @@ impl Writer {
                 .unwrap_or(usize::MAX)
                 .min(rest.len() / rec_len);
             let (now, later) = rest.split_at(n * rec_len);
+            if let Some([start, end]) = gap.take() {
+                if let Err(e) = self.columns.gaps.push(start, end) {
+                    self.shared.fail(format!("seq bookkeeping: {e}"));
+                    return;
+                }
+                if let Some(j) = self.journal.as_mut() {
+                    if let Err(e) = j.append_gap(start, end) {
+                        self.storage_failed(&e);
+                        return;
+                    }
+                }
+            }
             if let Some(j) = self.journal.as_mut() {
                 if let Err(e) = j.append_steps(now) {
                     self.storage_failed(&e);
@@ -183,13 +210,25 @@ impl Writer {
             }
             for s in steps(now, self.shared.schema.step_payload_bytes) {
                 self.columns.push(&s);
-                self.received_end = s.seq + 1;
+                self.received_end = s.seq.saturating_add(1);
+                self.timesteps += 1;
             }
             rest = later;
         }
     }
 
     /// fsync the journal and acknowledge what it covers.
+    /// FLUSH: make everything received durable now, whatever the fsync policy. With a
+    /// journal that is one fdatasync; without one (class `chunk`) the open chunk is sealed
+    /// and published, and DURABLE follows the manifest commit.
+    fn flush(&mut self) {
+        if self.journal.is_some() {
+            self.sync_now();
+        } else if !self.columns.is_empty() && !self.shared.is_failed() {
+            self.rotate();
+        }
+    }
+
     fn sync_now(&mut self) {
         let Some(j) = self.journal.as_mut() else {
             return;
@@ -217,7 +256,7 @@ impl Writer {
             return;
         }
         let next_index = self.columns.chunk_index + 1;
-        let next_first = self.received_end;
+        let next_first = self.timesteps;
         let old_journal = self.journal.take().map(|j| j.path().to_path_buf());
         if old_journal.is_some() {
             let header = SegmentHeader {

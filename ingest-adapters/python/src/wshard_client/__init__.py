@@ -1,0 +1,78 @@
+"""Python client for ``wshardd``, the WShard episode recorder (wire protocol v1,
+docs/PROTOCOL.md).
+
+Quick start::
+
+    from wshard_client import Channel, Recorder
+
+    with Recorder.connect("wshardd.sock", "teleop-loop/0.3") as rec:
+        with rec.episode(episode_id="ep-0001", env_id="Franka-teleop", tick_hz=100.0,
+                         channels=[Channel("joint_pos", "f32", (7,)),
+                                   Channel("action", "f32", (7,), lane="action")]) as ep:
+            for i in range(500):
+                ep.push(i * 10_000_000, 0.0, i == 499, [joint_pos, action])
+            ep.flush()  # returns once the server reports every step fsynced
+
+Pure Python; numpy is used when installed (arrays are accepted as payloads, and
+:meth:`EpisodeWriter.push_batch` builds whole frames with vectorized copies).
+"""
+
+from ._payload import HAVE_NUMPY
+from ._reader import ServerInfo
+from ._schema import DTYPES, Channel, Codec, DType, DTypeInfo, Durability, EpisodeSpec, Lane, Timebase
+from ._transport import Transport, UnixSocketTransport
+from ._wire import PROTOCOL_VERSION, Outcome
+from .client import DEFAULT_CLIENT_NAME, Client, ClientOptions, Recorder
+from .episode import CloseSummary, EpisodeWriter, Step
+from .errors import (
+    EpisodeFailed,
+    ErrorCode,
+    NotPushed,
+    ProtocolError,
+    SchemaError,
+    ServerError,
+    Timeout,
+    TransportError,
+    WshardError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    "HAVE_NUMPY",
+    "PROTOCOL_VERSION",
+    "DEFAULT_CLIENT_NAME",
+    # connection and episodes
+    "Recorder",
+    "Client",
+    "ClientOptions",
+    "ServerInfo",
+    "EpisodeWriter",
+    "Step",
+    "CloseSummary",
+    "Outcome",
+    # schema
+    "Channel",
+    "EpisodeSpec",
+    "DType",
+    "DTypeInfo",
+    "DTYPES",
+    "Lane",
+    "Codec",
+    "Durability",
+    "Timebase",
+    # transports
+    "Transport",
+    "UnixSocketTransport",
+    # errors
+    "WshardError",
+    "TransportError",
+    "ProtocolError",
+    "ServerError",
+    "ErrorCode",
+    "SchemaError",
+    "EpisodeFailed",
+    "Timeout",
+    "NotPushed",
+]

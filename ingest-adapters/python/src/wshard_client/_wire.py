@@ -1,0 +1,364 @@
+"""Frame encoding and decoding, protocol v1 (docs/PROTOCOL.md): little-endian ``struct``
+packing of every client frame, and an incremental decoder of server frames.
+
+Layout of every frame: ``body_len u32 | frame_type u8 | payload`` with
+``body_len = 1 + len(payload)``.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from dataclasses import dataclass
+from typing import List, Optional, Union
+
+from ._schema import EpisodeSpec
+from .errors import ErrorCode, ProtocolError, SchemaError
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "FrameType",
+    "Outcome",
+    "AcceptedWhat",
+    "HelloOk",
+    "Accepted",
+    "Durable",
+    "ErrorFrame",
+    "ClientFrame",
+    "ServerFrame",
+    "FrameDecoder",
+    "encode_hello",
+    "encode_open",
+    "encode_close",
+    "encode_flush",
+    "encode_timestep",
+    "encode_timestep_batch",
+    "record_header",
+    "batch_header",
+]
+
+#: Wire protocol version spoken by this package.
+PROTOCOL_VERSION = 1
+#: The server's default ``limits.max_frame_bytes`` (64 MiB).
+DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
+#: Bytes of the ``body_len`` field.
+LEN_BYTES = 4
+#: Bytes of a timestep record before its payload: seq 8 + t_ns 8 + reward 4 + done 1.
+RECORD_HEADER_BYTES = 21
+#: Bytes of ``body_len | frame_type | count`` before the first record of a batch.
+BATCH_HEADER_BYTES = 9
+#: Largest server frame the client accepts (server frames are small; the largest is an
+#: ``ERROR`` with a 64 KiB message). Same as the Rust client.
+MAX_SERVER_FRAME_BYTES = 1 << 20
+
+_U8 = struct.Struct("<B")
+_U16 = struct.Struct("<H")
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+_HEADER = struct.Struct("<IB")
+#: ``seq u64 | t_ns i64 | reward f32 | done u8`` (21 bytes: '<' means no padding).
+RECORD = struct.Struct("<QqfB")
+#: ``body_len u32 | 0x04 | count u32``.
+BATCH_HEADER = struct.Struct("<IBI")
+_OPEN_TIMEBASE = struct.Struct("<BdBH")
+_CHANNEL_HEAD = struct.Struct("<BBB")
+_CHANNEL_CODEC = struct.Struct("<Bb")
+
+
+class FrameType(enum.IntEnum):
+    """The ten frame types of protocol v1; codes below 0x80 go client -> server."""
+
+    HELLO = 0x01
+    OPEN = 0x02
+    TIMESTEP = 0x03
+    TIMESTEP_BATCH = 0x04
+    CLOSE = 0x05
+    FLUSH = 0x06
+    #: Shared-memory transport attach (docs/PROTOCOL.md); not sent by this client yet.
+    SHM_ATTACH = 0x07
+    HELLO_OK = 0x81
+    ACCEPTED = 0x82
+    DURABLE = 0x83
+    ERROR = 0x84
+
+    @property
+    def is_client_to_server(self) -> bool:
+        """``True`` for frames a client sends."""
+        return self.value < 0x80
+
+
+class Outcome(enum.IntEnum):
+    """``CLOSE.outcome``."""
+
+    COMPLETED = 0
+    #: Data kept, the manifest says ``aborted``.
+    ABORTED = 1
+
+    @classmethod
+    def parse(cls, value: Union["Outcome", str, int]) -> "Outcome":
+        """From an :class:`Outcome`, a wire code or ``"completed"`` / ``"aborted"``."""
+        if isinstance(value, str):
+            try:
+                return cls[value.strip().upper()]
+            except KeyError:
+                raise ValueError(f"unknown outcome {value!r} (completed or aborted)") from None
+        return cls(value)
+
+
+class AcceptedWhat(enum.IntEnum):
+    """``ACCEPTED.what``: the type code of the frame acknowledged."""
+
+    OPEN = 0x02
+    CLOSE = 0x05
+    SHM_ATTACH = 0x07
+
+
+@dataclass(frozen=True)
+class HelloOk:
+    """``HELLO_OK``: what the server announced."""
+
+    version: int
+    server_name: str
+    max_frame_bytes: int
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """``ACCEPTED``: OPEN (``up_to_seq`` 0), CLOSE (``up_to_seq`` = timesteps recorded) or
+    SHM_ATTACH (``up_to_seq`` = the next expected seq)."""
+
+    what: AcceptedWhat
+    up_to_seq: int
+
+
+@dataclass(frozen=True)
+class Durable:
+    """``DURABLE``: every timestep with ``seq < up_to_seq`` is on stable storage."""
+
+    up_to_seq: int
+
+
+@dataclass(frozen=True)
+class ErrorFrame:
+    """``ERROR``: code and message."""
+
+    code: ErrorCode
+    message: str
+
+
+@dataclass(frozen=True)
+class ClientFrame:
+    """A client-to-server frame type seen on the receive side (a client drops the
+    connection on it); the payload is not parsed."""
+
+    frame_type: FrameType
+    payload: bytes
+
+
+ServerFrame = Union[HelloOk, Accepted, Durable, ErrorFrame, ClientFrame]
+
+
+# ---------------------------------------------------------------------------- encoding
+
+
+def _str(out: bytearray, text: str, width: "struct.Struct", field: str) -> None:
+    data = text.encode("utf-8")
+    limit = (1 << (8 * width.size)) - 1
+    if len(data) > limit:
+        raise SchemaError(f"field {field} is {len(data)} bytes, the wire allows at most {limit}")
+    out += width.pack(len(data))
+    out += data
+
+
+def _finish(out: bytearray) -> bytes:
+    _U32.pack_into(out, 0, len(out) - LEN_BYTES)
+    return bytes(out)
+
+
+def _start(frame_type: FrameType) -> bytearray:
+    return bytearray(_HEADER.pack(0, frame_type))
+
+
+def encode_hello(client_name: str, version: int = PROTOCOL_VERSION) -> bytes:
+    """``HELLO``: ``protocol_version u16 | client_name str16``."""
+    out = _start(FrameType.HELLO)
+    out += _U16.pack(version)
+    _str(out, client_name, _U16, "client_name")
+    return _finish(out)
+
+
+def encode_open(spec: EpisodeSpec) -> bytes:
+    """``OPEN`` for ``spec`` (channels in schema order). The spec is not validated here."""
+    out = _start(FrameType.OPEN)
+    _str(out, spec.episode_id, _U16, "episode_id")
+    _str(out, spec.env_id, _U16, "env_id")
+    if len(spec.channels) > 0xFFFF:
+        raise SchemaError(f"channel_count {len(spec.channels)} exceeds 65535")
+    out += _OPEN_TIMEBASE.pack(spec.timebase, spec.tick_hz, spec.durability, len(spec.channels))
+    for i, c in enumerate(spec.channels):
+        _str(out, c.name, _U16, f"channels[{i}].name")
+        if len(c.shape) > 0xFF:
+            raise SchemaError(f"channels[{i}].ndim {len(c.shape)} exceeds 255")
+        out += _CHANNEL_HEAD.pack(c.lane, c.dtype, len(c.shape))
+        out += struct.pack(f"<{len(c.shape)}I", *c.shape)
+        level = c.codec_level  # 0 unless zstd (Channel normalizes it)
+        if not -128 <= level <= 127:
+            raise SchemaError(f"channels[{i}].codec_level {level} does not fit an i8")
+        out += _CHANNEL_CODEC.pack(c.codec, level)
+        _str(out, c.modality or "", _U16, f"channels[{i}].modality")
+    _str(out, spec.metadata_json, _U32, "metadata_json")
+    return _finish(out)
+
+
+def encode_close(outcome: Union[Outcome, str, int]) -> bytes:
+    """``CLOSE``: ``outcome u8``."""
+    return _HEADER.pack(2, FrameType.CLOSE) + bytes([Outcome.parse(outcome)])
+
+
+def encode_flush() -> bytes:
+    """``FLUSH``: no payload."""
+    return _HEADER.pack(1, FrameType.FLUSH)
+
+
+def record_header(seq: int, t_ns: int, reward: float, done: bool) -> bytes:
+    """The 21-byte record header ``seq | t_ns | reward | done``."""
+    return RECORD.pack(seq, t_ns, reward, 1 if done else 0)
+
+
+def batch_header(body_records_bytes: int, count: int) -> bytes:
+    """The 9-byte ``TIMESTEP_BATCH`` header for ``count`` records of
+    ``body_records_bytes`` bytes in all."""
+    return BATCH_HEADER.pack(body_records_bytes + 5, FrameType.TIMESTEP_BATCH, count)
+
+
+def encode_timestep(seq: int, t_ns: int, reward: float, done: bool, payload: bytes) -> bytes:
+    """A single ``TIMESTEP`` frame (all channels' payloads back to back in ``payload``).
+    The client itself always sends ``TIMESTEP_BATCH``; this is for tools and tests."""
+    body = record_header(seq, t_ns, reward, done) + bytes(payload)
+    return _HEADER.pack(len(body) + 1, FrameType.TIMESTEP) + body
+
+
+def encode_timestep_batch(records: List[bytes]) -> bytes:
+    """A ``TIMESTEP_BATCH`` frame from whole records (header + payload each), for tools
+    and tests; no checks (seqs and sizes are the caller's business)."""
+    if not records:
+        raise ValueError("a TIMESTEP_BATCH needs at least one record")
+    body = b"".join(records)
+    return batch_header(len(body), len(records)) + body
+
+
+# ---------------------------------------------------------------------------- decoding
+
+
+class _Cursor:
+    """Reads the fields of one payload; every read names its field for the message."""
+
+    def __init__(self, payload: bytes, frame: str) -> None:
+        self.buf = payload
+        self.pos = 0
+        self.frame = frame
+
+    def take(self, n: int, field: str) -> bytes:
+        have = len(self.buf) - self.pos
+        if n > have:
+            raise ProtocolError(f"{self.frame}: field {field} truncated: needs {n} bytes, {have} left")
+        out = self.buf[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def unpack(self, st: "struct.Struct", field: str) -> int:
+        return int(st.unpack(self.take(st.size, field))[0])
+
+    def string16(self, field: str) -> str:
+        raw = self.take(self.unpack(_U16, field), field)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ProtocolError(f"{self.frame}: field {field} is not valid UTF-8") from None
+
+    def finish(self) -> None:
+        extra = len(self.buf) - self.pos
+        if extra:
+            raise ProtocolError(f"{self.frame}: {extra} trailing bytes after the last field")
+
+
+def parse_server_frame(frame_type: int, payload: bytes) -> ServerFrame:
+    """Parse the payload of one frame (the body without its type byte).
+
+    Raises:
+        ProtocolError: unknown type, truncated or trailing bytes, bad UTF-8, a value the
+            protocol does not define.
+    """
+    try:
+        ty = FrameType(frame_type)
+    except ValueError:
+        raise ProtocolError(f"unknown frame type 0x{frame_type:02x}") from None
+    if ty.is_client_to_server:
+        return ClientFrame(ty, bytes(payload))
+    r = _Cursor(payload, ty.name)
+    frame: ServerFrame
+    if ty == FrameType.HELLO_OK:
+        frame = HelloOk(
+            r.unpack(_U16, "protocol_version"), r.string16("server_name"), r.unpack(_U32, "max_frame_bytes")
+        )
+    elif ty == FrameType.ACCEPTED:
+        what = r.unpack(_U8, "what")
+        if what not in _ACCEPTED_WHAT:
+            raise ProtocolError(
+                f"ACCEPTED: field what has value {what}, expected 2 (OPEN), 5 (CLOSE) or 7 (SHM_ATTACH)"
+            )
+        frame = Accepted(AcceptedWhat(what), r.unpack(_U64, "up_to_seq"))
+    elif ty == FrameType.DURABLE:
+        frame = Durable(r.unpack(_U64, "up_to_seq"))
+    else:
+        code = r.unpack(_U16, "code")
+        try:
+            ecode = ErrorCode(code)
+        except ValueError:
+            raise ProtocolError(f"ERROR: field code has value {code}, expected an error code 1..=18") from None
+        frame = ErrorFrame(ecode, r.string16("message"))
+    r.finish()
+    return frame
+
+
+class FrameDecoder:
+    """Incremental decoder: :meth:`feed` bytes as they arrive, then call
+    :meth:`next_frame` until it returns ``None``. The size limit and the type are checked
+    from the header, before the body is buffered."""
+
+    def __init__(self, max_frame_bytes: int = MAX_SERVER_FRAME_BYTES) -> None:
+        self._buf = bytearray()
+        self._max = max_frame_bytes
+
+    def feed(self, data: bytes) -> None:
+        """Append received bytes."""
+        self._buf += data
+
+    def next_frame(self) -> Optional[ServerFrame]:
+        """The next whole frame, or ``None`` when more bytes are needed.
+
+        Raises:
+            ProtocolError: a zero ``body_len``, a frame over the limit, an unknown type or a
+                payload that does not parse; the stream cannot be trusted afterwards.
+        """
+        buf = self._buf
+        if len(buf) < LEN_BYTES:
+            return None
+        (body_len,) = _U32.unpack_from(buf, 0)
+        if body_len == 0:
+            raise ProtocolError("frame body_len is 0 (must be >= 1)")
+        if body_len > self._max:
+            raise ProtocolError(f"frame body_len {body_len} exceeds the client's limit {self._max}")
+        if len(buf) > LEN_BYTES and buf[LEN_BYTES] not in _KNOWN_TYPES:
+            raise ProtocolError(f"unknown frame type 0x{buf[LEN_BYTES]:02x}")
+        total = LEN_BYTES + body_len
+        if len(buf) < total:
+            return None
+        frame_type = buf[LEN_BYTES]
+        payload = bytes(buf[LEN_BYTES + 1 : total])
+        del buf[:total]
+        return parse_server_frame(frame_type, payload)
+
+
+_KNOWN_TYPES = frozenset(int(t) for t in FrameType)
+_ACCEPTED_WHAT = frozenset(int(w) for w in AcceptedWhat)

@@ -1,0 +1,265 @@
+""":class:`Recorder`: one connection to ``wshardd`` (the Rust client's ``Client``).
+
+Design: the caller's thread encodes steps straight into one pending ``TIMESTEP_BATCH``
+frame and writes it to the socket; a background reader thread consumes the server's
+asynchronous ``DURABLE`` / ``ERROR`` / ``ACCEPTED`` frames and publishes them through a
+``threading.Condition`` (see :mod:`wshard_client._reader`). A reader thread keeps the
+receive side drained even while a large batch write is blocked.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from dataclasses import dataclass, replace
+from types import TracebackType
+from typing import Any, Mapping, Optional, Sequence, Type, Union
+
+from ._reader import ServerInfo, SharedState, start_reader
+from ._schema import Channel, Durability, EpisodeSpec, Timebase
+from ._transport import Buffer, Transport, UnixSocketTransport
+from ._wire import PROTOCOL_VERSION, Outcome, encode_hello, encode_open
+from .episode import EpisodeWriter
+from .errors import ProtocolError, TransportError, WshardError
+
+__all__ = ["Recorder", "Client", "ClientOptions", "DEFAULT_CLIENT_NAME"]
+
+#: ``HELLO.client_name`` when none is given.
+DEFAULT_CLIENT_NAME = "wshard-client-py/0.1.0"
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    """Tuning of a :class:`Recorder` (the Rust ``ClientOptions``)."""
+
+    #: Send the pending batch once its frame reaches this many bytes. Batches never exceed
+    #: the server's ``max_frame_bytes``.
+    batch_bytes: int = 256 * 1024
+    #: Send the pending batch once it holds this many steps.
+    batch_steps: int = 4096
+    #: Send the pending batch on the next ``push`` once its oldest step has waited this
+    #: long (seconds), so slow loops do not sit on data; ``None`` = sizes only.
+    batch_delay: Optional[float] = 0.010
+    #: How long to wait for the server (seconds): handshake, ``OPEN``, ``CLOSE``,
+    #: ``flush``, ``wait_durable``, and each socket write; ``None`` = forever.
+    timeout: Optional[float] = 60.0
+
+
+class Recorder:
+    """A blocking connection to ``wshardd`` speaking protocol v1; one episode at a time.
+
+    Use :meth:`connect`, then :meth:`episode` (or :meth:`open_episode`)::
+
+        with Recorder.connect("/run/wshardd/ingest.sock", "teleop/0.3") as rec:
+            with rec.episode(episode_id="ep-0001", env_id="Franka", tick_hz=100.0,
+                             channels=[Channel("joints", "f32", (7,))]) as ep:
+                ep.push(t_ns, 0.0, False, [joints])
+
+    An ``ERROR`` from the server is raised by the next call as :class:`ServerError`.
+    Not thread-safe: use a recorder (and its episode) from one thread; the reader thread
+    is internal. Python ignores SIGPIPE, so a write to a closed connection raises.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        client_name: str = DEFAULT_CLIENT_NAME,
+        options: Optional[ClientOptions] = None,
+    ) -> None:
+        """Handshake over an already connected ``transport`` (see :meth:`connect`): send
+        ``HELLO`` and wait for ``HELLO_OK``.
+
+        Raises:
+            ServerError: the server refused the handshake (e.g. ``OVERLOADED``).
+            ProtocolError: it speaks another protocol version.
+            Timeout, TransportError.
+        """
+        self._transport = transport
+        self._options = options or ClientOptions()
+        self._state = SharedState()
+        self._broken = False
+        self._closed = False
+        self._episode: Optional[EpisodeWriter] = None
+        self._reader: threading.Thread = start_reader(transport, self._state)
+        # A recorder dropped without close() still releases its socket and reader thread
+        # (the server then finalizes an open episode as `interrupted`).
+        self._finalizer = weakref.finalize(self, transport.shutdown)
+        try:
+            self._write(encode_hello(client_name))
+            info = self._state.wait("HELLO_OK", self._options.timeout, lambda st: st.hello)
+            if info.version != PROTOCOL_VERSION:
+                raise ProtocolError(
+                    f"unexpected from server: HELLO_OK protocol_version {info.version} "
+                    f"(this client speaks {PROTOCOL_VERSION})"
+                )
+        except BaseException:
+            self._shutdown()
+            raise
+        self._info: ServerInfo = info
+
+    @classmethod
+    def connect(
+        cls,
+        path: Union[str, "os.PathLike[str]"],
+        client_name: str = DEFAULT_CLIENT_NAME,
+        *,
+        options: Optional[ClientOptions] = None,
+        **option_overrides: Any,
+    ) -> "Recorder":
+        """Connect to the Unix socket at ``path`` and handshake.
+
+        ``option_overrides`` set single :class:`ClientOptions` fields, e.g.
+        ``Recorder.connect(path, batch_delay=None, timeout=10.0)``.
+
+        Raises:
+            TransportError: the socket cannot be reached; as :meth:`__init__` otherwise.
+        """
+        opts = replace(options or ClientOptions(), **option_overrides)
+        transport = UnixSocketTransport.connect(path, opts.timeout)
+        return cls(transport, client_name, opts)
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def server_info(self) -> ServerInfo:
+        """What the server announced in ``HELLO_OK``."""
+        return self._info
+
+    @property
+    def options(self) -> ClientOptions:
+        """The options in use."""
+        return self._options
+
+    @property
+    def transport(self) -> Transport:
+        """The byte transport (a :class:`UnixSocketTransport` today)."""
+        return self._transport
+
+    @property
+    def episode_open(self) -> Optional[EpisodeWriter]:
+        """The episode open on this connection, if any."""
+        return self._episode
+
+    # ------------------------------------------------------------------ episodes
+
+    def open_episode(self, spec: EpisodeSpec) -> EpisodeWriter:
+        """Check ``spec`` locally, send ``OPEN``, wait for ``ACCEPTED{OPEN}``.
+
+        Raises:
+            SchemaError: the schema breaks the protocol's rules (nothing sent).
+            ServerError: the server refused it (``BAD_SCHEMA``, ``EPISODE_EXISTS``, ...)
+                or an earlier ``ERROR`` not yet reported.
+            WshardError: an episode is still open on this connection.
+            Timeout, TransportError.
+        """
+        self._check_usable()
+        if self._episode is not None:
+            raise WshardError(f"episode {self._episode.episode_id!r} is still open on this connection; close it first")
+        spec.validate(self._info.max_frame_bytes)
+        opens = self._state.opens
+        self._write(encode_open(spec))
+        self._state.wait("ACCEPTED{OPEN}", self._options.timeout, lambda st: True if st.opens > opens else None)
+        self._episode = EpisodeWriter(self, spec)
+        return self._episode
+
+    def episode(
+        self,
+        episode_id: str,
+        channels: Sequence[Channel],
+        env_id: str = "",
+        tick_hz: float = 0.0,
+        *,
+        timebase: Union[Timebase, str, int] = Timebase.TICKS,
+        durability: Union[Durability, str, int] = Durability.ACK,
+        metadata: Union[Mapping[str, Any], str, None] = None,
+    ) -> EpisodeWriter:
+        """:meth:`open_episode` with the :class:`EpisodeSpec` fields as arguments; the
+        writer is a context manager (completed on normal exit, aborted on exception)."""
+        spec = EpisodeSpec(episode_id, channels, env_id, tick_hz, timebase, durability, metadata)
+        return self.open_episode(spec)
+
+    # ------------------------------------------------------------------ low level
+
+    def send_raw(self, frame: Buffer) -> None:
+        """Write already encoded bytes as they are (see ``wshard_client._wire``), for
+        tools and tests; bypasses every client-side check and the episode's seq
+        bookkeeping, so the server may refuse what follows."""
+        self._write(frame)
+
+    def _check_usable(self) -> None:
+        """Fail fast on a closed or broken connection or a pending server ``ERROR``."""
+        err = self._state.take_error()
+        if err is not None:
+            raise err
+        if self._closed:
+            raise TransportError("the recorder is closed")
+        if self._broken:
+            raise TransportError("connection closed (an earlier write failed)")
+        if self._state.is_ended:
+            end = self._state.end_error()
+            if end is not None:
+                raise end
+
+    def _write(self, data: Buffer) -> None:
+        """Write whole frames; on failure the connection is marked broken (the stream may
+        hold half a frame) and the server's last ``ERROR`` is preferred over ``EPIPE``."""
+        if self._broken or self._closed:
+            raise TransportError("connection closed")
+        try:
+            self._transport.send(data)
+        except OSError as e:
+            self._broken = True
+            self._transport.shutdown_write()
+            self._state.wait_end(1.0)
+            err: Optional[WshardError] = self._state.take_error()
+            raise (err or TransportError(f"socket write failed: {e}")) from e
+        except BaseException:
+            # Timeout, KeyboardInterrupt, ...: part of the frame may be out; the stream
+            # can no longer be parsed by the server, so nothing more is sent.
+            self._broken = True
+            self._transport.shutdown_write()
+            raise
+
+    def _episode_closed(self, episode: EpisodeWriter) -> None:
+        if self._episode is episode:
+            self._episode = None
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self) -> None:
+        """Close the episode still open (as ``aborted``, errors ignored), then the
+        connection; waits for the reader thread. Idempotent."""
+        if self._closed:
+            return
+        ep = self._episode
+        if ep is not None and not self._broken and not self._state.is_ended:
+            try:
+                ep.close(Outcome.ABORTED)
+            except WshardError:
+                pass
+        self._episode = None
+        self._shutdown()
+
+    def _shutdown(self) -> None:
+        self._closed = True
+        self._finalizer.detach()
+        self._transport.shutdown()
+        self._reader.join(timeout=5.0)
+        self._transport.close()
+
+    def __enter__(self) -> "Recorder":
+        return self
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<Recorder {self._info.server_name if hasattr(self, '_info') else '?'} {state}>"
+
+
+#: The Rust client's name for the same class.
+Client = Recorder

@@ -1,0 +1,386 @@
+""":class:`EpisodeWriter`: pushing the timesteps of one open episode (the Rust client's
+``EpisodeWriter``)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional, Sequence, Type, Union
+
+from ._batch import PendingBatch, checked_header, column_frames
+from ._payload import Payloads, column_payload, layouts_of, order_payloads, step_payload
+from ._schema import EpisodeSpec
+from ._wire import RECORD_HEADER_BYTES, Outcome, encode_close, encode_flush
+from .errors import EpisodeFailed, ErrorCode, NotPushed, SchemaError, ServerError, WshardError
+
+if TYPE_CHECKING:
+    from .client import Recorder
+
+__all__ = ["EpisodeWriter", "Step", "CloseSummary"]
+
+_U32_MAX = 0xFFFFFFFF
+
+
+class Step(NamedTuple):
+    """One timestep for :meth:`EpisodeWriter.push_batch` (a plain 4-tuple works too)."""
+
+    t_ns: int
+    reward: float
+    done: bool
+    #: One payload per channel in schema order, or a dict by channel name.
+    payloads: Payloads
+
+
+@dataclass(frozen=True)
+class CloseSummary:
+    """What the server reported when the episode closed."""
+
+    #: ``ACCEPTED{CLOSE}.up_to_seq``: timesteps recorded.
+    timesteps: int
+    #: Latest ``DURABLE.up_to_seq`` seen for the episode.
+    durable_up_to: int
+    #: The outcome sent.
+    outcome: Outcome
+
+
+class EpisodeWriter:
+    """An open episode on a :class:`~wshard_client.Recorder`.
+
+    Steps are numbered from 0 by the writer and collected into one pending
+    ``TIMESTEP_BATCH`` frame; the batch is sent when it reaches ``batch_bytes`` or
+    ``batch_steps``, when its oldest step is older than ``batch_delay`` at the next push,
+    or on :meth:`flush`, :meth:`wait_durable`, :meth:`push_batch` and :meth:`close`.
+
+    After the server refuses anything of the episode (an ``ERROR``), the error is raised
+    once as :class:`ServerError` and every later call but :meth:`close` raises
+    :class:`EpisodeFailed`: the server's and the writer's seqs no longer agree.
+
+    As a context manager it closes the episode as ``completed`` on a normal exit and as
+    ``aborted`` when an exception leaves the block. Not thread-safe: use one writer from
+    one thread.
+    """
+
+    def __init__(self, client: "Recorder", spec: EpisodeSpec) -> None:
+        self._client = client
+        self._state = client._state
+        self._spec = spec
+        self._layouts = layouts_of(spec.channels)
+        self._step_bytes = spec.step_bytes
+        self._record_bytes = RECORD_HEADER_BYTES + self._step_bytes
+        self._max_frame = client.server_info.max_frame_bytes + 4
+        opts = client.options
+        self._batch_bytes = opts.batch_bytes
+        self._batch_steps = opts.batch_steps
+        self._batch_delay = opts.batch_delay
+        self._pending = PendingBatch()
+        self._next_seq = 0
+        self._sent_seq = 0
+        self._failed = False
+        self._closed = False
+        self._summary: Optional[CloseSummary] = None
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def spec(self) -> EpisodeSpec:
+        """The schema this episode was opened with."""
+        return self._spec
+
+    @property
+    def episode_id(self) -> str:
+        """The episode id."""
+        return self._spec.episode_id
+
+    @property
+    def step_bytes(self) -> int:
+        """Payload bytes of one timestep (all channels)."""
+        return self._step_bytes
+
+    @property
+    def next_seq(self) -> int:
+        """The seq the next pushed step gets (= steps pushed so far)."""
+        return self._next_seq
+
+    @property
+    def sent_seq(self) -> int:
+        """Every seq below it was written to the socket."""
+        return self._sent_seq
+
+    @property
+    def durable_seq(self) -> int:
+        """Every timestep with ``seq < durable_seq`` is on stable storage, as of the latest
+        ``DURABLE`` the reader thread has seen. Never blocks, never raises."""
+        if self._summary is not None:
+            return self._summary.durable_up_to
+        return self._state.durable
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    @property
+    def failed(self) -> bool:
+        """Whether a server ``ERROR`` failed the episode."""
+        return self._failed
+
+    # ------------------------------------------------------------------ internals
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise WshardError(f"episode {self.episode_id!r} is closed")
+        if self._failed:
+            raise EpisodeFailed()
+        try:
+            self._client._check_usable()
+        except ServerError:
+            self._failed = True
+            raise
+
+    def _append(self, t_ns: int, reward: float, done: bool, payloads: Sequence[Any]) -> int:
+        header = checked_header(self._next_seq, t_ns, reward, done)
+        pending = self._pending
+        if pending.count and (len(pending) + self._record_bytes > self._max_frame or pending.count == _U32_MAX):
+            self._send_pending()
+        pending.append(header, payloads)
+        seq = self._next_seq
+        self._next_seq = seq + 1
+        return seq
+
+    def _batch_due(self) -> bool:
+        p = self._pending
+        if len(p) >= self._batch_bytes or p.count >= self._batch_steps:
+            return True
+        delay = self._batch_delay
+        return delay is not None and p.since is not None and time.monotonic() - p.since >= delay
+
+    def _write(self, frame: Any) -> None:
+        try:
+            self._client._write(frame)
+        except ServerError:
+            self._failed = True
+            raise
+
+    def _deliver_batch(self, frame: Any) -> None:
+        """Hand one whole ``TIMESTEP_BATCH`` frame to the transport. This is the seam for
+        a shared-memory transport (docs/PROTOCOL.md): it would copy the records (the frame
+        without its 9-byte header) into a ring slot instead of writing to the socket."""
+        self._write(frame)
+
+    def _send_pending(self) -> None:
+        if self._pending.count == 0:
+            return
+        self._deliver_batch(self._pending.take())
+        self._sent_seq = self._next_seq
+
+    def _wait_durable_up_to(self, up_to: int, what: str, timeout: Optional[float]) -> int:
+        if timeout is None:
+            timeout = self._client.options.timeout
+        try:
+            return self._state.wait(what, timeout, lambda st: st.durable if st.durable >= up_to else None)
+        except ServerError:
+            self._failed = True
+            raise
+
+    # ------------------------------------------------------------------ pushing
+
+    def push(self, t_ns: int, reward: float, done: bool, payloads: Payloads) -> int:
+        """Push one timestep and return its seq. ``payloads``: one per channel in schema
+        order, or a dict by channel name (numpy arrays, buffers, numbers or lists; see
+        :mod:`wshard_client._payload`). The step is sent with the pending batch.
+
+        Raises:
+            SchemaError: a payload does not match its channel (nothing queued).
+            ServerError: an ``ERROR`` the server sent since the last call (then
+                :class:`EpisodeFailed` on every later call).
+            TransportError: the connection is gone.
+        """
+        self._check_usable()
+        lays = self._layouts
+        bufs = [step_payload(lay, v) for lay, v in zip(lays, order_payloads(lays, payloads))]
+        seq = self._append(t_ns, reward, done, bufs)
+        if self._batch_due():
+            self._send_pending()
+        return seq
+
+    def push_packed(self, t_ns: int, reward: float, done: bool, payload: Any) -> int:
+        """:meth:`push` with all channels' payloads already concatenated in schema order
+        (any buffer of exactly :attr:`step_bytes` bytes).
+
+        Raises:
+            SchemaError: ``payload`` is not exactly one step; otherwise as :meth:`push`.
+        """
+        self._check_usable()
+        view = memoryview(payload)
+        if view.nbytes != self._step_bytes:
+            raise SchemaError(
+                f"packed payload is {view.nbytes} bytes, schema step is {self._step_bytes} bytes",
+                ErrorCode.PAYLOAD_SIZE,
+                "*",
+            )
+        flat = view.cast("B") if view.c_contiguous and (view.ndim != 1 or view.format != "B") else view
+        seq = self._append(t_ns, reward, done, [flat if view.c_contiguous else view.tobytes()])
+        if self._batch_due():
+            self._send_pending()
+        return seq
+
+    def push_batch(
+        self,
+        steps: Optional[Iterable[Union[Step, Sequence[Any]]]] = None,
+        *,
+        t_ns: Any = None,
+        payloads: Optional[Payloads] = None,
+        reward: Any = 0.0,
+        done: Any = False,
+    ) -> range:
+        """Push several steps and send them now (with anything pending), without waiting
+        for durability. Everything is checked before anything is queued. Returns the
+        range of their seqs.
+
+        Two forms:
+
+        - ``push_batch([Step(t_ns, reward, done, payloads), ...])`` (or 4-tuples);
+        - columns: ``push_batch(t_ns=ts, payloads=[col0, col1, ...], reward=r, done=d)``
+          where ``ts`` holds N timestamps, each column N steps of its channel (a numpy
+          array of shape ``(N, *shape)``, a buffer of ``N x step`` bytes or a sequence of N
+          per-step payloads; a dict by name works too), and ``reward`` / ``done`` are
+          scalars or N values. With numpy the frames are built with vectorized copies,
+          without a Python loop per step.
+
+        Raises:
+            As :meth:`push`.
+        """
+        self._check_usable()
+        if steps is not None:
+            if t_ns is not None or payloads is not None:
+                raise TypeError("push_batch: pass either steps or t_ns= and payloads= columns, not both")
+            return self._push_steps(steps)
+        if t_ns is None or payloads is None:
+            raise TypeError("push_batch: columns need both t_ns= and payloads=")
+        n = len(t_ns)
+        first = self._next_seq
+        if n == 0:
+            return range(first, first)
+        lays = self._layouts
+        cols = [column_payload(lay, v, n) for lay, v in zip(lays, order_payloads(lays, payloads))]
+        frames = column_frames(first, t_ns, reward, done, cols, self._step_bytes, self._column_frame_bytes())
+        self._send_pending()
+        for m, frame in frames:
+            self._next_seq += m
+            self._deliver_batch(frame)
+            self._sent_seq = self._next_seq
+        return range(first, self._next_seq)
+
+    def _column_frame_bytes(self) -> int:
+        """Frame size for column batches: large enough that the per-frame overhead
+        vanishes, small enough for the server to work on one frame while the next is
+        built; never above ``max_frame_bytes``."""
+        return min(self._max_frame, max(self._batch_bytes, 4 << 20))
+
+    def _push_steps(self, steps: Iterable[Union[Step, Sequence[Any]]]) -> range:
+        lays = self._layouts
+        checked = []
+        for i, s in enumerate(steps):
+            if len(s) != 4:
+                raise TypeError(f"push_batch: step {i} has {len(s)} fields, expected (t_ns, reward, done, payloads)")
+            t, r, d, p = s
+            checked.append((t, r, d, [step_payload(lay, v) for lay, v in zip(lays, order_payloads(lays, p))]))
+        first = self._next_seq
+        for t, r, d, bufs in checked:
+            self._append(t, r, d, bufs)
+        self._send_pending()
+        return range(first, self._next_seq)
+
+    # ------------------------------------------------------------------ durability
+
+    def flush(self, timeout: Optional[float] = None) -> int:
+        """Send what is pending plus ``FLUSH``, and wait until a ``DURABLE`` covers every
+        step pushed (``DURABLE`` means fsynced: journal in ``ack`` durability, a finalized
+        chunk plus manifest in ``chunk``). Returns the durable ``up_to_seq``.
+
+        Raises:
+            ServerError, Timeout, TransportError, EpisodeFailed.
+        """
+        self._check_usable()
+        self._send_pending()
+        self._write(encode_flush())
+        return self._wait_durable_up_to(self._sent_seq, "DURABLE after FLUSH", timeout)
+
+    def wait_durable(self, seq: int, timeout: Optional[float] = None) -> int:
+        """Wait until timestep ``seq`` is durable (a ``DURABLE`` with ``up_to_seq > seq``);
+        returns the durable ``up_to_seq``. Sends the pending batch if ``seq`` is in it, but
+        no ``FLUSH``: the server's fsync policy decides when (in ``chunk`` durability that
+        is when a chunk is finalized; use :meth:`flush` to force it).
+
+        Raises:
+            NotPushed: ``seq`` was not pushed yet; otherwise as :meth:`flush`.
+        """
+        self._check_usable()
+        if seq >= self._next_seq:
+            raise NotPushed(seq, self._next_seq)
+        if seq >= self._sent_seq:
+            self._send_pending()
+        return self._wait_durable_up_to(seq + 1, "DURABLE", timeout)
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self, outcome: Union[Outcome, str, int] = Outcome.COMPLETED) -> CloseSummary:
+        """Send what is pending (unless the episode failed) and ``CLOSE``, then wait for
+        ``ACCEPTED{CLOSE}``. ``outcome``: ``"completed"`` or ``"aborted"`` (data kept, the
+        manifest says ``aborted``). The connection can open another episode afterwards.
+        A second call returns the first summary.
+
+        Raises:
+            ServerError: an ``ERROR`` not yet reported or one answering the close (the
+                ``CLOSE`` is sent regardless, so the server ends the episode).
+            Timeout, TransportError.
+        """
+        if self._summary is not None:
+            return self._summary
+        if self._closed:
+            raise WshardError(f"episode {self.episode_id!r} is closed (its close failed)")
+        out = Outcome.parse(outcome)
+        self._closed = True
+        self._client._episode_closed(self)
+        state = self._state
+        earlier = state.take_error()
+        closes = state.closes
+        try:
+            if not (self._failed or earlier is not None):
+                self._send_pending()
+            self._client._write(encode_close(out))
+            timeout = self._client.options.timeout
+            timesteps = state.wait("ACCEPTED{CLOSE}", timeout, lambda st: st.last_close if st.closes > closes else None)
+        except WshardError:
+            if earlier is not None:
+                raise earlier from None
+            raise
+        self._summary = CloseSummary(timesteps, state.durable, out)
+        if earlier is not None:
+            raise earlier
+        # An ERROR that arrived while closing is reported here, not by a later call.
+        late = state.take_error()
+        if late is not None:
+            raise late
+        return self._summary
+
+    def __enter__(self) -> "EpisodeWriter":
+        return self
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        if self._closed:
+            return
+        if exc_type is None:
+            self.close(Outcome.COMPLETED)
+            return
+        try:
+            self.close(Outcome.ABORTED)
+        except WshardError:
+            pass  # the exception that left the block is the one to see
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("failed" if self._failed else "open")
+        return f"<EpisodeWriter {self.episode_id!r} {state} next_seq={self._next_seq} durable={self.durable_seq}>"

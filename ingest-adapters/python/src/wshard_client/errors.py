@@ -1,0 +1,151 @@
+"""Typed exceptions of the client and the wire error codes (docs/PROTOCOL.md, "ERROR").
+
+Every exception the client raises on purpose derives from :class:`WshardError`:
+
+- :class:`TransportError` (also a :class:`ConnectionError`): the socket could not be
+  reached, a read or write failed, or the connection is gone;
+- :class:`ProtocolError`: the server sent something that does not parse or makes no sense
+  here (another protocol version, a client-to-server frame, ...);
+- :class:`ServerError`: the server answered with an ``ERROR`` frame; ``.code`` is an
+  :class:`ErrorCode`, ``.message`` the server's text;
+- :class:`SchemaError` (also a :class:`ValueError`): a schema or payload was refused on the
+  client side before anything was sent;
+- :class:`EpisodeFailed`: an earlier server ``ERROR`` failed the episode; only ``close``
+  is still possible;
+- :class:`Timeout` (also a :class:`TimeoutError`): no answer in time;
+- :class:`NotPushed` (also a :class:`ValueError`): ``wait_durable`` for a seq never pushed.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Optional
+
+__all__ = [
+    "ErrorCode",
+    "WshardError",
+    "TransportError",
+    "ProtocolError",
+    "ServerError",
+    "SchemaError",
+    "EpisodeFailed",
+    "Timeout",
+    "NotPushed",
+]
+
+
+class ErrorCode(enum.IntEnum):
+    """The ``code`` of an ``ERROR`` frame, as in docs/PROTOCOL.md."""
+
+    MALFORMED_FRAME = 1
+    UNKNOWN_FRAME = 2
+    FRAME_TOO_LARGE = 3
+    HANDSHAKE = 4
+    UNSUPPORTED_VERSION = 5
+    BAD_SCHEMA = 6
+    BAD_EPISODE_ID = 7
+    EPISODE_EXISTS = 8
+    ALREADY_OPEN = 9
+    NOT_OPEN = 10
+    SEQUENCE = 11
+    PAYLOAD_SIZE = 12
+    LIMIT = 13
+    OVERLOADED = 14
+    STORAGE = 15
+    SHUTTING_DOWN = 16
+    INTERNAL = 17
+    #: Shared-memory transport refused or broken (the transport itself is not implemented
+    #: by this client yet; the code is known so that it decodes).
+    BAD_SHM = 18
+
+    @property
+    def closes_connection(self) -> bool:
+        """Whether the server closes the connection after this code (``MALFORMED_FRAME``
+        only when the framing itself is broken, so it is ``False`` here)."""
+        return self in _CLOSING
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.value})"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+_CLOSING = frozenset(
+    {
+        ErrorCode.UNKNOWN_FRAME,
+        ErrorCode.FRAME_TOO_LARGE,
+        ErrorCode.HANDSHAKE,
+        ErrorCode.UNSUPPORTED_VERSION,
+        ErrorCode.OVERLOADED,
+        ErrorCode.SHUTTING_DOWN,
+        ErrorCode.INTERNAL,
+    }
+)
+
+
+class WshardError(Exception):
+    """Base class of every error raised by ``wshard_client``."""
+
+
+class TransportError(WshardError, ConnectionError):
+    """Connecting, reading or writing the socket failed, or the connection is closed."""
+
+
+class ProtocolError(WshardError):
+    """The server sent bytes that do not parse, or a frame that makes no sense here."""
+
+
+class ServerError(WshardError):
+    """The server answered with an ``ERROR`` frame.
+
+    Attributes:
+        code: the ``ERROR.code`` as an :class:`ErrorCode`.
+        message: the ``ERROR.message``, naming the field and the values.
+    """
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(f"server error {code}: {message}")
+        self.code: ErrorCode = code
+        self.message: str = message
+
+
+class SchemaError(WshardError, ValueError):
+    """A schema or a payload was refused client-side; nothing was sent.
+
+    Attributes:
+        code: the :class:`ErrorCode` the server would have answered (``BAD_SCHEMA``,
+            ``BAD_EPISODE_ID`` or ``PAYLOAD_SIZE``), or ``None``.
+        channel: the channel concerned, when there is one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        code: Optional[ErrorCode] = ErrorCode.BAD_SCHEMA,
+        channel: Optional[str] = None,
+    ) -> None:
+        super().__init__(message)
+        self.code: Optional[ErrorCode] = code
+        self.channel: Optional[str] = channel
+
+
+class EpisodeFailed(WshardError):
+    """An earlier server ``ERROR`` failed this episode (the client's and the server's seqs
+    no longer agree); close it and open a new one."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message or "the episode failed after an earlier server error; close it and open a new one")
+
+
+class Timeout(WshardError, TimeoutError):
+    """No answer from the server within the timeout."""
+
+
+class NotPushed(WshardError, ValueError):
+    """``wait_durable`` was asked for a seq that was not pushed yet."""
+
+    def __init__(self, seq: int, next_seq: int) -> None:
+        super().__init__(f"seq {seq} was not pushed (next seq is {next_seq})")
+        self.seq: int = seq
+        self.next_seq: int = next_seq
