@@ -5,7 +5,7 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use super::format::{scan, JournalScan, JournalWriter};
-use super::record::{kind, SegmentHeader};
+use super::record::{decode_gap, encode_gap, kind, SegmentHeader};
 use crate::error::StorageError;
 use crate::fsio::{DurableFile, FailStop, Fs};
 
@@ -84,6 +84,19 @@ impl JournalSegment {
         Ok(())
     }
 
+    /// Append a GAP record: the seqs `[start, end)` were dropped by the producer; the
+    /// next STEPS record starts at seq `end`.
+    ///
+    /// # Errors
+    /// The write error; the segment must not be used afterwards.
+    pub fn append_gap(&mut self, start: u64, end: u64) -> Result<(), StorageError> {
+        self.writer
+            .append(&[&[kind::GAP], &encode_gap(start, end)])
+            .map_err(|e| StorageError::io("write journal", &self.path, e))?;
+        self.dirty = true;
+        Ok(())
+    }
+
     /// Flush the buffer and `fdatasync`. Never retried by callers after an error.
     ///
     /// # Errors
@@ -102,15 +115,58 @@ impl JournalSegment {
     }
 }
 
+/// Where the timesteps of one STEPS record lie in the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepsSpan {
+    /// Offset of the record's first fragment header.
+    pub offset: u64,
+    /// Offset just past its last fragment.
+    pub end: u64,
+    /// Where its timestep records start in [`SegmentContents::steps`].
+    pub steps_at: usize,
+}
+
+/// A GAP record read back: the seqs `[start, end)` were dropped before the timestep that
+/// starts at `steps_at` in [`SegmentContents::steps`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GapMark {
+    /// Offset of the record in the file.
+    pub offset: u64,
+    /// Where the timesteps that follow it start in [`SegmentContents::steps`].
+    pub steps_at: usize,
+    /// `[start, end)`.
+    pub range: [u64; 2],
+}
+
 /// What a segment holds, as far as it can be read.
 #[derive(Debug, Default)]
 pub struct SegmentContents {
     pub header: Option<SegmentHeader>,
     /// Timestep records back to back, in journal order.
     pub steps: Vec<u8>,
+    /// The STEPS records `steps` was taken from, in order: so that timesteps recovery
+    /// cannot use can be reported as the file regions that held them.
+    pub spans: Vec<StepsSpan>,
+    /// The GAP records, in order.
+    pub gaps: Vec<GapMark>,
     pub scan: JournalScan,
     /// Problems above the framing: a bad header, a STEPS record of the wrong size, ...
     pub problems: Vec<(u64, String)>,
+}
+
+impl SegmentContents {
+    /// True when intact records could not all be used: a corrupt region lies before the
+    /// last intact record, or an intact record could not be decoded. Such a file may hold
+    /// the only copy of data, so recovery keeps it (quarantine) instead of removing it.
+    #[must_use]
+    pub fn holds_unused_records(&self) -> bool {
+        !self.problems.is_empty()
+            || self
+                .scan
+                .corruptions
+                .iter()
+                .any(|c| c.offset < self.scan.valid_end)
+    }
 }
 
 /// Decode a segment's bytes.
@@ -134,6 +190,11 @@ pub fn read_segment(bytes: &[u8]) -> SegmentContents {
             (kind::STEPS, Some(h)) => {
                 let rec_len = crate::chunk::step::STEP_HEADER_LEN + h.schema.step_payload_bytes;
                 if body.len() % rec_len == 0 {
+                    out.spans.push(StepsSpan {
+                        offset: rec.offset,
+                        end: rec.end,
+                        steps_at: out.steps.len(),
+                    });
                     out.steps.extend_from_slice(body);
                 } else {
                     out.problems.push((
@@ -148,6 +209,17 @@ pub fn read_segment(bytes: &[u8]) -> SegmentContents {
             (kind::STEPS, None) => out
                 .problems
                 .push((rec.offset, "STEPS record before the segment header".into())),
+            (kind::GAP, Some(_)) => match decode_gap(body) {
+                Ok(range) => out.gaps.push(GapMark {
+                    offset: rec.offset,
+                    steps_at: out.steps.len(),
+                    range,
+                }),
+                Err(e) => out.problems.push((rec.offset, e)),
+            },
+            (kind::GAP, None) => out
+                .problems
+                .push((rec.offset, "GAP record before the segment header".into())),
             (other, _) => out
                 .problems
                 .push((rec.offset, format!("unknown record kind {other}"))),

@@ -10,6 +10,7 @@
 
 mod changes;
 pub mod plan;
+pub mod replay;
 pub mod report;
 
 use std::collections::BTreeMap;
@@ -25,14 +26,13 @@ pub use plan::{Action, RecoveryMode};
 pub use report::{Discarded, RecoveryReport};
 
 use crate::chunk::publish::sha256_of;
-use crate::chunk::step::steps;
-use crate::chunk::ChunkColumns;
+use crate::chunk::{gaps, ChunkColumns, SeqGaps};
 use crate::episode::layout::{
     validate_episode_id, EpisodeLayout, MAX_EPISODE_ID_BYTES, QUARANTINE_DIR,
 };
 use crate::error::StorageError;
 use crate::fsio::Fs;
-use crate::journal::segment::read_segment;
+use crate::journal::segment::{read_segment, SegmentContents};
 use crate::session::SessionSettings;
 use changes::{commit, file_name, publish, quarantine, remove};
 
@@ -40,6 +40,23 @@ use changes::{commit, file_name, publish, quarantine, remove};
 fn read_manifest(fs: &dyn Fs, path: &Path) -> Option<Manifest> {
     let bytes = fs.read(path).ok()?;
     Manifest::read(&ShardReader::from_bytes(bytes).ok()?).ok()
+}
+
+/// A finalized chunk read back for adoption, `None` unless it verifies: every block is
+/// read (CRC32C-checked) and every index entry's name matches its stored hash. Without the
+/// latter a damaged name of an optional block (`time/timestamps_ns`) reads as an unknown
+/// auxiliary block, and the chunk would be adopted without it.
+fn read_chunk(fs: &dyn Fs, path: &Path) -> Option<Episode> {
+    let r = ShardReader::from_bytes(fs.read(path).ok()?).ok()?;
+    let index = r.index();
+    if index
+        .names()
+        .zip(index.entries())
+        .any(|(n, e)| e.name_hash != wshard::hash::name_hash(n))
+    {
+        return None;
+    }
+    Episode::read(&r).ok()
 }
 
 /// Manifest statuses after which nothing is left to do.
@@ -141,6 +158,8 @@ pub fn recover_episode_with(
     let mut manifest = existing.unwrap_or_else(|| Manifest::new(episode_id, ""));
     let mut listed = manifest.chunks.len() as u64;
     let mut next_timestep = manifest.total_timesteps;
+    // Seqs differ from timesteps by the seqs dropped before them (drop policies).
+    let mut next_seq = next_timestep.saturating_add(gaps::manifest_dropped(&manifest));
 
     // Finalized chunks the manifest does not list yet (crash between rename and commit)
     // and that no journal can re-derive: adopt them if they verify.
@@ -151,11 +170,13 @@ pub fn recover_episode_with(
         if k != listed {
             break;
         }
-        match fs_ref.read(path).ok().map(Episode::from_bytes) {
-            Some(Ok(ep))
-                if ep.timestep_range.map(|r| r[0]) == Some(next_timestep) || ep.length == 0 =>
+        match read_chunk(fs_ref, path) {
+            Some(ep)
+                if (ep.timestep_range.map(|r| r[0]) == Some(next_timestep) || ep.length == 0)
+                    && SeqGaps::of_episode(&ep).is_ok() =>
             {
-                let chunk = ChunkRef {
+                let dropped = SeqGaps::of_episode(&ep).map_or(0, |g| g.total());
+                let mut chunk = ChunkRef {
                     chunk_index: k,
                     uri: file_name(path),
                     sha256: sha256_of(fs_ref, path)?,
@@ -163,10 +184,12 @@ pub fn recover_episode_with(
                     length_t: ep.length,
                     extra: serde_json::Map::new(),
                 };
+                gaps::set_chunk_dropped(&mut chunk, dropped);
                 if manifest.env_id.is_empty() {
                     manifest.env_id.clone_from(&ep.env_id);
                 }
                 next_timestep += ep.length;
+                next_seq = next_seq.saturating_add(ep.length).saturating_add(dropped);
                 manifest.push_chunk(chunk);
                 listed += 1;
                 report.chunks_recovered += 1;
@@ -193,8 +216,16 @@ pub fn recover_episode_with(
 
     for (&k, path) in &files.journals {
         if k < listed {
-            // Its chunk is already published and listed: the trim did not happen.
-            remove(fs_ref, path, &mut report, mode)?;
+            // Its chunk is already published and listed: the trim did not happen (or
+            // recovery was cut before it moved aside a segment it could not fully use).
+            let unused = fs_ref
+                .read(path)
+                .is_ok_and(|b| read_segment(&b).holds_unused_records());
+            if unused {
+                quarantine(fs_ref, data_dir, episode_id, path, &mut report, mode)?;
+            } else {
+                remove(fs_ref, path, &mut report, mode)?;
+            }
             continue;
         }
         let bytes = fs_ref
@@ -205,8 +236,9 @@ pub fn recover_episode_with(
             remove(fs_ref, path, &mut report, mode)?;
             continue;
         }
-        let seg = read_segment(&bytes);
+        let mut seg = read_segment(&bytes);
         let name = file_name(path);
+        let mut unused = seg.holds_unused_records();
         for c in &seg.scan.corruptions {
             report.discarded.push(Discarded {
                 file: name.clone(),
@@ -223,26 +255,26 @@ pub fn recover_episode_with(
                 reason: why.clone(),
             });
         }
-        let Some(header) = seg.header else {
-            report.discarded.push(Discarded {
-                file: name.clone(),
-                offset: 0,
-                len: bytes.len() as u64,
-                reason: "no readable segment header".into(),
-            });
+        let Some(header) = seg.header.take() else {
+            discard_rest(
+                &mut report,
+                &name,
+                bytes.len() as u64,
+                "no readable segment header",
+            );
             quarantine(fs_ref, data_dir, episode_id, path, &mut report, mode)?;
             continue;
         };
         if k != listed || header.chunk_index != k || header.first_timestep != next_timestep {
-            report.discarded.push(Discarded {
-                file: name.clone(),
-                offset: 0,
-                len: bytes.len() as u64,
-                reason: format!(
+            discard_rest(
+                &mut report,
+                &name,
+                bytes.len() as u64,
+                &format!(
                     "segment of chunk {} starting at timestep {} does not continue chunk {listed} at timestep {next_timestep}",
                     header.chunk_index, header.first_timestep
                 ),
-            });
+            );
             quarantine(fs_ref, data_dir, episode_id, path, &mut report, mode)?;
             continue;
         }
@@ -251,26 +283,21 @@ pub fn recover_episode_with(
         }
         let schema = Arc::new(header.schema);
         let mut columns = ChunkColumns::new(schema.clone(), k, next_timestep);
-        let rec_len = crate::chunk::step::STEP_HEADER_LEN + schema.step_payload_bytes;
-        for ((i, s), expect) in steps(&seg.steps, schema.step_payload_bytes)
-            .enumerate()
-            .zip(next_timestep..)
-        {
-            if s.seq != expect {
-                report.discarded.push(Discarded {
-                    file: name.clone(),
-                    offset: 0,
-                    len: (seg.steps.len() - i * rec_len) as u64,
-                    reason: format!("timestep seq {} where {expect} was expected; the rest of the segment is dropped", s.seq),
-                });
-                break;
-            }
-            columns.push(&s);
+        let (seq_end, stopped) =
+            replay::replay(&seg, schema.step_payload_bytes, &mut columns, next_seq);
+        next_seq = seq_end;
+        if let Some(st) = stopped {
+            report
+                .discarded
+                .extend(dropped_regions(&seg, st.at, &name, &st.reason));
+            unused = true;
         }
         if !columns.is_empty() {
             let n = columns.len();
+            let dropped = columns.gaps.total();
             let ep = columns.into_episode();
-            let chunk = publish(fs_ref, &layout, &ep, settings, mode)?;
+            let mut chunk = publish(fs_ref, &layout, &ep, settings, mode)?;
+            gaps::set_chunk_dropped(&mut chunk, dropped);
             report.actions.push(Action::PublishChunk {
                 chunk_index: k,
                 journal: path.clone(),
@@ -286,13 +313,93 @@ pub fn recover_episode_with(
             manifest.status = Some("recovering".into());
             commit(fs_ref, &layout, &manifest, &mut report, mode)?;
         }
-        remove(fs_ref, path, &mut report, mode)?;
+        if unused {
+            // Intact records it holds are not in the episode: keep them.
+            quarantine(fs_ref, data_dir, episode_id, path, &mut report, mode)?;
+        } else {
+            remove(fs_ref, path, &mut report, mode)?;
+        }
     }
 
+    // Finalized chunks still unlisted (after one that could not be adopted, or no longer
+    // continuing the episode) are moved aside: never left behind unreported, never deleted.
+    for path in files.chunks.range(listed..).map(|(_, p)| p) {
+        let done = report
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Quarantine { from, .. } if from == path));
+        if !done {
+            quarantine(fs_ref, data_dir, episode_id, path, &mut report, mode)?;
+        }
+    }
+
+    gaps::update_manifest(&mut manifest, false);
     manifest.status = Some("recovered".into());
     manifest.extra.insert("recovery".into(), report.to_json());
     commit(fs_ref, &layout, &manifest, &mut report, mode)?;
     Ok(Some(report))
+}
+
+/// Discard all `len` bytes of `file`: the parts not already reported for it become regions
+/// with `reason`, so that no byte is counted twice (a note of length 0 when every byte
+/// was reported already).
+fn discard_rest(report: &mut RecoveryReport, file: &str, len: u64, reason: &str) {
+    let mut covered: Vec<(u64, u64)> = report
+        .discarded
+        .iter()
+        .filter(|d| d.file == file && d.len > 0)
+        .map(|d| (d.offset, d.offset.saturating_add(d.len)))
+        .collect();
+    covered.sort_unstable();
+    let mut rest = Vec::new();
+    let mut at = 0;
+    for (start, end) in covered.into_iter().chain([(len, len)]) {
+        if start > at {
+            rest.push((at, start - at));
+        }
+        at = at.max(end);
+    }
+    if rest.is_empty() {
+        rest.push((0, 0));
+    }
+    report
+        .discarded
+        .extend(rest.into_iter().map(|(offset, len)| Discarded {
+            file: file.to_owned(),
+            offset,
+            len,
+            reason: reason.to_owned(),
+        }));
+}
+
+/// The file regions of the STEPS records holding `seg.steps[from..]` (dropped after a seq
+/// gap): one region per run of records not interrupted by a region the scan already
+/// reported, so that no byte is counted twice.
+fn dropped_regions(seg: &SegmentContents, from: usize, file: &str, reason: &str) -> Vec<Discarded> {
+    let first = seg
+        .spans
+        .partition_point(|s| s.steps_at <= from)
+        .saturating_sub(1);
+    let mut out: Vec<Discarded> = Vec::new();
+    for span in seg.spans.get(first..).unwrap_or_default() {
+        let joins = out.last().is_some_and(|d: &Discarded| {
+            let prev_end = d.offset + d.len;
+            !seg.scan
+                .corruptions
+                .iter()
+                .any(|c| c.offset >= prev_end && c.offset < span.offset)
+        });
+        match out.last_mut() {
+            Some(d) if joins => d.len = span.end - d.offset,
+            _ => out.push(Discarded {
+                file: file.to_owned(),
+                offset: span.offset,
+                len: span.end - span.offset,
+                reason: reason.to_owned(),
+            }),
+        }
+    }
+    out
 }
 
 /// Recover every episode under `data_dir` (the quarantine directory is skipped).

@@ -1,0 +1,1045 @@
+//! Torn and corrupt files ("prove nothing is lost"): a journal segment, a chunk `.partial`
+//! and a manifest, each cut at every byte offset (or, for the large journal, at sampled
+//! offsets and around every block boundary) and hit by seeded single- and multi-bit flips.
+//! After each, recovery runs on a copy of the episode and must never panic, keep exactly
+//! the longest valid prefix bit-exact, report what it dropped (file, offset, length,
+//! reason), never delete a file that may hold the only copy of data, and never take a
+//! damaged file for a good one.
+//!
+//! The recordings are made by a real [`Session`] over [`SimFs`]; every damaged copy is a
+//! power-cut image of it (an exact copy) with one file replaced.
+
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
+mod sim_harness;
+
+use std::io::Write;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sim_harness::{data_dir, fresh_sim, layout, records, schema, Client, EP};
+use wshard::episode::Episode;
+use wshard::manifest::{sha256_hex, Manifest};
+use wshard::read::ShardReader;
+use wshard_recorder::chunk::step::{encode_step, STEP_HEADER_LEN};
+use wshard_recorder::cli::verify::{self, VerifyOptions};
+use wshard_recorder::cli::Status;
+use wshard_recorder::episode::layout::QUARANTINE_DIR;
+use wshard_recorder::episode::Durability;
+use wshard_recorder::fsio::sim::{OpKind, PowerLoss, SimFs};
+use wshard_recorder::fsio::Fs;
+use wshard_recorder::journal::format::{scan, BLOCK_LEN};
+use wshard_recorder::recovery::{recover_episode, Action, RecoveryReport};
+use wshard_recorder::session::{FinalStatus, FsyncMode, Rotation, Session, SessionSettings};
+
+/// Payload bytes of one timestep of the harness schema (`state` f32x4 + `cmd` u8x6).
+const PAYLOAD: usize = 16 + 6;
+/// One timestep record as sent and journaled.
+const REC: usize = STEP_HEADER_LEN + PAYLOAD;
+
+// ---------------------------------------------------------------------------------------
+// Recording and damaging
+// ---------------------------------------------------------------------------------------
+
+fn settings(max_ts: u64) -> SessionSettings {
+    SessionSettings {
+        fsync: FsyncMode::Always,
+        rotation: Rotation {
+            max_timesteps: max_ts,
+            max_bytes: 1 << 30,
+            max_age: Duration::from_secs(3600),
+        },
+        queue_frames: 16,
+        compression_workers: 1,
+        ..SessionSettings::default()
+    }
+}
+
+/// One recording: the file system as a crash right after the last batch would leave it,
+/// and the same file system after a clean CLOSE (every chunk finalized).
+struct Recording {
+    image: SimFs,
+    closed: SimFs,
+    settings: SessionSettings,
+    /// Every timestep record sent, seq 0.., back to back.
+    sent: Vec<u8>,
+}
+
+/// Record `batches` (each becomes one STEPS record: the writer is waited for after each)
+/// through a real session, take the power-cut image, then CLOSE.
+fn record(durability: Durability, max_ts: u64, batches: &[u64]) -> Recording {
+    let sim = fresh_sim();
+    let settings = settings(max_ts);
+    let client = Arc::new(Client::new(&sim));
+    let session = Session::open(
+        Arc::new(sim.clone()),
+        &data_dir(),
+        schema(durability),
+        settings.clone(),
+        client,
+    )
+    .unwrap();
+    let journaled = durability == Durability::Ack;
+    let mut end = 0;
+    for &n in batches {
+        assert!(session.submit(records(end, n), n));
+        end += n;
+        let sealed = (end - 1) / max_ts;
+        let want = if journaled { end } else { sealed * max_ts };
+        let shared = session.shared().clone();
+        let t = Instant::now();
+        while !(shared.stats.chunks.load(Ordering::SeqCst) >= sealed
+            && shared.durable() >= want
+            && (!journaled
+                || (0..sealed).all(|k| sim.attempts(OpKind::Remove, &layout().journal(k)) > 0)))
+        {
+            assert!(!shared.is_failed(), "{:?}", shared.failure());
+            assert!(t.elapsed() < Duration::from_secs(20), "session stuck");
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+    let image = sim.power_cut_image(PowerLoss::DropUnsynced);
+    // A journal whose chunk is listed may reappear (its removal was not synced yet):
+    // make the trim durable so that every damaged copy starts from the same files.
+    let listed = manifest_of(&image).chunks.len() as u64;
+    for k in 0..listed {
+        let j = layout().journal(k);
+        if image.exists(&j) {
+            image.remove_file(&j).unwrap();
+            image.sync_dir(&layout().dir).unwrap();
+        }
+    }
+    let summary = session.close(FinalStatus::Complete);
+    assert_eq!(summary.failure, None);
+    assert_eq!(summary.timesteps, end);
+    Recording {
+        image,
+        closed: sim,
+        settings,
+        sent: records(0, end),
+    }
+}
+
+/// A copy of `base` with `path` holding exactly `bytes` (durably).
+fn with_file(base: &SimFs, path: &Path, bytes: &[u8]) -> SimFs {
+    let fs = base.power_cut_image(PowerLoss::DropUnsynced);
+    let mut f = fs.create(path).unwrap();
+    f.write_all(bytes).unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+    fs.sync_dir(path.parent().unwrap()).unwrap();
+    fs
+}
+
+/// Recover `fs`, turning a panic into a failure that names the case.
+fn recover(fs: &SimFs, settings: &SessionSettings, ctx: &str) -> Option<RecoveryReport> {
+    let dyn_fs: Arc<dyn Fs> = Arc::new(fs.clone());
+    match catch_unwind(AssertUnwindSafe(|| {
+        recover_episode(&dyn_fs, &data_dir(), EP, settings)
+    })) {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => panic!("{ctx}: recovery failed: {e}"),
+        Err(_) => panic!("{ctx}: recovery panicked"),
+    }
+}
+
+/// A small deterministic generator for flip positions and bits.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// The flips tried at offset `at` of a file of `len` bytes: one single-bit flip, and one
+/// of 2..=8 bits spread over up to 16 bytes from `at`. Each is (byte, mask) pairs.
+fn flips_at(at: usize, len: usize, rng: &mut Rng) -> [Vec<(usize, u8)>; 2] {
+    let single = vec![(at, 1u8 << rng.below(8))];
+    let n = 2 + rng.below(7);
+    let window = (len - at).min(16);
+    let mut multi: Vec<(usize, u8)> = Vec::new();
+    for _ in 0..n {
+        let p = at + rng.below(window);
+        let bit = 1u8 << rng.below(8);
+        match multi.iter_mut().find(|(q, _)| *q == p) {
+            Some((_, m)) => *m |= bit,
+            None => multi.push((p, bit)),
+        }
+    }
+    multi.retain(|&(_, m)| m != 0);
+    if multi.is_empty() {
+        multi.push((at, 0x81));
+    }
+    [single, multi]
+}
+
+fn flipped(bytes: &[u8], flips: &[(usize, u8)]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    for &(p, m) in flips {
+        out[p] ^= m;
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// Checking what recovery left
+// ---------------------------------------------------------------------------------------
+
+fn manifest_of(fs: &SimFs) -> Manifest {
+    let bytes = fs.read(&layout().manifest()).unwrap();
+    Manifest::read(&ShardReader::from_bytes(bytes).unwrap()).unwrap()
+}
+
+/// The wire records of `ep`'s timesteps, numbered from `first`.
+fn wire_records(ep: &Episode, first: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    let Some(ts) = ep.timestamps_ns.as_deref() else {
+        return Vec::new(); // never what was sent: a chunk without its timestamps
+    };
+    let n = ep.length as usize;
+    for (i, ((&t, &reward), &done)) in ts.iter().zip(&ep.reward).zip(&ep.done).enumerate() {
+        let mut payload = Vec::with_capacity(PAYLOAD);
+        for ch in &ep.channels {
+            let w = ch.data.len() / n;
+            payload.extend_from_slice(&ch.data[i * w..(i + 1) * w]);
+        }
+        encode_step(&mut out, first + i as u64, t, reward, done, &payload);
+    }
+    out
+}
+
+/// After a recovery: the manifest is `recovered` and continuous, every listed chunk has
+/// its SHA-256 and holds exactly the records that were sent for its timesteps, and nothing
+/// half-done is left in the episode directory. Returns the number of timesteps.
+fn check_recovered(fs: &SimFs, sent: &[u8], ctx: &str) -> u64 {
+    let m = manifest_of(fs);
+    assert_eq!(m.status.as_deref(), Some("recovered"), "{ctx}");
+    m.validate_continuity()
+        .unwrap_or_else(|e| panic!("{ctx}: manifest not continuous: {e}"));
+    for c in &m.chunks {
+        let bytes = fs.read(&layout().dir.join(&c.uri)).unwrap();
+        assert_eq!(
+            sha256_hex(&bytes),
+            c.sha256,
+            "{ctx}: chunk {}",
+            c.chunk_index
+        );
+        let ep = Episode::from_bytes(bytes)
+            .unwrap_or_else(|e| panic!("{ctx}: chunk {} unreadable: {e}", c.chunk_index));
+        assert_eq!(ep.length, c.length_t, "{ctx}");
+        let from = c.timestep_range[0] as usize * REC;
+        let want = &sent[from..from + c.length_t as usize * REC];
+        assert!(
+            wire_records(&ep, c.timestep_range[0]) == want,
+            "{ctx}: chunk {} does not hold exactly the timesteps sent",
+            c.chunk_index
+        );
+    }
+    for p in fs.read_dir(&layout().dir).unwrap() {
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            !(name.ends_with(".partial") || name.ends_with(".wal") || name.ends_with(".tmp")),
+            "{ctx}: {name} left after recovery"
+        );
+    }
+    m.total_timesteps
+}
+
+/// The bytes of the quarantined copy of `name`, if recovery quarantined it.
+fn quarantined(fs: &SimFs, report: &RecoveryReport, name: &str) -> Option<Vec<u8>> {
+    let q = report.quarantined.iter().find(|q| {
+        Path::new(q)
+            .file_name()
+            .is_some_and(|f| f.to_string_lossy().starts_with(name))
+    })?;
+    let path = PathBuf::from(q);
+    assert!(
+        path.starts_with(data_dir().join(QUARANTINE_DIR)),
+        "{q} is not in the quarantine directory"
+    );
+    Some(
+        fs.read(&path)
+            .unwrap_or_else(|e| panic!("quarantined {q} is gone: {e}")),
+    )
+}
+
+/// Every non-zero byte of `bytes[from..to]` lies in a region the report discarded for
+/// `file`; and no such region reaches before `from` (the valid prefix) or past `to`.
+fn assert_covered(report: &RecoveryReport, file: &str, bytes: &[u8], from: u64, ctx: &str) {
+    let to = bytes.len() as u64;
+    let mut regions: Vec<(u64, u64)> = report
+        .discarded
+        .iter()
+        .filter(|d| d.file == file)
+        .map(|d| (d.offset, d.offset + d.len))
+        .collect();
+    for d in report.discarded.iter().filter(|d| d.file == file) {
+        assert!(
+            d.offset >= from && d.offset + d.len <= to,
+            "{ctx}: discarded region {d:?} outside the lost range {from}..{to}"
+        );
+        assert!(!d.reason.is_empty(), "{ctx}: {d:?} without a reason");
+    }
+    regions.sort_unstable();
+    // Regions of length 0 are notes (an intact record that could not be used).
+    regions.retain(|r| r.1 > r.0);
+    for w in regions.windows(2) {
+        assert!(
+            w[1].0 >= w[0].1,
+            "{ctx}: discarded regions overlap (bytes counted twice): {:?}",
+            report.discarded
+        );
+    }
+    let mut at = from;
+    for (s, e) in regions.into_iter().chain([(to, to)]) {
+        if s > at {
+            let gap = &bytes[at as usize..s as usize];
+            if let Some(i) = gap.iter().position(|&b| b != 0) {
+                panic!(
+                    "{ctx}: byte {} of {file} was lost but no discarded region covers it: {:?}",
+                    at as usize + i,
+                    report.discarded
+                );
+            }
+        }
+        at = at.max(e);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Journal
+// ---------------------------------------------------------------------------------------
+
+/// A journal segment as written, with its records from the scan of the intact file.
+struct Journal {
+    rec: Recording,
+    bytes: Vec<u8>,
+    /// (offset, end, timesteps) of every record; record 0 is the segment header.
+    records: Vec<(u64, u64, u64)>,
+}
+
+const JOURNAL_FILE: &str = "journal_0000.wal";
+
+fn journal(batches: &[u64]) -> Journal {
+    let rec = record(Durability::Ack, 1 << 40, batches);
+    let bytes = rec.image.read(&layout().journal(0)).unwrap();
+    let s = scan(&bytes);
+    assert!(s.corruptions.is_empty());
+    assert_eq!(s.valid_end, bytes.len() as u64);
+    assert_eq!(
+        s.records.len(),
+        batches.len() + 1,
+        "one STEPS record per batch"
+    );
+    let records = s
+        .records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let steps = if i == 0 {
+                0
+            } else {
+                ((r.data.len() - 1) / REC) as u64
+            };
+            (r.offset, r.end, steps)
+        })
+        .collect();
+    Journal {
+        rec,
+        bytes,
+        records,
+    }
+}
+
+impl Journal {
+    /// Timesteps in, and end of, the records before record `d` (all when `d` is past the
+    /// end); none when the header is not among them.
+    fn prefix(&self, d: usize) -> (u64, u64) {
+        if d == 0 {
+            return (0, 0);
+        }
+        let kept = &self.records[..d.min(self.records.len())];
+        (
+            kept.iter().map(|r| r.2).sum(),
+            kept.last().map_or(0, |r| r.1),
+        )
+    }
+
+    /// Recover a copy whose journal holds `damaged`, where everything from record `d` on
+    /// is lost (by a cut or damage), and check the outcome.
+    fn check(&self, damaged: &[u8], d: usize, ctx: &str) -> RecoveryReport {
+        let path = layout().journal(0);
+        let fs = with_file(&self.rec.image, &path, damaged);
+        let report = recover(&fs, &self.rec.settings, ctx).unwrap();
+        let (want, valid_end) = self.prefix(d);
+        let got = check_recovered(&fs, &self.rec.sent, ctx);
+        assert_eq!(got, want, "{ctx}: longest valid prefix");
+        assert_eq!(report.timesteps_recovered, want, "{ctx}");
+        assert_covered(&report, JOURNAL_FILE, damaged, valid_end, ctx);
+        let lost = damaged[valid_end as usize..].iter().any(|&b| b != 0);
+        assert_eq!(report.lost_data(), lost, "{ctx}: {report:?}");
+        if d == 0 && lost {
+            assert!(
+                report
+                    .discarded
+                    .iter()
+                    .any(|r| r.reason == "no readable segment header"),
+                "{ctx}: {report:?}"
+            );
+        }
+        assert!(!fs.exists(&path), "{ctx}: journal left");
+        // The journal is removed only when nothing intact was left unused in it; else it
+        // is in quarantine, byte for byte.
+        let intact_unused = scan(damaged).records.iter().any(|r| r.offset >= valid_end);
+        match quarantined(&fs, &report, JOURNAL_FILE) {
+            Some(q) => assert!(q == damaged, "{ctx}: quarantined journal differs"),
+            None => {
+                assert!(
+                    !intact_unused && (d > 0 || !lost),
+                    "{ctx}: journal holding unused data removed: {report:?}"
+                );
+                assert!(report.removed.iter().any(|r| r == JOURNAL_FILE), "{ctx}");
+            }
+        }
+        let again = recover(&fs, &self.rec.settings, ctx);
+        assert!(again.is_none(), "{ctx}: second recovery: {again:?}");
+        report
+    }
+
+    /// Index of the first record `flips` touch (`records.len()` when none: padding only).
+    fn first_damaged(&self, flips: &[(usize, u8)]) -> usize {
+        flips
+            .iter()
+            .filter_map(|&(p, _)| {
+                self.records
+                    .iter()
+                    .position(|r| r.0 <= p as u64 && (p as u64) < r.1)
+            })
+            .min()
+            .unwrap_or(self.records.len())
+    }
+
+    fn cut(&self, cut: usize, name: &str) {
+        let d = self
+            .records
+            .iter()
+            .take_while(|r| r.1 <= cut as u64)
+            .count();
+        self.check(&self.bytes[..cut], d, &format!("{name}: cut at {cut}"));
+    }
+
+    fn flip(&self, flips: &[(usize, u8)], name: &str, tally: &mut FlipTally) {
+        let d = self.first_damaged(flips);
+        let damaged = flipped(&self.bytes, flips);
+        let report = self.check(&damaged, d, &format!("{name}: flips {flips:?}"));
+        tally.copies += 1;
+        if d == 0 {
+            tally.header += 1;
+        } else if d == self.records.len() {
+            tally.harmless += 1;
+        }
+        if report
+            .discarded
+            .iter()
+            .any(|r| r.reason.contains("was expected"))
+        {
+            tally.seq_gap += 1;
+        }
+        if report.quarantined.iter().any(|q| q.ends_with(JOURNAL_FILE)) {
+            tally.quarantined += 1;
+        }
+    }
+}
+
+/// What the flipped copies of a journal came to.
+#[derive(Debug, Default)]
+struct FlipTally {
+    copies: u64,
+    /// The segment header was hit: nothing recovered, the whole segment quarantined.
+    header: u64,
+    /// Only zero padding was hit: everything recovered.
+    harmless: u64,
+    /// Intact records after the damage were dropped at the seq gap (reported by offset).
+    seq_gap: u64,
+    /// The journal went to quarantine (header damaged, or intact records unused).
+    quarantined: u64,
+}
+
+/// Batch sizes 1, 2, 3, 1, 2, 3, ... summing to at least `steps`.
+fn batches(steps: u64, max: u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut total = 0;
+    let mut i = 0;
+    while total < steps {
+        let n = 1 + (i * 7) % max;
+        out.push(n);
+        total += n;
+        i += 1;
+    }
+    out
+}
+
+#[test]
+fn torn_journal_small_every_offset() {
+    let t = Instant::now();
+    let j = journal(&batches(60, 3));
+    let len = j.bytes.len();
+    assert!(len < BLOCK_LEN && j.records.len() > 25, "{len}");
+    for cut in 0..=len {
+        j.cut(cut, "small journal");
+    }
+    eprintln!(
+        "torn_journal_small_every_offset: {} records, {len} bytes, {} cuts, {:.1} s",
+        j.records.len(),
+        len + 1,
+        t.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn torn_journal_small_bit_flips() {
+    let t = Instant::now();
+    let j = journal(&batches(60, 3));
+    let len = j.bytes.len();
+    let mut rng = Rng(0x70E5);
+    let mut tally = FlipTally::default();
+    for at in (0..len).step_by(5) {
+        for flips in flips_at(at, len, &mut rng) {
+            j.flip(&flips, "small journal", &mut tally);
+        }
+    }
+    assert!(tally.header > 0);
+    eprintln!(
+        "torn_journal_small_bit_flips: {len} bytes, flips at every 5th byte: {tally:?}, {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+}
+
+/// About 2.5 journal blocks: records of 1..=40 timesteps (43..1 720 bytes), many of them
+/// split across a block boundary (FIRST/LAST fragments).
+fn multi_block_journal() -> Journal {
+    let j = journal(&batches(1_900, 40));
+    let len = j.bytes.len();
+    assert!(len > 2 * BLOCK_LEN && len < 3 * BLOCK_LEN, "{len}");
+    let split = j
+        .records
+        .iter()
+        .filter(|r| r.0 / BLOCK_LEN as u64 != (r.1 - 1) / BLOCK_LEN as u64)
+        .count();
+    assert!(split >= 2, "records crossing a block boundary: {split}");
+    j
+}
+
+/// Offsets within 8 bytes of every block boundary inside `len`.
+fn near_boundaries(len: usize) -> impl Iterator<Item = usize> {
+    (1..=len / BLOCK_LEN)
+        .flat_map(|b| (b * BLOCK_LEN - 8)..=(b * BLOCK_LEN + 8))
+        .filter(move |&o| o <= len)
+}
+
+#[test]
+fn torn_journal_multi_block_sampled_offsets() {
+    let t = Instant::now();
+    let j = multi_block_journal();
+    let len = j.bytes.len();
+    let mut cuts: Vec<usize> = (0..=len).step_by(97).chain(near_boundaries(len)).collect();
+    cuts.push(len);
+    cuts.sort_unstable();
+    cuts.dedup();
+    for &cut in &cuts {
+        j.cut(cut, "multi-block journal");
+    }
+    eprintln!(
+        "torn_journal_multi_block_sampled_offsets: {} records, {len} bytes, {} cuts, {:.1} s",
+        j.records.len(),
+        cuts.len(),
+        t.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn torn_journal_multi_block_bit_flips() {
+    let t = Instant::now();
+    let j = multi_block_journal();
+    let len = j.bytes.len();
+    let mut rng = Rng(0xB10C);
+    let mut offsets: Vec<usize> = (0..len)
+        .step_by(211)
+        .chain(near_boundaries(len).filter(|&o| o < len).step_by(2))
+        .collect();
+    offsets.sort_unstable();
+    offsets.dedup();
+    let mut tally = FlipTally::default();
+    for &at in &offsets {
+        for flips in flips_at(at, len, &mut rng) {
+            j.flip(&flips, "multi-block journal", &mut tally);
+        }
+    }
+    assert!(tally.header > 0 && tally.seq_gap > 0, "{tally:?}");
+    eprintln!(
+        "torn_journal_multi_block_bit_flips: {len} bytes, flips at {} offsets: {tally:?}, {:.1} s",
+        offsets.len(),
+        t.elapsed().as_secs_f64()
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Chunk `.partial`
+// ---------------------------------------------------------------------------------------
+
+/// Chunk 0 (timesteps 0..8) finalized and listed, timesteps 8..12 in the open chunk (and,
+/// for class `ack`, in `journal_0001.wal`); `chunk1` is the file chunk 1 became at CLOSE,
+/// so a crash while its `.partial` was written can leave any prefix of it.
+struct PartialCase {
+    rec: Recording,
+    chunk1: Vec<u8>,
+    /// End of the header/index reserve: zeros until the writer finalizes.
+    reserve: usize,
+}
+
+fn partial_case(durability: Durability) -> PartialCase {
+    let rec = record(durability, 8, &[5, 5, 2]);
+    let m = manifest_of(&rec.image);
+    assert_eq!(
+        (m.chunks.len(), m.status.as_deref()),
+        (1, Some("recording"))
+    );
+    assert_eq!(
+        rec.image.exists(&layout().journal(1)),
+        durability == Durability::Ack
+    );
+    assert!(!rec.image.exists(&layout().partial(1)));
+    let chunk1 = rec.closed.read(&layout().chunk(1)).unwrap();
+    let reserve = ShardReader::from_bytes(chunk1.clone())
+        .unwrap()
+        .header()
+        .data_section_offset as usize;
+    assert!(reserve > 64 && reserve < chunk1.len());
+    PartialCase {
+        rec,
+        chunk1,
+        reserve,
+    }
+}
+
+impl PartialCase {
+    /// The forms the `.partial` can have after a crash, with a name: every prefix of the
+    /// final file; the file before finalize (reserve still zeros) at every 3rd length; the
+    /// full data with the finalizing header write torn at every 3rd byte.
+    fn forms(&self, mut each: impl FnMut(&str, &[u8])) -> usize {
+        let f = &self.chunk1;
+        let r = self.reserve;
+        let mut n = 0;
+        for l in 0..=f.len() {
+            each(&format!("prefix of {l} bytes"), &f[..l]);
+            n += 1;
+        }
+        let mut unfinalized = vec![0u8; r];
+        for l in (r..=f.len()).step_by(3).chain([f.len()]) {
+            unfinalized.truncate(r);
+            unfinalized.extend_from_slice(&f[r..l]);
+            each(&format!("reserve zeroed, {l} bytes"), &unfinalized);
+            n += 1;
+        }
+        for h in (0..r).step_by(3) {
+            let mut torn = f.clone();
+            torn[h..r].fill(0);
+            each(&format!("header written up to byte {h}"), &torn);
+            n += 1;
+        }
+        n
+    }
+}
+
+const PARTIAL_FILE: &str = "ep_chunk_0001.wshard.partial";
+
+#[test]
+fn torn_chunk_partial_with_journal_is_rederived() {
+    let t = Instant::now();
+    let c = partial_case(Durability::Ack);
+    let n = c.forms(|what, bytes| {
+        let ctx = format!("ack, partial {what}");
+        let fs = with_file(&c.rec.image, &layout().partial(1), bytes);
+        let report = recover(&fs, &c.rec.settings, &ctx).unwrap();
+        assert!(
+            report.removed.iter().any(|r| r == PARTIAL_FILE),
+            "{ctx}: {report:?}"
+        );
+        assert!(!report.lost_data(), "{ctx}: {report:?}");
+        assert_eq!(report.timesteps_recovered, 4, "{ctx}");
+        assert_eq!(check_recovered(&fs, &c.rec.sent, &ctx), 12, "{ctx}");
+        // Re-derived from the journal: the very file the live path wrote at CLOSE.
+        assert!(
+            fs.read(&layout().chunk(1)).unwrap() == c.chunk1,
+            "{ctx}: re-derived chunk differs"
+        );
+    });
+    eprintln!(
+        "torn_chunk_partial_with_journal_is_rederived: chunk of {} bytes (reserve {}), {n} partial forms, {:.1} s",
+        c.chunk1.len(),
+        c.reserve,
+        t.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn torn_chunk_partial_without_journal_is_quarantined() {
+    let t = Instant::now();
+    let c = partial_case(Durability::Chunk);
+    let n = c.forms(|what, bytes| {
+        let ctx = format!("chunk class, partial {what}");
+        let fs = with_file(&c.rec.image, &layout().partial(1), bytes);
+        let report = recover(&fs, &c.rec.settings, &ctx).unwrap();
+        let q = quarantined(&fs, &report, PARTIAL_FILE)
+            .unwrap_or_else(|| panic!("{ctx}: partial not quarantined: {report:?}"));
+        assert!(q == bytes, "{ctx}: quarantined copy differs");
+        assert!(report.lost_data(), "{ctx}");
+        assert!(!report.removed.iter().any(|r| r.contains("chunk")), "{ctx}");
+        // Never taken for a chunk: the episode is chunk 0, nothing more.
+        assert_eq!(check_recovered(&fs, &c.rec.sent, &ctx), 8, "{ctx}");
+        assert!(!fs.exists(&layout().chunk(1)), "{ctx}");
+        assert!(!fs.exists(&layout().partial(1)), "{ctx}");
+        assert!(recover(&fs, &c.rec.settings, &ctx).is_none(), "{ctx}");
+    });
+    eprintln!(
+        "torn_chunk_partial_without_journal_is_quarantined: {n} partial forms, {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+}
+
+/// Bit rot in a finalized, listed chunk of a `complete` episode: `wshard verify` reports
+/// it (naming the block when the flip is inside one; the manifest's SHA-256 catches every
+/// flip), and recovery leaves the episode alone: it repairs nothing and vouches for
+/// nothing (it does not read listed chunks).
+#[test]
+fn torn_finalized_chunk_bit_rot_is_found_by_verify() {
+    let t = Instant::now();
+    let c = partial_case(Durability::Ack);
+    let closed = &c.rec.closed;
+    assert_eq!(manifest_of(closed).status.as_deref(), Some("complete"));
+    let real = tempfile::tempdir().unwrap();
+    closed.export_to(&data_dir(), real.path()).unwrap();
+    let dir = real.path().join(EP);
+    let chunk = dir.join("ep_chunk_0001.wshard");
+    let manifest = dir.join("ep_manifest.wshard");
+    let reader = ShardReader::from_bytes(c.chunk1.clone()).unwrap();
+    let blocks: Vec<(String, u64, u64)> = reader
+        .index()
+        .names()
+        .zip(reader.index().entries())
+        .map(|(n, e)| (n.to_owned(), e.data_offset, e.data_offset + e.disk_size))
+        .collect();
+    let verify = |path: &Path| {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let status = verify::run(
+            &[path.to_path_buf()],
+            VerifyOptions::default(),
+            &mut out,
+            &mut err,
+        );
+        (status, String::from_utf8_lossy(&out).into_owned())
+    };
+    assert_eq!(verify(&manifest).0, Status::Ok);
+    let mut rng = Rng(0xC0DE);
+    let (mut in_blocks, mut chunk_alone_corrupt) = (0, 0);
+    // Every other byte, and the first and last byte of every block.
+    let mut offsets: Vec<usize> = (0..c.chunk1.len()).step_by(2).collect();
+    offsets.extend(blocks.iter().flat_map(|b| [b.1 as usize, b.2 as usize - 1]));
+    offsets.sort_unstable();
+    offsets.dedup();
+    for &at in &offsets {
+        let flips = vec![(at, 1u8 << rng.below(8))];
+        let bad = flipped(&c.chunk1, &flips);
+        let ctx = format!("chunk 1 flips {flips:?}");
+        std::fs::write(&chunk, &bad).unwrap();
+        // One run on the manifest: it follows the chunk, which gets its own line.
+        let (status, out) = verify(&manifest);
+        assert_eq!(status, Status::Corrupt, "{ctx}: {out}");
+        let line = |path: &Path| {
+            out.lines()
+                .find(|l| {
+                    l.split_whitespace()
+                        .nth(1)
+                        .is_some_and(|p| p.trim_end_matches(':') == path.display().to_string())
+                })
+                .unwrap_or_else(|| panic!("{ctx}: no line for {}: {out}", path.display()))
+        };
+        assert!(
+            line(&manifest).starts_with("CORRUPT") && line(&manifest).contains("sha256"),
+            "{ctx}: {out}"
+        );
+        let chunk_line = line(&chunk);
+        if chunk_line.starts_with("CORRUPT") {
+            chunk_alone_corrupt += 1;
+        }
+        if let Some((name, ..)) = blocks
+            .iter()
+            .find(|(_, s, e)| (*s..*e).contains(&(at as u64)))
+        {
+            in_blocks += 1;
+            assert!(chunk_line.starts_with("CORRUPT"), "{ctx}: {out}");
+            assert!(
+                chunk_line.contains(&format!("block `{name}`")),
+                "{ctx}: {out}"
+            );
+        }
+        if at % 16 == 0 {
+            let fs = with_file(closed, &layout().chunk(1), &bad);
+            assert!(recover(&fs, &c.rec.settings, &ctx).is_none(), "{ctx}");
+            assert!(fs.read(&layout().chunk(1)).unwrap() == bad, "{ctx}");
+        }
+    }
+    std::fs::write(&chunk, &c.chunk1).unwrap();
+    assert_eq!(verify(&manifest).0, Status::Ok);
+    eprintln!(
+        "torn_finalized_chunk_bit_rot_is_found_by_verify: chunk of {} bytes, {} flips ({in_blocks} inside blocks, {chunk_alone_corrupt} caught by the chunk alone, all by the manifest), {:.1} s",
+        c.chunk1.len(),
+        offsets.len(),
+        t.elapsed().as_secs_f64()
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Manifest
+// ---------------------------------------------------------------------------------------
+
+const MANIFEST_FILE: &str = "ep_manifest.wshard";
+
+/// An unfinished episode: chunks 0 and 1 (timesteps 0..16) finalized and listed by a
+/// `recording` manifest, timesteps 16..20 in `journal_0002.wal`.
+fn manifest_case() -> (Recording, Vec<u8>) {
+    let rec = record(Durability::Ack, 8, &[5, 5, 5, 5]);
+    let m = manifest_of(&rec.image);
+    assert_eq!(
+        (m.chunks.len(), m.status.as_deref()),
+        (2, Some("recording"))
+    );
+    assert!(rec.image.exists(&layout().journal(2)));
+    let bytes = rec.image.read(&layout().manifest()).unwrap();
+    (rec, bytes)
+}
+
+/// Recover a copy whose manifest holds `bad`: nothing lost, whatever the damage.
+fn check_manifest_damage(rec: &Recording, good: &[u8], bad: &[u8], ctx: &str) {
+    let fs = with_file(&rec.image, &layout().manifest(), bad);
+    let report = recover(&fs, &rec.settings, ctx).unwrap();
+    assert_eq!(
+        check_recovered(&fs, &rec.sent, ctx),
+        20,
+        "{ctx}: {report:?}"
+    );
+    assert_eq!(report.timesteps_recovered, 4, "{ctx}");
+    let adopted: Vec<u64> = report
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::AdoptChunk { chunk_index, .. } => Some(*chunk_index),
+            _ => None,
+        })
+        .collect();
+    match quarantined(&fs, &report, MANIFEST_FILE) {
+        Some(q) => {
+            assert!(q == bad, "{ctx}: quarantined manifest differs");
+            assert_eq!(adopted, [0, 1], "{ctx}: {report:?}");
+            assert_eq!(report.chunks_recovered, 3, "{ctx}");
+            assert!(report.lost_data(), "{ctx}");
+            assert_eq!(report.previous_status, None, "{ctx}");
+        }
+        None => {
+            // Still readable: the damage was where no reader looks (padding, reserved
+            // header bytes), so the manifest says what it said.
+            assert!(bad != good || !report.lost_data(), "{ctx}");
+            assert!(adopted.is_empty(), "{ctx}");
+            assert_eq!(
+                report.previous_status.as_deref(),
+                Some("recording"),
+                "{ctx}"
+            );
+        }
+    }
+    assert!(recover(&fs, &rec.settings, ctx).is_none(), "{ctx}");
+}
+
+#[test]
+fn torn_manifest_every_offset() {
+    let t = Instant::now();
+    let (rec, good) = manifest_case();
+    for cut in 0..good.len() {
+        check_manifest_damage(&rec, &good, &good[..cut], &format!("manifest cut at {cut}"));
+    }
+    eprintln!(
+        "torn_manifest_every_offset: manifest of {} bytes, {} cuts, {:.1} s",
+        good.len(),
+        good.len(),
+        t.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn torn_manifest_bit_flips() {
+    let t = Instant::now();
+    let (rec, good) = manifest_case();
+    let mut rng = Rng(0x3A41);
+    let (mut n, mut still_readable) = (0, 0);
+    for at in (0..good.len()).step_by(2) {
+        let [single, multi] = flips_at(at, good.len(), &mut rng);
+        let mut sets = vec![single];
+        if at % 6 == 0 {
+            sets.push(multi);
+        }
+        for flips in sets {
+            let bad = flipped(&good, &flips);
+            if ShardReader::from_bytes(bad.clone())
+                .ok()
+                .is_some_and(|r| Manifest::read(&r).is_ok())
+            {
+                still_readable += 1;
+            }
+            check_manifest_damage(&rec, &good, &bad, &format!("manifest flips {flips:?}"));
+            n += 1;
+        }
+    }
+    eprintln!(
+        "torn_manifest_bit_flips: {n} flipped copies ({still_readable} still readable), {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+}
+
+/// The manifest is gone and a finalized chunk has rotted as well: the rebuilt manifest
+/// adopts only chunks that verify and continue the episode; the rotted chunk and
+/// everything after it (files that no longer continue) are quarantined byte for byte and
+/// reported, never listed and never deleted.
+#[test]
+fn torn_manifest_lost_and_chunk_rotted() {
+    let t = Instant::now();
+    let (rec, good) = manifest_case();
+    let bad_manifest = &good[..good.len() / 2];
+    let base = with_file(&rec.image, &layout().manifest(), bad_manifest);
+    let mut rng = Rng(0x0707);
+    let mut n = 0;
+    let (mut adopted, mut refused) = (0, 0);
+    for k in 0..2u64 {
+        let chunk = rec.image.read(&layout().chunk(k)).unwrap();
+        let reader = ShardReader::from_bytes(chunk.clone()).unwrap();
+        let index_end = reader.header().data_section_offset as usize;
+        let in_block = |at: usize| {
+            reader
+                .index()
+                .entries()
+                .iter()
+                .any(|e| (e.data_offset..e.data_offset + e.disk_size).contains(&(at as u64)))
+        };
+        let mut offsets: Vec<usize> = (0..chunk.len()).step_by(13).collect();
+        // Every byte of the header, the index entries and the string table.
+        offsets.extend(0..index_end);
+        offsets.sort_unstable();
+        offsets.dedup();
+        for at in offsets {
+            let flips = vec![(at, 1u8 << rng.below(8))];
+            let bad = flipped(&chunk, &flips);
+            let ctx = format!("manifest lost, chunk {k} flips {flips:?}");
+            let fs = with_file(&base, &layout().chunk(k), &bad);
+            let before = fs.files(&layout().dir).unwrap();
+            let report = recover(&fs, &rec.settings, &ctx).unwrap();
+            let got = check_recovered(&fs, &rec.sent, &ctx);
+            // Adopted (then bit-exact, checked above) only when the damage is where
+            // nothing is read; a flip inside a block is always caught.
+            assert!(
+                got == 20 || got == k * 8,
+                "{ctx}: {got} timesteps: {report:?}"
+            );
+            if got == 20 {
+                assert!(!in_block(at), "{ctx}: a rotted block was adopted");
+                adopted += 1;
+            } else {
+                refused += 1;
+            }
+            assert!(report.lost_data(), "{ctx}");
+            // Every file that held data is listed, or in quarantine unchanged.
+            let listed: Vec<String> = manifest_of(&fs)
+                .chunks
+                .iter()
+                .map(|c| c.uri.clone())
+                .collect();
+            for (path, bytes) in before {
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if listed.contains(&name) || (name.ends_with(".wal") && got == 20) {
+                    continue;
+                }
+                let q = quarantined(&fs, &report, &name).unwrap_or_else(|| {
+                    panic!("{ctx}: {name} neither listed nor quarantined: {report:?}")
+                });
+                assert!(q == bytes, "{ctx}: quarantined {name} differs");
+            }
+            for p in fs.read_dir(&layout().dir).unwrap() {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                assert!(
+                    name == MANIFEST_FILE || listed.contains(&name),
+                    "{ctx}: {name} left in the episode directory, not listed"
+                );
+            }
+            n += 1;
+        }
+    }
+    eprintln!(
+        "torn_manifest_lost_and_chunk_rotted: {n} rotted chunks ({refused} quarantined, {adopted} adopted with the damage outside every block and name), {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+}
+
+/// A journal with intact records after a damaged one goes to quarantine; recovery cut at
+/// any of its operations and run again still ends with the valid prefix in the episode and
+/// the journal, byte for byte, in quarantine (a segment whose chunk is already listed is
+/// quarantined, not removed, when it holds unused records).
+#[test]
+fn torn_journal_quarantine_survives_a_cut_recovery() {
+    let t = Instant::now();
+    let j = multi_block_journal();
+    // A flip in the middle of block 1: records in block 2 are intact but unusable.
+    let at = BLOCK_LEN + BLOCK_LEN / 2;
+    let flips = [(at, 0x10)];
+    let d = j.first_damaged(&flips);
+    let (want, _) = j.prefix(d);
+    let damaged = flipped(&j.bytes, &flips);
+    let image = with_file(&j.rec.image, &layout().journal(0), &damaged);
+    let reference = image.power_cut_image(PowerLoss::DropUnsynced);
+    let before = reference.ops();
+    let report = recover(&reference, &j.rec.settings, "reference").unwrap();
+    assert!(quarantined(&reference, &report, JOURNAL_FILE).is_some_and(|q| q == damaged));
+    let ops = reference.ops() - before;
+    for k in 0..ops {
+        let ctx = format!("recovery cut after {k} of {ops} operations");
+        let copy = image.power_cut_image(PowerLoss::DropUnsynced);
+        copy.crash_after(k);
+        let dyn_fs: Arc<dyn Fs> = Arc::new(copy.clone());
+        let first = catch_unwind(AssertUnwindSafe(|| {
+            recover_episode(&dyn_fs, &data_dir(), EP, &j.rec.settings)
+        }));
+        assert!(first.is_ok(), "{ctx}: recovery panicked");
+        let again = copy.power_cut_image(PowerLoss::DropUnsynced);
+        let _ = recover(&again, &j.rec.settings, &ctx);
+        assert_eq!(check_recovered(&again, &j.rec.sent, &ctx), want, "{ctx}");
+        let kept = again
+            .files(&data_dir().join(QUARANTINE_DIR))
+            .unwrap_or_default()
+            .into_values()
+            .any(|b| b == damaged);
+        assert!(kept, "{ctx}: the damaged journal is gone");
+    }
+    eprintln!(
+        "torn_journal_quarantine_survives_a_cut_recovery: {ops} cut points, {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+}
