@@ -43,6 +43,8 @@ pub struct DaemonOptions {
     pub data_subdir: String,
     /// `log.level`.
     pub log_level: String,
+    /// `queues.max_pending_frames`.
+    pub max_pending_frames: u32,
 }
 
 impl Default for DaemonOptions {
@@ -57,6 +59,7 @@ impl Default for DaemonOptions {
             max_frame_bytes: 64 << 20,
             data_subdir: "data".into(),
             log_level: "info".into(),
+            max_pending_frames: 64,
         }
     }
 }
@@ -77,6 +80,13 @@ impl DaemonOptions {
         self
     }
 
+    /// `queues.max_pending_frames`: frames queued between a connection and its writer.
+    #[must_use]
+    pub fn queue(mut self, frames: u32) -> Self {
+        self.max_pending_frames = frames;
+        self
+    }
+
     /// The config file text.
     #[must_use]
     pub fn to_toml(&self, data_dir: &Path, socket: &Path) -> String {
@@ -88,6 +98,7 @@ impl DaemonOptions {
              [limits]\nmax_frame_bytes = {mfb}\nmax_channels = {mch}\n\n\
              [rotation]\nmax_timesteps = {mts}\nmax_bytes = {mb}\nmax_seconds = {ms}\n\n\
              [fsync]\npolicy = {pol:?}\ninterval_ms = {ims}\n\n\
+             [queues]\nmax_pending_frames = {mpf}\n\n\
              [log]\nlevel = {lvl:?}\n",
             data = q(data_dir),
             sock = q(socket),
@@ -99,6 +110,7 @@ impl DaemonOptions {
             pol = self.fsync_policy,
             ims = self.fsync_interval_ms,
             lvl = self.log_level,
+            mpf = self.max_pending_frames,
         )
     }
 }

@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use wshard_client::{Client, ClientError, Durability, ErrorCode, OpenEpisode, Outcome, Transport};
+use wshard_client::{
+    Client, ClientError, Durability, ErrorCode, OpenEpisode, Outcome, RingPolicy, Transport,
+};
 use wshard_e2e::check::{self, check_episode, wait_final};
 use wshard_e2e::daemon::killed_by_sigkill;
 use wshard_e2e::raw::{timestep_frame, RawConn};
@@ -47,7 +49,8 @@ fn shm_record_read_back_bit_exact() {
         w.transport(),
         Transport::Shm {
             slot_bytes: 262_144,
-            slots: 64
+            slots: 64,
+            policy: RingPolicy::Block,
         }
     );
     for n in [1, 7, 100, 333, 59] {
@@ -73,6 +76,7 @@ fn shm_record_read_back_bit_exact() {
     let tiny = Transport::Shm {
         slot_bytes: 832,
         slots: 2,
+        policy: RingPolicy::Block,
     };
     let mut w = client
         .open_episode_with(data::open_spec("shm-tiny", &ch, Durability::Ack), tiny)
@@ -103,6 +107,7 @@ fn shm_durable_semantics_like_socket() {
     let small = Transport::Shm {
         slot_bytes: 4096,
         slots: 4,
+        policy: RingPolicy::Block,
     };
 
     // ack: the fsync policy (interval) acknowledges without FLUSH; FLUSH covers all.
@@ -194,6 +199,7 @@ fn shm_concurrent_rings_and_a_socket() {
             Transport::Shm {
                 slot_bytes: 2048,
                 slots: 2,
+                policy: RingPolicy::Block,
             },
             900,
         ),
@@ -202,6 +208,7 @@ fn shm_concurrent_rings_and_a_socket() {
             Transport::Shm {
                 slot_bytes: 8192,
                 slots: 16,
+                policy: RingPolicy::Block,
             },
             1200,
         ),
@@ -245,6 +252,7 @@ impl Good {
             let transport = Transport::Shm {
                 slot_bytes: 4096,
                 slots: 4,
+                policy: RingPolicy::Block,
             };
             let mut w = client
                 .open_episode_with(data::open_spec(&id2, &ch, Durability::Ack), transport)
@@ -298,6 +306,7 @@ fn shm_hostile_attach_refused() {
     let attach = Frame::ShmAttach {
         slot_size: 256,
         slot_count: 4,
+        policy: None,
     };
     let not_eventfd = tempfile::tempfile().unwrap();
     let mut garbage = b"GARBAGE!".to_vec();
@@ -386,6 +395,7 @@ fn shm_hostile_attach_refused() {
             Frame::ShmAttach {
                 slot_size: 200,
                 slot_count: 4,
+                policy: None,
             },
             "SHM_ATTACH slot_size 200 is not a multiple of 64".into(),
         ),
@@ -396,6 +406,7 @@ fn shm_hostile_attach_refused() {
             Frame::ShmAttach {
                 slot_size: 64,
                 slot_count: 4,
+                policy: None,
             },
             "SHM_ATTACH slot_size 64 is smaller than 64 + one timestep record (37 bytes) = 101"
                 .into(),
@@ -485,6 +496,7 @@ fn attached(d: &Daemon, id: &str) -> (RawConn, HandRing) {
         &Frame::ShmAttach {
             slot_size: 256,
             slot_count: 4,
+            policy: None,
         },
         &ring.fds(),
     );
@@ -715,6 +727,7 @@ fn shm_crash_sigkill_loop() {
                     Transport::Shm {
                         slot_bytes: 2048,
                         slots: 4,
+                        policy: RingPolicy::Block,
                     }
                 },
             })

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use wshard::episode::{Channel, ChunkInfo, Episode};
 
+use super::gaps::SeqGaps;
 use super::step::StepRef;
 use crate::episode::EpisodeSchema;
 
@@ -13,7 +14,8 @@ use crate::episode::EpisodeSchema;
 pub struct ChunkColumns {
     pub schema: Arc<EpisodeSchema>,
     pub chunk_index: u64,
-    /// Global index of the chunk's first timestep (= its first seq).
+    /// Global index of the chunk's first timestep (its first seq, unless seqs were
+    /// dropped before it: see [`SeqGaps`]).
     pub first_timestep: u64,
     pub channels: Vec<Vec<u8>>,
     pub reward: Vec<f32>,
@@ -23,6 +25,9 @@ pub struct ChunkColumns {
     pub bytes: u64,
     /// When the first timestep arrived (creation time while empty).
     pub opened: Instant,
+    /// Seqs dropped before this chunk's timesteps (shared-memory drop policies), stored as
+    /// the block `time/dropped_seq_ranges` when there are any.
+    pub gaps: SeqGaps,
 }
 
 impl ChunkColumns {
@@ -40,6 +45,7 @@ impl ChunkColumns {
             t_ns: Vec::new(),
             bytes: 0,
             opened: Instant::now(),
+            gaps: SeqGaps::new(),
         }
     }
 
@@ -107,6 +113,7 @@ impl ChunkColumns {
         ep.reward = self.reward;
         ep.done = self.done;
         ep.timestamps_ns = Some(self.t_ns);
+        ep.aux.extend(self.gaps.to_block());
         ep
     }
 }

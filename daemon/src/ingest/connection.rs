@@ -172,9 +172,10 @@ impl Connection {
                 Frame::ShmAttach {
                     slot_size,
                     slot_count,
+                    policy,
                 },
             ) => {
-                self.shm_attach(slot_size, slot_count);
+                self.shm_attach(slot_size, slot_count, policy.unwrap_or_default());
                 None
             }
             (
@@ -216,7 +217,7 @@ impl Connection {
                     &[&t.payload],
                 );
                 let refused = match wshard_ingest_proto::TimestepBatch::from_records(1, records) {
-                    Ok(b) => self.submit(b).err(),
+                    Ok(b) => self.submit(b, false).err(),
                     Err(e) => Some(e.to_error_frame()),
                 };
                 if let Some(f) = refused {
@@ -225,7 +226,7 @@ impl Connection {
                 None
             }
             (State::Recording { .. }, Frame::TimestepBatch(b)) => {
-                if let Err(f) = self.submit(b) {
+                if let Err(f) = self.submit(b, false) {
                     self.responder.send(&f);
                 }
                 None
@@ -374,10 +375,13 @@ impl Connection {
     }
 
     /// Check a batch (sizes, sequence, limits) and queue it; `Err` is the ERROR frame
-    /// refusing it, for the caller to send.
+    /// refusing it, for the caller to send. With `allow_gap` (a ring with a drop policy)
+    /// the batch may start past the next seq: the seqs skipped were dropped by the
+    /// producer, and are counted (the writer records them); it may never start before.
     pub(super) fn submit(
         &mut self,
         batch: wshard_ingest_proto::TimestepBatch,
+        allow_gap: bool,
     ) -> Result<(), Frame> {
         let max_bytes = self.ctx.limits.max_episode_bytes;
         let State::Recording {
@@ -399,8 +403,31 @@ impl Connection {
         }
         batch
             .steps(*step_payload)
-            .and_then(|_| batch.check_sequence(*next_seq))
+            .and_then(|_| {
+                if allow_gap && batch.first_seq() > *next_seq {
+                    Ok(())
+                } else {
+                    batch.check_sequence(*next_seq)
+                }
+            })
             .map_err(|e| e.to_error_frame())?;
+        let dropped = batch.first_seq().saturating_sub(*next_seq);
+        if batch
+            .first_seq()
+            .checked_add(u64::from(batch.count()))
+            .is_none()
+        {
+            // Only a gap can get there: seqs stay below u64::MAX, so that the seq expected
+            // next always exists and no seq is accepted twice.
+            return Err(Frame::error(
+                ErrorCode::Sequence,
+                format!(
+                    "TIMESTEP seq {}: a batch of {} runs past the largest seq",
+                    batch.first_seq(),
+                    batch.count()
+                ),
+            ));
+        }
         let size = batch.records().len() as u64;
         if bytes.saturating_add(size) > max_bytes {
             return Err(Frame::error(
@@ -413,6 +440,11 @@ impl Connection {
         if session.submit(batch.into_records(), count) {
             *next_seq = end;
             *bytes += size;
+            if dropped > 0 {
+                let stats = &session.shared().stats;
+                stats.dropped_steps.fetch_add(dropped, Ordering::Relaxed);
+                stats.gaps.fetch_add(1, Ordering::Relaxed);
+            }
             Ok(())
         } else {
             let why = session
@@ -424,6 +456,7 @@ impl Connection {
     }
 
     fn close(&mut self, status: FinalStatus) {
+        self.note_ring_counters();
         let State::Recording { session, .. } = std::mem::replace(&mut self.state, State::Idle)
         else {
             return;
@@ -450,6 +483,7 @@ impl Connection {
     fn finish(&mut self, stop: &Stop) {
         // What the producer published before the socket went away is kept.
         self.drain_published();
+        self.note_ring_counters();
         if let State::Recording { session, .. } = std::mem::replace(&mut self.state, State::Idle) {
             let id = session.shared().schema.episode_id.clone();
             let reason = match stop {

@@ -7,11 +7,20 @@
 //! - checks the fds before mapping (a sealed memfd of exactly the announced size, so the
 //!   mapping can never be cut short and no access can fault; two eventfds);
 //! - reads the header with `pread` (a copy) before mapping;
-//! - keeps its own `tail`, never reads it back, and loads `head` once per slot;
+//! - keeps its own `tail` and loads `head` once per slot; only with the `drop_oldest`
+//!   policy does it read the shared `tail` (the producer may move it past slots it takes
+//!   back), and then it never moves backwards: a shared `tail` behind its own or ahead of
+//!   `head` is a broken ring;
 //! - copies a slot's header, bounds-checks `len` against `slot_size`, then copies the
 //!   records out, and only validates the copies;
-//! - never forms a Rust reference to ring bytes: only atomics on the four control words and
+//! - never forms a Rust reference to ring bytes: only atomics on the control words and
 //!   `ptr::copy_nonoverlapping` out of (within bounds) slots.
+//!
+//! `drop_oldest` (docs/PROTOCOL.md, "Backpressure policies"): a slot is claimed with a
+//! compare-and-swap of the shared `tail` from its index to index + 1 *after* it was copied.
+//! The producer takes a slot back with the same compare-and-swap before it overwrites it,
+//! so exactly one side wins: if we win, the producer had not touched the slot while we
+//! copied; if it wins, our copy (possibly torn) is discarded unread.
 //!
 //! Eventfd check: `/proc/self/fdinfo/N` of an eventfd has an `eventfd-count:` line (since
 //! Linux 3.8); nothing else has. `data_ready` is switched to `O_NONBLOCK` (it is only ever
@@ -35,8 +44,9 @@ use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
 use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
 use nix::sys::stat::{fstat, SFlag};
 use wshard_ingest_proto::ring::{
-    self, RingHeader, SlotHeader, OFFSET_CONSUMER_SLEEPING, OFFSET_HEAD, OFFSET_PRODUCER_SLEEPING,
-    OFFSET_TAIL, RING_IDENT_BYTES, SHM_ATTACH_FDS, SLOT_HEADER_BYTES,
+    self, RingHeader, RingPolicy, SlotHeader, OFFSET_CONSUMER_SLEEPING, OFFSET_DROPPED_BATCHES,
+    OFFSET_DROPPED_STEPS, OFFSET_HEAD, OFFSET_PRODUCER_SLEEPING, OFFSET_TAIL, RING_IDENT_BYTES,
+    SHM_ATTACH_FDS, SLOT_HEADER_BYTES,
 };
 use wshard_ingest_proto::ProtoError;
 
@@ -139,6 +149,12 @@ pub enum RingError {
         tail: u64,
         slot_count: u32,
     },
+    /// `drop_oldest`: the shared `tail` went behind the slots already consumed.
+    #[error("ring tail {tail} moved backwards (slots consumed or dropped: {consumed})")]
+    TailBackwards { tail: u64, consumed: u64 },
+    /// `drop_oldest`: the shared `tail` is past `head`.
+    #[error("ring tail {tail} is ahead of head {head}")]
+    TailAhead { tail: u64, head: u64 },
     /// A slot header breaks the `len` / `count` rules.
     #[error("{0}")]
     Slot(ProtoError),
@@ -167,6 +183,8 @@ impl RingError {
 enum Word64 {
     Head,
     Tail,
+    DroppedSteps,
+    DroppedBatches,
 }
 
 impl Word64 {
@@ -174,8 +192,22 @@ impl Word64 {
         match self {
             Self::Head => OFFSET_HEAD,
             Self::Tail => OFFSET_TAIL,
+            Self::DroppedSteps => OFFSET_DROPPED_STEPS,
+            Self::DroppedBatches => OFFSET_DROPPED_BATCHES,
         }
     }
+}
+
+/// What [`Ring::poll_slots`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Polled {
+    /// Nothing published past the slots consumed.
+    Empty,
+    /// A slot was consumed: its records are in the buffer, this many timesteps.
+    Slot(u32),
+    /// `drop_oldest`: the producer took the slot back while it was being copied; the copy
+    /// was discarded. Poll again.
+    TakenBack,
 }
 
 /// The ring's `u32` control words.
@@ -206,8 +238,13 @@ pub struct Ring {
     slot_size: u32,
     slot_count: u32,
     record_len: usize,
-    /// Slots consumed, ever: the daemon's own copy, never read back from the ring.
+    policy: RingPolicy,
+    /// Slots consumed (or, with `drop_oldest`, taken back by the producer), ever: the
+    /// daemon's own copy. Read back from the ring only with `drop_oldest`, and then never
+    /// moved backwards.
     tail: u64,
+    /// `drop_oldest`: slots the producer took back before we could consume them.
+    taken_back: u64,
     data_ready: OwnedFd,
     space_ready: OwnedFd,
 }
@@ -273,6 +310,7 @@ impl Ring {
         slot_count: u32,
         record_len: usize,
         max_frame_bytes: u32,
+        policy: RingPolicy,
     ) -> Result<Self, ProtoError> {
         let fds: [OwnedFd; SHM_ATTACH_FDS] = fds.try_into().map_err(|v: Vec<OwnedFd>| {
             bad(format!(
@@ -324,7 +362,9 @@ impl Ring {
             slot_size,
             slot_count,
             record_len,
+            policy,
             tail: 0,
+            taken_back: 0,
             data_ready,
             space_ready,
         };
@@ -337,11 +377,12 @@ impl Ring {
     /// The control word at `offset` (one of the `OFFSET_*` of the header).
     fn atomic_u64(&self, word: Word64) -> &AtomicU64 {
         let offset = word.offset();
-        // SAFETY: `offset` is OFFSET_HEAD or OFFSET_TAIL (64 or 128): inside the 4096-byte
-        // header of a mapping of at least 4096 + 128 bytes, 8-aligned (the mapping is
-        // page-aligned). The word is only ever accessed atomically by this process; the
-        // producer writes it too, and atomics are the right tool for shared memory. The
-        // reference lives no longer than `&self`, and the mapping lives as long as `self`.
+        // SAFETY: `offset` is one of OFFSET_HEAD, OFFSET_TAIL, OFFSET_DROPPED_STEPS,
+        // OFFSET_DROPPED_BATCHES (64, 128, 320, 384): inside the 4096-byte header of a
+        // mapping of at least 4096 + 128 bytes, 8-aligned (the mapping is page-aligned).
+        // The word is only ever accessed atomically by this process; the producer writes
+        // it too, and atomics are the right tool for shared memory. The reference lives no
+        // longer than `&self`, and the mapping lives as long as `self`.
         unsafe { &*self.base.as_ptr().add(offset).cast::<AtomicU64>() }
     }
 
@@ -370,21 +411,54 @@ impl Ring {
         self.slot_count
     }
 
-    /// The `data_ready` eventfd, to wait on.
+    /// The backpressure policy of `SHM_ATTACH`.
     #[must_use]
-    pub fn data_ready(&self) -> BorrowedFd<'_> {
-        self.data_ready.as_fd()
+    pub fn policy(&self) -> RingPolicy {
+        self.policy
     }
 
-    /// Consume the next published slot, if any: its records are copied into `out`
-    /// (replacing its contents) and its `count` is returned; `Ok(None)` when the ring is
-    /// empty. The slot is released to the producer (`tail + 1`, release; `space_ready` if
-    /// the producer sleeps) as soon as it is copied: the caller validates the copy as a
-    /// `TIMESTEP_BATCH`.
-    ///
-    /// # Errors
-    /// [`RingError`] when the producer broke a rule; the ring must not be read again.
-    pub fn poll_slots(&mut self, out: &mut Vec<u8>) -> Result<Option<u32>, RingError> {
+    /// `drop_oldest`: slots the producer took back before they were consumed.
+    #[must_use]
+    pub fn taken_back(&self) -> u64 {
+        self.taken_back
+    }
+
+    /// The producer's counters `(dropped_steps, dropped_batches)` as it last stored them:
+    /// untrusted, for logs and the manifest only.
+    #[must_use]
+    pub fn producer_dropped(&self) -> (u64, u64) {
+        (
+            self.atomic_u64(Word64::DroppedSteps)
+                .load(Ordering::Acquire),
+            self.atomic_u64(Word64::DroppedBatches)
+                .load(Ordering::Acquire),
+        )
+    }
+
+    /// The consumer's view before claiming a slot: `(head, index of the slot to consume)`,
+    /// checked. With `drop_oldest` the shared `tail` is loaded first (for an honest
+    /// producer it never passes `head`, which only grows), adopted when it moved forward
+    /// (the producer took slots back), and never followed backwards.
+    fn positions(&mut self) -> Result<(u64, u64), RingError> {
+        if self.policy == RingPolicy::DropOldest {
+            let shared = self.atomic_u64(Word64::Tail).load(Ordering::Acquire);
+            let head = self.published();
+            if shared < self.tail {
+                return Err(RingError::TailBackwards {
+                    tail: shared,
+                    consumed: self.tail,
+                });
+            }
+            if shared > head {
+                return Err(RingError::TailAhead { tail: shared, head });
+            }
+            self.taken_back += shared - self.tail;
+            self.tail = shared;
+            // `head - tail` may exceed slot_count here: the two loads are not one snapshot,
+            // and the producer may have published and taken back more in between. The slot
+            // at `tail` is then gone, and the compare-and-swap that claims it fails.
+            return Ok((head, shared));
+        }
         let head = self.published();
         let tail = self.tail;
         if head < tail {
@@ -397,9 +471,40 @@ impl Ring {
                 slot_count: self.slot_count,
             });
         }
+        Ok((head, tail))
+    }
+
+    /// `drop_oldest`: after copying slot `index`, whether the producer has taken it back
+    /// (the shared `tail` moved past it). The acquire fence orders the copy before the load,
+    /// pairing with the producer's release fence between its compare-and-swap and its writes:
+    /// if the copy saw any of those writes, this load sees the moved `tail`.
+    fn taken_back_since(&self, index: u64) -> bool {
+        fence(Ordering::Acquire);
+        self.atomic_u64(Word64::Tail).load(Ordering::Acquire) != index
+    }
+
+    /// The `data_ready` eventfd, to wait on.
+    #[must_use]
+    pub fn data_ready(&self) -> BorrowedFd<'_> {
+        self.data_ready.as_fd()
+    }
+
+    /// Consume the next published slot, if any: its records are copied into `out`
+    /// (replacing its contents) and its `count` is returned as [`Polled::Slot`];
+    /// [`Polled::Empty`] when the ring is empty, [`Polled::TakenBack`] when (`drop_oldest`)
+    /// the producer took the slot back during the copy. The slot is released to the
+    /// producer (`tail + 1`, release; `space_ready` if the producer sleeps) as soon as it is
+    /// copied (with `drop_oldest`: claimed by a compare-and-swap of `tail`); the caller
+    /// validates the copy as a `TIMESTEP_BATCH`.
+    ///
+    /// # Errors
+    /// [`RingError`] when the producer broke a rule; the ring must not be read again.
+    pub fn poll_slots(&mut self, out: &mut Vec<u8>) -> Result<Polled, RingError> {
+        let (head, tail) = self.positions()?;
         if head == tail {
-            return Ok(None);
+            return Ok(Polled::Empty);
         }
+        let oldest = self.policy == RingPolicy::DropOldest;
         let offset = ring::slot_offset(tail, self.slot_size, self.slot_count)
             .and_then(|o| usize::try_from(o).ok())
             .filter(|&o| o.saturating_add(self.slot_size as usize) <= self.map_len)
@@ -417,9 +522,12 @@ impl Ring {
             );
         }
         let header = SlotHeader::decode(raw);
-        let len = header
-            .check(tail, self.slot_size, self.record_len)
-            .map_err(RingError::Slot)?;
+        let len = match header.check(tail, self.slot_size, self.record_len) {
+            Ok(len) => len,
+            // A header torn by the producer taking the slot back is not an error.
+            Err(_) if oldest && self.taken_back_since(tail) => return Ok(Polled::TakenBack),
+            Err(e) => return Err(RingError::Slot(e)),
+        };
         out.clear();
         out.reserve(len);
         // SAFETY: `check` guarantees `8 + len <= slot_size`, and the slot lies inside the
@@ -435,9 +543,26 @@ impl Ring {
             );
             out.set_len(len);
         }
-        self.tail = tail + 1;
-        self.atomic_u64(Word64::Tail)
-            .store(self.tail, Ordering::Release);
+        if oldest {
+            // Claim the slot: whoever moves `tail` from `tail` first owns it. The acquire
+            // fence keeps the copy before the claim; the release side of the swap lets the
+            // producer, once it sees the new `tail`, overwrite the slot only after the copy.
+            fence(Ordering::Acquire);
+            if self
+                .atomic_u64(Word64::Tail)
+                .compare_exchange(tail, tail + 1, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                // Taken back: the next poll adopts the moved `tail` (and checks it).
+                out.clear();
+                return Ok(Polled::TakenBack);
+            }
+            self.tail = tail + 1;
+        } else {
+            self.tail = tail + 1;
+            self.atomic_u64(Word64::Tail)
+                .store(self.tail, Ordering::Release);
+        }
         // Store tail, then load producer_sleeping: a full fence pairs with the producer's
         // "store producer_sleeping = 1, re-check tail" so that one of us sees the other.
         fence(Ordering::SeqCst);
@@ -448,7 +573,7 @@ impl Ring {
         {
             self.wake_producer()?;
         }
-        Ok(Some(header.count))
+        Ok(Polled::Slot(header.count))
     }
 
     /// Write 1 to `space_ready`, never blocking: if the counter cannot take it (only a
@@ -506,5 +631,218 @@ impl Drop for Ring {
         // SAFETY: `base`/`map_len` are exactly the mapping created in `attach`, unmapped
         // only here; no reference into it outlives `self` (the atomics borrow `self`).
         let _ = unsafe { munmap(self.base.cast(), self.map_len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs::File;
+    use std::os::unix::fs::FileExt;
+
+    use nix::fcntl::{fcntl, FcntlArg, SealFlag};
+    use nix::sys::eventfd::{EfdFlags, EventFd};
+    use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
+    use wshard_ingest_proto::{push_step_record, RECORD_HEADER_BYTES};
+
+    use super::*;
+
+    const PAYLOAD: usize = 4;
+    const SLOT: u32 = 128;
+    const SLOTS: u32 = 2;
+
+    /// A ring attached by the daemon's code, and the memfd to play the producer through
+    /// (`pwrite`: the same pages the mapping shows).
+    struct Fixture {
+        ring: Ring,
+        file: File,
+        _data_ready: EventFd,
+        _space_ready: EventFd,
+    }
+
+    impl Fixture {
+        fn new(policy: RingPolicy) -> Self {
+            let fd = memfd_create(
+                c"shm-unit-ring",
+                MemFdCreateFlag::MFD_ALLOW_SEALING | MemFdCreateFlag::MFD_CLOEXEC,
+            )
+            .expect("memfd");
+            let file = File::from(fd);
+            file.set_len(ring::ring_bytes(SLOT, SLOTS).expect("size"))
+                .expect("set_len");
+            let header = RingHeader {
+                slot_size: SLOT,
+                slot_count: SLOTS,
+            }
+            .encode();
+            file.write_all_at(&header, 0).expect("header");
+            fcntl(
+                file.as_raw_fd(),
+                FcntlArg::F_ADD_SEALS(SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW),
+            )
+            .expect("seals");
+            let flags = EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK;
+            let data_ready = EventFd::from_flags(flags).expect("eventfd");
+            let space_ready = EventFd::from_flags(flags).expect("eventfd");
+            let dup = |fd: BorrowedFd<'_>| fd.try_clone_to_owned().expect("dup");
+            let fds = vec![
+                dup(file.as_fd()),
+                dup(data_ready.as_fd()),
+                dup(space_ready.as_fd()),
+            ];
+            let ring = Ring::attach(
+                fds,
+                SLOT,
+                SLOTS,
+                RECORD_HEADER_BYTES + PAYLOAD,
+                1 << 20,
+                policy,
+            )
+            .expect("attach");
+            Self {
+                ring,
+                file,
+                _data_ready: data_ready,
+                _space_ready: space_ready,
+            }
+        }
+
+        fn set(&self, offset: usize, value: u64) {
+            self.file
+                .write_all_at(&value.to_le_bytes(), offset as u64)
+                .expect("write word");
+        }
+
+        fn get(&self, offset: usize) -> u64 {
+            let mut b = [0u8; 8];
+            self.file
+                .read_exact_at(&mut b, offset as u64)
+                .expect("read");
+            u64::from_le_bytes(b)
+        }
+
+        /// Write slot `index` holding `seqs` (not published).
+        fn write_slot(&self, index: u64, seqs: std::ops::Range<u64>) {
+            let mut records = Vec::new();
+            for s in seqs.clone() {
+                push_step_record(&mut records, s, 0, 0.0, false, &[&[s as u8; PAYLOAD]]);
+            }
+            let header = SlotHeader {
+                len: records.len() as u32,
+                count: (seqs.end - seqs.start) as u32,
+            }
+            .encode();
+            let off = ring::slot_offset(index, SLOT, SLOTS).expect("offset");
+            self.file.write_all_at(&header, off).expect("slot header");
+            self.file.write_all_at(&records, off + 8).expect("records");
+        }
+
+        fn poll(&mut self) -> (Result<Polled, RingError>, Vec<u64>) {
+            let mut out = Vec::new();
+            let r = self.ring.poll_slots(&mut out);
+            let seqs = out
+                .chunks_exact(RECORD_HEADER_BYTES + PAYLOAD)
+                .map(|r| u64::from_le_bytes(r[..8].try_into().expect("8 bytes")))
+                .collect();
+            (r, seqs)
+        }
+    }
+
+    #[test]
+    fn ring_block_consumes_in_order() {
+        let mut f = Fixture::new(RingPolicy::Block);
+        assert_eq!(f.poll().0, Ok(Polled::Empty));
+        f.write_slot(0, 0..2);
+        f.write_slot(1, 2..5);
+        f.set(OFFSET_HEAD, 2);
+        assert_eq!(f.poll(), (Ok(Polled::Slot(2)), vec![0, 1]));
+        assert_eq!(f.poll(), (Ok(Polled::Slot(3)), vec![2, 3, 4]));
+        assert_eq!(f.poll().0, Ok(Polled::Empty));
+        assert_eq!(f.get(OFFSET_TAIL), 2);
+        // Without drop_oldest the shared tail is never read back.
+        f.set(OFFSET_TAIL, 7);
+        assert_eq!(f.poll().0, Ok(Polled::Empty));
+        f.set(OFFSET_HEAD, 5);
+        assert_eq!(
+            f.poll().0,
+            Err(RingError::HeadTooFar {
+                head: 5,
+                tail: 2,
+                slot_count: 2
+            })
+        );
+    }
+
+    #[test]
+    fn ring_drop_oldest_follows_slots_taken_back() {
+        let mut f = Fixture::new(RingPolicy::DropOldest);
+        f.write_slot(0, 0..2);
+        f.write_slot(1, 2..4);
+        f.set(OFFSET_HEAD, 2);
+        // The producer takes slot 0 back (tail 0 -> 1) and publishes slot 2 in its place.
+        f.set(OFFSET_TAIL, 1);
+        f.write_slot(2, 4..6);
+        f.set(OFFSET_HEAD, 3);
+        assert_eq!(f.poll(), (Ok(Polled::Slot(2)), vec![2, 3]));
+        assert_eq!(f.ring.taken_back(), 1);
+        assert_eq!(f.get(OFFSET_TAIL), 2, "claimed by compare-and-swap");
+        assert_eq!(f.poll(), (Ok(Polled::Slot(2)), vec![4, 5]));
+        assert_eq!(f.poll().0, Ok(Polled::Empty));
+        assert_eq!(f.get(OFFSET_TAIL), 3);
+        // head - tail beyond slot_count is not a broken ring here (the loads are not one
+        // snapshot); the slot is claimed as usual.
+        f.write_slot(3, 6..7);
+        f.set(OFFSET_HEAD, 6);
+        assert_eq!(f.poll(), (Ok(Polled::Slot(1)), vec![6]));
+        assert_eq!(f.ring.taken_back(), 1);
+    }
+
+    #[test]
+    fn ring_drop_oldest_never_follows_tail_backwards_or_past_head() {
+        let mut f = Fixture::new(RingPolicy::DropOldest);
+        f.write_slot(0, 0..1);
+        f.write_slot(1, 1..2);
+        f.set(OFFSET_HEAD, 2);
+        assert_eq!(f.poll().0, Ok(Polled::Slot(1)));
+        f.set(OFFSET_TAIL, 0);
+        let e = f.poll().0.expect_err("backwards");
+        assert_eq!(
+            e,
+            RingError::TailBackwards {
+                tail: 0,
+                consumed: 1
+            }
+        );
+        assert!(e.to_string().contains("ring tail 0 moved backwards"));
+
+        let mut f = Fixture::new(RingPolicy::DropOldest);
+        f.write_slot(0, 0..1);
+        f.set(OFFSET_HEAD, 1);
+        f.set(OFFSET_TAIL, 2);
+        assert_eq!(f.poll().0, Err(RingError::TailAhead { tail: 2, head: 1 }));
+
+        // A bad slot header that nobody took back is a broken ring.
+        let mut f = Fixture::new(RingPolicy::DropOldest);
+        f.file
+            .write_all_at(
+                &SlotHeader {
+                    len: 9999,
+                    count: 1,
+                }
+                .encode(),
+                4096,
+            )
+            .expect("header");
+        f.set(OFFSET_HEAD, 1);
+        assert!(matches!(f.poll().0, Err(RingError::Slot(_))));
+    }
+
+    #[test]
+    fn ring_producer_counters() {
+        let f = Fixture::new(RingPolicy::DropNewest);
+        assert_eq!(f.ring.producer_dropped(), (0, 0));
+        f.set(OFFSET_DROPPED_STEPS, 12);
+        f.set(OFFSET_DROPPED_BATCHES, 3);
+        assert_eq!(f.ring.producer_dropped(), (12, 3));
+        assert_eq!(f.ring.policy(), RingPolicy::DropNewest);
     }
 }

@@ -5,17 +5,21 @@
 //!
 //! Backpressure: a slot is consumed only when the previous one was submitted, and
 //! `Session::submit` blocks while the episode's queue is full; meanwhile nothing is
-//! consumed, the ring fills up and the producer blocks on it.
+//! consumed and the ring fills up. Then the producer blocks on it (policy `block`), or
+//! drops batches (`drop_newest`, `drop_oldest`): the daemon accepts the seq gaps that
+//! leaves and records them (`Connection::submit`, the writer, `time/dropped_seq_ranges`).
 
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use wshard_ingest_proto::{AcceptedWhat, ErrorCode, Frame, TimestepBatch, RECORD_HEADER_BYTES};
+use wshard_ingest_proto::{
+    AcceptedWhat, ErrorCode, Frame, RingPolicy, TimestepBatch, RECORD_HEADER_BYTES,
+};
 
 use super::connection::{Connection, State, READ_POLL};
-use super::shm::Ring;
+use super::shm::{Polled, Ring};
 use crate::session::FinalStatus;
 
 /// What [`Connection::pump_ring`] found.
@@ -50,7 +54,7 @@ impl Connection {
     /// `SHM_ATTACH`: take the fds received with it, check and map the ring, answer
     /// `ACCEPTED{SHM_ATTACH, next seq}` or `ERROR{BAD_SHM}` (the episode then carries on
     /// over the socket).
-    pub(super) fn shm_attach(&mut self, slot_size: u32, slot_count: u32) {
+    pub(super) fn shm_attach(&mut self, slot_size: u32, slot_count: u32, policy: RingPolicy) {
         // Every fd received so far belongs to this SHM_ATTACH; unused ones are closed here.
         let (fds, dropped) = self.fds.take_all();
         let max_frame = self.ctx.limits.max_frame_bytes;
@@ -88,11 +92,12 @@ impl Connection {
             return;
         }
         let record_len = RECORD_HEADER_BYTES.saturating_add(*step_payload);
-        match Ring::attach(fds, slot_size, slot_count, record_len, max_frame) {
+        match Ring::attach(fds, slot_size, slot_count, record_len, max_frame, policy) {
             Ok(r) => {
                 *ring = Some(r);
+                session.shared().set_ring_policy(policy);
                 let up_to_seq = *next_seq;
-                tracing::info!(peer = %self.peer, episode = %id, slot_size, slot_count, "shared-memory ring attached");
+                tracing::info!(peer = %self.peer, episode = %id, slot_size, slot_count, policy = policy.name(), "shared-memory ring attached");
                 self.responder.send(&Frame::Accepted {
                     what: AcceptedWhat::ShmAttach,
                     up_to_seq,
@@ -117,16 +122,18 @@ impl Connection {
                 return Drained::Empty;
             };
             let mut records = Vec::new();
+            let allow_gap = ring.policy().drops();
             let count = match ring.poll_slots(&mut records) {
-                Ok(None) => return Drained::Empty,
-                Ok(Some(count)) => count,
+                Ok(Polled::Empty) => return Drained::Empty,
+                Ok(Polled::TakenBack) => continue,
+                Ok(Polled::Slot(count)) => count,
                 Err(e) => {
                     self.ring_failed(&e.to_proto().to_error_frame());
                     return Drained::Failed;
                 }
             };
             let refused = match TimestepBatch::from_records(count, records) {
-                Ok(batch) => self.submit(batch).err(),
+                Ok(batch) => self.submit(batch, allow_gap).err(),
                 Err(e) => Some(e.to_error_frame()),
             };
             if let Some(frame) = refused {
@@ -155,6 +162,9 @@ impl Connection {
         else {
             return;
         };
+        if let Some(r) = &ring {
+            note_ring_counters(&session, r, &self.peer);
+        }
         drop(ring);
         let reason = match error {
             Frame::Error { code, message } => {
@@ -165,6 +175,19 @@ impl Connection {
         let id = session.shared().schema.episode_id.clone();
         let summary = session.close(FinalStatus::Interrupted(reason.clone()));
         tracing::warn!(peer = %self.peer, episode = %id, timesteps = summary.timesteps, "episode interrupted: {reason}");
+    }
+
+    /// Before the episode is finalized: read the producer's ring counters into the
+    /// session (for the manifest) and log them.
+    pub(super) fn note_ring_counters(&self) {
+        if let State::Recording {
+            session,
+            ring: Some(r),
+            ..
+        } = &self.state
+        {
+            note_ring_counters(session, r, &self.peer);
+        }
     }
 
     /// With a ring attached: consume what is published (a bounded amount), then sleep on
@@ -212,4 +235,31 @@ impl Connection {
             Err(_) => Pump::Socket,
         }
     }
+}
+
+/// Copy the producer's ring counters into the session and log them with the daemon's own
+/// count, when the ring has a drop policy.
+fn note_ring_counters(session: &crate::session::Session, ring: &Ring, peer: &str) {
+    if !ring.policy().drops() {
+        return;
+    }
+    let shared = session.shared();
+    let (steps, batches) = ring.producer_dropped();
+    shared.set_producer_dropped(steps, batches);
+    let stats = &shared.stats;
+    let seen = stats
+        .dropped_steps
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let gaps = stats.gaps.load(std::sync::atomic::Ordering::Relaxed);
+    tracing::info!(
+        peer,
+        episode = %shared.schema.episode_id,
+        policy = ring.policy().name(),
+        dropped_steps = seen,
+        gaps,
+        producer_dropped_steps = steps,
+        producer_dropped_batches = batches,
+        slots_taken_back = ring.taken_back(),
+        "shared-memory ring drops"
+    );
 }

@@ -1,6 +1,10 @@
 //! Logical records of a journal segment. Every segment starts with a SEGMENT record (the
 //! episode schema and where the chunk starts), followed by STEPS records holding timestep
-//! records exactly as they arrived on the wire.
+//! records exactly as they arrived on the wire. A GAP record (`start u64 | end u64`,
+//! little-endian) says that the seqs `[start, end)` were dropped by a shared-memory
+//! producer (drop policies); it comes right before the STEPS record whose first timestep
+//! has seq `end`, in the same segment, so replay accepts exactly the seq jumps the live
+//! recorder accepted and rebuilds the same gap record.
 
 use serde_json::{json, Value};
 
@@ -10,6 +14,38 @@ use crate::episode::EpisodeSchema;
 pub mod kind {
     pub const SEGMENT: u8 = 1;
     pub const STEPS: u8 = 2;
+    pub const GAP: u8 = 3;
+}
+
+/// A GAP record body (after the kind byte): `start u64 | end u64`.
+#[must_use]
+pub fn encode_gap(start: u64, end: u64) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out[..8].copy_from_slice(&start.to_le_bytes());
+    out[8..].copy_from_slice(&end.to_le_bytes());
+    out
+}
+
+/// Decode a GAP record body (after the kind byte): `[start, end)` with `start < end`.
+///
+/// # Errors
+/// A message naming the size or the values.
+pub fn decode_gap(body: &[u8]) -> Result<[u64; 2], String> {
+    let (Some(a), Some(b)) = (body.get(..8), body.get(8..16)) else {
+        return Err(format!("GAP record of {} bytes, expected 16", body.len()));
+    };
+    if body.len() != 16 {
+        return Err(format!("GAP record of {} bytes, expected 16", body.len()));
+    }
+    let mut x = [0u8; 8];
+    x.copy_from_slice(a);
+    let start = u64::from_le_bytes(x);
+    x.copy_from_slice(b);
+    let end = u64::from_le_bytes(x);
+    if end <= start {
+        return Err(format!("GAP record [{start}, {end}) is empty"));
+    }
+    Ok([start, end])
 }
 
 /// What a SEGMENT record says.
@@ -17,7 +53,8 @@ pub mod kind {
 pub struct SegmentHeader {
     pub schema: EpisodeSchema,
     pub chunk_index: u64,
-    /// Global index (= seq) of the segment's first timestep.
+    /// Global index of the segment's first timestep (its seq too, unless seqs were
+    /// dropped before it: see GAP records).
     pub first_timestep: u64,
 }
 
@@ -60,5 +97,28 @@ impl SegmentHeader {
                 .and_then(Value::as_u64)
                 .ok_or("segment header: first_timestep missing")?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gap_record_round_trip() {
+        let body = encode_gap(7, 19);
+        assert_eq!(decode_gap(&body), Ok([7, 19]));
+        assert_eq!(
+            decode_gap(&body[..15]),
+            Err("GAP record of 15 bytes, expected 16".to_owned())
+        );
+        let mut long = body.to_vec();
+        long.push(0);
+        assert!(decode_gap(&long).is_err());
+        assert_eq!(
+            decode_gap(&encode_gap(5, 5)),
+            Err("GAP record [5, 5) is empty".to_owned())
+        );
+        assert!(decode_gap(&encode_gap(6, 5)).is_err());
     }
 }

@@ -10,6 +10,7 @@ use serde_json::json;
 use wshard::manifest::Manifest;
 
 use super::shared::{FinalStatus, SessionShared};
+use crate::chunk::gaps;
 use crate::chunk::publish::{commit_manifest, publish_chunk};
 use crate::chunk::ChunkColumns;
 
@@ -62,6 +63,7 @@ pub fn run(
             seq_end,
         } = sealed;
         if !columns.is_empty() {
+            let dropped = columns.gaps.total();
             let ep = columns.into_episode();
             match publish_chunk(
                 &*shared.fs,
@@ -70,7 +72,10 @@ pub fn run(
                 &shared.settings.write_options,
                 shared.settings.compression_workers,
             ) {
-                Ok(chunk) => manifest.push_chunk(chunk),
+                Ok(mut chunk) => {
+                    gaps::set_chunk_dropped(&mut chunk, dropped);
+                    manifest.push_chunk(chunk);
+                }
                 Err(e) => {
                     shared.fail(format!("publishing a chunk failed: {e}"));
                     continue;
@@ -78,10 +83,29 @@ pub fn run(
             }
             let _ = recycle.try_send(ep.channels.into_iter().map(|c| c.data).collect());
         }
+        let policy = shared.ring_policy();
+        gaps::update_manifest(&mut manifest, policy.drops());
+        if policy.drops() {
+            manifest
+                .extra
+                .insert("ring_policy".into(), json!(policy.name()));
+        }
         if let Some(status) = &final_status {
             manifest.status = Some(status.name().into());
             if let FinalStatus::Interrupted(reason) = status {
                 manifest.extra.insert("reason".into(), json!(reason));
+            }
+            if policy.drops() {
+                // What the producer's own ring counters said: untrusted, and it also counts
+                // batches dropped after the last timestep recorded (no later seq revealed
+                // them as a gap).
+                let (steps, batches) = shared.producer_dropped();
+                manifest
+                    .extra
+                    .insert("producer_dropped_steps".into(), json!(steps));
+                manifest
+                    .extra
+                    .insert("producer_dropped_batches".into(), json!(batches));
             }
         }
         if let Err(e) = commit_manifest(&*shared.fs, &shared.layout, &manifest) {

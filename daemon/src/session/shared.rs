@@ -1,7 +1,9 @@
 //! State shared by a session's connection, writer and publisher threads.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
+
+use wshard_ingest_proto::RingPolicy;
 
 use super::settings::SessionSettings;
 use super::stats::EpisodeStats;
@@ -49,6 +51,12 @@ pub struct SessionShared {
     pub failed: AtomicBool,
     failure: Mutex<Option<String>>,
     durable_mark: AtomicU64,
+    /// The shared-memory ring's backpressure policy (`RingPolicy::code`; 0 = block, also
+    /// without a ring). Set by the connection when a ring is attached.
+    ring_policy: AtomicU8,
+    /// What the producer's ring counters said last (`dropped_steps`, `dropped_batches`):
+    /// untrusted, for the final manifest and the logs.
+    producer_dropped: [AtomicU64; 2],
 }
 
 impl std::fmt::Debug for SessionShared {
@@ -78,7 +86,36 @@ impl SessionShared {
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),
             durable_mark: AtomicU64::new(0),
+            ring_policy: AtomicU8::new(0),
+            producer_dropped: [AtomicU64::new(0), AtomicU64::new(0)],
         }
+    }
+
+    /// Record the policy of the episode's shared-memory ring.
+    pub fn set_ring_policy(&self, policy: RingPolicy) {
+        self.ring_policy.store(policy.code(), Ordering::Release);
+    }
+
+    /// The policy of the episode's shared-memory ring (`Block` without one).
+    #[must_use]
+    pub fn ring_policy(&self) -> RingPolicy {
+        RingPolicy::from_code(self.ring_policy.load(Ordering::Acquire)).unwrap_or_default()
+    }
+
+    /// Record the producer's ring counters (`dropped_steps`, `dropped_batches`) as read
+    /// from the ring header.
+    pub fn set_producer_dropped(&self, steps: u64, batches: u64) {
+        self.producer_dropped[0].store(steps, Ordering::Release);
+        self.producer_dropped[1].store(batches, Ordering::Release);
+    }
+
+    /// The producer's ring counters as last recorded: `(dropped_steps, dropped_batches)`.
+    #[must_use]
+    pub fn producer_dropped(&self) -> (u64, u64) {
+        (
+            self.producer_dropped[0].load(Ordering::Acquire),
+            self.producer_dropped[1].load(Ordering::Acquire),
+        )
     }
 
     /// Raise the durable watermark; tell the client only when it moved forward.
@@ -98,12 +135,19 @@ impl SessionShared {
 
     /// Mark the session failed (first failure wins) and tell the client.
     pub fn fail(&self, message: String) {
-        if !self.failed.swap(true, Ordering::AcqRel) {
+        // The message is in place before the flag is raised: whoever sees `is_failed()`
+        // (e.g. the connection refusing the next frame) also sees why.
+        let first = match self.failure.lock() {
+            Ok(mut f) if f.is_none() => {
+                *f = Some(message.clone());
+                true
+            }
+            Ok(_) => false,
+            Err(_) => true,
+        };
+        if first && !self.failed.swap(true, Ordering::AcqRel) {
             tracing::error!(episode = %self.layout.episode_id, "episode failed: {message}");
             self.responder.storage_failed(&message);
-            if let Ok(mut f) = self.failure.lock() {
-                *f = Some(message);
-            }
         }
     }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use wshard_ingest_proto::{encode, Frame, OpenEpisode, SchemaLimits, PROTOCOL_VERSION};
+use wshard_ingest_proto::{encode, Frame, OpenEpisode, RingPolicy, SchemaLimits, PROTOCOL_VERSION};
 
 use crate::episode::EpisodeWriter;
 use crate::error::{ClientError, Result};
@@ -31,16 +31,33 @@ pub enum Transport {
         slot_bytes: u32,
         /// Slots in the ring (2..=65536); 0 = 64.
         slots: u32,
+        /// What a push does when the ring is full: wait for the server
+        /// ([`RingPolicy::Block`], nothing is ever lost), or drop timesteps and carry on
+        /// ([`RingPolicy::DropNewest`]: the batch being sent; [`RingPolicy::DropOldest`]:
+        /// the oldest batch the server has not taken yet). Dropped timesteps keep their
+        /// seqs (the server records the gaps); see [`EpisodeWriter::dropped_steps`].
+        policy: RingPolicy,
     },
 }
 
 impl Transport {
-    /// The shared-memory ring with the default geometry.
+    /// The shared-memory ring with the default geometry and [`RingPolicy::Block`].
     #[must_use]
     pub const fn shm() -> Self {
         Self::Shm {
             slot_bytes: 0,
             slots: 0,
+            policy: RingPolicy::Block,
+        }
+    }
+
+    /// The shared-memory ring with the default geometry and `policy`.
+    #[must_use]
+    pub const fn shm_with(policy: RingPolicy) -> Self {
+        Self::Shm {
+            slot_bytes: 0,
+            slots: 0,
+            policy,
         }
     }
 }
@@ -207,9 +224,14 @@ impl Client {
             return Err(ClientError::Unexpected("OPEN frame changed".into()));
         };
         let mut writer = EpisodeWriter::new(self, spec)?;
-        if let Transport::Shm { slot_bytes, slots } = transport {
+        if let Transport::Shm {
+            slot_bytes,
+            slots,
+            policy,
+        } = transport
+        {
             // On error the writer's Drop closes the episode as `aborted`.
-            writer.attach_shm(slot_bytes, slots)?;
+            writer.attach_shm(slot_bytes, slots, policy)?;
         }
         Ok(writer)
     }

@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use wshard_ingest_proto::ring::{self, SLOT_ALIGN, SLOT_HEADER_BYTES};
 use wshard_ingest_proto::{
-    finish_batch, push_step_record, start_batch, Frame, OpenEpisode, Outcome, BATCH_HEADER_BYTES,
-    LEN_BYTES, RECORD_HEADER_BYTES,
+    finish_batch, push_step_record, start_batch, Frame, OpenEpisode, Outcome, RingPolicy,
+    BATCH_HEADER_BYTES, LEN_BYTES, RECORD_HEADER_BYTES,
 };
 
 use crate::client::{Client, Transport};
@@ -55,6 +55,9 @@ pub struct CloseSummary {
     pub timesteps: u64,
     /// Latest `DURABLE.up_to_seq` seen for the episode.
     pub durable_up_to: u64,
+    /// Timesteps this client dropped (shared-memory drop policies; 0 otherwise): pushed,
+    /// never sent, not recorded.
+    pub dropped_steps: u64,
 }
 
 /// An open episode on a [`Client`]. Steps are numbered from 0 by the writer and collected
@@ -70,7 +73,9 @@ pub struct CloseSummary {
 /// With [`Transport::Shm`] each batch goes into one slot of the shared-memory ring
 /// instead of the socket (so a batch never exceeds a slot); `flush`, `close` and every
 /// server answer still use the socket. When the ring is full, pushing blocks until the
-/// server frees a slot (or an `ERROR` arrives, or the timeout ends).
+/// server frees a slot (or an `ERROR` arrives, or the timeout ends), unless the ring has a
+/// drop policy: then timesteps are dropped instead ([`EpisodeWriter::dropped_steps`]), and
+/// `flush` / `wait_durable` wait only for timesteps that were sent.
 ///
 /// Dropping the writer without [`EpisodeWriter::close`] sends what is pending and closes
 /// the episode as `aborted`, waiting (up to the timeout) for the answer; errors are ignored.
@@ -86,8 +91,11 @@ pub struct EpisodeWriter<'c> {
     pending_since: Option<Instant>,
     /// Seq of the next pushed step; every seq below it was pushed.
     next_seq: u64,
-    /// Every seq below it was written to the socket.
+    /// Every seq below it was written to the socket or ring, or dropped.
     sent_seq: u64,
+    /// One past the last seq written to the socket or ring (= `sent_seq` unless the
+    /// latest batches were dropped): what `flush` waits for.
+    published_seq: u64,
     /// Largest batch frame to build, header included: the server's `max_frame_bytes`, or
     /// with a ring what fits one slot.
     max_frame: usize,
@@ -114,6 +122,7 @@ impl<'c> EpisodeWriter<'c> {
             pending_since: None,
             next_seq: 0,
             sent_seq: 0,
+            published_seq: 0,
             max_frame,
             ring: None,
             failed: false,
@@ -135,14 +144,21 @@ impl<'c> EpisodeWriter<'c> {
             Some(r) => Transport::Shm {
                 slot_bytes: r.slot_size(),
                 slots: r.slot_count(),
+                policy: r.policy(),
             },
             None => Transport::Socket,
         }
     }
 
     /// Create the ring (0 = default geometry), send `SHM_ATTACH` with its fds and wait for
-    /// `ACCEPTED{SHM_ATTACH}`.
-    pub(crate) fn attach_shm(&mut self, slot_bytes: u32, slots: u32) -> Result<()> {
+    /// `ACCEPTED{SHM_ATTACH}`. The policy byte is sent only for drop policies, so that
+    /// `block` stays readable by servers that predate it.
+    pub(crate) fn attach_shm(
+        &mut self,
+        slot_bytes: u32,
+        slots: u32,
+        policy: RingPolicy,
+    ) -> Result<()> {
         let record_len = RECORD_HEADER_BYTES.saturating_add(self.step_bytes);
         let max = self.client.server_info().max_frame_bytes;
         let slot_size = match slot_bytes {
@@ -155,11 +171,12 @@ impl<'c> EpisodeWriter<'c> {
         };
         ring::validate_geometry(slot_size, slot_count, record_len, max)
             .map_err(|e| ClientError::Shm(e.to_string()))?;
-        let producer = Producer::create(slot_size, slot_count)?;
+        let producer = Producer::create(slot_size, slot_count, policy)?;
         let attaches = self.client.shared().lock().shm_attaches;
         let frame = Frame::ShmAttach {
             slot_size,
             slot_count,
+            policy: policy.drops().then_some(policy),
         };
         let r = self.client.send_with_fds(&frame, &producer.fds());
         self.note(r)?;
@@ -188,8 +205,31 @@ impl<'c> EpisodeWriter<'c> {
         self.next_seq
     }
 
+    /// Timesteps dropped so far because the shared-memory ring was full (drop policies;
+    /// always 0 for the socket and [`RingPolicy::Block`]). They were pushed (their seqs
+    /// are used) but never sent: the server records them as a gap.
+    #[must_use]
+    pub fn dropped_steps(&self) -> u64 {
+        self.ring.as_ref().map_or(0, Producer::dropped_steps)
+    }
+
+    /// Batches (one ring slot's worth each) dropped so far; see
+    /// [`EpisodeWriter::dropped_steps`].
+    #[must_use]
+    pub fn dropped_batches(&self) -> u64 {
+        self.ring.as_ref().map_or(0, Producer::dropped_batches)
+    }
+
+    /// One past the last seq sent to the server (on the socket or through the ring):
+    /// [`EpisodeWriter::next_seq`] less what is pending and, at the end, what was dropped.
+    #[must_use]
+    pub fn published_seq(&self) -> u64 {
+        self.published_seq
+    }
+
     /// Every timestep with `seq < durable_seq()` is on stable storage, as of the latest
-    /// `DURABLE` the reader thread has seen. Never blocks, never fails.
+    /// `DURABLE` the reader thread has seen (or, with a drop policy, was dropped). Never
+    /// blocks, never fails.
     #[must_use]
     pub fn durable_seq(&self) -> u64 {
         self.client.shared().lock().durable
@@ -279,13 +319,16 @@ impl<'c> EpisodeWriter<'c> {
                     client.check_usable()
                 })
             }
-            None => self.client.write_all(&self.pending),
+            None => self.client.write_all(&self.pending).map(|()| true),
         };
         self.pending.clear();
         self.pending_count = 0;
         self.pending_since = None;
-        self.note(r)?;
+        let published = self.note(r)?;
         self.sent_seq = self.next_seq;
+        if published {
+            self.published_seq = self.next_seq;
+        }
         Ok(())
     }
 
@@ -355,7 +398,8 @@ impl<'c> EpisodeWriter<'c> {
     }
 
     /// Send what is pending plus `FLUSH`, and wait until a `DURABLE` covers every step
-    /// pushed. Returns the durable `up_to_seq`.
+    /// pushed (with a drop policy: every step sent, [`EpisodeWriter::published_seq`]). Returns
+    /// the durable `up_to_seq`.
     ///
     /// # Errors
     /// [`ClientError::Server`] when the server refused something of the episode,
@@ -366,13 +410,15 @@ impl<'c> EpisodeWriter<'c> {
         self.send_pending()?;
         let r = self.client.send(&Frame::Flush);
         self.note(r)?;
-        self.wait_durable_up_to(self.sent_seq, "DURABLE after FLUSH")
+        self.wait_durable_up_to(self.published_seq, "DURABLE after FLUSH")
     }
 
     /// Wait until timestep `seq` is durable (a `DURABLE` with `up_to_seq > seq`). Sends the
     /// pending batch if `seq` is in it, but no `FLUSH`: the server's fsync policy decides
     /// when (in `chunk` durability that is when a chunk is finalized; use
-    /// [`EpisodeWriter::flush`] to force it).
+    /// [`EpisodeWriter::flush`] to force it). With a drop policy `seq` may have been
+    /// dropped; the wait then ends once every step sent up to it is durable (a dropped
+    /// step is never durable; [`EpisodeWriter::dropped_steps`] counts them).
     ///
     /// # Errors
     /// [`ClientError::NotPushed`] for a seq not pushed yet; otherwise as
@@ -388,7 +434,8 @@ impl<'c> EpisodeWriter<'c> {
         if seq >= self.sent_seq {
             self.send_pending()?;
         }
-        self.wait_durable_up_to(seq + 1, "DURABLE").map(|_| ())
+        let up_to = (seq + 1).min(self.published_seq);
+        self.wait_durable_up_to(up_to, "DURABLE").map(|_| ())
     }
 
     fn wait_durable_up_to(&mut self, up_to: u64, what: &'static str) -> Result<u64> {
@@ -427,8 +474,14 @@ impl<'c> EpisodeWriter<'c> {
                 (st.closes > closes).then_some(CloseSummary {
                     timesteps: st.last_close,
                     durable_up_to: st.durable,
+                    dropped_steps: 0,
                 })
             })
+        });
+        let dropped = self.dropped_steps();
+        let waited = waited.map(|s| CloseSummary {
+            dropped_steps: dropped,
+            ..s
         });
         match (earlier, waited) {
             (Some(e), _) => Err(e),

@@ -34,6 +34,14 @@
 //! ends. [`Transport::shm()`] sizes a slot from the schema (room for `max(1, 256 KiB /
 //! record)` timesteps, rounded up to 64 bytes) and uses 64 slots.
 //!
+//! A real-time loop that must never block can choose a drop policy instead
+//! ([`Transport::shm_with`], or `policy` in [`Transport::Shm`]): on a full ring,
+//! [`RingPolicy::DropNewest`] drops the batch being sent and [`RingPolicy::DropOldest`]
+//! the oldest batch the server has not taken yet. Dropped timesteps keep their seqs (the
+//! next one recorded has a later seq; the server records the gap in the episode), are
+//! counted by [`EpisodeWriter::dropped_steps`], and are never `DURABLE`: `flush` and
+//! `wait_durable` wait for what was actually sent.
+//!
 //! ```no_run
 //! # use wshard::episode::{DType, Lane};
 //! # use wshard_client::{ChannelSpec, Client, OpenEpisode, Outcome, TimebaseSpec, Transport};
@@ -71,5 +79,5 @@ pub use episode::{CloseSummary, EpisodeWriter, Step};
 pub use error::{ClientError, Result};
 pub use reader::ServerInfo;
 pub use wshard_ingest_proto::{
-    ChannelSpec, CodecChoice, Durability, ErrorCode, OpenEpisode, Outcome, TimebaseSpec,
+    ChannelSpec, CodecChoice, Durability, ErrorCode, OpenEpisode, Outcome, RingPolicy, TimebaseSpec,
 };

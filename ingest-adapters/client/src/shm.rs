@@ -8,6 +8,13 @@
 //! wake-ups: `data_ready` (we write it when the server sleeps) and `space_ready` (the server
 //! writes it when we sleep). Waiting for space polls `space_ready` in short slices, so a
 //! server `ERROR`, the end of the connection or the timeout end the wait.
+//!
+//! With a drop policy (docs/PROTOCOL.md, "Backpressure policies") a full ring never
+//! blocks: `drop_newest` drops the batch being published; `drop_oldest` takes back the
+//! oldest slot the server has not claimed (compare-and-swap of `tail` from its index to
+//! index + 1, the same swap the server claims a slot with, so exactly one side gets it)
+//! and publishes into it. Either way the dropped timesteps are counted here and in the
+//! ring header (`dropped_steps`, `dropped_batches`).
 #![allow(unsafe_code)]
 
 use std::io::{self, IoSlice, Write};
@@ -25,8 +32,8 @@ use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
 use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
 use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
 use wshard_ingest_proto::ring::{
-    self, RingHeader, SlotHeader, OFFSET_CONSUMER_SLEEPING, OFFSET_HEAD, OFFSET_PRODUCER_SLEEPING,
-    OFFSET_TAIL, SLOT_HEADER_BYTES,
+    self, RingHeader, RingPolicy, SlotHeader, OFFSET_CONSUMER_SLEEPING, OFFSET_DROPPED_BATCHES,
+    OFFSET_DROPPED_STEPS, OFFSET_HEAD, OFFSET_PRODUCER_SLEEPING, OFFSET_TAIL, SLOT_HEADER_BYTES,
 };
 
 use crate::error::{ClientError, Result};
@@ -39,6 +46,8 @@ const WAIT_SLICE: Duration = Duration::from_millis(20);
 enum Word64 {
     Head,
     Tail,
+    DroppedSteps,
+    DroppedBatches,
 }
 
 impl Word64 {
@@ -46,6 +55,8 @@ impl Word64 {
         match self {
             Self::Head => OFFSET_HEAD,
             Self::Tail => OFFSET_TAIL,
+            Self::DroppedSteps => OFFSET_DROPPED_STEPS,
+            Self::DroppedBatches => OFFSET_DROPPED_BATCHES,
         }
     }
 }
@@ -79,6 +90,13 @@ pub(crate) struct Producer {
     slot_count: u32,
     /// Slots published, ever (the producer's own `head`).
     head: u64,
+    policy: RingPolicy,
+    /// Timesteps in each slot as last published (by slot position), so that a slot
+    /// taken back (`drop_oldest`) is counted exactly.
+    counts: Vec<u32>,
+    /// Timesteps and batches dropped, ever (mirrored into the ring header).
+    dropped_steps: u64,
+    dropped_batches: u64,
     ring_fd: OwnedFd,
     data_ready: EventFd,
     space_ready: EventFd,
@@ -94,7 +112,7 @@ impl Producer {
     ///
     /// # Errors
     /// [`ClientError::Shm`] naming the step that failed.
-    pub(crate) fn create(slot_size: u32, slot_count: u32) -> Result<Self> {
+    pub(crate) fn create(slot_size: u32, slot_count: u32, policy: RingPolicy) -> Result<Self> {
         let bytes = ring::ring_bytes(slot_size, slot_count)
             .ok_or_else(|| ClientError::Shm("ring size overflows".into()))?;
         let map_len = usize::try_from(bytes)
@@ -144,6 +162,10 @@ impl Producer {
             slot_size,
             slot_count,
             head: 0,
+            policy,
+            counts: vec![0; usize::try_from(slot_count).unwrap_or(0)],
+            dropped_steps: 0,
+            dropped_batches: 0,
             ring_fd,
             data_ready,
             space_ready,
@@ -169,16 +191,88 @@ impl Producer {
         self.slot_count
     }
 
-    /// Record bytes one slot holds (`slot_size - 8`).
+    /// What a full ring does.
+    pub(crate) fn policy(&self) -> RingPolicy {
+        self.policy
+    }
+
+    /// Timesteps dropped so far (drop policies).
+    pub(crate) fn dropped_steps(&self) -> u64 {
+        self.dropped_steps
+    }
+
+    /// Batches dropped so far (drop policies).
+    pub(crate) fn dropped_batches(&self) -> u64 {
+        self.dropped_batches
+    }
+
+    /// Count a dropped batch of `count` timesteps, here and in the ring header.
+    fn note_dropped(&mut self, count: u32) {
+        self.dropped_steps = self.dropped_steps.saturating_add(u64::from(count));
+        self.dropped_batches = self.dropped_batches.saturating_add(1);
+        self.atomic_u64(Word64::DroppedSteps)
+            .store(self.dropped_steps, Ordering::Release);
+        self.atomic_u64(Word64::DroppedBatches)
+            .store(self.dropped_batches, Ordering::Release);
+    }
+
+    /// Timesteps of the slot at `index`, as we published it.
+    fn count_at(&self, index: u64) -> u32 {
+        usize::try_from(index % u64::from(self.slot_count.max(1)))
+            .ok()
+            .and_then(|i| self.counts.get(i).copied())
+            .unwrap_or(0)
+    }
+
+    /// `drop_oldest`: make room for slot `head`. While the ring is full, take the oldest
+    /// slot back by moving `tail` from its index to index + 1 (compare-and-swap): if that
+    /// wins, the server had not claimed it and never will, and its timesteps are dropped;
+    /// if it fails, the server claimed it meanwhile and the slot is free anyway.
+    fn take_back_oldest(&mut self) -> Result<()> {
+        loop {
+            let tail = self.atomic_u64(Word64::Tail).load(Ordering::Acquire);
+            if tail > self.head {
+                return Err(ClientError::Unexpected(format!(
+                    "ring tail {tail} is ahead of head {}",
+                    self.head
+                )));
+            }
+            let used = self.head - tail;
+            if used < u64::from(self.slot_count) {
+                return Ok(());
+            }
+            if used > u64::from(self.slot_count) {
+                return Err(ClientError::Unexpected(format!(
+                    "ring tail {tail} is more than slot_count {} behind head {}",
+                    self.slot_count, self.head
+                )));
+            }
+            let taken = self.atomic_u64(Word64::Tail).compare_exchange(
+                tail,
+                tail + 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+            if taken.is_ok() {
+                // Our writes into the slot must not become visible before the swap: the
+                // server checks `tail` after copying to tell a torn copy from a good one.
+                fence(Ordering::Release);
+                let count = self.count_at(tail);
+                self.note_dropped(count);
+                return Ok(());
+            }
+        }
+    }
     pub(crate) fn capacity(&self) -> usize {
         (self.slot_size as usize).saturating_sub(SLOT_HEADER_BYTES)
     }
 
     fn atomic_u64(&self, word: Word64) -> &AtomicU64 {
         let offset = word.offset();
-        // SAFETY: offset 64 or 128, inside the 4096-byte header of the mapping, 8-aligned
-        // (the mapping is page-aligned); the word is only accessed atomically, here and by
-        // the server; the reference does not outlive `&self`, nor the mapping `self`.
+        // SAFETY: offset 64, 128, 320 or 384, inside the 4096-byte header of the mapping,
+        // 8-aligned (the mapping is page-aligned); the word is only accessed atomically,
+        // here and by the server; the reference does not outlive `&self`, nor the mapping
+        // `self`.
         unsafe { &*self.base.as_ptr().add(offset).cast::<AtomicU64>() }
     }
 
@@ -243,8 +337,10 @@ impl Producer {
         }
     }
 
-    /// Publish one slot holding `count` records (`records`, back to back): wait for a
-    /// free slot, copy, store `head + 1` (release), wake the server if it sleeps.
+    /// Publish one slot holding `count` records (`records`, back to back): make room as
+    /// the policy says (wait for a free slot, drop this batch, or take the oldest slot
+    /// back), copy, store `head + 1` (release), wake the server if it sleeps. Returns
+    /// `false` when the batch was dropped instead (`drop_newest` on a full ring).
     ///
     /// # Errors
     /// [`ClientError::Shm`] when `records` does not fit a slot; whatever `check` returns
@@ -255,7 +351,7 @@ impl Producer {
         count: u32,
         timeout: Option<Duration>,
         check: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let len = u32::try_from(records.len())
             .ok()
             .filter(|_| records.len() <= self.capacity())
@@ -266,7 +362,16 @@ impl Producer {
                     self.slot_size
                 ))
             })?;
-        self.wait_space(timeout, check)?;
+        match self.policy {
+            RingPolicy::Block => self.wait_space(timeout, check)?,
+            RingPolicy::DropNewest => {
+                if self.free_slots(Ordering::Acquire)? == 0 {
+                    self.note_dropped(count);
+                    return Ok(false);
+                }
+            }
+            RingPolicy::DropOldest => self.take_back_oldest()?,
+        }
         let offset = ring::slot_offset(self.head, self.slot_size, self.slot_count)
             .and_then(|o| usize::try_from(o).ok())
             .filter(|&o| o.saturating_add(self.slot_size as usize) <= self.map_len)
@@ -275,8 +380,10 @@ impl Producer {
         // SAFETY: the slot `offset .. offset + slot_size` lies inside the mapping (checked
         // above) and `8 + records.len() <= slot_size` (checked above), so both copies stay
         // in bounds; the sources are our own buffers, which do not overlap the mapping.
-        // The slot is free (head - tail < slot_count): the server does not read it until
-        // `head` is published below.
+        // The slot is free (head - tail < slot_count, or we took it back with the swap of
+        // `tail`): the server does not read it until `head` is published below, and a
+        // server copy of the slot it held before (taken back) is discarded after the
+        // server sees the moved `tail`.
         unsafe {
             let slot = self.base.as_ptr().add(offset);
             std::ptr::copy_nonoverlapping(
@@ -285,6 +392,12 @@ impl Producer {
                 records.len(),
             );
             std::ptr::copy_nonoverlapping(header.as_ptr(), slot, SLOT_HEADER_BYTES);
+        }
+        if let Some(c) = usize::try_from(self.head % u64::from(self.slot_count.max(1)))
+            .ok()
+            .and_then(|i| self.counts.get_mut(i))
+        {
+            *c = count;
         }
         self.head += 1;
         self.atomic_u64(Word64::Head)
@@ -300,7 +413,7 @@ impl Producer {
             // Non-blocking; EAGAIN only if the counter is saturated, i.e. already set.
             let _ = self.data_ready.write(1);
         }
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -337,4 +450,81 @@ pub(crate) fn send_with_fds(
         }
     };
     stream.write_all(&bytes[n.min(bytes.len())..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn records(count: u32) -> Vec<u8> {
+        vec![0xAB; count as usize * 25]
+    }
+
+    fn publish(p: &mut Producer, count: u32) -> Result<bool> {
+        p.publish(
+            &records(count),
+            count,
+            Some(Duration::from_millis(30)),
+            &mut || Ok(()),
+        )
+    }
+
+    fn word(p: &Producer, w: Word64) -> u64 {
+        p.atomic_u64(w).load(Ordering::Acquire)
+    }
+
+    #[test]
+    fn producer_block_waits_for_space() {
+        let mut p = Producer::create(128, 2, RingPolicy::Block).expect("ring");
+        assert!(publish(&mut p, 1).expect("slot 0"));
+        assert!(publish(&mut p, 2).expect("slot 1"));
+        assert!(matches!(publish(&mut p, 1), Err(ClientError::Timeout(_))));
+        assert_eq!((p.dropped_steps(), p.dropped_batches()), (0, 0));
+        // The consumer frees a slot: the next publish goes through.
+        p.atomic_u64(Word64::Tail).store(1, Ordering::Release);
+        assert!(publish(&mut p, 3).expect("slot 2"));
+        assert_eq!(word(&p, Word64::Head), 3);
+    }
+
+    #[test]
+    fn producer_drop_newest_drops_the_batch_being_sent() {
+        let mut p = Producer::create(128, 2, RingPolicy::DropNewest).expect("ring");
+        assert!(publish(&mut p, 1).expect("slot 0"));
+        assert!(publish(&mut p, 2).expect("slot 1"));
+        assert!(!publish(&mut p, 3).expect("dropped"));
+        assert!(!publish(&mut p, 4).expect("dropped"));
+        assert_eq!((p.dropped_steps(), p.dropped_batches()), (7, 2));
+        assert_eq!(word(&p, Word64::Head), 2, "nothing more published");
+        assert_eq!(word(&p, Word64::DroppedSteps), 7);
+        assert_eq!(word(&p, Word64::DroppedBatches), 2);
+        p.atomic_u64(Word64::Tail).store(2, Ordering::Release);
+        assert!(publish(&mut p, 1).expect("room again"));
+        assert_eq!(p.dropped_steps(), 7);
+    }
+
+    #[test]
+    fn producer_drop_oldest_takes_back_unclaimed_slots() {
+        let mut p = Producer::create(128, 2, RingPolicy::DropOldest).expect("ring");
+        assert!(publish(&mut p, 1).expect("slot 0"));
+        assert!(publish(&mut p, 2).expect("slot 1"));
+        // Full: slot 0 (1 step) is taken back, the batch goes into its place.
+        assert!(publish(&mut p, 3).expect("slot 2"));
+        assert_eq!(word(&p, Word64::Tail), 1);
+        assert_eq!(word(&p, Word64::Head), 3);
+        assert_eq!((p.dropped_steps(), p.dropped_batches()), (1, 1));
+        // Then slot 1 (2 steps).
+        assert!(publish(&mut p, 4).expect("slot 3"));
+        assert_eq!((p.dropped_steps(), p.dropped_batches()), (3, 2));
+        assert_eq!(word(&p, Word64::DroppedSteps), 3);
+        // The consumer claims slot 2 (tail 2 -> 3): slot 4 needs no take-back.
+        p.atomic_u64(Word64::Tail).store(3, Ordering::Release);
+        assert!(publish(&mut p, 2).expect("slot 4"));
+        assert_eq!((p.dropped_steps(), p.dropped_batches()), (3, 2));
+        // A tail the consumer could never have stored is an error, not a take-back.
+        p.atomic_u64(Word64::Tail).store(9, Ordering::Release);
+        assert!(matches!(
+            publish(&mut p, 1),
+            Err(ClientError::Unexpected(m)) if m.contains("ahead of head")
+        ));
+    }
 }

@@ -2,6 +2,7 @@
 
 use crate::error::{ErrorCode, ProtoError};
 use crate::frame::{AcceptedWhat, Frame, FrameType, Outcome, FRAME_HEADER_BYTES, LEN_BYTES};
+use crate::ring::RingPolicy;
 use crate::schema::{
     dtype_from_code, lane_from_code, ChannelSpec, CodecChoice, Durability, OpenEpisode,
     TimebaseSpec,
@@ -116,10 +117,28 @@ pub fn parse_payload(ty: FrameType, payload: &[u8]) -> Result<Frame, ProtoError>
             Frame::Close { outcome }
         }
         FrameType::Flush => Frame::Flush,
-        FrameType::ShmAttach => Frame::ShmAttach {
-            slot_size: r.u32("slot_size")?,
-            slot_count: r.u32("slot_count")?,
-        },
+        FrameType::ShmAttach => {
+            let slot_size = r.u32("slot_size")?;
+            let slot_count = r.u32("slot_count")?;
+            // The trailing policy byte is optional: without it the policy is `block`.
+            let policy = if r.remaining() > 0 {
+                let c = r.u8("policy")?;
+                Some(RingPolicy::from_code(c).ok_or_else(|| {
+                    r.bad_value(
+                        "policy",
+                        c.into(),
+                        "0 (block), 1 (drop_newest) or 2 (drop_oldest)",
+                    )
+                })?)
+            } else {
+                None
+            };
+            Frame::ShmAttach {
+                slot_size,
+                slot_count,
+                policy,
+            }
+        }
         FrameType::Accepted => {
             let c = r.u8("what")?;
             let what = AcceptedWhat::from_code(c).ok_or_else(|| {

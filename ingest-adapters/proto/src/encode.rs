@@ -66,9 +66,13 @@ fn encode_inner(frame: &Frame, out: &mut Vec<u8>, start: usize) -> Result<(), Pr
         Frame::ShmAttach {
             slot_size,
             slot_count,
+            policy,
         } => {
             out.extend_from_slice(&slot_size.to_le_bytes());
             out.extend_from_slice(&slot_count.to_le_bytes());
+            if let Some(p) = policy {
+                out.push(p.code());
+            }
         }
         Frame::Accepted { what, up_to_seq } => {
             out.push(what.code());

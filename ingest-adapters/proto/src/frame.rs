@@ -1,6 +1,7 @@
 //! Frame type codes and the decoded [`Frame`].
 
 use crate::error::ErrorCode;
+use crate::ring::RingPolicy;
 use crate::schema::OpenEpisode;
 use crate::timestep::{Timestep, TimestepBatch};
 use crate::wire::truncate_utf8;
@@ -201,6 +202,11 @@ pub enum Frame {
     ShmAttach {
         slot_size: u32,
         slot_count: u32,
+        /// The optional trailing `policy` byte: `None` when the frame ends after
+        /// `slot_count` (which means [`RingPolicy::Block`]), so that frames keep their
+        /// exact layout through a decode and an encode. Encoders that want to stay
+        /// readable by servers predating the byte send `None` for `block`.
+        policy: Option<RingPolicy>,
     },
     Accepted {
         what: AcceptedWhat,

@@ -41,7 +41,7 @@ pub use frame::{
     AcceptedWhat, Frame, FrameType, Outcome, DEFAULT_MAX_FRAME_BYTES, FRAME_HEADER_BYTES,
     LEN_BYTES, PROTOCOL_VERSION,
 };
-pub use ring::{RingHeader, SlotHeader};
+pub use ring::{RingHeader, RingPolicy, SlotHeader};
 pub use schema::{ChannelSpec, CodecChoice, Durability, OpenEpisode, TimebaseSpec};
 pub use timestep::{
     check_sequence, push_step_record, Steps, Timestep, TimestepBatch, TimestepRef,

@@ -12,6 +12,8 @@
 //! 128   tail               u64      slots consumed by the consumer, ever
 //! 192   consumer_sleeping  u32
 //! 256   producer_sleeping  u32
+//! 320   dropped_steps      u64      timesteps the producer dropped (drop policies), ever
+//! 384   dropped_batches    u64      slots' worth of batches the producer dropped, ever
 //! 4096  slot[0] .. slot[slot_count - 1], slot_size bytes each:
 //!       len u32 | count u32 | records (as in TIMESTEP_BATCH)
 //! ```
@@ -52,6 +54,82 @@ pub const OFFSET_TAIL: usize = 128;
 pub const OFFSET_CONSUMER_SLEEPING: usize = 192;
 /// Offset of `producer_sleeping` (`u32`, own cache line).
 pub const OFFSET_PRODUCER_SLEEPING: usize = 256;
+/// Offset of `dropped_steps` (`u64`, own cache line): timesteps the producer dropped under
+/// a drop policy, ever. Written only by the producer; informational for the consumer.
+pub const OFFSET_DROPPED_STEPS: usize = 320;
+/// Offset of `dropped_batches` (`u64`, own cache line): batches (one slot's worth each) the
+/// producer dropped under a drop policy, ever. Written only by the producer.
+pub const OFFSET_DROPPED_BATCHES: usize = 384;
+
+/// What the producer does when the ring is full, chosen per episode by the optional
+/// trailing `policy` byte of `SHM_ATTACH` (docs/PROTOCOL.md, "Backpressure policies").
+///
+/// ```
+/// use wshard_ingest_proto::ring::RingPolicy;
+/// assert_eq!(RingPolicy::from_code(2), Some(RingPolicy::DropOldest));
+/// assert_eq!(RingPolicy::DropNewest.code(), 1);
+/// assert_eq!(RingPolicy::default(), RingPolicy::Block);
+/// assert!(RingPolicy::DropOldest.drops());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RingPolicy {
+    /// 0: the producer waits for a free slot (the default; no timestep is ever lost).
+    #[default]
+    Block,
+    /// 1: the producer drops the batch it was about to publish; its seqs are consumed.
+    DropNewest,
+    /// 2: the producer takes back the oldest published slot the consumer has not claimed
+    /// yet (by moving `tail` with a compare-and-swap) and publishes the new batch in it.
+    DropOldest,
+}
+
+impl RingPolicy {
+    /// Every policy, in code order.
+    pub const ALL: [Self; 3] = [Self::Block, Self::DropNewest, Self::DropOldest];
+
+    /// The wire value.
+    #[must_use]
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Block => 0,
+            Self::DropNewest => 1,
+            Self::DropOldest => 2,
+        }
+    }
+
+    /// The policy for a wire value, `None` when unknown.
+    #[must_use]
+    pub fn from_code(c: u8) -> Option<Self> {
+        match c {
+            0 => Some(Self::Block),
+            1 => Some(Self::DropNewest),
+            2 => Some(Self::DropOldest),
+            _ => None,
+        }
+    }
+
+    /// `block`, `drop_newest` or `drop_oldest`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Block => "block",
+            Self::DropNewest => "drop_newest",
+            Self::DropOldest => "drop_oldest",
+        }
+    }
+
+    /// True for the policies that may drop timesteps (and so leave seq gaps).
+    #[must_use]
+    pub fn drops(self) -> bool {
+        self != Self::Block
+    }
+}
+
+impl std::fmt::Display for RingPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// Bytes of the fixed identification fields (`magic`, `version`, `slot_size`,
 /// `slot_count`) at the start of the header, as [`RingHeader::encode`] writes them.

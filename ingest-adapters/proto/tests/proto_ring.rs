@@ -6,10 +6,10 @@ mod common;
 
 use common::raw_frame;
 use wshard_ingest_proto::ring::{
-    self, min_slot_size, ring_bytes, slot_offset, validate_geometry, RingHeader, SlotHeader,
-    RING_HEADER_BYTES, RING_IDENT_BYTES, RING_MAGIC,
+    self, min_slot_size, ring_bytes, slot_offset, validate_geometry, RingHeader, RingPolicy,
+    SlotHeader, RING_HEADER_BYTES, RING_IDENT_BYTES, RING_MAGIC,
 };
-use wshard_ingest_proto::{parse, ErrorCode, Frame, FrameType, ProtoError};
+use wshard_ingest_proto::{encode_to_vec, parse, ErrorCode, Frame, FrameType, ProtoError};
 
 fn bad_shm(r: Result<impl std::fmt::Debug, ProtoError>) -> String {
     let e = r.unwrap_err();
@@ -29,7 +29,8 @@ fn proto_ring_shm_attach_frame() {
         f,
         Frame::ShmAttach {
             slot_size: 4096,
-            slot_count: 8
+            slot_count: 8,
+            policy: None,
         }
     );
     let e = parse(&raw_frame(0x07, &[0, 16, 0, 0, 8, 0])).unwrap_err();
@@ -37,13 +38,57 @@ fn proto_ring_shm_attach_frame() {
         e.to_string(),
         "SHM_ATTACH: field slot_count truncated: needs 4 bytes, 2 left"
     );
-    let e = parse(&raw_frame(0x07, &[0; 9])).unwrap_err();
+    let e = parse(&raw_frame(0x07, &[0; 10])).unwrap_err();
     assert_eq!(
         e.to_string(),
         "SHM_ATTACH: 1 trailing bytes after the last field"
     );
     assert_eq!(ErrorCode::from_u16(18), Some(ErrorCode::BadShm));
     assert_eq!(ErrorCode::BadShm.name(), "BAD_SHM");
+}
+
+#[test]
+fn proto_ring_shm_attach_policy_byte() {
+    // The trailing policy byte is optional; each value parses and encodes back exactly.
+    for (byte, policy) in [
+        (0u8, RingPolicy::Block),
+        (1, RingPolicy::DropNewest),
+        (2, RingPolicy::DropOldest),
+    ] {
+        let wire = raw_frame(0x07, &[0, 16, 0, 0, 8, 0, 0, 0, byte]);
+        let f = parse(&wire).unwrap();
+        assert_eq!(
+            f,
+            Frame::ShmAttach {
+                slot_size: 4096,
+                slot_count: 8,
+                policy: Some(policy),
+            }
+        );
+        assert_eq!(encode_to_vec(&f).unwrap(), wire);
+        assert_eq!(RingPolicy::from_code(byte), Some(policy));
+        assert_eq!(policy.code(), byte);
+    }
+    // Without the byte: `None`, i.e. block, and encoded without it.
+    let f = Frame::ShmAttach {
+        slot_size: 4096,
+        slot_count: 8,
+        policy: None,
+    };
+    assert_eq!(encode_to_vec(&f).unwrap().len(), 4 + 1 + 8);
+    let e = parse(&raw_frame(0x07, &[0, 16, 0, 0, 8, 0, 0, 0, 3])).unwrap_err();
+    assert_eq!(e.error_code(), ErrorCode::MalformedFrame);
+    assert!(!e.is_fatal());
+    assert_eq!(
+        e.to_string(),
+        "SHM_ATTACH: field policy has value 3, expected 0 (block), 1 (drop_newest) or 2 (drop_oldest)"
+    );
+    assert_eq!(
+        RingPolicy::ALL.map(RingPolicy::name),
+        ["block", "drop_newest", "drop_oldest"]
+    );
+    assert!(!RingPolicy::Block.drops());
+    assert!(RingPolicy::DropNewest.drops());
 }
 
 #[test]
@@ -59,9 +104,11 @@ fn proto_ring_layout_constants() {
             ring::OFFSET_HEAD,
             ring::OFFSET_TAIL,
             ring::OFFSET_CONSUMER_SLEEPING,
-            ring::OFFSET_PRODUCER_SLEEPING
+            ring::OFFSET_PRODUCER_SLEEPING,
+            ring::OFFSET_DROPPED_STEPS,
+            ring::OFFSET_DROPPED_BATCHES
         ],
-        [0, 8, 12, 16, 64, 128, 192, 256]
+        [0, 8, 12, 16, 64, 128, 192, 256, 320, 384]
     );
     assert_eq!(ring_bytes(64, 2), Some(4096 + 128));
     // any u32 geometry fits u64

@@ -9,8 +9,8 @@ use proptest::prelude::*;
 use wshard::episode::{DType, Lane};
 use wshard_ingest_proto::{
     encode, encode_timestep, parse, AcceptedWhat, BatchEncoder, ChannelSpec, CodecChoice,
-    Durability, ErrorCode, Frame, FrameDecoder, OpenEpisode, Outcome, TimebaseSpec, Timestep,
-    TimestepBatch, TimestepRef,
+    Durability, ErrorCode, Frame, FrameDecoder, OpenEpisode, Outcome, RingPolicy, TimebaseSpec,
+    Timestep, TimestepBatch, TimestepRef,
 };
 
 #[test]
@@ -59,8 +59,15 @@ fn proto_known_bytes_hello_and_durable() {
     let attach = wire(&Frame::ShmAttach {
         slot_size: 0x1000,
         slot_count: 64,
+        policy: None,
     });
     assert_eq!(attach, [9, 0, 0, 0, 0x07, 0, 0x10, 0, 0, 64, 0, 0, 0]);
+    let attach = wire(&Frame::ShmAttach {
+        slot_size: 0x1000,
+        slot_count: 64,
+        policy: Some(RingPolicy::DropNewest),
+    });
+    assert_eq!(attach, [10, 0, 0, 0, 0x07, 0, 0x10, 0, 0, 64, 0, 0, 0, 1]);
     let accepted = wire(&Frame::Accepted {
         what: AcceptedWhat::ShmAttach,
         up_to_seq: 5,
@@ -257,9 +264,12 @@ fn arb_frame() -> impl Strategy<Value = Frame> {
             ][w],
             up_to_seq,
         }),
-        (any::<u32>(), any::<u32>()).prop_map(|(slot_size, slot_count)| Frame::ShmAttach {
-            slot_size,
-            slot_count
+        (any::<u32>(), any::<u32>(), 0usize..4).prop_map(|(slot_size, slot_count, p)| {
+            Frame::ShmAttach {
+                slot_size,
+                slot_count,
+                policy: RingPolicy::ALL.get(p).copied(),
+            }
         }),
         any::<u64>().prop_map(|up_to_seq| Frame::Durable { up_to_seq }),
         (0usize..ErrorCode::ALL.len(), arb_string(40))

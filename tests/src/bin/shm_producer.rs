@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use wshard_client::{Client, Durability, Transport};
+use wshard_client::{Client, Durability, RingPolicy, Transport};
 use wshard_e2e::data;
 
 fn run(socket: &str, id: &str) -> Result<(), String> {
@@ -17,6 +17,7 @@ fn run(socket: &str, id: &str) -> Result<(), String> {
     let transport = Transport::Shm {
         slot_bytes: 4096,
         slots: 8,
+        policy: RingPolicy::Block,
     };
     let mut w = client
         .open_episode_with(data::open_spec(id, &ch, Durability::Ack), transport)

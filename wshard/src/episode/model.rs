@@ -14,6 +14,9 @@ pub mod names {
     pub const REWARD: &str = "reward";
     pub const DONE: &str = "done";
     pub const TIMESTAMPS_NS: &str = "time/timestamps_ns";
+    /// Recorder extension: `[start, end)` u64 pairs (little-endian) of the sequence numbers
+    /// a producer dropped before the chunk's timesteps (wshardd, shared-memory drop policies).
+    pub const DROPPED_SEQ_RANGES: &str = "time/dropped_seq_ranges";
     pub const SIGNAL: &str = "signal";
     pub const ACTION: &str = "action";
     pub const OMEN: &str = "omen";

@@ -4,7 +4,7 @@
 use wshard::episode::{DType, Lane};
 use wshard_ingest_proto::{
     encode, AcceptedWhat, ChannelSpec, CodecChoice, Durability, ErrorCode, Frame, OpenEpisode,
-    Outcome, TimebaseSpec, Timestep, TimestepBatch, TimestepRef, PROTOCOL_VERSION,
+    Outcome, RingPolicy, TimebaseSpec, Timestep, TimestepBatch, TimestepRef, PROTOCOL_VERSION,
 };
 
 /// joints f32[7] (28 bytes) + gripper action f64 (8 bytes) + rgb u8[2,2,3] (12 bytes) = 48.
@@ -85,6 +85,12 @@ pub fn every_frame() -> Vec<Frame> {
         Frame::ShmAttach {
             slot_size: 4096,
             slot_count: 64,
+            policy: None,
+        },
+        Frame::ShmAttach {
+            slot_size: 4096,
+            slot_count: 2,
+            policy: Some(RingPolicy::DropOldest),
         },
         Frame::Accepted {
             what: AcceptedWhat::Close,
