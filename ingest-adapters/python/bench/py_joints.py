@@ -4,6 +4,11 @@ joint_vel on the signal lane, cmd on the action lane) + t_ns per timestep, pushe
 ``push_batch`` of numpy columns against a running wshardd. Target: >= 100k timesteps/s.
 
     python ingest-adapters/python/bench/py_joints.py --socket wshardd.sock --steps 1000000
+    python ingest-adapters/python/bench/py_joints.py --socket wshardd.sock --transport shm
+
+``--transport`` picks how the timesteps travel: ``socket`` (TIMESTEP_BATCH frames),
+``shm`` (the shared-memory ring; with numpy the records are written straight into its
+slots) or ``both`` (the default: one episode each, socket first).
 
 The clock runs from the first push_batch to the DURABLE covering the last step (flush),
 so the figure is end-to-end: encode, socket, server validation, journal fsync. Data is
@@ -41,7 +46,16 @@ CHANNELS = [
 HZ = 1000.0
 
 
-def run(socket_path: str, episode: str, steps: int, batch: int, durability: str) -> Dict[str, Any]:
+def run(
+    socket_path: str,
+    episode: str,
+    steps: int,
+    batch: int,
+    durability: str,
+    transport: str = "socket",
+    slots: int = 0,
+    slot_bytes: int = 0,
+) -> Dict[str, Any]:
     """Record one episode; return the measurements."""
     if np is not None:
         t = np.arange(steps, dtype=np.float64) / HZ
@@ -57,7 +71,10 @@ def run(socket_path: str, episode: str, steps: int, batch: int, durability: str)
             for a in range(0, steps, batch)
         ]
     with Recorder.connect(socket_path, "py-joints-bench/0.1", timeout=120.0) as rec:
-        with rec.episode(episode, CHANNELS, "Bench-joints-v0", HZ, durability=durability) as ep:
+        shm: Dict[str, Any] = {"slots": slots, "slot_bytes": slot_bytes} if transport == "shm" else {}
+        ep = rec.episode(episode, CHANNELS, "Bench-joints-v0", HZ, durability=durability, transport=transport, **shm)
+        with ep:
+            ring = ep.shm
             start = time.perf_counter()
             if np is not None:
                 for a in range(0, steps, batch):
@@ -74,6 +91,10 @@ def run(socket_path: str, episode: str, steps: int, batch: int, durability: str)
     total = done - start
     return {
         "bench": "py_joints",
+        "transport": transport,
+        "slots": ring.slots if ring else None,
+        "slot_bytes": ring.slot_bytes if ring else None,
+        "atomics": ring.atomics if ring else None,
         "steps": steps,
         "batch": batch,
         "durability": durability,
@@ -94,16 +115,25 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=1_000_000, help="timesteps (default: %(default)s)")
     ap.add_argument("--batch", type=int, default=10_000, help="steps per push_batch call (default: %(default)s)")
     ap.add_argument("--durability", default="ack", choices=["ack", "chunk", "server_default"])
+    ap.add_argument("--transport", default="both", choices=["socket", "shm", "both"], help="default: %(default)s")
+    ap.add_argument("--slots", type=int, default=0, help="shm ring slots (default 0 = the client's, 64)")
+    ap.add_argument("--slot-bytes", type=int, default=0, help="shm slot size (default 0 = the client's, ~256 KiB)")
     ap.add_argument("--min-rate", type=float, default=0.0, help="exit 1 when below this many timesteps/s")
     args = ap.parse_args()
-    r = run(args.socket, args.episode, args.steps, args.batch, args.durability)
-    print(
-        f"py_joints: {r['steps']} timesteps in {r['seconds']:.3f} s = {r['timesteps_per_s']:,.0f} timesteps/s "
-        f"durable ({r['push_timesteps_per_s']:,.0f}/s pushed; numpy={r['numpy']}, batch {r['batch']}, "
-        f"durability {r['durability']})"
-    )
-    print(json.dumps(r, sort_keys=True))
-    return 1 if r["timesteps_per_s"] < args.min_rate else 0
+    transports = ["socket", "shm"] if args.transport == "both" else [args.transport]
+    worst = float("inf")
+    for transport in transports:
+        episode = f"{args.episode}-{transport}" if len(transports) > 1 else args.episode
+        r = run(args.socket, episode, args.steps, args.batch, args.durability, transport, args.slots, args.slot_bytes)
+        ring = f", ring {r['slots']} x {r['slot_bytes']} B, {r['atomics']}" if transport == "shm" else ""
+        print(
+            f"py_joints [{transport}]: {r['steps']} timesteps in {r['seconds']:.3f} s = "
+            f"{r['timesteps_per_s']:,.0f} timesteps/s durable ({r['push_timesteps_per_s']:,.0f}/s pushed; "
+            f"numpy={r['numpy']}, batch {r['batch']}, durability {r['durability']}{ring})"
+        )
+        print(json.dumps(r, sort_keys=True))
+        worst = min(worst, r["timesteps_per_s"])
+    return 1 if worst < args.min_rate else 0
 
 
 if __name__ == "__main__":

@@ -14,12 +14,16 @@ Quick start::
             ep.flush()  # returns once the server reports every step fsynced
 
 Pure Python; numpy is used when installed (arrays are accepted as payloads, and
-:meth:`EpisodeWriter.push_batch` builds whole frames with vectorized copies).
+:meth:`EpisodeWriter.push_batch` builds whole frames with vectorized copies). Timesteps
+travel on the socket, or per episode through a shared-memory ring
+(``rec.episode(..., transport="shm")``, Linux, Python >= 3.10).
 """
 
 from ._payload import HAVE_NUMPY
 from ._reader import ServerInfo
+from ._ring import RingPolicy
 from ._schema import DTYPES, Channel, Codec, DType, DTypeInfo, Durability, EpisodeSpec, Lane, Timebase
+from ._shm import ShmInfo
 from ._transport import Transport, UnixSocketTransport
 from ._wire import PROTOCOL_VERSION, Outcome
 from .client import DEFAULT_CLIENT_NAME, Client, ClientOptions, Recorder
@@ -65,6 +69,8 @@ __all__ = [
     # transports
     "Transport",
     "UnixSocketTransport",
+    "RingPolicy",
+    "ShmInfo",
     # errors
     "WshardError",
     "TransportError",

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Any, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Iterator, Optional, Sequence, Tuple
 
 from ._payload import np
 from ._wire import BATCH_HEADER, BATCH_HEADER_BYTES, LEN_BYTES, RECORD, RECORD_HEADER_BYTES, FrameType
 from .errors import SchemaError
 
-__all__ = ["PendingBatch", "checked_header", "column_frames", "steps_per_frame"]
+__all__ = ["PendingBatch", "ColumnBatch", "checked_header", "steps_per_frame"]
 
 _U32_MAX = 0xFFFFFFFF
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -68,10 +68,24 @@ class PendingBatch:
         """Patch the header and hand the frame over; the batch is empty afterwards."""
         buf = self.buf
         BATCH_HEADER.pack_into(buf, 0, len(buf) - LEN_BYTES, FrameType.TIMESTEP_BATCH, self.count)
+        self.clear()
+        return buf
+
+    def records(self) -> memoryview:
+        """The records without the frame header (a view: call :meth:`clear` or
+        :meth:`unpin` before appending again)."""
+        return memoryview(self.buf)[BATCH_HEADER_BYTES:]
+
+    def unpin(self) -> None:
+        """Copy the buffer, so that a view of the old one that is still alive (e.g. in a
+        traceback) cannot keep it from growing."""
+        self.buf = bytearray(self.buf)
+
+    def clear(self) -> None:
+        """Empty the batch (a new buffer: views of the old one stay valid)."""
         self.buf = bytearray()
         self.count = 0
         self.since = None
-        return buf
 
 
 def steps_per_frame(record_bytes: int, frame_bytes: int) -> int:
@@ -96,81 +110,90 @@ def _column(value: Any, n: int, dtype: str, what: str) -> Any:
     return arr.astype(dtype, copy=False)
 
 
-def column_frames(
-    first_seq: int,
-    t_ns: Any,
-    reward: Any,
-    done: Any,
-    columns: Sequence[Any],
-    step_bytes: int,
-    frame_bytes: int,
-) -> Iterator[Tuple[int, Any]]:
-    """Frames for ``n = len(t_ns)`` steps from column data, as ``(steps, frame)`` pairs.
+class ColumnBatch:
+    """``n = len(t_ns)`` steps given as columns, checked and converted once, whose records
+    can be written into any writable buffer: a new ``TIMESTEP_BATCH`` frame
+    (:meth:`frames`, the socket) or a shared-memory ring slot (:meth:`write`, no
+    intermediate copy).
 
     ``columns`` are the channels' columns as :func:`column_payload` returns them (numpy
     ``(n, nbytes)`` uint8 arrays with numpy, buffers of ``n x nbytes`` bytes without).
-    Every frame holds at most ``frame_bytes`` bytes (but at least one step).
+
+    Raises:
+        SchemaError: ``t_ns`` / ``reward`` / ``done`` of the wrong length or kind (a
+            ``t_ns`` or ``reward`` out of range without numpy: when its record is written).
     """
-    n = len(t_ns)
-    rec = RECORD_HEADER_BYTES + step_bytes
-    per = steps_per_frame(rec, frame_bytes)
-    if np is not None:
-        yield from _numpy_frames(first_seq, n, t_ns, reward, done, columns, step_bytes, per)
-    else:
-        yield from _python_frames(first_seq, n, t_ns, reward, done, columns, step_bytes, per)
 
+    def __init__(self, first_seq: int, t_ns: Any, reward: Any, done: Any, columns: Sequence[Any], step_bytes: int):
+        n = len(t_ns)
+        self.n = n
+        self.first_seq = first_seq
+        self.record_bytes = RECORD_HEADER_BYTES + step_bytes
+        if np is not None:
+            self._t: Any = _column(t_ns, n, "<i8", "t_ns")
+            self._r: Any = _column(reward, n, "<f4", "reward")
+            self._d: Any = _column(done, n, "u1", "done")
+            self._columns: Sequence[Any] = columns
+            self._widths = [c.shape[1] for c in columns]
+            self._header_dt = np.dtype(
+                {
+                    "names": ["seq", "t", "r", "d"],
+                    "formats": ["<u8", "<i8", "<f4", "u1"],
+                    "offsets": [0, 8, 16, 20],
+                    "itemsize": self.record_bytes,
+                }
+            )
+        else:
+            self._t = list(t_ns)
+            self._r = [reward] * n if isinstance(reward, (int, float)) else list(reward)
+            self._d = [done] * n if isinstance(done, (bool, int)) else list(done)
+            if len(self._r) != n or len(self._d) != n:
+                raise SchemaError(
+                    f"push_batch: reward / done have {len(self._r)} / {len(self._d)} values for {n} steps", None
+                )
+            self._columns = [memoryview(c).cast("B") for c in columns]
+            self._widths = [v.nbytes // n if n else 0 for v in self._columns]
 
-def _numpy_frames(
-    first_seq: int, n: int, t_ns: Any, reward: Any, done: Any, columns: Sequence[Any], step_bytes: int, per: int
-) -> Iterator[Tuple[int, Any]]:
-    rec = RECORD_HEADER_BYTES + step_bytes
-    t_col = _column(t_ns, n, "<i8", "t_ns")
-    r_col = _column(reward, n, "<f4", "reward")
-    d_col = _column(done, n, "u1", "done")
-    header_dt = np.dtype(
-        {
-            "names": ["seq", "t", "r", "d"],
-            "formats": ["<u8", "<i8", "<f4", "u1"],
-            "offsets": [0, 8, 16, 20],
-            "itemsize": rec,
-        }
-    )
-    widths = [c.shape[1] for c in columns]
-    for a in range(0, n, per):
-        b = min(a + per, n)
+    def write(self, target: Any, a: int, b: int) -> None:
+        """Write the records of steps ``a .. b`` (``(b - a) x record_bytes`` bytes) into
+        the writable buffer ``target``."""
+        rec = self.record_bytes
         m = b - a
-        frame = np.empty(BATCH_HEADER_BYTES + m * rec, np.uint8)
-        BATCH_HEADER.pack_into(frame.data, 0, len(frame) - LEN_BYTES, FrameType.TIMESTEP_BATCH, m)
-        body = frame[BATCH_HEADER_BYTES:]
-        recs = body.view(header_dt)
-        recs["seq"] = np.arange(first_seq + a, first_seq + b, dtype="<u8")
-        recs["t"] = t_col[a:b]
-        recs["r"] = r_col[a:b]
-        recs["d"] = d_col[a:b]
-        mat = body.reshape(m, rec)
-        off = RECORD_HEADER_BYTES
-        for col, w in zip(columns, widths):
-            mat[:, off : off + w] = col[a:b]
-            off += w
-        yield m, frame
-
-
-def _python_frames(
-    first_seq: int, n: int, t_ns: Any, reward: Any, done: Any, columns: Sequence[Any], step_bytes: int, per: int
-) -> Iterator[Tuple[int, Any]]:
-    t_list = list(t_ns)
-    r_list: List[Any] = [reward] * n if isinstance(reward, (int, float)) else list(reward)
-    d_list: List[Any] = [done] * n if isinstance(done, (bool, int)) else list(done)
-    if len(r_list) != n or len(d_list) != n:
-        raise SchemaError(f"push_batch: reward / done have {len(r_list)} / {len(d_list)} values for {n} steps", None)
-    views = [memoryview(c).cast("B") for c in columns]
-    widths = [v.nbytes // n for v in views]
-    for a in range(0, n, per):
-        b = min(a + per, n)
-        frame = bytearray(BATCH_HEADER_BYTES)
+        if np is not None:
+            body = np.frombuffer(target, np.uint8, m * rec)
+            recs = body.view(self._header_dt)
+            first = self.first_seq
+            recs["seq"] = np.arange(first + a, first + b, dtype="<u8")
+            recs["t"] = self._t[a:b]
+            recs["r"] = self._r[a:b]
+            recs["d"] = self._d[a:b]
+            mat = body.reshape(m, rec)
+            off = RECORD_HEADER_BYTES
+            for col, w in zip(self._columns, self._widths):
+                mat[:, off : off + w] = col[a:b]
+                off += w
+            return
+        out = memoryview(target).cast("B")
+        pos = 0
+        first, t, r, d = self.first_seq, self._t, self._r, self._d
         for i in range(a, b):
-            frame += checked_header(first_seq + i, t_list[i], r_list[i], d_list[i])
-            for v, w in zip(views, widths):
-                frame += v[i * w : (i + 1) * w]
-        BATCH_HEADER.pack_into(frame, 0, len(frame) - LEN_BYTES, FrameType.TIMESTEP_BATCH, b - a)
-        yield b - a, frame
+            out[pos : pos + RECORD_HEADER_BYTES] = checked_header(first + i, t[i], r[i], d[i])
+            pos += RECORD_HEADER_BYTES
+            for v, w in zip(self._columns, self._widths):
+                out[pos : pos + w] = v[i * w : (i + 1) * w]
+                pos += w
+
+    def frames(self, frame_bytes: int) -> Iterator[Tuple[int, Any]]:
+        """Whole ``TIMESTEP_BATCH`` frames of at most ``frame_bytes`` bytes (but at least
+        one step each), as ``(steps, frame)`` pairs."""
+        rec = self.record_bytes
+        per = steps_per_frame(rec, frame_bytes)
+        for a in range(0, self.n, per):
+            b = min(a + per, self.n)
+            m = b - a
+            size = BATCH_HEADER_BYTES + m * rec
+            frame: Any = np.empty(size, np.uint8) if np is not None else bytearray(size)
+            view = memoryview(frame)
+            BATCH_HEADER.pack_into(view, 0, size - LEN_BYTES, FrameType.TIMESTEP_BATCH, m)
+            self.write(view[BATCH_HEADER_BYTES:], a, b)
+            yield m, frame

@@ -3,10 +3,10 @@
 The client only needs a full-duplex byte stream: the caller's thread writes whole frames
 with :meth:`Transport.send` while the reader thread blocks in :meth:`Transport.recv`. A
 transport is a small object behind that interface, so another one can be added without
-touching the protocol state machine: a shared-memory transport would keep the Unix socket
-as its control channel (HELLO, OPEN and its negotiation, DURABLE, ERROR, CLOSE) and move
-step payloads through a ring; it would then override how batches are delivered. Only the
-Unix socket transport exists in protocol v1.
+touching the protocol state machine. The shared-memory transport of an episode
+(``transport="shm"``, :mod:`wshard_client._shm`) keeps the Unix socket as its control
+channel: it only needs :meth:`Transport.send_fds` to pass the ring's file descriptors with
+``SHM_ATTACH``, and then moves the timesteps through the ring instead of :meth:`send`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import abc
 import os
 import socket
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 from .errors import Timeout, TransportError
 
@@ -48,6 +48,17 @@ class Transport(abc.ABC):
             OSError: the write failed (e.g. ``BrokenPipeError``).
         """
 
+    def send_fds(self, data: Buffer, fds: Sequence[int]) -> None:
+        """Write all of ``data`` with ``fds`` attached (``SCM_RIGHTS``) to its first byte.
+
+        Raises:
+            TransportError: this transport cannot pass file descriptors.
+            Timeout, OSError: as :meth:`send`.
+        """
+        raise TransportError(
+            f"the {self.kind} transport cannot pass file descriptors (shared memory needs a Unix socket)"
+        )
+
     @abc.abstractmethod
     def recv(self, max_bytes: int) -> bytes:
         """Block until bytes arrive and return up to ``max_bytes`` of them; ``b""`` at the
@@ -71,7 +82,7 @@ class Transport(abc.ABC):
 
 
 class UnixSocketTransport(Transport):
-    """A ``SOCK_STREAM`` Unix socket (the protocol's only v1 transport).
+    """A ``SOCK_STREAM`` Unix socket (the protocol's byte stream; it also passes the fds of ``SHM_ATTACH``).
 
     ``timeout`` bounds each :meth:`send` (Python's ``sendall`` counts it for the whole
     call); ``None`` waits forever. :meth:`recv` waits as long as it takes.
@@ -111,6 +122,15 @@ class UnixSocketTransport(Transport):
     def send(self, data: Buffer) -> None:
         try:
             self._sock.sendall(data)
+        except socket.timeout:
+            raise Timeout("timed out writing to the socket") from None
+
+    def send_fds(self, data: Buffer, fds: Sequence[int]) -> None:
+        view = memoryview(data).cast("B")
+        try:
+            sent = socket.send_fds(self._sock, [view], list(fds))
+            if sent < view.nbytes:
+                self._sock.sendall(view[sent:])
         except socket.timeout:
             raise Timeout("timed out writing to the socket") from None
 

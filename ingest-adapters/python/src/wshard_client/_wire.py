@@ -31,6 +31,7 @@ __all__ = [
     "encode_open",
     "encode_close",
     "encode_flush",
+    "encode_shm_attach",
     "encode_timestep",
     "encode_timestep_batch",
     "record_header",
@@ -74,7 +75,7 @@ class FrameType(enum.IntEnum):
     TIMESTEP_BATCH = 0x04
     CLOSE = 0x05
     FLUSH = 0x06
-    #: Shared-memory transport attach (docs/PROTOCOL.md); not sent by this client yet.
+    #: Shared-memory transport attach (docs/PROTOCOL.md); travels with 3 fds.
     SHM_ATTACH = 0x07
     HELLO_OK = 0x81
     ACCEPTED = 0x82
@@ -218,6 +219,18 @@ def encode_close(outcome: Union[Outcome, str, int]) -> bytes:
 def encode_flush() -> bytes:
     """``FLUSH``: no payload."""
     return _HEADER.pack(1, FrameType.FLUSH)
+
+
+def encode_shm_attach(slot_size: int, slot_count: int, policy: Optional[int] = None) -> bytes:
+    """``SHM_ATTACH``: ``slot_size u32 | slot_count u32`` and, when ``policy`` is given,
+    the optional trailing ``policy u8`` (0 block, 1 drop_newest, 2 drop_oldest; without
+    it the server takes ``block``). The 3 fds travel beside it (``SCM_RIGHTS``)."""
+    out = _start(FrameType.SHM_ATTACH)
+    out += _U32.pack(slot_size)
+    out += _U32.pack(slot_count)
+    if policy is not None:
+        out += _U8.pack(policy)
+    return _finish(out)
 
 
 def record_header(seq: int, t_ns: int, reward: float, done: bool) -> bytes:

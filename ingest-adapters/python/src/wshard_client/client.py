@@ -14,12 +14,14 @@ import threading
 import weakref
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import Any, Mapping, Optional, Sequence, Type, Union
+from typing import Any, Mapping, Optional, Sequence, Tuple, Type, Union
 
 from ._reader import ServerInfo, SharedState, start_reader
+from ._ring import DEFAULT_SLOTS, RingPolicy, check_geometry, default_slot_bytes
 from ._schema import Channel, Durability, EpisodeSpec, Timebase
+from ._shm import ShmRing, shm_supported
 from ._transport import Buffer, Transport, UnixSocketTransport
-from ._wire import PROTOCOL_VERSION, Outcome, encode_hello, encode_open
+from ._wire import PROTOCOL_VERSION, RECORD_HEADER_BYTES, Outcome, encode_hello, encode_open, encode_shm_attach
 from .episode import EpisodeWriter
 from .errors import ProtocolError, TransportError, WshardError
 
@@ -133,7 +135,8 @@ class Recorder:
 
     @property
     def transport(self) -> Transport:
-        """The byte transport (a :class:`UnixSocketTransport` today)."""
+        """The byte transport (a :class:`UnixSocketTransport`; shared memory is chosen per
+        episode, see :meth:`open_episode`)."""
         return self._transport
 
     @property
@@ -143,25 +146,94 @@ class Recorder:
 
     # ------------------------------------------------------------------ episodes
 
-    def open_episode(self, spec: EpisodeSpec) -> EpisodeWriter:
+    def open_episode(
+        self,
+        spec: EpisodeSpec,
+        transport: str = "socket",
+        *,
+        slot_bytes: int = 0,
+        slots: int = 0,
+        policy: Union[RingPolicy, str, int] = RingPolicy.BLOCK,
+    ) -> EpisodeWriter:
         """Check ``spec`` locally, send ``OPEN``, wait for ``ACCEPTED{OPEN}``.
 
+        ``transport``: ``"socket"`` (``TIMESTEP_BATCH`` frames on the socket) or ``"shm"``
+        (a shared-memory ring of ``slots`` slots of ``slot_bytes`` bytes, one batch per
+        slot, attached with ``SHM_ATTACH`` right after ``ACCEPTED{OPEN}``; 0 = the Rust
+        client's defaults: 64 slots, room for ``max(1, 256 KiB / record)`` timesteps per
+        slot). ``policy``: what a push does when the ring is full, ``"block"`` (wait),
+        ``"drop_newest"`` or ``"drop_oldest"`` (drop timesteps, see
+        :attr:`EpisodeWriter.dropped_steps`). If the attach fails the episode is closed
+        ``aborted`` and the error raised.
+
         Raises:
-            SchemaError: the schema breaks the protocol's rules (nothing sent).
-            ServerError: the server refused it (``BAD_SCHEMA``, ``EPISODE_EXISTS``, ...)
-                or an earlier ``ERROR`` not yet reported.
+            SchemaError: the schema breaks the protocol's rules, or the ring's geometry
+                (code ``BAD_SHM``); nothing sent.
+            ServerError: the server refused it (``BAD_SCHEMA``, ``EPISODE_EXISTS``,
+                ``BAD_SHM``, ...) or an earlier ``ERROR`` not yet reported.
             WshardError: an episode is still open on this connection.
-            Timeout, TransportError.
+            ValueError: an unknown transport or policy, ring options for the socket.
+            Timeout, TransportError (also: shared memory is not available here).
         """
         self._check_usable()
         if self._episode is not None:
             raise WshardError(f"episode {self._episode.episode_id!r} is still open on this connection; close it first")
         spec.validate(self._info.max_frame_bytes)
-        opens = self._state.opens
-        self._write(encode_open(spec))
-        self._state.wait("ACCEPTED{OPEN}", self._options.timeout, lambda st: True if st.opens > opens else None)
-        self._episode = EpisodeWriter(self, spec)
-        return self._episode
+        ring = self._make_ring(spec, transport, slot_bytes, slots, RingPolicy.parse(policy))
+        try:
+            opens = self._state.opens
+            self._write(encode_open(spec))
+            self._state.wait("ACCEPTED{OPEN}", self._options.timeout, lambda st: True if st.opens > opens else None)
+        except BaseException:
+            if ring is not None:
+                ring.close()
+            raise
+        episode = self._episode = EpisodeWriter(self, spec, ring)
+        if ring is not None:
+            self._attach(episode, ring)
+        return episode
+
+    def _make_ring(
+        self, spec: EpisodeSpec, transport: str, slot_bytes: int, slots: int, policy: RingPolicy
+    ) -> Optional[ShmRing]:
+        """The ring for ``transport="shm"`` (geometry checked), ``None`` for the socket."""
+        kind = transport.strip().lower() if isinstance(transport, str) else transport
+        if kind == "socket":
+            if slot_bytes or slots or policy != RingPolicy.BLOCK:
+                raise ValueError("slot_bytes, slots and policy are options of transport='shm'")
+            return None
+        if kind != "shm":
+            raise ValueError(f"unknown transport {transport!r} (socket or shm)")
+        why = shm_supported()
+        if why is not None:
+            raise TransportError(why)
+        record = RECORD_HEADER_BYTES + spec.step_bytes
+        max_frame = self._info.max_frame_bytes
+        size = slot_bytes or default_slot_bytes(record, max_frame)
+        count = slots or DEFAULT_SLOTS
+        check_geometry(size, count, record, max_frame)
+        return ShmRing(size, count, policy)
+
+    def _attach(self, episode: EpisodeWriter, ring: ShmRing) -> None:
+        """Send ``SHM_ATTACH`` with the ring's fds and wait for ``ACCEPTED{SHM_ATTACH}``;
+        on failure close the episode ``aborted`` and raise. The policy byte is sent only
+        for drop policies, as the Rust client does."""
+        attaches = self._state.attaches
+        try:
+            frame = encode_shm_attach(ring.slot_size, ring.slot_count, int(ring.policy) if ring.policy.drops else None)
+            self._write(frame, ring.fds)
+            self._state.wait(
+                "ACCEPTED{SHM_ATTACH}", self._options.timeout, lambda st: True if st.attaches > attaches else None
+            )
+        except BaseException:
+            ring.close()
+            if not self._broken and not self._state.is_ended:
+                try:
+                    episode.close(Outcome.ABORTED)
+                except WshardError:
+                    pass
+            self._episode_closed(episode)
+            raise
 
     def episode(
         self,
@@ -173,11 +245,17 @@ class Recorder:
         timebase: Union[Timebase, str, int] = Timebase.TICKS,
         durability: Union[Durability, str, int] = Durability.ACK,
         metadata: Union[Mapping[str, Any], str, None] = None,
+        transport: str = "socket",
+        slot_bytes: int = 0,
+        slots: int = 0,
+        policy: Union[RingPolicy, str, int] = RingPolicy.BLOCK,
     ) -> EpisodeWriter:
         """:meth:`open_episode` with the :class:`EpisodeSpec` fields as arguments; the
-        writer is a context manager (completed on normal exit, aborted on exception)."""
+        writer is a context manager (completed on normal exit, aborted on exception).
+        ``transport="shm"`` moves the timesteps through a shared-memory ring (see
+        :meth:`open_episode` for ``slot_bytes``, ``slots`` and ``policy``)."""
         spec = EpisodeSpec(episode_id, channels, env_id, tick_hz, timebase, durability, metadata)
-        return self.open_episode(spec)
+        return self.open_episode(spec, transport, slot_bytes=slot_bytes, slots=slots, policy=policy)
 
     # ------------------------------------------------------------------ low level
 
@@ -201,13 +279,17 @@ class Recorder:
             if end is not None:
                 raise end
 
-    def _write(self, data: Buffer) -> None:
-        """Write whole frames; on failure the connection is marked broken (the stream may
-        hold half a frame) and the server's last ``ERROR`` is preferred over ``EPIPE``."""
+    def _write(self, data: Buffer, fds: Optional[Tuple[int, ...]] = None) -> None:
+        """Write whole frames (with ``fds`` attached, ``SCM_RIGHTS``); on failure the
+        connection is marked broken (the stream may hold half a frame) and the server's
+        last ``ERROR`` is preferred over ``EPIPE``."""
         if self._broken or self._closed:
             raise TransportError("connection closed")
         try:
-            self._transport.send(data)
+            if fds:
+                self._transport.send_fds(data, fds)
+            else:
+                self._transport.send(data)
         except OSError as e:
             self._broken = True
             self._transport.shutdown_write()
@@ -238,6 +320,8 @@ class Recorder:
                 ep.close(Outcome.ABORTED)
             except WshardError:
                 pass
+        if ep is not None:
+            ep._release_ring()
         self._episode = None
         self._shutdown()
 

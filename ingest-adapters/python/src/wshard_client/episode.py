@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional, Sequence, Type, Union
 
-from ._batch import PendingBatch, checked_header, column_frames
+from ._batch import ColumnBatch, PendingBatch, checked_header
+from ._episode_shm import ShmEpisodeMixin
 from ._payload import Payloads, column_payload, layouts_of, order_payloads, step_payload
 from ._schema import EpisodeSpec
-from ._wire import RECORD_HEADER_BYTES, Outcome, encode_close, encode_flush
+from ._shm import ShmRing
+from ._wire import BATCH_HEADER_BYTES, RECORD_HEADER_BYTES, Outcome, encode_close, encode_flush
 from .errors import EpisodeFailed, ErrorCode, NotPushed, SchemaError, ServerError, WshardError
 
 if TYPE_CHECKING:
@@ -42,9 +44,12 @@ class CloseSummary:
     durable_up_to: int
     #: The outcome sent.
     outcome: Outcome
+    #: Timesteps this client dropped (shared-memory drop policies; 0 otherwise): pushed,
+    #: never sent, not recorded.
+    dropped_steps: int = 0
 
 
-class EpisodeWriter:
+class EpisodeWriter(ShmEpisodeMixin):
     """An open episode on a :class:`~wshard_client.Recorder`.
 
     Steps are numbered from 0 by the writer and collected into one pending
@@ -56,12 +61,15 @@ class EpisodeWriter:
     once as :class:`ServerError` and every later call but :meth:`close` raises
     :class:`EpisodeFailed`: the server's and the writer's seqs no longer agree.
 
+    With ``transport="shm"`` each batch goes into one slot of a shared-memory ring
+    instead of the socket; see :class:`~wshard_client._episode_shm.ShmEpisodeMixin`.
+
     As a context manager it closes the episode as ``completed`` on a normal exit and as
     ``aborted`` when an exception leaves the block. Not thread-safe: use one writer from
     one thread.
     """
 
-    def __init__(self, client: "Recorder", spec: EpisodeSpec) -> None:
+    def __init__(self, client: "Recorder", spec: EpisodeSpec, ring: Optional[ShmRing] = None) -> None:
         self._client = client
         self._state = client._state
         self._spec = spec
@@ -76,6 +84,10 @@ class EpisodeWriter:
         self._pending = PendingBatch()
         self._next_seq = 0
         self._sent_seq = 0
+        self._published_seq = 0
+        self._ring = ring
+        if ring is not None:
+            self._max_frame = ring.capacity + BATCH_HEADER_BYTES
         self._failed = False
         self._closed = False
         self._summary: Optional[CloseSummary] = None
@@ -104,7 +116,7 @@ class EpisodeWriter:
 
     @property
     def sent_seq(self) -> int:
-        """Every seq below it was written to the socket."""
+        """Every seq below it was written to the socket or the ring, or dropped."""
         return self._sent_seq
 
     @property
@@ -163,16 +175,19 @@ class EpisodeWriter:
             raise
 
     def _deliver_batch(self, frame: Any) -> None:
-        """Hand one whole ``TIMESTEP_BATCH`` frame to the transport. This is the seam for
-        a shared-memory transport (docs/PROTOCOL.md): it would copy the records (the frame
-        without its 9-byte header) into a ring slot instead of writing to the socket."""
+        """Write one whole ``TIMESTEP_BATCH`` frame to the socket (the socket transport;
+        with a ring, batches go through :meth:`_publish` instead)."""
         self._write(frame)
 
     def _send_pending(self) -> None:
-        if self._pending.count == 0:
+        pending = self._pending
+        if pending.count == 0:
             return
-        self._deliver_batch(self._pending.take())
-        self._sent_seq = self._next_seq
+        if self._ring is not None:
+            self._publish_pending(self._ring)
+            return
+        self._deliver_batch(pending.take())
+        self._sent_seq = self._published_seq = self._next_seq
 
     def _wait_durable_up_to(self, up_to: int, what: str, timeout: Optional[float]) -> int:
         if timeout is None:
@@ -264,12 +279,15 @@ class EpisodeWriter:
             return range(first, first)
         lays = self._layouts
         cols = [column_payload(lay, v, n) for lay, v in zip(lays, order_payloads(lays, payloads))]
-        frames = column_frames(first, t_ns, reward, done, cols, self._step_bytes, self._column_frame_bytes())
+        batch = ColumnBatch(first, t_ns, reward, done, cols, self._step_bytes)
         self._send_pending()
-        for m, frame in frames:
+        if self._ring is not None:
+            self._publish_columns(self._ring, batch)
+            return range(first, self._next_seq)
+        for m, frame in batch.frames(self._column_frame_bytes()):
             self._next_seq += m
             self._deliver_batch(frame)
-            self._sent_seq = self._next_seq
+            self._sent_seq = self._published_seq = self._next_seq
         return range(first, self._next_seq)
 
     def _column_frame_bytes(self) -> int:
@@ -297,7 +315,8 @@ class EpisodeWriter:
     def flush(self, timeout: Optional[float] = None) -> int:
         """Send what is pending plus ``FLUSH``, and wait until a ``DURABLE`` covers every
         step pushed (``DURABLE`` means fsynced: journal in ``ack`` durability, a finalized
-        chunk plus manifest in ``chunk``). Returns the durable ``up_to_seq``.
+        chunk plus manifest in ``chunk``); with a drop policy every step sent
+        (:attr:`published_seq`). Returns the durable ``up_to_seq``.
 
         Raises:
             ServerError, Timeout, TransportError, EpisodeFailed.
@@ -305,13 +324,15 @@ class EpisodeWriter:
         self._check_usable()
         self._send_pending()
         self._write(encode_flush())
-        return self._wait_durable_up_to(self._sent_seq, "DURABLE after FLUSH", timeout)
+        return self._wait_durable_up_to(self._published_seq, "DURABLE after FLUSH", timeout)
 
     def wait_durable(self, seq: int, timeout: Optional[float] = None) -> int:
         """Wait until timestep ``seq`` is durable (a ``DURABLE`` with ``up_to_seq > seq``);
         returns the durable ``up_to_seq``. Sends the pending batch if ``seq`` is in it, but
         no ``FLUSH``: the server's fsync policy decides when (in ``chunk`` durability that
-        is when a chunk is finalized; use :meth:`flush` to force it).
+        is when a chunk is finalized; use :meth:`flush` to force it). With a drop policy
+        ``seq`` may have been dropped (never durable): the wait then ends once every step
+        sent up to it is durable.
 
         Raises:
             NotPushed: ``seq`` was not pushed yet; otherwise as :meth:`flush`.
@@ -321,7 +342,7 @@ class EpisodeWriter:
             raise NotPushed(seq, self._next_seq)
         if seq >= self._sent_seq:
             self._send_pending()
-        return self._wait_durable_up_to(seq + 1, "DURABLE", timeout)
+        return self._wait_durable_up_to(min(seq + 1, self._published_seq), "DURABLE", timeout)
 
     # ------------------------------------------------------------------ closing
 
@@ -331,10 +352,13 @@ class EpisodeWriter:
         manifest says ``aborted``). The connection can open another episode afterwards.
         A second call returns the first summary.
 
+        With shared memory the ring is released; a pending batch that cannot go into it
+        (``Timeout``, a broken ring) does not stop ``CLOSE``: its error is raised after.
+
         Raises:
             ServerError: an ``ERROR`` not yet reported or one answering the close (the
                 ``CLOSE`` is sent regardless, so the server ends the episode).
-            Timeout, TransportError.
+            Timeout, TransportError, ProtocolError.
         """
         if self._summary is not None:
             return self._summary
@@ -346,9 +370,10 @@ class EpisodeWriter:
         state = self._state
         earlier = state.take_error()
         closes = state.closes
+        unsent: Optional[WshardError] = None
         try:
             if not (self._failed or earlier is not None):
-                self._send_pending()
+                unsent = self._send_pending_for_close()
             self._client._write(encode_close(out))
             timeout = self._client.options.timeout
             timesteps = state.wait("ACCEPTED{CLOSE}", timeout, lambda st: st.last_close if st.closes > closes else None)
@@ -356,9 +381,13 @@ class EpisodeWriter:
             if earlier is not None:
                 raise earlier from None
             raise
-        self._summary = CloseSummary(timesteps, state.durable, out)
+        finally:
+            self._release_ring()
+        self._summary = CloseSummary(timesteps, state.durable, out, self.dropped_steps)
         if earlier is not None:
             raise earlier
+        if unsent is not None:
+            raise unsent
         # An ERROR that arrived while closing is reported here, not by a later call.
         late = state.take_error()
         if late is not None:

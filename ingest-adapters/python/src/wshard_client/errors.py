@@ -54,8 +54,9 @@ class ErrorCode(enum.IntEnum):
     STORAGE = 15
     SHUTTING_DOWN = 16
     INTERNAL = 17
-    #: Shared-memory transport refused or broken (the transport itself is not implemented
-    #: by this client yet; the code is known so that it decodes).
+    #: Shared-memory transport refused or broken (``SHM_ATTACH`` geometry or fds, a bad
+    #: ring slot); also the code of a :class:`SchemaError` for a ring geometry refused
+    #: client-side.
     BAD_SHM = 18
 
     @property
@@ -115,7 +116,7 @@ class SchemaError(WshardError, ValueError):
 
     Attributes:
         code: the :class:`ErrorCode` the server would have answered (``BAD_SCHEMA``,
-            ``BAD_EPISODE_ID`` or ``PAYLOAD_SIZE``), or ``None``.
+            ``BAD_EPISODE_ID``, ``PAYLOAD_SIZE`` or ``BAD_SHM``), or ``None``.
         channel: the channel concerned, when there is one.
     """
 
