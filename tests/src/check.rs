@@ -150,10 +150,14 @@ pub fn wait_final(data_dir: &Path, id: &str, timeout: Duration) -> Result<Manife
     let deadline = Instant::now() + timeout;
     loop {
         let last = match read_manifest(data_dir, id) {
+            // The publisher removes the last journal segment just after the final manifest
+            // commit (never before: the chunk must be listed first), so a final status alone
+            // does not mean the episode is settled on disk yet.
             Ok(m)
                 if m.status
                     .as_deref()
-                    .is_some_and(|s| FINAL_STATUSES.contains(&s)) =>
+                    .is_some_and(|s| FINAL_STATUSES.contains(&s))
+                    && !has_pending_files(&data_dir.join(id)) =>
             {
                 return Ok(m)
             }
@@ -165,6 +169,16 @@ pub fn wait_final(data_dir: &Path, id: &str, timeout: Duration) -> Result<Manife
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// True while the episode directory still holds a journal segment, a `.partial` or a `.tmp`.
+fn has_pending_files(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.filter_map(Result::ok).any(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.ends_with(".wal") || name.ends_with(".partial") || name.ends_with(".tmp")
+        })
+    })
 }
 
 /// One run of `wshard verify`.
