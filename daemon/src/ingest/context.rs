@@ -67,7 +67,15 @@ pub fn session_settings(cfg: &Config) -> SessionSettings {
         },
         queue_frames: usize::try_from(cfg.queues.max_pending_frames).unwrap_or(64),
         compression_workers: usize::try_from(cfg.queues.compression_workers).unwrap_or(2),
-        write_options: wshard::episode::EpisodeWriteOptions::default(),
+        // Channels carry their own codec from the schema; `default_codec` covers the blocks
+        // the recorder adds (reward, done, time/timestamps_ns), which compress very well and
+        // are still kept raw when they do not shrink. The header's compression_default stays
+        // 0 so no reader applies a codec to a block that does not name one.
+        write_options: wshard::episode::EpisodeWriteOptions {
+            default_codec: wshard::codec::Codec::zstd(),
+            compression_default: Some(0),
+            ..wshard::episode::EpisodeWriteOptions::default()
+        },
     }
 }
 
