@@ -10,19 +10,114 @@ usage: wshard-bench <benchmark> [options]
 benchmarks:
   format    the wshard format library: write/read throughput per codec against a plain
             write, single-block read cost vs block count, mmap zero-copy views
+  record    the recorder daemon: the workloads through the real socket into durable chunks
+            with the real `wshardd`, against plain append and the MCAP peer in the same run
 
 format options:
   --size-mib N    payload size of each workload episode in MiB (default 1024; 64 = smoke run)
   --chunk-mib N   payload per chunk file in MiB (default 64)
   --reps N        repetitions of each throughput case; medians are reported (default 3)
   --dir PATH      scratch directory (default: the system temp dir); files are deleted after
-  -h, --help      this text";
+  -h, --help      this text
+
+record options:
+  --quick             small sizes, one repetition: a smoke run (< 30 s)
+  --cases LIST        comma-separated, from: joints, long (joints x10), latency, cameras
+                      (= cameras-chunk,cameras-ack,cameras-lz4,cameras-zstd), or those four
+                      one by one; default: all
+  --reps N            repetitions of the joints case and its baselines (default 3)
+  --camera-reps N     repetitions of each cameras case and its baselines (default 1)
+  --joints-steps N    timesteps of `joints` (default 1000000; `long` records 10x)
+  --camera-steps N    timesteps of the cameras cases (default 3000)
+  --latency-steps N   1 kHz timesteps of `latency` (default 5000 = 5 s)
+  --window N          distinct camera steps generated and cycled (default 64)
+  --chunk-mib N       rotation.max_bytes, the chunk budget (default 64)
+  --chunk-steps N     rotation.max_timesteps (default 100000, the daemon's default)
+  --queue-frames N    queues.max_pending_frames (default 8)
+  --verify            read every chunk back and compare every byte (untimed)
+  --no-profile        skip the fsync-never comparison runs for missed targets
+  --no-peer           skip the MCAP peer (no MCAP ratios; cameras keep their own plain runs)
+  --dir PATH          scratch directory (default: the system temp dir); removed at the end
+  --wshardd PATH      the daemon binary (default ../target/release/wshardd, built if missing)
+  --peer PATH         the MCAP peer binary (default target/peer-mcap/release/peer-mcap in
+                      this crate, built from ../../shared/bench/peer-mcap if missing)";
+
+/// The `record` cases, in run order.
+pub const RECORD_CASES: [&str; 7] = [
+    "joints",
+    "long",
+    "latency",
+    "cameras-chunk",
+    "cameras-ack",
+    "cameras-lz4",
+    "cameras-zstd",
+];
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     Help,
     Format(FormatArgs),
+    Record(RecordArgs),
+}
+
+/// Options of `record`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordArgs {
+    pub quick: bool,
+    /// Names from [`RECORD_CASES`], in run order.
+    pub cases: Vec<&'static str>,
+    pub reps: usize,
+    pub camera_reps: usize,
+    pub joints_steps: u64,
+    pub camera_steps: u64,
+    pub latency_steps: u64,
+    pub window: u64,
+    pub chunk_mib: u64,
+    pub chunk_steps: u64,
+    pub queue_frames: u64,
+    pub verify: bool,
+    pub profile: bool,
+    pub peer_runs: bool,
+    pub dir: Option<PathBuf>,
+    pub wshardd: Option<PathBuf>,
+    pub peer: Option<PathBuf>,
+}
+
+impl Default for RecordArgs {
+    fn default() -> Self {
+        Self {
+            quick: false,
+            cases: RECORD_CASES.to_vec(),
+            reps: 3,
+            camera_reps: 1,
+            joints_steps: 1_000_000,
+            camera_steps: 3_000,
+            latency_steps: 5_000,
+            window: 64,
+            chunk_mib: 64,
+            chunk_steps: 100_000,
+            queue_frames: 8,
+            verify: false,
+            profile: true,
+            peer_runs: true,
+            dir: None,
+            wshardd: None,
+            peer: None,
+        }
+    }
+}
+
+impl RecordArgs {
+    /// The sizes of `--quick` (explicit sizes given after it still win).
+    fn quick(&mut self) {
+        self.quick = true;
+        self.reps = 1;
+        self.camera_reps = 1;
+        self.joints_steps = 100_000;
+        self.camera_steps = 100;
+        self.latency_steps = 1_000;
+    }
 }
 
 /// Options of `format`.
@@ -56,6 +151,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command> {
     };
     match bench.as_str() {
         "format" | "--format" => parse_format(it),
+        "record" | "--record" => parse_record(it),
         "help" | "-h" | "--help" => Ok(Command::Help),
         other => Err(fail(format!("unknown benchmark `{other}`\n\n{USAGE}"))),
     }
@@ -91,6 +187,97 @@ fn parse_format(mut it: impl Iterator<Item = String>) -> Result<Command> {
     Ok(Command::Format(a))
 }
 
+fn parse_record(mut it: impl Iterator<Item = String>) -> Result<Command> {
+    let mut a = RecordArgs::default();
+    while let Some(arg) = it.next() {
+        let (key, inline) = match arg.split_once('=') {
+            Some((k, v)) if k.starts_with("--") => (k.to_owned(), Some(v.to_owned())),
+            _ => (arg, None),
+        };
+        match key.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--quick" => {
+                a.quick();
+                continue;
+            }
+            "--verify" => {
+                a.verify = true;
+                continue;
+            }
+            "--no-profile" => {
+                a.profile = false;
+                continue;
+            }
+            "--no-peer" => {
+                a.peer_runs = false;
+                continue;
+            }
+            _ => {}
+        }
+        let value = match inline {
+            Some(v) => v,
+            None => it
+                .next()
+                .ok_or_else(|| fail(format!("{key} needs a value\n\n{USAGE}")))?,
+        };
+        let count = |v: &str| {
+            usize::try_from(positive(&key, v)?)
+                .map_err(|_| fail(format!("{key}: {v} is too large")))
+        };
+        match key.as_str() {
+            "--cases" => a.cases = record_cases(&value)?,
+            "--reps" => a.reps = count(&value)?,
+            "--camera-reps" => a.camera_reps = count(&value)?,
+            "--joints-steps" => a.joints_steps = positive(&key, &value)?,
+            "--camera-steps" => a.camera_steps = positive(&key, &value)?,
+            "--latency-steps" => a.latency_steps = positive(&key, &value)?,
+            "--window" => a.window = positive(&key, &value)?,
+            "--chunk-mib" => a.chunk_mib = positive(&key, &value)?,
+            "--chunk-steps" => a.chunk_steps = positive(&key, &value)?,
+            "--queue-frames" => a.queue_frames = positive(&key, &value)?,
+            "--dir" => a.dir = Some(PathBuf::from(value)),
+            "--wshardd" => a.wshardd = Some(PathBuf::from(value)),
+            "--peer" => a.peer = Some(PathBuf::from(value)),
+            other => return Err(fail(format!("unknown option `{other}`\n\n{USAGE}"))),
+        }
+    }
+    Ok(Command::Record(a))
+}
+
+/// Case names (and the groups `cameras`, `all`, alias `joints-long`), in run order.
+fn record_cases(list: &str) -> Result<Vec<&'static str>> {
+    let mut want = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let names: Vec<&str> = match name {
+            "all" => RECORD_CASES.to_vec(),
+            "cameras" => RECORD_CASES
+                .iter()
+                .copied()
+                .filter(|c| c.starts_with("cameras-"))
+                .collect(),
+            "joints-long" => vec!["long"],
+            other => match RECORD_CASES.iter().find(|c| **c == other) {
+                Some(c) => vec![*c],
+                None => {
+                    return Err(fail(format!(
+                        "--cases: unknown case `{other}` (known: {}, cameras, all)",
+                        RECORD_CASES.join(", ")
+                    )))
+                }
+            },
+        };
+        want.extend(names);
+    }
+    if want.is_empty() {
+        return Err(fail("--cases: no case named"));
+    }
+    Ok(RECORD_CASES
+        .iter()
+        .copied()
+        .filter(|c| want.contains(c))
+        .collect())
+}
+
 fn positive(key: &str, value: &str) -> Result<u64> {
     match value.parse::<u64>() {
         Ok(n) if n > 0 => Ok(n),
@@ -124,5 +311,35 @@ mod tests {
         assert!(parse(args("format --size-mib 0")).is_err());
         assert!(parse(args("format --bogus 1")).is_err());
         assert!(parse(args("daemon")).is_err());
+    }
+
+    #[test]
+    fn parses_record_options() {
+        let Command::Record(a) = parse(args("record")).unwrap() else {
+            panic!("not record");
+        };
+        assert_eq!(a, RecordArgs::default());
+        let Command::Record(a) = parse(args(
+            "record --quick --cases cameras,joints --chunk-mib=32 --verify",
+        ))
+        .unwrap() else {
+            panic!("not record");
+        };
+        assert!(a.quick && a.verify);
+        assert_eq!(a.joints_steps, 100_000);
+        assert_eq!(a.chunk_mib, 32);
+        assert_eq!(
+            a.cases,
+            vec![
+                "joints",
+                "cameras-chunk",
+                "cameras-ack",
+                "cameras-lz4",
+                "cameras-zstd"
+            ]
+        );
+        assert!(parse(args("record --cases bogus")).is_err());
+        assert!(parse(args("record --reps 0")).is_err());
+        assert!(parse(args("record --bogus")).is_err());
     }
 }

@@ -52,6 +52,11 @@ impl JsonLine {
         self
     }
 
+    pub fn bool(mut self, key: &'static str, value: bool) -> Self {
+        self.fields.push((key, value.to_string()));
+        self
+    }
+
     pub fn opt_num(self, key: &'static str, value: Option<f64>) -> Self {
         self.num(key, value.unwrap_or(f64::NAN))
     }

@@ -1,8 +1,7 @@
 //! `wshard-bench`: benchmarks of the recorder, one subcommand per benchmark.
 //!
 //! - `format`: the wshard format library (see [`format`]).
-//!
-//! Later benchmarks (the daemon) are added as further subcommands in [`cli`] and a module here.
+//! - `record`: the recorder daemon through its socket (see [`record`]).
 
 mod block_count;
 mod cli;
@@ -10,6 +9,7 @@ mod error;
 mod format;
 mod json;
 mod mmap_view;
+mod record;
 mod report;
 mod scratch;
 mod stats;
@@ -27,6 +27,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Format(args) => format::run(&args),
+        Command::Record(args) => record::run(&args),
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
