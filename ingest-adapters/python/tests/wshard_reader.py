@@ -1,10 +1,11 @@
 """A tiny WShard reader for the tests, independent of the reference library.
 
 Parses the 64-byte header, the 48-byte index entries and the string table of a Shard v2
-file, and reads raw (uncompressed) blocks; compressed blocks raise (the read-back tests
-use codec ``none`` for their channels; ``reward``, ``done`` and ``time/timestamps_ns`` are
-always written raw by wshardd). Episodes are assembled from the manifest's
-``meta/manifest`` JSON, which lists the chunks in order.
+file, and reads raw blocks and zstd blocks (through the ``zstandard`` package, a test
+dependency: wshardd compresses ``reward``, ``done`` and ``time/timestamps_ns`` with zstd when
+that pays). LZ4 blocks raise (the read-back tests use codec ``none`` or ``zstd`` for their
+channels). Episodes are assembled from the manifest's ``meta/manifest`` JSON, which lists the
+chunks in order.
 """
 
 from __future__ import annotations
@@ -15,9 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Set
 
+try:  # test dependency; without it zstd blocks are reported as compressed
+    import zstandard
+except ImportError:  # pragma: no cover
+    zstandard = None  # type: ignore[assignment]
+
 MAGIC = b"SHRD"
 HEADER = struct.Struct("<4sBBHBBHIQQQQ16x")  # 64 bytes
 ENTRY = struct.Struct("<QIHHQQQIHH")  # 48 bytes
+ENTRY_ZSTD = 0x0002
 ROLE_MANIFEST = 0x04
 ROLE_WSHARD = 0x05
 ENTRY_COMPRESSED = 0x0001
@@ -49,11 +56,13 @@ class Shard:
     data: bytes
 
     def block(self, name: str) -> bytes:
-        """The bytes of block ``name``; only raw blocks are supported."""
+        """The decoded bytes of block ``name`` (raw or zstd)."""
         e = self.entries[name]
-        if e.flags & ENTRY_COMPRESSED and e.disk_size != e.orig_size:
-            raise ValueError(f"{self.path}: block {name!r} is compressed (flags 0x{e.flags:04x})")
         raw = self.data[e.data_offset : e.data_offset + e.disk_size]
+        if e.flags & ENTRY_COMPRESSED and e.disk_size != e.orig_size:
+            if not e.flags & ENTRY_ZSTD or zstandard is None:
+                raise ValueError(f"{self.path}: block {name!r} is compressed (flags 0x{e.flags:04x})")
+            raw = zstandard.ZstdDecompressor().decompress(raw, max_output_size=e.orig_size)
         assert len(raw) == e.orig_size, f"{name}: {len(raw)} bytes, orig_size {e.orig_size}"
         return raw
 
@@ -136,7 +145,8 @@ def read_episode(data_dir: Path, episode_id: str) -> Episode:
             e = shard.entries[name]
             if name.startswith("meta/"):
                 continue
-            if e.flags & ENTRY_COMPRESSED and e.disk_size != e.orig_size:
+            readable_zstd = bool(e.flags & ENTRY_ZSTD) and zstandard is not None
+            if e.flags & ENTRY_COMPRESSED and e.disk_size != e.orig_size and not readable_zstd:
                 ep.compressed.add(name)
             else:
                 parts.setdefault(name, []).append(shard.block(name))
