@@ -24,7 +24,10 @@ record options:
   --quick             small sizes, one repetition: a smoke run (< 30 s)
   --cases LIST        comma-separated, from: joints, long (joints x10), latency, cameras
                       (= cameras-chunk,cameras-ack,cameras-lz4,cameras-zstd), or those four
-                      one by one; default: all
+                      one by one; default: all. Not in `all`, by name only: joints-single
+                      (joints pushed one timestep per frame/slot, min(--joints-steps, 200000))
+  --transport T       socket (default), shm (the client's shared-memory ring) or both (each
+                      case over the socket, then over shm, compared in the same run)
   --reps N            repetitions of the joints case and its baselines (default 3)
   --camera-reps N     repetitions of each cameras case and its baselines (default 1)
   --joints-steps N    timesteps of `joints` (default 1000000; `long` records 10x)
@@ -45,6 +48,21 @@ record options:
 /// The `record` cases, in run order.
 pub const RECORD_CASES: [&str; 7] = [
     "joints",
+    "long",
+    "latency",
+    "cameras-chunk",
+    "cameras-ack",
+    "cameras-lz4",
+    "cameras-zstd",
+];
+
+/// Cases run only when named (not part of `all`), with their place in the run order.
+pub const RECORD_EXTRA_CASES: [&str; 1] = ["joints-single"];
+
+/// Every case name in run order.
+const RECORD_ORDER: [&str; 8] = [
+    "joints",
+    "joints-single",
     "long",
     "latency",
     "cameras-chunk",
@@ -82,6 +100,8 @@ pub struct RecordArgs {
     pub dir: Option<PathBuf>,
     pub wshardd: Option<PathBuf>,
     pub peer: Option<PathBuf>,
+    /// `--transport`: the transports each case runs over, in order (`socket`, `shm`).
+    pub transports: Vec<&'static str>,
 }
 
 impl Default for RecordArgs {
@@ -104,6 +124,7 @@ impl Default for RecordArgs {
             dir: None,
             wshardd: None,
             peer: None,
+            transports: vec!["socket"],
         }
     }
 }
@@ -238,6 +259,18 @@ fn parse_record(mut it: impl Iterator<Item = String>) -> Result<Command> {
             "--dir" => a.dir = Some(PathBuf::from(value)),
             "--wshardd" => a.wshardd = Some(PathBuf::from(value)),
             "--peer" => a.peer = Some(PathBuf::from(value)),
+            "--transport" => {
+                a.transports = match value.as_str() {
+                    "socket" => vec!["socket"],
+                    "shm" => vec!["shm"],
+                    "both" => vec!["socket", "shm"],
+                    v => {
+                        return Err(fail(format!(
+                            "--transport: `{v}` is not socket, shm or both"
+                        )))
+                    }
+                }
+            }
             other => return Err(fail(format!("unknown option `{other}`\n\n{USAGE}"))),
         }
     }
@@ -256,12 +289,13 @@ fn record_cases(list: &str) -> Result<Vec<&'static str>> {
                 .filter(|c| c.starts_with("cameras-"))
                 .collect(),
             "joints-long" => vec!["long"],
-            other => match RECORD_CASES.iter().find(|c| **c == other) {
+            other => match RECORD_ORDER.iter().find(|c| **c == other) {
                 Some(c) => vec![*c],
                 None => {
                     return Err(fail(format!(
-                        "--cases: unknown case `{other}` (known: {}, cameras, all)",
-                        RECORD_CASES.join(", ")
+                        "--cases: unknown case `{other}` (known: {}, {}, cameras, all)",
+                        RECORD_CASES.join(", "),
+                        RECORD_EXTRA_CASES.join(", ")
                     )))
                 }
             },
@@ -271,7 +305,7 @@ fn record_cases(list: &str) -> Result<Vec<&'static str>> {
     if want.is_empty() {
         return Err(fail("--cases: no case named"));
     }
-    Ok(RECORD_CASES
+    Ok(RECORD_ORDER
         .iter()
         .copied()
         .filter(|c| want.contains(c))
@@ -338,6 +372,14 @@ mod tests {
                 "cameras-zstd"
             ]
         );
+        let Command::Record(a) =
+            parse(args("record --cases joints-single,joints --transport both")).unwrap()
+        else {
+            panic!("not record");
+        };
+        assert_eq!(a.cases, vec!["joints", "joints-single"]);
+        assert_eq!(a.transports, vec!["socket", "shm"]);
+        assert!(parse(args("record --transport tcp")).is_err());
         assert!(parse(args("record --cases bogus")).is_err());
         assert!(parse(args("record --reps 0")).is_err());
         assert!(parse(args("record --bogus")).is_err());

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use wshard_client::{
     ChannelSpec, Client, ClientOptions, CloseSummary, Durability, EpisodeWriter, OpenEpisode,
-    Outcome, TimebaseSpec,
+    Outcome, TimebaseSpec, Transport,
 };
 
 use super::daemon::{cpu_seconds, Daemon};
@@ -102,7 +102,7 @@ fn check_close(summary: &CloseSummary, steps: u64) -> Result<()> {
     Ok(())
 }
 
-/// Push `steps` timesteps as fast as the client goes, then CLOSE. The timer runs from just
+/// Push `steps` timesteps as fast as the client goes (over `transport`), then CLOSE. The timer runs from just
 /// before OPEN to the answer to CLOSE; connecting (HELLO) is not timed.
 ///
 /// # Errors
@@ -113,12 +113,13 @@ pub fn throughput(
     spec: OpenEpisode,
     source: Source<'_>,
     steps: u64,
+    transport: Transport,
 ) -> Result<Recorded> {
     let mut client = Client::connect_with(&daemon.socket, "wshard-bench/record", options)?;
     daemon.mark();
     let (me0, rd0) = client_cpu();
     let t0 = Instant::now();
-    let mut w = client.open_episode(spec)?;
+    let mut w = client.open_episode_with(spec, transport)?;
     for i in 0..steps {
         source.push(&mut w, i, i + 1 == steps)?;
     }
@@ -149,7 +150,7 @@ pub struct Latencies {
     pub poll: Duration,
 }
 
-/// Push one timestep every `period` (a sleep-until loop), sent at once (the client must be
+/// Push one timestep every `period` (a sleep-until loop, over `transport`), sent at once (the client must be
 /// configured with `batch_steps = 1`), and poll `durable_seq()` every `poll` while
 /// waiting for the next deadline. The pushing thread is the only one that may touch the
 /// episode writer, so the polling runs in the same loop; its granularity is `poll` plus
@@ -163,14 +164,14 @@ pub fn latency(
     spec: OpenEpisode,
     source: Source<'_>,
     steps: u64,
-    period: Duration,
-    poll: Duration,
+    (period, poll): (Duration, Duration),
+    transport: Transport,
 ) -> Result<Latencies> {
     let mut client = Client::connect_with(&daemon.socket, "wshard-bench/latency", options)?;
     daemon.mark();
     let (me0, rd0) = client_cpu();
     let t0 = Instant::now();
-    let mut w = client.open_episode(spec)?;
+    let mut w = client.open_episode_with(spec, transport)?;
     let mut obs = Observer {
         pushed_at: Vec::with_capacity(steps as usize),
         ms: vec![f64::NAN; steps as usize],

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use teleop_workload as tw;
-use wshard_client::{ClientOptions, CodecChoice, Durability};
+use wshard_client::{ClientOptions, CodecChoice, Durability, RingPolicy, Transport};
 
 use crate::cli::RecordArgs;
 use crate::error::{io_ctx, Result};
@@ -49,13 +49,19 @@ pub struct CaseDef {
     pub durability: Durability,
     /// Paced single-step pushes measuring push-to-DURABLE latency.
     pub latency: bool,
+    /// Every push sent at once (one frame, or one shm slot, per timestep), as fast as it goes.
+    pub single: bool,
+    /// Over the client's shared-memory ring instead of the socket.
+    pub shm: bool,
 }
 
 impl CaseDef {
     pub fn of(name: &'static str) -> Self {
         let zstd3 = CodecChoice::Zstd { level: 3 };
         let (workload, codec, codec_name, durability, latency) = match name {
-            "joints" | "long" => ("joints", zstd3, "zstd-3", Durability::Ack, false),
+            "joints" | "joints-single" | "long" => {
+                ("joints", zstd3, "zstd-3", Durability::Ack, false)
+            }
             "latency" => ("joints", zstd3, "zstd-3", Durability::Ack, true),
             "cameras-chunk" => (
                 "cameras",
@@ -75,6 +81,48 @@ impl CaseDef {
             codec_name,
             durability,
             latency,
+            single: name == "joints-single",
+            shm: false,
+        }
+    }
+
+    /// The same case over `transport` (`socket` or `shm`).
+    pub fn over(self, transport: &str) -> Self {
+        Self {
+            shm: transport == "shm",
+            ..self
+        }
+    }
+
+    /// The case name, with `/shm` over the shared-memory ring.
+    pub fn label(&self) -> String {
+        if self.shm {
+            format!("{}/shm", self.name)
+        } else {
+            self.name.to_owned()
+        }
+    }
+
+    pub fn transport_name(&self) -> &'static str {
+        if self.shm {
+            "shm"
+        } else {
+            "socket"
+        }
+    }
+
+    /// How the client sends: the socket, or the shm ring. Single-step pushes get a ring of
+    /// 4096 one-step slots (256 B: 64 B header room + a 105 B joints record); the others
+    /// the client's default geometry (64 slots of `max(1, 256 KiB / record)` records).
+    fn transport(&self) -> Transport {
+        match (self.shm, self.single || self.latency) {
+            (false, _) => Transport::Socket,
+            (true, true) if self.workload == "joints" => Transport::Shm {
+                slot_bytes: 256,
+                slots: 4096,
+                policy: RingPolicy::Block,
+            },
+            (true, _) => Transport::shm(),
         }
     }
 
@@ -118,6 +166,9 @@ pub struct Baselines {
     pub plain_buf: Option<PeerFigures>,
     /// The MCAP mode with the case's codec.
     pub mcap: Option<(String, PeerFigures)>,
+    /// The same case over the socket in this run (shm rows): (timesteps/s, daemon CPU
+    /// seconds per GB of payload).
+    pub socket: Option<(f64, f64)>,
 }
 
 /// A target: `value` compared with `goal` (at least, or at most).
@@ -191,6 +242,11 @@ impl CaseResult {
         self.def.record_bytes()
     }
 
+    /// Daemon CPU seconds (utime + stime, median repetition) per GB (1e9 B) of payload.
+    pub fn cpu_s_per_gb(&self) -> f64 {
+        self.usage.cpu_s / (self.payload_bytes.max(1) as f64 / 1e9)
+    }
+
     pub fn missed(&self) -> bool {
         self.targets.iter().any(|t| !t.met())
     }
@@ -258,6 +314,13 @@ fn client_options(def: &CaseDef) -> ClientOptions {
             batch_delay: Some(Duration::ZERO),
             ..base
         }
+    } else if def.single {
+        // Every push is its own batch: one frame, or one published shm slot, per step.
+        ClientOptions {
+            batch_steps: 1,
+            batch_delay: None,
+            ..base
+        }
     } else if def.workload == "joints" {
         // 4096 steps of 105 wire bytes = 430 KB frames, sent on size only.
         ClientOptions {
@@ -296,7 +359,9 @@ fn run_rep(
         Fsync::Never => "-never",
         Fsync::Interval(_) => "",
     };
-    let dir = ctx.scratch.file(&format!("{}-{rep}{tag}", def.name));
+    let dir = ctx
+        .scratch
+        .file(&format!("{}-{}-{rep}{tag}", def.name, def.transport_name()));
     let config = DaemonConfig {
         fsync,
         ..ctx.config
@@ -323,8 +388,8 @@ fn run_rep(
             spec,
             source,
             steps,
-            Duration::from_nanos(tw::JOINTS_PERIOD_NS as u64),
-            poll,
+            (Duration::from_nanos(tw::JOINTS_PERIOD_NS as u64), poll),
+            def.transport(),
         )?;
         let ack = AckLatency {
             p50: drive::quantile(&l.ms, 0.50),
@@ -339,7 +404,7 @@ fn run_rep(
         (l.recorded, Some(ack))
     } else {
         (
-            drive::throughput(&mut d, options, spec, source, steps)?,
+            drive::throughput(&mut d, options, spec, source, steps, def.transport())?,
             None,
         )
     };
@@ -405,8 +470,9 @@ fn run_case(
             .map(|a| format!(", DURABLE p50 {:.2} ms p99 {:.2} ms", a.p50, a.p99))
             .unwrap_or_default();
         eprintln!(
-            "  {} rep {}/{reps}: {:.3} s, {:.0} timesteps/s, {:.1} MB/s, {} chunks, {:.1} MiB out, RSS {:.1} MiB{ack}",
+            "  {} ({}) rep {}/{reps}: {:.3} s, {:.0} timesteps/s, {:.1} MB/s, {} chunks, {:.1} MiB out, RSS {:.1} MiB{ack}",
             def.name,
+            def.transport_name(),
             rep + 1,
             wall,
             steps as f64 / wall,
@@ -457,6 +523,40 @@ fn run_case(
     };
     result.targets = report::targets(&result);
     Ok(result)
+}
+
+/// A case over each transport of `--transport`, in order; the shm run gets the socket run's
+/// figures as its baseline. `never` says which (socket) results get the fsync-never run.
+fn run_transports(
+    ctx: &Ctx<'_>,
+    def: CaseDef,
+    source: Source<'_>,
+    steps: u64,
+    reps: usize,
+    base: &Baselines,
+    never: impl Fn(&CaseResult) -> bool,
+) -> Result<Vec<CaseResult>> {
+    let mut out = Vec::new();
+    let mut socket = None;
+    for t in &ctx.args.transports {
+        let def = def.over(t);
+        if def.shm {
+            eprintln!("record: {} over shm", def.name);
+        }
+        let b = Baselines {
+            socket,
+            ..base.clone()
+        };
+        let mut r = run_case(ctx, def, source, steps, reps, b)?;
+        if !def.shm {
+            socket = Some((r.timesteps_per_s.median, r.cpu_s_per_gb()));
+            if ctx.args.profile && never(&r) {
+                never_run(ctx, &mut r, source)?;
+            }
+        }
+        out.push(r);
+    }
+    Ok(out)
 }
 
 /// The fsync-never comparison of a missed `ack` case.
@@ -525,7 +625,7 @@ pub fn run(args: &RecordArgs) -> Result<()> {
 
     // Joints: the data once for `joints` and `latency`, again (10x) for `long`.
     let peer_dir = scratch.file("peer");
-    if has("joints") || has("latency") {
+    if has("joints") || has("joints-single") || has("latency") {
         let t = Instant::now();
         let jd = JointsData::build(args.joints_steps.max(args.latency_steps));
         header.notes.push(format!(
@@ -554,39 +654,53 @@ pub fn run(args: &RecordArgs) -> Result<()> {
                 plain: peer::figures(&rows, "plain"),
                 plain_buf: peer::figures(&rows, "plain-buf"),
                 mcap: peer::figures(&rows, "mcap-zstd").map(|f| ("mcap-zstd".to_owned(), f)),
+                socket: None,
             };
             header.peers.push(("joints".to_owned(), rows));
             eprintln!(
                 "record: joints, {} steps x {}",
                 args.joints_steps, args.reps
             );
-            let mut r = run_case(
+            results.extend(run_transports(
                 &ctx,
                 CaseDef::of("joints"),
                 Source::Joints(&jd),
                 args.joints_steps,
                 args.reps,
-                base,
-            )?;
-            if args.profile && r.speed_missed() {
-                never_run(&ctx, &mut r, Source::Joints(&jd))?;
-            }
-            results.push(r);
+                &base,
+                CaseResult::speed_missed,
+            )?);
+        }
+        if has("joints-single") {
+            let steps = args.joints_steps.min(200_000);
+            eprintln!(
+                "record: joints-single, {steps} steps x {}, one frame/slot per push",
+                args.reps
+            );
+            results.extend(run_transports(
+                &ctx,
+                CaseDef::of("joints-single"),
+                Source::Joints(&jd),
+                steps,
+                args.reps,
+                &Baselines::default(),
+                |_| false,
+            )?);
         }
         if has("latency") {
             eprintln!(
                 "record: latency, {} steps at 1 kHz, one push per step",
                 args.latency_steps
             );
-            let r = run_case(
+            results.extend(run_transports(
                 &ctx,
                 CaseDef::of("latency"),
                 Source::Joints(&jd),
                 args.latency_steps,
                 1,
-                Baselines::default(),
-            )?;
-            results.push(r);
+                &Baselines::default(),
+                |_| false,
+            )?);
         }
     }
     if has("long") {
@@ -599,15 +713,15 @@ pub fn run(args: &RecordArgs) -> Result<()> {
             t.elapsed().as_secs_f64()
         ));
         eprintln!("record: long, {steps} steps");
-        let r = run_case(
+        results.extend(run_transports(
             &ctx,
             CaseDef::of("long"),
             Source::Joints(&jd),
             steps,
             1,
-            Baselines::default(),
-        )?;
-        results.push(r);
+            &Baselines::default(),
+            |_| false,
+        )?);
     }
 
     let camera_cases: Vec<&'static str> = args
@@ -661,24 +775,22 @@ pub fn run(args: &RecordArgs) -> Result<()> {
                 own_plain: None,
                 plain: peer::figures(&rows, "plain"),
                 plain_buf: None,
+                socket: None,
                 mcap: mcap_mode.and_then(|m| peer::figures(&rows, m).map(|f| (m.to_owned(), f))),
             };
             eprintln!(
                 "record: {name}, {} steps x {}",
                 args.camera_steps, args.camera_reps
             );
-            let mut r = run_case(
+            results.extend(run_transports(
                 &ctx,
                 def,
                 Source::Cameras(&cw),
                 args.camera_steps,
                 args.camera_reps,
-                base,
-            )?;
-            if args.profile && r.speed_missed() && def.durability == Durability::Ack {
-                never_run(&ctx, &mut r, Source::Cameras(&cw))?;
-            }
-            results.push(r);
+                &base,
+                |r| r.speed_missed() && def.durability == Durability::Ack,
+            )?);
         }
         header.peers.push(("cameras".to_owned(), rows));
     }

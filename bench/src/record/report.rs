@@ -39,6 +39,9 @@ pub struct Ratios {
     pub mb_s_vs_plain: f64,
     pub mb_s_vs_mcap: f64,
     pub rss_vs_bound: f64,
+    /// shm rows: against the same case over the socket in this run.
+    pub timesteps_vs_socket: f64,
+    pub cpu_per_gb_vs_socket: f64,
 }
 
 pub fn ratios(r: &CaseResult) -> Ratios {
@@ -55,6 +58,11 @@ pub fn ratios(r: &CaseResult) -> Ratios {
         mb_s_vs_plain: ratio(r.mb_s.median, plain_mb_s(r)),
         mb_s_vs_mcap: ratio(r.mb_s.median, mcap.map_or(f64::NAN, |f| f.mb_s.median)),
         rss_vs_bound: ratio(r.peak_rss as f64, (r.budget + RSS_ALLOWANCE) as f64),
+        timesteps_vs_socket: ratio(
+            r.timesteps_per_s.median,
+            r.base.socket.map_or(f64::NAN, |s| s.0),
+        ),
+        cpu_per_gb_vs_socket: ratio(r.cpu_s_per_gb(), r.base.socket.map_or(f64::NAN, |s| s.1)),
     }
 }
 
@@ -111,10 +119,16 @@ pub fn targets(r: &CaseResult) -> Vec<Target> {
             stretch: None,
             unit: " ms",
         }),
+        "joints-single" if r.def.shm => t.push(at_least(
+            "timesteps/s vs socket (single pushes)".into(),
+            x.timesteps_vs_socket,
+            2.0,
+            None,
+        )),
         "cameras-chunk" => t.push(at_least(
             "payload MB/s vs plain append".into(),
             x.mb_s_vs_plain,
-            0.85,
+            if r.def.shm { 0.9 } else { 0.85 },
             None,
         )),
         "cameras-ack" => t.push(at_least(
@@ -130,6 +144,17 @@ pub fn targets(r: &CaseResult) -> Vec<Target> {
             None,
         )),
         _ => {}
+    }
+    if r.def.shm {
+        // Target: lower than over the socket.
+        t.push(Target {
+            what: "daemon CPU s/GB vs socket".into(),
+            value: x.cpu_per_gb_vs_socket,
+            goal: 1.0,
+            at_least: false,
+            stretch: None,
+            unit: "x",
+        });
     }
     t.push(Target {
         what: format!(
@@ -210,7 +235,7 @@ fn header_lines(h: &Header) -> Vec<String> {
 
 fn case_table(results: &[CaseResult]) -> Vec<String> {
     let mut out = vec![format!(
-        "{:<13} {:<5} {:<6} {:>9} {:>4} {:>26} {:>22} {:>9} {:>7} {:>6} {:>13} {:>9}",
+        "{:<17} {:<5} {:<6} {:>9} {:>4} {:>26} {:>22} {:>9} {:>7} {:>6} {:>13} {:>9}",
         "case",
         "dur",
         "codec",
@@ -229,8 +254,8 @@ fn case_table(results: &[CaseResult]) -> Vec<String> {
             .ack
             .map_or_else(|| "-".to_owned(), |a| format!("{:.2}/{:.2}", a.p50, a.p99));
         out.push(format!(
-            "{:<13} {:<5} {:<6} {:>9} {:>4} {:>26} {:>22} {:>9.1} {:>7.3} {:>6} {:>13} {:>9.1}",
-            r.def.name,
+            "{:<17} {:<5} {:<6} {:>9} {:>4} {:>26} {:>22} {:>9.1} {:>7.3} {:>6} {:>13} {:>9.1}",
+            r.def.label(),
             r.def.durability_name(),
             r.def.codec_name,
             r.steps,
@@ -292,7 +317,7 @@ fn peer_table(h: &Header, results: &[CaseResult]) -> Vec<String> {
                 mib(r.payload_bytes),
                 1.0,
                 fsync,
-                r.def.name
+                r.def.label()
             ));
         }
     }
@@ -301,10 +326,10 @@ fn peer_table(h: &Header, results: &[CaseResult]) -> Vec<String> {
 
 fn usage_table(results: &[CaseResult]) -> Vec<String> {
     let mut out = vec![
-        "where the time goes (median repetition): daemon CPU = utime+stime of wshardd during the timed region, % of wall (2 cores = 200 %); by thread: conn = socket read + frame checks, writer = journal + columns, publish = compression + chunk write + fsync + SHA-256; client = pushing thread + reader thread; disk = bytes wshardd sent to storage (/proc/pid/io); fsync/fdatasync/write = system calls (perf stat)".to_owned(),
+        "where the time goes (median repetition): daemon CPU = utime+stime of wshardd during the timed region, % of wall (2 cores = 200 %), and per GB (1e9 B) of payload; by thread: conn = socket read + frame checks, writer = journal + columns, publish = compression + chunk write + fsync + SHA-256; client = pushing thread + reader thread; disk = bytes wshardd sent to storage (/proc/pid/io); fsync/fdatasync/write = system calls (perf stat)".to_owned(),
         format!(
-            "{:<13} {:>8} {:>16} {:>6} {:>6} {:>7} {:>7} {:>10} {:>8} {:>10} {:>9} {:>9}",
-            "case", "wall s", "daemon CPU s (%)", "conn", "writer", "publish", "client", "disk MB", "disk/pay", "fsync/fdat", "write()", "close s"
+            "{:<17} {:>8} {:>16} {:>9} {:>6} {:>6} {:>7} {:>7} {:>10} {:>8} {:>10} {:>9} {:>9}",
+            "case", "wall s", "daemon CPU s (%)", "CPU s/GB", "conn", "writer", "publish", "client", "disk MB", "disk/pay", "fsync/fdat", "write()", "close s"
         ),
     ];
     for r in results {
@@ -316,10 +341,11 @@ fn usage_table(results: &[CaseResult]) -> Vec<String> {
         );
         let wall = r.wall_s.median;
         out.push(format!(
-            "{:<13} {:>8.3} {:>16} {:>6.2} {:>6.2} {:>7.2} {:>7.2} {:>10.1} {:>8.2} {:>10} {:>9} {:>9.3}",
-            r.def.name,
+            "{:<17} {:>8.3} {:>16} {:>9.2} {:>6.2} {:>6.2} {:>7.2} {:>7.2} {:>10.1} {:>8.2} {:>10} {:>9} {:>9.3}",
+            r.def.label(),
             wall,
             format!("{:.2} ({:.0}%)", u.cpu_s, 100.0 * u.cpu_s / wall.max(1e-9)),
+            r.cpu_s_per_gb(),
             role("connection"),
             role("writer"),
             role("publisher+compress"),
@@ -339,8 +365,8 @@ fn target_lines(results: &[CaseResult]) -> Vec<String> {
     for r in results {
         for t in &r.targets {
             out.push(format!(
-                "{:<13} {:<46} {}",
-                r.def.name,
+                "{:<17} {:<46} {}",
+                r.def.label(),
                 t.what,
                 show_target(t)
             ));
@@ -349,12 +375,12 @@ fn target_lines(results: &[CaseResult]) -> Vec<String> {
     let rss = |n: &str| {
         results
             .iter()
-            .find(|r| r.def.name == n)
+            .find(|r| r.def.name == n && !r.def.shm)
             .map(|r| (r.peak_rss, r.steps))
     };
     if let (Some((a, sa)), Some((b, sb))) = (rss("joints"), rss("long")) {
         out.push(format!(
-            "{:<13} {:<46} {:.1} MiB for {} steps vs {:.1} MiB for {} steps: {:.2}x for {:.0}x the episode length",
+            "{:<17} {:<46} {:.1} MiB for {} steps vs {:.1} MiB for {} steps: {:.2}x for {:.0}x the episode length",
             "long",
             "peak RSS vs joints",
             mib(b),
@@ -391,7 +417,7 @@ fn rss_model(r: &CaseResult, c: &DaemonConfig) -> String {
     let model = 2 * chunk + compressed + queue;
     format!(
         "rss {} (missed): peak {:.1} MiB vs bound {:.1} MiB; by design the daemon holds the open chunk ({:.1} MiB: {steps_per_chunk} steps) + the sealed chunk being published ({:.1} MiB) + its compressed copy ({:.1} MiB) + the queue ({} frames x {:.2} MiB = {:.1} MiB) = {:.1} MiB, plus buffers and the runtime; \"at most two chunks in memory\" cannot fit one chunk budget + 64 MiB once a chunk is larger than about (64 MiB - queue) / 1 (none) or / 1.7 (compressed): halve rotation.max_bytes to get this bound",
-        r.def.name,
+        r.def.label(),
         mib(r.peak_rss),
         mib(r.budget + RSS_ALLOWANCE),
         mib(chunk),
@@ -439,7 +465,7 @@ fn profile_lines(results: &[CaseResult], config: &DaemonConfig) -> Vec<String> {
         );
         let mut line = format!(
             "profile {} (missed): wall {wall:.3} s, of it CLOSE {:.3} s; daemon CPU {:.2} s = {:.0}% of wall ({}); client CPU {:.2} s = {:.0}%; daemon sent {:.1} MB to storage = {:.2}x payload; {sys}",
-            r.def.name,
+            r.def.label(),
             r.close_s,
             u.cpu_s,
             100.0 * u.cpu_s / wall.max(1e-9),
@@ -522,7 +548,7 @@ fn json_line(r: &CaseResult) -> String {
         .str("bench", "record")
         .str("case", r.def.name)
         .str("workload", r.def.workload)
-        .str("transport", "socket")
+        .str("transport", r.def.transport_name())
         .str("codec", r.def.codec_name)
         .str("durability", r.def.durability_name())
         .str("fsync", &Fsync::Interval(FSYNC_INTERVAL_MS).name())
@@ -551,6 +577,7 @@ fn json_line(r: &CaseResult) -> String {
         .num("daemon_cpu_connection_s", role("connection"))
         .num("daemon_cpu_writer_s", role("writer"))
         .num("daemon_cpu_publisher_s", role("publisher+compress"))
+        .num("daemon_cpu_s_per_gb", r.cpu_s_per_gb())
         .num("client_cpu_s", r.client_cpu_s)
         .int("daemon_write_bytes", u.io.write_bytes)
         .opt_num("fsyncs", u.syscalls.map(|s| s.fsync as f64))
@@ -581,6 +608,13 @@ fn json_line(r: &CaseResult) -> String {
         .num("ratio_mb_s_vs_plain", x.mb_s_vs_plain)
         .num("ratio_mb_s_vs_mcap", x.mb_s_vs_mcap)
         .num("ratio_rss_vs_bound", x.rss_vs_bound)
+        .opt_num(
+            "baseline_socket_timesteps_per_s",
+            r.base.socket.map(|s| s.0),
+        )
+        .opt_num("baseline_socket_cpu_s_per_gb", r.base.socket.map(|s| s.1))
+        .num("ratio_timesteps_vs_socket", x.timesteps_vs_socket)
+        .num("ratio_cpu_per_gb_vs_socket", x.cpu_per_gb_vs_socket)
         .opt_num("never_fsync_wall_s", r.never.map(|n| n.wall_s))
         .opt_num(
             "never_fsync_timesteps_per_s",
@@ -591,6 +625,7 @@ fn json_line(r: &CaseResult) -> String {
         ("target_output_met", "output bytes"),
         ("target_latency_met", "DURABLE"),
         ("target_rss_met", "daemon peak RSS"),
+        ("target_cpu_per_gb_met", "daemon CPU s/GB"),
     ] {
         if let Some(m) = target(name) {
             j = j.bool(key, m);
