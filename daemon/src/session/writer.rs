@@ -126,7 +126,7 @@ impl Writer {
     /// When the loop must wake up without a message: an interval sync or a time rotation.
     fn next_deadline(&self) -> Option<Instant> {
         let sync = match (self.shared.settings.fsync, self.dirty_since) {
-            (FsyncMode::Interval(d), Some(t)) => Some(t + d),
+            (FsyncMode::Interval(d), Some(t)) => Some(t + self.sync_lead(d)),
             _ => None,
         };
         let rotate = (!self.columns.is_empty())
@@ -137,13 +137,25 @@ impl Writer {
         }
     }
 
+    /// How long after the first unsynced write the interval sync starts: the interval less
+    /// the last fdatasync's duration, so that the DURABLE ack (which follows the sync) lands
+    /// within `interval` of that write rather than `interval + fsync` after it.
+    fn sync_lead(&self, interval: std::time::Duration) -> std::time::Duration {
+        let last = std::time::Duration::from_micros(
+            self.shared.stats.last_fsync_us.load(Ordering::Relaxed),
+        );
+        interval.saturating_sub(last.min(interval / 2))
+    }
+
     fn on_tick(&mut self) {
         if self.shared.is_failed() {
             return;
         }
         match (self.shared.settings.fsync, self.dirty_since) {
             (FsyncMode::Always, Some(_)) => self.sync_now(),
-            (FsyncMode::Interval(d), Some(t)) if t.elapsed() >= d => self.sync_now(),
+            (FsyncMode::Interval(d), Some(t)) if t.elapsed() >= self.sync_lead(d) => {
+                self.sync_now()
+            }
             _ => {}
         }
         if !self.columns.is_empty()
