@@ -211,3 +211,28 @@ pub fn check_steps(ep: &Episode, channels: &[ChannelSpec]) -> Result<(), String>
     }
     Ok(())
 }
+
+/// Push 600 timesteps as batches of 1, 7, 100, 333 and 59 then 100 single pushes (checking
+/// each seq), flush (all 600 durable) and close completed (600 recorded, 600 durable).
+///
+/// # Panics
+/// When any of those steps fails or answers otherwise: this is a test helper.
+pub fn record_600_mixed_and_close(mut w: EpisodeWriter<'_>, ch: &[ChannelSpec]) {
+    for n in [1, 7, 100, 333, 59] {
+        push_steps(&mut w, ch, n).expect("push a batch");
+    }
+    for _ in 0..100 {
+        let s = w.next_seq();
+        let p = step_payloads(s, ch);
+        let refs: Vec<&[u8]> = p.iter().map(Vec::as_slice).collect();
+        assert_eq!(
+            w.push(t_ns(s), reward(s), done(s), &refs)
+                .expect("push one step"),
+            s
+        );
+    }
+    assert_eq!(w.flush().expect("flush"), 600);
+    assert_eq!(w.durable_seq(), 600);
+    let summary = w.close(wshard_client::Outcome::Completed).expect("close");
+    assert_eq!((summary.timesteps, summary.durable_up_to), (600, 600));
+}

@@ -35,26 +35,10 @@ fn e2e_record_close_read_back_bit_exact() {
     assert!(client.server_info().server_name.starts_with("wshardd/"));
 
     // Episode 1: ticks, uneven batches, then single pushes.
-    let mut w = client
+    let w = client
         .open_episode(data::open_spec("ep-ticks", &ch, Durability::Ack))
         .unwrap();
-    for n in [1, 7, 100, 333, 59] {
-        data::push_steps(&mut w, &ch, n).unwrap();
-    }
-    for _ in 0..100 {
-        let s = w.next_seq();
-        let p = data::step_payloads(s, &ch);
-        let refs: Vec<&[u8]> = p.iter().map(Vec::as_slice).collect();
-        assert_eq!(
-            w.push(data::t_ns(s), data::reward(s), data::done(s), &refs)
-                .unwrap(),
-            s
-        );
-    }
-    assert_eq!(w.flush().unwrap(), 600);
-    assert_eq!(w.durable_seq(), 600);
-    let summary = w.close(Outcome::Completed).unwrap();
-    assert_eq!((summary.timesteps, summary.durable_up_to), (600, 600));
+    data::record_600_mixed_and_close(w, &ch);
 
     // Episode 2 on the same connection: per-step timestamps.
     let mut spec = data::open_spec("ep-stamps", &ch, Durability::Ack);

@@ -38,7 +38,7 @@ fn shm_record_read_back_bit_exact() {
     let d = Daemon::start(DaemonOptions::default());
     let ch = data::channels();
     let mut client = d.client("shm/basic");
-    let mut w = client
+    let w = client
         .open_episode_with(
             data::open_spec("shm-basic", &ch, Durability::Ack),
             Transport::shm(),
@@ -53,23 +53,7 @@ fn shm_record_read_back_bit_exact() {
             policy: RingPolicy::Block,
         }
     );
-    for n in [1, 7, 100, 333, 59] {
-        data::push_steps(&mut w, &ch, n).unwrap();
-    }
-    for _ in 0..100 {
-        let s = w.next_seq();
-        let p = data::step_payloads(s, &ch);
-        let refs: Vec<&[u8]> = p.iter().map(Vec::as_slice).collect();
-        assert_eq!(
-            w.push(data::t_ns(s), data::reward(s), data::done(s), &refs)
-                .unwrap(),
-            s
-        );
-    }
-    assert_eq!(w.flush().unwrap(), 600);
-    assert_eq!(w.durable_seq(), 600);
-    let summary = w.close(Outcome::Completed).unwrap();
-    assert_eq!((summary.timesteps, summary.durable_up_to), (600, 600));
+    data::record_600_mixed_and_close(w, &ch);
 
     // A second episode on the same connection, through a tiny ring (3 steps per slot, 2
     // slots): every batch spans several slots and the producer waits on a full ring.

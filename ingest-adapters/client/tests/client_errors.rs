@@ -10,18 +10,6 @@ use std::time::Duration;
 use common::*;
 use wshard_client::{Client, ClientError, ClientOptions, ErrorCode, Outcome, Step};
 
-fn opts() -> ClientOptions {
-    ClientOptions {
-        batch_delay: None,
-        timeout: Some(Duration::from_secs(10)),
-        ..ClientOptions::default()
-    }
-}
-
-fn connect(server: &FakeServer, options: ClientOptions) -> Client {
-    Client::connect_with(&server.path, "client-test/1", options).unwrap()
-}
-
 #[test]
 fn proto_client_schema_mismatch_caught_before_sending() {
     let server = FakeServer::start(FakeConfig::default());

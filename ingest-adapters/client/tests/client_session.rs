@@ -8,20 +8,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use wshard_client::{Client, ClientError, ClientOptions, Outcome, Step};
+use wshard_client::{ClientError, ClientOptions, Outcome, Step};
 use wshard_ingest_proto::FrameType;
-
-fn opts() -> ClientOptions {
-    ClientOptions {
-        batch_delay: None,
-        timeout: Some(Duration::from_secs(10)),
-        ..ClientOptions::default()
-    }
-}
-
-fn connect(server: &FakeServer, options: ClientOptions) -> Client {
-    Client::connect_with(&server.path, "client-test/1", options).unwrap()
-}
 
 #[test]
 fn proto_client_open_push_flush_close() {

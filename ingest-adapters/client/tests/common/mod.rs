@@ -281,3 +281,20 @@ pub fn joints(i: u64) -> Vec<u8> {
 pub fn gripper(i: u64) -> [u8; 4] {
     ((i % 2) as f32).to_le_bytes()
 }
+
+/// Client options for the fake-server tests: no batch delay, a 10 s timeout.
+pub fn opts() -> wshard_client::ClientOptions {
+    wshard_client::ClientOptions {
+        batch_delay: None,
+        timeout: Some(std::time::Duration::from_secs(10)),
+        ..wshard_client::ClientOptions::default()
+    }
+}
+
+/// Connect to the fake server.
+pub fn connect(
+    server: &FakeServer,
+    options: wshard_client::ClientOptions,
+) -> wshard_client::Client {
+    wshard_client::Client::connect_with(&server.path, "client-test/1", options).unwrap()
+}
