@@ -9,7 +9,7 @@
 //! A missing `--config` or `$WSHARDD_CONFIG` file is an error.
 //!
 //! # Relative paths
-//! A relative `data_dir` or `socket.path` is resolved against the directory of the file it was
+//! A relative `data_dir`, `socket.path` or `control.path` is resolved against the directory of the file it was
 //! read from, or against the working directory of the daemon for the built-in defaults.
 //! [`Config::load`] and [`Config::from_file`] return absolute paths;
 //! [`Config::from_toml_str`] returns them as written.
@@ -27,6 +27,7 @@ mod octal;
 mod parse;
 mod reload;
 mod schema;
+mod service;
 mod validate;
 
 pub use codecs::{codec_to_string, parse_codec, CodecsConfig};
@@ -42,6 +43,7 @@ pub use schema::{
     Config, DurabilityConfig, FsyncConfig, LimitsConfig, LogConfig, QueuesConfig, RecoveryConfig,
     RotationConfig, SocketConfig, GIB, MIB, TIB,
 };
+pub use service::{AccessConfig, ControlConfig, DiskConfig};
 pub use validate::MAX_SOCKET_PATH_BYTES;
 pub use wshard::codec::Codec;
 

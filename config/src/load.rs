@@ -138,9 +138,14 @@ impl Config {
         Ok(config)
     }
 
-    /// Make relative `data_dir` and `socket.path` relative to `base` (absolute paths are kept).
+    /// Make relative `data_dir`, `socket.path` and `control.path` relative to `base`
+    /// (absolute paths are kept).
     pub fn resolve_relative_paths(&mut self, base: &Path) {
-        for path in [&mut self.data_dir, &mut self.socket.path] {
+        for path in [
+            &mut self.data_dir,
+            &mut self.socket.path,
+            &mut self.control.path,
+        ] {
             if path.is_relative() {
                 *path = base.join(&*path);
             }

@@ -6,7 +6,8 @@ use crate::schema::Config;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReloadClass {
     /// SIGHUP applies it: log level at once; fsync, rotation and codecs to new chunks and
-    /// episodes; `limits.max_connections` to new connections.
+    /// episodes; `limits.max_connections` and the allowlists to new connections; the disk
+    /// watermarks at the next check.
     Applied,
     /// Only a restart applies it (the running value stays in force after SIGHUP).
     Restart,
@@ -51,6 +52,18 @@ static KEYS: &[KeyDiff] = &[
     key!(Restart, queues.compression_workers),
     key!(Restart, recovery.quarantine_dir_name),
     key!(Applied, log.level),
+    key!(Restart, control.path),
+    key!(Restart, control.mode),
+    key!(Applied, control.admin_uids),
+    key!(Applied, control.admin_gids),
+    key!(Restart, control.metrics_listen),
+    key!(Restart, access.socket_group),
+    key!(Applied, access.allow_uids),
+    key!(Applied, access.allow_gids),
+    key!(Applied, disk.low_watermark_free_bytes),
+    key!(Applied, disk.high_watermark_free_bytes),
+    key!(Applied, disk.check_interval_ms),
+    key!(Applied, disk.preallocate),
 ];
 
 /// Every leaf key of the schema (`codecs.channels` counts as one) with its reload class.

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::codecs::CodecsConfig;
 use crate::kinds::{Durability, FsyncMode, FsyncPolicy, LogLevel};
+use crate::service::{AccessConfig, ControlConfig, DiskConfig};
 
 /// 1 MiB.
 pub const MIB: u64 = 1 << 20;
@@ -34,6 +35,9 @@ pub struct Config {
     pub queues: QueuesConfig,
     pub recovery: RecoveryConfig,
     pub log: LogConfig,
+    pub control: ControlConfig,
+    pub access: AccessConfig,
+    pub disk: DiskConfig,
 }
 
 impl Default for Config {
@@ -49,6 +53,9 @@ impl Default for Config {
             queues: QueuesConfig::default(),
             recovery: RecoveryConfig::default(),
             log: LogConfig::default(),
+            control: ControlConfig::default(),
+            access: AccessConfig::default(),
+            disk: DiskConfig::default(),
         }
     }
 }

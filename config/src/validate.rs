@@ -149,6 +149,8 @@ impl Config {
             1..=64,
         )?;
 
+        self.validate_service(o)?;
+
         let name = &self.recovery.quarantine_dir_name;
         let mut components = Path::new(name).components();
         let single = matches!(
@@ -166,14 +168,90 @@ impl Config {
         Ok(())
     }
 
+    fn validate_service(&self, o: &str) -> Result<(), ConfigError> {
+        non_empty_path(o, "control.path", &self.control.path)?;
+        if self.control.path == self.socket.path {
+            return Err(ConfigError::invalid(
+                o,
+                "control.path",
+                quoted(&self.control.path),
+                "must differ from socket.path",
+            ));
+        }
+        if self.control.mode > MAX_MODE {
+            return Err(ConfigError::invalid(
+                o,
+                "control.mode",
+                format!("{:?}", format_mode(self.control.mode)),
+                "must be at most \"0777\" (permission bits only)",
+            ));
+        }
+        let listen = &self.control.metrics_listen;
+        if !listen.is_empty() {
+            match listen.parse::<std::net::SocketAddr>() {
+                Ok(addr) if addr.ip().is_loopback() => {}
+                Ok(_) => {
+                    return Err(ConfigError::invalid(
+                        o,
+                        "control.metrics_listen",
+                        format!("{listen:?}"),
+                        "must be a loopback address (127.0.0.1:PORT or [::1]:PORT)",
+                    ))
+                }
+                Err(_) => {
+                    return Err(ConfigError::invalid(
+                        o,
+                        "control.metrics_listen",
+                        format!("{listen:?}"),
+                        "must be \"\" or HOST:PORT with a numeric loopback address",
+                    ))
+                }
+            }
+        }
+        let group = &self.access.socket_group;
+        if group.contains(['\0', ':', '/']) || group.len() > 64 {
+            return Err(ConfigError::invalid(
+                o,
+                "access.socket_group",
+                format!("{group:?}"),
+                "must be a group name (at most 64 bytes, no `:`, `/` or NUL) or a numeric gid",
+            ));
+        }
+        let d = &self.disk;
+        range(
+            o,
+            "disk.check_interval_ms",
+            d.check_interval_ms,
+            10..=10_000,
+        )?;
+        if d.high_watermark_free_bytes >= d.low_watermark_free_bytes {
+            return Err(ConfigError::invalid(
+                o,
+                "disk.high_watermark_free_bytes",
+                d.high_watermark_free_bytes.to_string(),
+                format!(
+                    "must be less than disk.low_watermark_free_bytes ({})",
+                    d.low_watermark_free_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// The checks that need the resolved paths (see [`Config::resolve_relative_paths`]).
     pub(crate) fn validate_resolved(&self, origin: &str) -> Result<(), ConfigError> {
-        let len = self.socket.path.as_os_str().len();
-        if len > MAX_SOCKET_PATH_BYTES {
+        for (key, path) in [
+            ("socket.path", &self.socket.path),
+            ("control.path", &self.control.path),
+        ] {
+            let len = path.as_os_str().len();
+            if len <= MAX_SOCKET_PATH_BYTES {
+                continue;
+            }
             return Err(ConfigError::invalid(
                 origin,
-                "socket.path",
-                quoted(&self.socket.path),
+                key,
+                quoted(path),
                 format!(
                     "resolved path is {len} bytes; a Unix socket path can have at most \
                      {MAX_SOCKET_PATH_BYTES}"

@@ -166,6 +166,9 @@ fn config_reload_table_covers_every_leaf_key() {
         "queues",
         "recovery",
         "log",
+        "control",
+        "access",
+        "disk",
     ];
     let leaves: BTreeSet<String> = default_key_paths()
         .into_iter()

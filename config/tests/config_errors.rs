@@ -312,3 +312,58 @@ fn config_error_key_accessor() {
     );
     assert_eq!(err("nope = 1\n").key(), None);
 }
+
+#[test]
+fn config_bad_control_access_and_disk() {
+    assert_invalid(
+        "socket = { path = \"a.sock\" }\n[control]\npath = \"a.sock\"\n",
+        "control.path",
+        "\"a.sock\"",
+    );
+    assert_invalid("[control]\npath = \"\"\n", "control.path", "\"\"");
+    assert_invalid("[control]\nmode = \"1777\"\n", "control.mode", "\"1777\"");
+    let message = assert_invalid(
+        "[control]\nmetrics_listen = \"0.0.0.0:9464\"\n",
+        "control.metrics_listen",
+        "\"0.0.0.0:9464\"",
+    );
+    assert!(message.contains("loopback"), "{message}");
+    assert_invalid(
+        "[control]\nmetrics_listen = \"localhost\"\n",
+        "control.metrics_listen",
+        "\"localhost\"",
+    );
+    assert_invalid(
+        "[access]\nsocket_group = \"a:b\"\n",
+        "access.socket_group",
+        "\"a:b\"",
+    );
+    assert_invalid(
+        "[disk]\ncheck_interval_ms = 5\n",
+        "disk.check_interval_ms",
+        "5",
+    );
+    let message = assert_invalid(
+        "[disk]\nlow_watermark_free_bytes = 100\nhigh_watermark_free_bytes = 100\n",
+        "disk.high_watermark_free_bytes",
+        "100",
+    );
+    assert!(
+        message.contains("low_watermark_free_bytes (100)"),
+        "{message}"
+    );
+}
+
+#[test]
+fn config_service_tables_parse() {
+    let text = "[control]\nmetrics_listen = \"127.0.0.1:9464\"\nadmin_uids = [1000]\n\
+                [access]\nsocket_group = \"robot\"\nallow_gids = [27, 1001]\n\
+                [disk]\nlow_watermark_free_bytes = 2000\nhigh_watermark_free_bytes = 1000\n";
+    let cfg = Config::from_toml_str(text, "t.toml").unwrap();
+    assert_eq!(cfg.control.metrics_listen, "127.0.0.1:9464");
+    assert_eq!(cfg.control.admin_uids, [1000]);
+    assert_eq!(cfg.access.socket_group, "robot");
+    assert_eq!(cfg.access.allow_gids, [27, 1001]);
+    assert_eq!(cfg.disk.high_watermark_free_bytes, 1000);
+    assert!(cfg.disk.preallocate);
+}

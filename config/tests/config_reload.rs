@@ -78,7 +78,10 @@ fn config_reload_classes_match_the_documented_rule() {
             || key.starts_with("rotation.")
             || key.starts_with("codecs.")
             || key == "log.level"
-            || key == "limits.max_connections";
+            || key == "limits.max_connections"
+            || key.starts_with("disk.")
+            || key.starts_with("access.allow_")
+            || key.starts_with("control.admin_");
         let expected = if applied {
             ReloadClass::Applied
         } else {

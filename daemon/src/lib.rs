@@ -9,6 +9,7 @@
 //! - [`session`]: one recording episode: writer and publisher threads.
 //! - [`recovery`]: replaying journals after a crash.
 //! - [`ingest`]: the Unix socket: listener, connections, responses.
+//! - [`registry`]: the open episodes and daemon counters, for status and metrics.
 //! - [`runtime`]: `run`, shutdown and reload, the data directory lock.
 
 pub mod chunk;
@@ -19,5 +20,6 @@ pub mod fsio;
 pub mod ingest;
 pub mod journal;
 pub mod recovery;
+pub mod registry;
 pub mod runtime;
 pub mod session;

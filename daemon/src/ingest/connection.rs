@@ -22,6 +22,7 @@ use super::responder::SocketResponder;
 use super::shm::{recv_with_fds, FdQueue, Ring};
 use super::shm_session::Pump;
 use crate::episode::{validate_episode_id, Durability, EpisodeSchema};
+use crate::registry::{NewEpisode, PeerCred, Registration, StopReason};
 use crate::session::{FinalStatus, OpenError, Session};
 
 /// How often a blocked read wakes up to look at the shutdown flag.
@@ -37,6 +38,9 @@ pub(super) enum State {
         step_payload: usize,
         /// The shared-memory ring, once `SHM_ATTACH` was accepted.
         ring: Option<Ring>,
+        /// The episode's entry in the registry (status, metrics, stop requests); dropped
+        /// after the episode is finalized.
+        registration: Registration,
     },
 }
 
@@ -48,6 +52,17 @@ enum Stop {
     Fatal,
     /// The daemon is shutting down.
     Shutdown,
+}
+
+/// The peer's credentials (`SO_PEERCRED`), `None` when the kernel does not say.
+#[must_use]
+pub fn peer_cred(stream: &UnixStream) -> Option<PeerCred> {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    getsockopt(stream, PeerCredentials).ok().map(|c| PeerCred {
+        pid: c.pid(),
+        uid: c.uid(),
+        gid: c.gid(),
+    })
 }
 
 /// Serve one connection until it closes. Never panics on client input.
@@ -69,6 +84,8 @@ pub fn serve(stream: UnixStream, ctx: &Arc<ServerContext>, peer: &str) {
         state: State::Handshake,
         peer: peer.to_owned(),
         fds: FdQueue::default(),
+        cred: peer_cred(&stream),
+        client_name: String::new(),
     };
     let stop = conn.read_loop(stream);
     conn.finish(&stop);
@@ -81,6 +98,9 @@ pub(super) struct Connection {
     pub(super) peer: String,
     /// File descriptors received on the socket, for the next `SHM_ATTACH`.
     pub(super) fds: FdQueue,
+    pub(super) cred: Option<PeerCred>,
+    /// From HELLO.
+    pub(super) client_name: String,
 }
 
 impl Connection {
@@ -107,6 +127,7 @@ impl Connection {
             if self.ctx.shutdown.load(Ordering::Acquire) {
                 return Stop::Shutdown;
             }
+            self.obey_stop_request();
             if self.has_ring() && matches!(self.pump_ring(&stream), Pump::Again) {
                 continue;
             }
@@ -145,6 +166,7 @@ impl Connection {
                     return Some(Stop::Fatal);
                 }
                 tracing::info!(peer = %self.peer, client = %client_name, "client connected");
+                self.client_name = client_name;
                 self.responder.send(&Frame::HelloOk {
                     version: PROTOCOL_VERSION,
                     server_name: concat!("wshardd/", env!("CARGO_PKG_VERSION")).into(),
@@ -298,6 +320,24 @@ impl Connection {
                 return;
             }
         };
+        if self.ctx.registry.disk_low.load(Ordering::Acquire) {
+            let free = self.ctx.registry.disk_free_bytes.load(Ordering::Relaxed);
+            self.ctx
+                .registry
+                .counters
+                .episodes_refused_disk
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(peer = %self.peer, episode = %open.episode_id, free, "OPEN refused: disk below the low watermark");
+            self.error(
+                ErrorCode::DiskLow,
+                format!(
+                    "OPEN `{}`: {free} bytes free on the data directory's filesystem, below \
+                     disk.low_watermark_free_bytes; new episodes are refused until space returns",
+                    open.episode_id
+                ),
+            );
+            return;
+        }
         let step_payload = schema.step_payload_bytes;
         let id = schema.episode_id.clone();
         let durability = schema.durability;
@@ -310,6 +350,14 @@ impl Connection {
         ) {
             Ok(session) => {
                 tracing::info!(peer = %self.peer, episode = %id, durability = durability.name(), "episode opened");
+                let registration = self.ctx.registry.register(NewEpisode {
+                    episode_id: id.clone(),
+                    peer: self.peer.clone(),
+                    client_name: self.client_name.clone(),
+                    cred: self.cred,
+                    durability,
+                    stats: session.shared().stats.clone(),
+                });
                 self.responder.send(&Frame::Accepted {
                     what: AcceptedWhat::Open,
                     up_to_seq: 0,
@@ -320,6 +368,7 @@ impl Connection {
                     bytes: 0,
                     step_payload,
                     ring: None,
+                    registration,
                 };
             }
             Err(OpenError::Exists(id)) => self.error(
@@ -457,13 +506,18 @@ impl Connection {
 
     fn close(&mut self, status: FinalStatus) {
         self.note_ring_counters();
-        let State::Recording { session, .. } = std::mem::replace(&mut self.state, State::Idle)
+        let State::Recording {
+            session,
+            registration,
+            ..
+        } = std::mem::replace(&mut self.state, State::Idle)
         else {
             return;
         };
         let id = session.shared().schema.episode_id.clone();
         let stats = session.shared().stats.clone();
         let summary = session.close(status);
+        drop(registration);
         tracing::info!(peer = %self.peer, episode = %id, "episode counters: {}", stats.summary());
         match summary.failure {
             Some(why) => self.error(
@@ -484,7 +538,12 @@ impl Connection {
         // What the producer published before the socket went away is kept.
         self.drain_published();
         self.note_ring_counters();
-        if let State::Recording { session, .. } = std::mem::replace(&mut self.state, State::Idle) {
+        if let State::Recording {
+            session,
+            registration,
+            ..
+        } = std::mem::replace(&mut self.state, State::Idle)
+        {
             let id = session.shared().schema.episode_id.clone();
             let reason = match stop {
                 Stop::Eof => "client disconnected without CLOSE",
@@ -492,6 +551,7 @@ impl Connection {
                 Stop::Shutdown => "daemon shutdown",
             };
             let summary = session.close(FinalStatus::Interrupted(reason.into()));
+            drop(registration);
             tracing::info!(peer = %self.peer, episode = %id, timesteps = summary.timesteps, "episode interrupted: {reason}");
             if matches!(stop, Stop::Shutdown) {
                 self.error(
@@ -502,6 +562,53 @@ impl Connection {
         } else if matches!(stop, Stop::Shutdown) {
             self.error(ErrorCode::ShuttingDown, "the daemon is shutting down");
         }
+    }
+}
+
+impl Connection {
+    /// Finalize the episode `interrupted` when the registry holds a stop request for it
+    /// (an operator's `wshard close`, the disk's high watermark). The client gets
+    /// `ERROR{STOPPED}` naming the reason and may OPEN again.
+    fn obey_stop_request(&mut self) {
+        let State::Recording { registration, .. } = &self.state else {
+            return;
+        };
+        let Some(reason) = registration.live.take_stop() else {
+            return;
+        };
+        // What the producer published before the request is kept.
+        self.drain_published();
+        self.note_ring_counters();
+        let State::Recording {
+            session,
+            registration,
+            ..
+        } = std::mem::replace(&mut self.state, State::Idle)
+        else {
+            return;
+        };
+        let id = session.shared().schema.episode_id.clone();
+        let why = reason.manifest_reason();
+        let summary = session.close(FinalStatus::Interrupted(why.clone()));
+        self.ctx
+            .registry
+            .counters
+            .episodes_stopped
+            .fetch_add(1, Ordering::Relaxed);
+        drop(registration);
+        tracing::warn!(peer = %self.peer, episode = %id, timesteps = summary.timesteps, "episode stopped: {why}");
+        let kept = match &summary.failure {
+            Some(f) => format!("it had failed earlier: {f}"),
+            None => format!("{} timesteps kept", summary.timesteps),
+        };
+        let advice = match reason {
+            StopReason::Operator { .. } => "",
+            StopReason::Disk { .. } => "; new episodes are refused until space returns",
+        };
+        self.error(
+            ErrorCode::Stopped,
+            format!("episode `{id}` finalized as interrupted ({why}); {kept}{advice}"),
+        );
     }
 }
 

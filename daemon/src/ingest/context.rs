@@ -10,6 +10,7 @@ use wshardd_config::Config;
 
 use crate::episode::Durability;
 use crate::fsio::Fs;
+use crate::registry::Registry;
 use crate::session::{FsyncMode, Rotation, SessionSettings};
 
 /// Limits enforced per connection.
@@ -39,6 +40,8 @@ pub struct ServerContext {
     pub tunables: RwLock<Tunables>,
     pub shutdown: Arc<AtomicBool>,
     pub active_connections: AtomicUsize,
+    /// Open episodes, counters and flags, for the control socket.
+    pub registry: Arc<Registry>,
 }
 
 impl std::fmt::Debug for ServerContext {
@@ -111,6 +114,7 @@ impl ServerContext {
             tunables: RwLock::new(tunables(cfg)),
             shutdown,
             active_connections: AtomicUsize::new(0),
+            registry: Arc::new(Registry::default()),
         }
     }
 

@@ -20,6 +20,7 @@ use wshard_ingest_proto::{
 
 use super::connection::{Connection, State, READ_POLL};
 use super::shm::{Polled, Ring};
+use crate::registry::Transport;
 use crate::session::FinalStatus;
 
 /// What [`Connection::pump_ring`] found.
@@ -63,6 +64,7 @@ impl Connection {
             next_seq,
             step_payload,
             ring,
+            registration,
             ..
         } = &mut self.state
         else {
@@ -96,6 +98,7 @@ impl Connection {
             Ok(r) => {
                 *ring = Some(r);
                 session.shared().set_ring_policy(policy);
+                registration.live.set_transport(Transport::Shm);
                 let up_to_seq = *next_seq;
                 tracing::info!(peer = %self.peer, episode = %id, slot_size, slot_count, policy = policy.name(), "shared-memory ring attached");
                 self.responder.send(&Frame::Accepted {
@@ -157,8 +160,12 @@ impl Connection {
     /// Send `error`, stop reading the ring and finalize the episode `interrupted`.
     fn ring_failed(&mut self, error: &Frame) {
         self.responder.send(error);
-        let State::Recording { session, ring, .. } =
-            std::mem::replace(&mut self.state, State::Idle)
+        let State::Recording {
+            session,
+            ring,
+            registration,
+            ..
+        } = std::mem::replace(&mut self.state, State::Idle)
         else {
             return;
         };
@@ -174,6 +181,7 @@ impl Connection {
         };
         let id = session.shared().schema.episode_id.clone();
         let summary = session.close(FinalStatus::Interrupted(reason.clone()));
+        drop(registration);
         tracing::warn!(peer = %self.peer, episode = %id, timesteps = summary.timesteps, "episode interrupted: {reason}");
     }
 

@@ -74,6 +74,9 @@ pub fn run(
     }
     let listener = bind(&cfg.socket.path, cfg.socket.mode)?;
     let ctx = Arc::new(ServerContext::new(cfg, fs, control.shutdown.clone()));
+    if let Ok(mut r) = ctx.registry.recovery.lock() {
+        r.clone_from(&recovered);
+    }
     tracing::info!(socket = %cfg.socket.path.display(), data_dir = %cfg.data_dir.display(), "wshardd ready");
     on_ready(&recovered);
     std::thread::scope(|s| {

@@ -24,11 +24,14 @@ pub enum ErrorCode {
     ShuttingDown = 16,
     Internal = 17,
     BadShm = 18,
+    DiskLow = 19,
+    Stopped = 20,
+    PermissionDenied = 21,
 }
 
 impl ErrorCode {
     /// All codes, in wire order.
-    pub const ALL: [ErrorCode; 18] = [
+    pub const ALL: [ErrorCode; 21] = [
         Self::MalformedFrame,
         Self::UnknownFrame,
         Self::FrameTooLarge,
@@ -47,6 +50,9 @@ impl ErrorCode {
         Self::ShuttingDown,
         Self::Internal,
         Self::BadShm,
+        Self::DiskLow,
+        Self::Stopped,
+        Self::PermissionDenied,
     ];
 
     /// The `u16` written on the wire.
@@ -83,6 +89,9 @@ impl ErrorCode {
             Self::ShuttingDown => "SHUTTING_DOWN",
             Self::Internal => "INTERNAL",
             Self::BadShm => "BAD_SHM",
+            Self::DiskLow => "DISK_LOW",
+            Self::Stopped => "STOPPED",
+            Self::PermissionDenied => "PERMISSION_DENIED",
         }
     }
 
@@ -100,6 +109,7 @@ impl ErrorCode {
                 | Self::Overloaded
                 | Self::ShuttingDown
                 | Self::Internal
+                | Self::PermissionDenied
         )
     }
 }

@@ -274,6 +274,9 @@ fn proto_error_codes_match_protocol_table() {
         "SHUTTING_DOWN",
         "INTERNAL",
         "BAD_SHM",
+        "DISK_LOW",
+        "STOPPED",
+        "PERMISSION_DENIED",
     ];
     for (i, name) in names.iter().enumerate() {
         let code = ErrorCode::from_u16(i as u16 + 1).unwrap();
@@ -281,14 +284,14 @@ fn proto_error_codes_match_protocol_table() {
         assert_eq!(code.code(), i as u16 + 1);
     }
     assert_eq!(ErrorCode::from_u16(0), None);
-    assert_eq!(ErrorCode::from_u16(19), None);
+    assert_eq!(ErrorCode::from_u16(22), None);
     assert_eq!(ErrorCode::ALL.len(), names.len());
     let closing: Vec<u16> = ErrorCode::ALL
         .iter()
         .filter(|c| c.closes_connection())
         .map(|c| c.code())
         .collect();
-    assert_eq!(closing, [2, 3, 4, 5, 14, 16, 17]);
+    assert_eq!(closing, [2, 3, 4, 5, 14, 16, 17, 21]);
 }
 
 #[test]

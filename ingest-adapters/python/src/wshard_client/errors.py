@@ -58,6 +58,16 @@ class ErrorCode(enum.IntEnum):
     #: ring slot); also the code of a :class:`SchemaError` for a ring geometry refused
     #: client-side.
     BAD_SHM = 18
+    #: OPEN refused: free space on the data directory's filesystem is below the low
+    #: watermark. The connection stays usable; retry when space returns.
+    DISK_LOW = 19
+    #: The open episode was finalized by the daemon (an operator's ``wshard close``, or
+    #: the disk's high watermark); the message says why. Everything acknowledged is kept;
+    #: the connection stays usable for a new OPEN.
+    STOPPED = 20
+    #: The peer's uid/gid is not on the socket's allowlist (SO_PEERCRED). Closes the
+    #: connection.
+    PERMISSION_DENIED = 21
 
     @property
     def closes_connection(self) -> bool:
@@ -81,6 +91,7 @@ _CLOSING = frozenset(
         ErrorCode.OVERLOADED,
         ErrorCode.SHUTTING_DOWN,
         ErrorCode.INTERNAL,
+        ErrorCode.PERMISSION_DENIED,
     }
 )
 

@@ -1,0 +1,246 @@
+//! What the daemon is doing right now: the open episodes with their counters, the daemon's
+//! own counters and flags. Written by the connections, read by the control socket and the
+//! metrics; a stop request (an operator's `close`, the disk's high watermark) travels from
+//! here to the connection that owns the episode.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+
+use crate::episode::Durability;
+use crate::recovery::RecoveryReport;
+use crate::session::EpisodeStats;
+
+/// The credentials of a connected peer, from `SO_PEERCRED`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerCred {
+    pub pid: i32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// Why the daemon finalizes an episode its client did not close.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// `wshard close EPISODE` from an operator with this uid.
+    Operator { uid: u32 },
+    /// Free space fell below the high watermark.
+    Disk { free_bytes: u64, watermark: u64 },
+}
+
+impl StopReason {
+    /// The reason written to the manifest (`interrupted`, `reason`).
+    #[must_use]
+    pub fn manifest_reason(&self) -> String {
+        match self {
+            Self::Operator { uid } => format!("closed by operator (uid {uid})"),
+            Self::Disk {
+                free_bytes,
+                watermark,
+            } => format!(
+                "disk: {free_bytes} bytes free, below disk.high_watermark_free_bytes ({watermark})"
+            ),
+        }
+    }
+}
+
+/// How an episode's timesteps arrive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Transport {
+    Socket = 0,
+    Shm = 1,
+}
+
+impl Transport {
+    /// `socket` or `shm`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Socket => "socket",
+            Self::Shm => "shm",
+        }
+    }
+}
+
+/// One open episode as the control socket sees it.
+#[derive(Debug)]
+pub struct LiveEpisode {
+    pub episode_id: String,
+    /// The connection's name in the logs (`conn-7`).
+    pub peer: String,
+    pub client_name: String,
+    pub cred: Option<PeerCred>,
+    pub durability: Durability,
+    pub opened_at: SystemTime,
+    pub opened: Instant,
+    pub stats: Arc<EpisodeStats>,
+    transport: AtomicU8,
+    stop_requested: AtomicBool,
+    stop: Mutex<Option<StopReason>>,
+}
+
+impl LiveEpisode {
+    /// The transport in use (socket until a ring is attached).
+    #[must_use]
+    pub fn transport(&self) -> Transport {
+        if self.transport.load(Ordering::Relaxed) == Transport::Shm as u8 {
+            Transport::Shm
+        } else {
+            Transport::Socket
+        }
+    }
+
+    /// Record that the episode now reads a shared-memory ring.
+    pub fn set_transport(&self, t: Transport) {
+        self.transport.store(t as u8, Ordering::Relaxed);
+    }
+
+    /// Ask the owning connection to finalize the episode. The first reason wins.
+    pub fn request_stop(&self, reason: StopReason) {
+        if let Ok(mut s) = self.stop.lock() {
+            if s.is_none() {
+                *s = Some(reason);
+            }
+        }
+        self.stop_requested.store(true, Ordering::Release);
+    }
+
+    /// The pending stop request, taken (for the owning connection).
+    #[must_use]
+    pub fn take_stop(&self) -> Option<StopReason> {
+        if !self.stop_requested.load(Ordering::Acquire) {
+            return None;
+        }
+        self.stop.lock().ok().and_then(|mut s| s.take())
+    }
+}
+
+/// Counters of the daemon as a whole (monotonic unless said otherwise).
+#[derive(Debug, Default)]
+pub struct DaemonCounters {
+    pub connections_accepted: AtomicU64,
+    /// Refused by `limits.max_connections` or the access allowlist.
+    pub connections_refused: AtomicU64,
+    pub episodes_opened: AtomicU64,
+    /// Episodes finalized, whatever their status.
+    pub episodes_finalized: AtomicU64,
+    /// OPENs refused below the low watermark.
+    pub episodes_refused_disk: AtomicU64,
+    /// Episodes finalized by a stop request (operator or disk).
+    pub episodes_stopped: AtomicU64,
+}
+
+/// The registry of open episodes, daemon counters and flags.
+#[derive(Debug)]
+pub struct Registry {
+    episodes: Mutex<BTreeMap<String, Arc<LiveEpisode>>>,
+    pub counters: DaemonCounters,
+    /// Set by the disk monitor while free space is below the low watermark: OPEN is refused.
+    pub disk_low: AtomicBool,
+    /// Free bytes at the last check (`u64::MAX` before the first).
+    pub disk_free_bytes: AtomicU64,
+    /// What recovery did at startup.
+    pub recovery: Mutex<Vec<RecoveryReport>>,
+    pub started_at: SystemTime,
+    pub started: Instant,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self {
+            episodes: Mutex::new(BTreeMap::new()),
+            counters: DaemonCounters::default(),
+            disk_low: AtomicBool::new(false),
+            disk_free_bytes: AtomicU64::new(u64::MAX),
+            recovery: Mutex::new(Vec::new()),
+            started_at: SystemTime::now(),
+            started: Instant::now(),
+        }
+    }
+}
+
+/// What a connection gives when its episode opens.
+#[derive(Debug)]
+pub struct NewEpisode {
+    pub episode_id: String,
+    pub peer: String,
+    pub client_name: String,
+    pub cred: Option<PeerCred>,
+    pub durability: Durability,
+    pub stats: Arc<EpisodeStats>,
+}
+
+/// Removes its episode from the registry when dropped.
+#[derive(Debug)]
+pub struct Registration {
+    registry: Arc<Registry>,
+    pub live: Arc<LiveEpisode>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Ok(mut map) = self.registry.episodes.lock() {
+            map.remove(&self.live.episode_id);
+        }
+        self.registry
+            .counters
+            .episodes_finalized
+            .fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Registry {
+    /// Add an open episode; it leaves the registry when the returned guard is dropped.
+    #[must_use]
+    pub fn register(self: &Arc<Self>, e: NewEpisode) -> Registration {
+        let live = Arc::new(LiveEpisode {
+            episode_id: e.episode_id,
+            peer: e.peer,
+            client_name: e.client_name,
+            cred: e.cred,
+            durability: e.durability,
+            opened_at: SystemTime::now(),
+            opened: Instant::now(),
+            stats: e.stats,
+            transport: AtomicU8::new(Transport::Socket as u8),
+            stop_requested: AtomicBool::new(false),
+            stop: Mutex::new(None),
+        });
+        if let Ok(mut map) = self.episodes.lock() {
+            map.insert(live.episode_id.clone(), live.clone());
+        }
+        self.counters
+            .episodes_opened
+            .fetch_add(1, Ordering::Relaxed);
+        Registration {
+            registry: self.clone(),
+            live,
+        }
+    }
+
+    /// The open episodes, by id.
+    #[must_use]
+    pub fn episodes(&self) -> Vec<Arc<LiveEpisode>> {
+        self.episodes
+            .lock()
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// One open episode.
+    #[must_use]
+    pub fn episode(&self, id: &str) -> Option<Arc<LiveEpisode>> {
+        self.episodes.lock().ok().and_then(|m| m.get(id).cloned())
+    }
+
+    /// Ask every open episode to stop; returns how many were asked.
+    pub fn stop_all(&self, reason: &StopReason) -> usize {
+        let all = self.episodes();
+        for e in &all {
+            e.request_stop(reason.clone());
+        }
+        all.len()
+    }
+}
