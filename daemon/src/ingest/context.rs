@@ -11,6 +11,7 @@ use wshardd_config::Config;
 use crate::episode::Durability;
 use crate::fsio::Fs;
 use crate::registry::Registry;
+use crate::runtime::access::AccessPolicy;
 use crate::session::{FsyncMode, Rotation, SessionSettings};
 
 /// Limits enforced per connection.
@@ -42,6 +43,8 @@ pub struct ServerContext {
     pub active_connections: AtomicUsize,
     /// Open episodes, counters and flags, for the control socket.
     pub registry: Arc<Registry>,
+    /// The allowlists (SIGHUP replaces them).
+    pub access: RwLock<AccessPolicy>,
 }
 
 impl std::fmt::Debug for ServerContext {
@@ -115,6 +118,7 @@ impl ServerContext {
             shutdown,
             active_connections: AtomicUsize::new(0),
             registry: Arc::new(Registry::default()),
+            access: RwLock::new(AccessPolicy::from_config(cfg)),
         }
     }
 

@@ -11,6 +11,7 @@ use crate::ingest::context::{session_settings, tunables};
 use crate::ingest::listener::{accept_loop, bind, BindError};
 use crate::ingest::ServerContext;
 use crate::recovery::{recover_all, RecoveryReport};
+use crate::runtime::access::AccessPolicy;
 use crate::runtime::lock::{self, LockError};
 
 /// Why the daemon could not start.
@@ -87,6 +88,9 @@ pub fn run(
                         let (applied, restart) = cfg.reloadable_diff(&new);
                         if let Ok(mut t) = ctx.tunables.write() {
                             *t = tunables(&new);
+                        }
+                        if let Ok(mut a) = ctx.access.write() {
+                            *a = AccessPolicy::from_config(&new);
                         }
                         tracing::info!(
                             ?applied,
