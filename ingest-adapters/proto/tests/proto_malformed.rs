@@ -143,8 +143,8 @@ fn proto_bad_enum_values() {
         ("what".into(), 3)
     );
     assert_eq!(
-        bad_value(&parse_err(0x84, &[19, 0, 0, 0])),
-        ("code".into(), 19)
+        bad_value(&parse_err(0x84, &[22, 0, 0, 0])),
+        ("code".into(), 22)
     );
     assert_eq!(
         bad_value(&parse_err(0x84, &[0, 0, 0, 0])),
