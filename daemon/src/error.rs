@@ -19,6 +19,10 @@ pub enum StorageError {
         #[source]
         source: wshard::FormatError,
     },
+    /// An internal consistency check failed (a bug, never bad input): the step is refused
+    /// rather than writing something wrong.
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl StorageError {

@@ -420,6 +420,7 @@ fn fault_every_operation_in_turn() {
             (OpKind::Rename, &[FaultKind::Eio][..]),
             (OpKind::Create, &[FaultKind::Enospc][..]),
             (OpKind::Remove, &[FaultKind::Eio][..]),
+            (OpKind::Preallocate, &[FaultKind::Enospc][..]),
         ] {
             let count = per_kind.get(&format!("{kind:?}")).copied().unwrap_or(0);
             for &fault in faults {

@@ -1,7 +1,9 @@
 //! Chunks: the open chunk's columns, and publishing a finished chunk durably.
 
 pub mod columns;
+pub mod digest;
 pub mod gaps;
+pub mod prealloc;
 pub mod publish;
 pub mod step;
 

@@ -2,7 +2,8 @@
 //!
 //! 1. compress its blocks on up to `workers` threads;
 //! 2. write `{id}_chunk_{k}.wshard.partial` through the reserve-write-finalize writer;
-//! 3. fsync it, then hash it (SHA-256, read back from the page cache);
+//! 3. fsync it, and meanwhile compute its SHA-256 from the blocks still in memory
+//!    ([`super::digest`]);
 //! 4. rename it to `{id}_chunk_{k}.wshard` and fsync the directory;
 //!
 //! and committing the manifest (temp file, fsync, rename, fsync directory).
@@ -18,6 +19,7 @@ use wshard::episode::{Episode, EpisodeWriteOptions, PlannedBlock};
 use wshard::manifest::{ChunkRef, Manifest};
 use wshard::write::{prepare_block, PreparedBlock, Reserve, ShardWriter};
 
+use super::{digest, prealloc};
 use crate::episode::EpisodeLayout;
 use crate::error::StorageError;
 use crate::fsio::{replace_atomically, FailStop, Fs};
@@ -92,6 +94,7 @@ pub fn sha256_of(fs: &dyn Fs, path: &Path) -> Result<String, StorageError> {
 }
 
 /// Publish chunk `ep` (its `chunk` info says which) durably and describe it for the manifest.
+/// With `preallocate`, the `.partial`'s exact length is reserved before it is written.
 ///
 /// # Errors
 /// The failing step, naming the file.
@@ -101,6 +104,7 @@ pub fn publish_chunk(
     ep: &Episode,
     opts: &EpisodeWriteOptions,
     workers: usize,
+    preallocate: bool,
 ) -> Result<ChunkRef, StorageError> {
     let k = ep.chunk.map_or(0, |c| c.chunk_index);
     ep.validate()
@@ -108,9 +112,11 @@ pub fn publish_chunk(
     let plan = ep.plan(opts);
     let blocks = prepare_blocks(&plan, &opts.policy, workers)?;
     let partial = layout.partial(k);
-    let file = fs
+    let mut file = fs
         .create(&partial)
         .map_err(|e| StorageError::io("create chunk", &partial, e))?;
+    let alignment = opts.shard_options().alignment;
+    prealloc::reserve_chunk(&mut *file, &partial, &blocks, alignment, preallocate)?;
     // Dropping the writer after a failure must not write its buffered rest.
     let file = FailStop::wrap(file);
     let names = Reserve::names(blocks.iter().map(|b| b.name.clone()));
@@ -125,16 +131,30 @@ pub fn publish_chunk(
         w.write_precompressed(&b.name, &b.stored, b.meta)
             .map_err(ctx)?;
     }
-    drop(blocks);
-    drop(plan);
-    let (buf, _) = w.finish().map_err(ctx)?;
+    let total_len = w.position();
+    let (buf, written, region) = w.finish_with_region().map_err(ctx)?;
     let mut file = buf
         .into_inner()
         .map_err(|e| StorageError::io("write chunk", &partial, e.into_error()))?;
-    file.sync_all()
-        .map_err(|e| StorageError::io("fsync chunk", &partial, e))?;
+    // The digest is computed from the blocks still in memory while the fsync runs (no file
+    // system call: the order of the durability steps is unchanged).
+    let stored = digest::pair(&written, blocks.iter().map(|b| &*b.stored))?;
+    let (sha256, synced) = std::thread::scope(|s| {
+        let hashing = s.spawn(|| digest::file_sha256(&region, &stored, total_len));
+        let synced = file.sync_all();
+        let sha = hashing.join().unwrap_or_else(|_| {
+            Err(StorageError::Internal(
+                "chunk digest thread panicked".into(),
+            ))
+        });
+        (sha, synced)
+    });
+    synced.map_err(|e| StorageError::io("fsync chunk", &partial, e))?;
+    let sha256 = sha256?;
     drop(file);
-    let sha256 = sha256_of(fs, &partial)?;
+    drop(stored);
+    drop(blocks);
+    drop(plan);
     let done = layout.chunk(k);
     fs.rename(&partial, &done)
         .map_err(|e| StorageError::io("rename chunk", &partial, e))?;

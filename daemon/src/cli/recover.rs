@@ -83,6 +83,7 @@ fn is_io(e: &StorageError) -> bool {
     match e {
         StorageError::Io { .. } => true,
         StorageError::Format { source, .. } => source.is_io(),
+        StorageError::Internal(_) => false,
     }
 }
 

@@ -42,6 +42,16 @@ pub trait DurableFile: Write + Seek + Send {
     /// # Errors
     /// The OS error.
     fn set_len(&mut self, len: u64) -> io::Result<()>;
+
+    /// Reserve room for the first `len` bytes (`fallocate` with `FALLOC_FL_KEEP_SIZE`): the
+    /// file's size and content do not change, so a file never ends in preallocated zeros,
+    /// but later writes within `len` cannot fail for lack of space. A filesystem that cannot
+    /// preallocate (`EOPNOTSUPP`, `ENOSYS`) is not an error: nothing is reserved. Nothing is
+    /// made durable.
+    ///
+    /// # Errors
+    /// The OS error, `ENOSPC` when the room is not there.
+    fn preallocate(&mut self, len: u64) -> io::Result<()>;
 }
 
 /// The filesystem operations the daemon uses.
@@ -165,6 +175,26 @@ impl DurableFile for RealFile {
 
     fn set_len(&mut self, len: u64) -> io::Result<()> {
         self.0.set_len(len)
+    }
+
+    fn preallocate(&mut self, len: u64) -> io::Result<()> {
+        use nix::errno::Errno;
+        use nix::fcntl::{fallocate, FallocateFlags};
+        let Ok(len) = i64::try_from(len) else {
+            return Err(io::Error::from(Errno::EFBIG));
+        };
+        if len == 0 {
+            return Ok(());
+        }
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.0);
+        loop {
+            match fallocate(fd, FallocateFlags::FALLOC_FL_KEEP_SIZE, 0, len) {
+                Err(Errno::EINTR) => {}
+                // This filesystem cannot reserve: writes allocate as they go.
+                Err(Errno::EOPNOTSUPP | Errno::ENOSYS) => return Ok(()),
+                r => return r.map_err(io::Error::from),
+            }
+        }
     }
 }
 
@@ -304,6 +334,10 @@ impl DurableFile for FailStop {
 
     fn set_len(&mut self, len: u64) -> io::Result<()> {
         self.guard(|f| f.set_len(len))
+    }
+
+    fn preallocate(&mut self, len: u64) -> io::Result<()> {
+        self.guard(|f| f.preallocate(len))
     }
 }
 

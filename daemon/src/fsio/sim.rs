@@ -79,6 +79,8 @@ pub enum OpKind {
     Write,
     /// `DurableFile::set_len` (an operation).
     SetLen,
+    /// `DurableFile::preallocate` (an operation: it changes allocation, not content).
+    Preallocate,
     /// `sync_data` / `sync_all` (an operation).
     Sync,
     /// `sync_dir` (an operation).
@@ -167,6 +169,8 @@ struct FileNode {
     data: Vec<u8>,
     synced: Vec<u8>,
     poisoned: bool,
+    /// The largest length preallocated (bookkeeping only: content and size never change).
+    reserved: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -497,6 +501,7 @@ impl State {
                         data: data.clone(),
                         synced: data,
                         poisoned: false,
+                        reserved: 0,
                     })
                 }
                 None => continue,
@@ -658,6 +663,15 @@ impl SimFs {
     #[must_use]
     pub fn log(&self) -> Vec<OpRecord> {
         self.lock().log.clone()
+    }
+
+    /// The largest length preallocated for the file at `path` (0 when none was).
+    #[must_use]
+    pub fn preallocated(&self, path: &Path) -> u64 {
+        let mut st = self.lock();
+        st.resolve(path)
+            .and_then(|ino| st.file_mut(ino).map(|f| f.reserved))
+            .unwrap_or(0)
     }
 
     /// How many calls of `kind` on `path` were made (whatever their outcome).
@@ -841,6 +855,15 @@ impl DurableFile for SimFile {
         let len = usize::try_from(len).map_err(|_| os(EINVAL))?;
         self.lock().op(OpKind::SetLen, &path, None, |st| {
             st.file_mut(ino)?.data.resize(len, 0);
+            Ok(())
+        })
+    }
+
+    fn preallocate(&mut self, len: u64) -> io::Result<()> {
+        let (ino, path) = (self.ino, self.path.clone());
+        self.lock().op(OpKind::Preallocate, &path, None, |st| {
+            let f = st.file_mut(ino)?;
+            f.reserved = f.reserved.max(len);
             Ok(())
         })
     }

@@ -114,6 +114,7 @@ pub(super) fn publish(
             ep,
             &settings.write_options,
             settings.compression_workers,
+            settings.preallocate,
         );
     }
     let k = ep.chunk.map_or(0, |c| c.chunk_index);

@@ -71,6 +71,7 @@ pub fn run(
                 &ep,
                 &shared.settings.write_options,
                 shared.settings.compression_workers,
+                shared.settings.preallocate,
             ) {
                 Ok(mut chunk) => {
                     gaps::set_chunk_dropped(&mut chunk, dropped);

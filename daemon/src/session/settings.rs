@@ -32,6 +32,8 @@ pub struct SessionSettings {
     pub queue_frames: usize,
     pub compression_workers: usize,
     pub write_options: EpisodeWriteOptions,
+    /// Reserve each chunk file's exact size with `fallocate` before writing it (`disk.preallocate`).
+    pub preallocate: bool,
 }
 
 impl Default for SessionSettings {
@@ -46,6 +48,7 @@ impl Default for SessionSettings {
             queue_frames: 64,
             compression_workers: 2,
             write_options: EpisodeWriteOptions::default(),
+            preallocate: true,
         }
     }
 }

@@ -342,7 +342,18 @@ impl<W: Write + Seek> ShardWriter<W> {
     ///
     /// # Errors
     /// [`FormatError::WriterFailed`] after an earlier I/O error, I/O errors.
-    pub fn finish(mut self) -> Result<(W, Vec<WrittenBlock>)> {
+    pub fn finish(self) -> Result<(W, Vec<WrittenBlock>)> {
+        self.finish_with_region()
+            .map(|(out, blocks, _)| (out, blocks))
+    }
+
+    /// [`ShardWriter::finish`], also returning the bytes written at offset 0 (header, index,
+    /// string table and padding: the first [`ShardWriter::data_section_offset`] bytes of the
+    /// file), so a caller that still holds the blocks can hash the whole file from memory.
+    ///
+    /// # Errors
+    /// As [`ShardWriter::finish`].
+    pub fn finish_with_region(mut self) -> Result<(W, Vec<WrittenBlock>, Vec<u8>)> {
         if self.failed {
             return Err(FormatError::WriterFailed);
         }
@@ -395,7 +406,7 @@ impl<W: Write + Seek> ShardWriter<W> {
                 entry: *e,
             })
             .collect();
-        Ok((self.out, blocks))
+        Ok((self.out, blocks, region))
     }
 }
 
