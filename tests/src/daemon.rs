@@ -45,6 +45,18 @@ pub struct DaemonOptions {
     pub log_level: String,
     /// `queues.max_pending_frames`.
     pub max_pending_frames: u32,
+    /// `socket.mode`, an octal string.
+    pub socket_mode: String,
+    /// `disk.low_watermark_free_bytes` (small by default, so tests pass on a machine with
+    /// little free disk).
+    pub disk_low_watermark: u64,
+    /// `disk.high_watermark_free_bytes`.
+    pub disk_high_watermark: u64,
+    /// `disk.check_interval_ms`.
+    pub disk_check_interval_ms: u64,
+    /// Appended to the config verbatim: tables `DaemonOptions` does not write (e.g.
+    /// `[access]`, `[control]`).
+    pub extra_toml: String,
 }
 
 impl Default for DaemonOptions {
@@ -60,6 +72,11 @@ impl Default for DaemonOptions {
             data_subdir: "data".into(),
             log_level: "info".into(),
             max_pending_frames: 64,
+            socket_mode: "0600".into(),
+            disk_low_watermark: 64 << 20,
+            disk_high_watermark: 32 << 20,
+            disk_check_interval_ms: 200,
+            extra_toml: String::new(),
         }
     }
 }
@@ -94,12 +111,20 @@ impl DaemonOptions {
         format!(
             "# written by wshard-e2e\n\
              data_dir = {data}\n\n\
-             [socket]\npath = {sock}\nmode = \"0600\"\n\n\
+             [socket]\npath = {sock}\nmode = {smode:?}\n\n\
              [limits]\nmax_frame_bytes = {mfb}\nmax_channels = {mch}\n\n\
              [rotation]\nmax_timesteps = {mts}\nmax_bytes = {mb}\nmax_seconds = {ms}\n\n\
              [fsync]\npolicy = {pol:?}\ninterval_ms = {ims}\n\n\
              [queues]\nmax_pending_frames = {mpf}\n\n\
-             [log]\nlevel = {lvl:?}\n",
+             [log]\nlevel = {lvl:?}\n\n\
+             [disk]\nlow_watermark_free_bytes = {dlow}\nhigh_watermark_free_bytes = {dhigh}\n\
+             check_interval_ms = {dint}\n\n\
+             {extra}",
+            smode = self.socket_mode,
+            dlow = self.disk_low_watermark,
+            dhigh = self.disk_high_watermark,
+            dint = self.disk_check_interval_ms,
+            extra = self.extra_toml,
             data = q(data_dir),
             sock = q(socket),
             mfb = self.max_frame_bytes,

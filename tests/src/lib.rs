@@ -7,6 +7,7 @@
 //! - [`daemon`]: [`Daemon`], one `wshardd` process with its own config, data dir and log.
 //! - [`data`]: the test schema and payloads as a pure function of `(seq, channel)`.
 //! - [`check`]: reading episodes back, `wshard verify`, leftover files, quarantine.
+//! - [`privileged`]: root-only helpers: a small tmpfs and a ballast file filling it.
 //! - [`raw`]: a bare socket speaking frames, for protocol abuse.
 //! - [`rng`]: a small seeded RNG (SplitMix64), so every run does the same.
 //! - [`shm`]: shared-memory rings written by hand (through the memfd, no mapping), for the
@@ -18,6 +19,7 @@ pub mod bins;
 pub mod check;
 pub mod daemon;
 pub mod data;
+pub mod privileged;
 pub mod raw;
 pub mod rng;
 pub mod shm;

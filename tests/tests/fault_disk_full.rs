@@ -185,8 +185,13 @@ fn run(
     setup: impl FnOnce(&Daemon) -> Result<(), String>,
     free: impl FnOnce(&Daemon),
 ) {
+    // Watermarks off (refuse below 1 byte, stop below none): this is the last line of
+    // defence, a disk that fills up anyway (another writer, watermarks set too low).
+    // What the watermarks do is tested in fault_watermark.rs.
     let opts = DaemonOptions {
         data_subdir: data_subdir.into(),
+        disk_low_watermark: 1,
+        disk_high_watermark: 0,
         ..DaemonOptions::default()
     }
     .rotation(rotation)

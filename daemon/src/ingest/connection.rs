@@ -320,6 +320,8 @@ impl Connection {
                 return;
             }
         };
+        // One statvfs: the decision uses the free space of now, not of the last tick.
+        self.ctx.disk.check_now();
         if self.ctx.registry.disk_low.load(Ordering::Acquire) {
             let free = self.ctx.registry.disk_free_bytes.load(Ordering::Relaxed);
             self.ctx

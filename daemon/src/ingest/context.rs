@@ -12,6 +12,7 @@ use crate::episode::Durability;
 use crate::fsio::Fs;
 use crate::registry::Registry;
 use crate::runtime::access::AccessPolicy;
+use crate::runtime::disk::{DiskMonitor, Statvfs};
 use crate::session::{FsyncMode, Rotation, SessionSettings};
 
 /// Limits enforced per connection.
@@ -45,6 +46,8 @@ pub struct ServerContext {
     pub registry: Arc<Registry>,
     /// The allowlists (SIGHUP replaces them).
     pub access: RwLock<AccessPolicy>,
+    /// Free space against the `[disk]` watermarks (SIGHUP replaces them).
+    pub disk: DiskMonitor,
 }
 
 impl std::fmt::Debug for ServerContext {
@@ -82,6 +85,7 @@ pub fn session_settings(cfg: &Config) -> SessionSettings {
             compression_default: Some(0),
             ..wshard::episode::EpisodeWriteOptions::default()
         },
+        preallocate: cfg.disk.preallocate,
     }
 }
 
@@ -99,6 +103,12 @@ impl ServerContext {
     /// A context for `cfg`.
     #[must_use]
     pub fn new(cfg: &Config, fs: Arc<dyn Fs>, shutdown: Arc<AtomicBool>) -> Self {
+        let registry = Arc::new(Registry::default());
+        let disk = DiskMonitor::new(
+            Box::new(Statvfs(cfg.data_dir.clone())),
+            cfg.disk.clone(),
+            registry.clone(),
+        );
         Self {
             fs,
             data_dir: cfg.data_dir.clone(),
@@ -117,8 +127,9 @@ impl ServerContext {
             tunables: RwLock::new(tunables(cfg)),
             shutdown,
             active_connections: AtomicUsize::new(0),
-            registry: Arc::new(Registry::default()),
+            registry,
             access: RwLock::new(AccessPolicy::from_config(cfg)),
+            disk,
         }
     }
 

@@ -14,6 +14,7 @@ use wshard_ingest_proto::{ErrorCode, Frame};
 use super::connection;
 use super::context::ServerContext;
 use super::responder::SocketResponder;
+use crate::registry::PeerCred;
 
 /// How often the accept loop looks at the shutdown flag.
 const ACCEPT_POLL: Duration = Duration::from_millis(50);
@@ -70,6 +71,19 @@ pub fn accept_loop(listener: &UnixListener, ctx: &Arc<ServerContext>) {
             Ok((stream, _)) => {
                 n += 1;
                 threads.retain(|t| !t.is_finished());
+                let cred = connection::peer_cred(&stream);
+                let allowed = ctx
+                    .access
+                    .read()
+                    .is_ok_and(|a| a.allows_ingest(cred.as_ref()));
+                if !allowed {
+                    ctx.registry
+                        .counters
+                        .connections_refused
+                        .fetch_add(1, Ordering::Relaxed);
+                    refuse_peer(stream, cred);
+                    continue;
+                }
                 let max = ctx
                     .tunables
                     .read()
@@ -118,4 +132,32 @@ fn refuse(stream: UnixStream, max: usize) {
         ErrorCode::Overloaded,
         format!("limits.max_connections ({max}) reached; try again later"),
     ));
+}
+
+/// Refuse a peer the `[access]` allowlists do not name: `ERROR{PERMISSION_DENIED}` saying
+/// who it is and which keys would let it in, then close.
+fn refuse_peer(stream: UnixStream, cred: Option<PeerCred>) {
+    let message = match cred {
+        Some(c) => {
+            tracing::warn!(
+                uid = c.uid,
+                gid = c.gid,
+                pid = c.pid,
+                "refusing a connection: uid and gid not in access.allow_uids / access.allow_gids"
+            );
+            format!(
+                "permission denied: uid {} (gid {}) may not use this socket; \
+                 add the uid to access.allow_uids or the gid to access.allow_gids",
+                c.uid, c.gid
+            )
+        }
+        None => {
+            tracing::warn!("refusing a connection: peer credentials unknown and access.allow_uids / access.allow_gids are set");
+            "permission denied: the peer's credentials (SO_PEERCRED) are unknown and \
+             access.allow_uids / access.allow_gids are set"
+                .to_owned()
+        }
+    };
+    let r = SocketResponder::new(stream);
+    r.send(&Frame::error(ErrorCode::PermissionDenied, message));
 }
