@@ -5,12 +5,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use wshard_recorder::cli::control::{self, ControlOptions};
 use wshard_recorder::cli::{cat, inspect, peek, recover, verify};
 
 /// Inspect, verify and recover WShard files and wshardd data directories.
 ///
 /// Exit codes: 0 all good, 1 a file is corrupt, 2 usage or I/O error; `recover` also
-/// exits 3 when data was (or would be) lost, and 1 when recovery itself failed.
+/// exits 3 when data was (or would be) lost, and 1 when recovery itself failed; `status`,
+/// `episodes`, `close` and `metrics` exit 1 when the daemon refuses (unknown episode,
+/// permission denied) and 2 when it cannot be reached.
 #[derive(Debug, Parser)]
 #[command(name = "wshard", version)]
 struct Cli {
@@ -18,8 +21,61 @@ struct Cli {
     command: Command,
 }
 
+/// Where the running daemon's control socket is.
+#[derive(Debug, clap::Args)]
+struct ControlArgs {
+    /// The control socket (else `control.path` of the config).
+    #[arg(long, value_name = "PATH")]
+    control: Option<PathBuf>,
+    /// The daemon's config file (else $WSHARDD_CONFIG, /etc/wshardd/wshardd.toml,
+    /// ./wshardd.toml, built-in defaults, as wshardd looks).
+    #[arg(long, value_name = "PATH")]
+    config: Option<PathBuf>,
+    /// Print the daemon's JSON reply instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+impl ControlArgs {
+    fn options(self) -> ControlOptions {
+        ControlOptions {
+            control: self.control,
+            config: self.config,
+            json: self.json,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// A running wshardd: version, uptime, disk, counters, recovery results, and every open
+    /// episode with its counters and rates.
+    Status {
+        #[command(flatten)]
+        control: ControlArgs,
+    },
+    /// A running wshardd's episodes: the open ones and those finished in its data directory,
+    /// with status, timesteps, chunks and bytes.
+    Episodes {
+        #[command(flatten)]
+        control: ControlArgs,
+    },
+    /// Finalize an open episode as `interrupted` ("closed by operator"); its client gets
+    /// ERROR STOPPED. Needs root, the daemon's uid or gid, or control.admin_uids/admin_gids.
+    Close {
+        /// The episode id.
+        episode: String,
+        /// How long to wait for the episode to be finalized, in milliseconds (default 10000).
+        #[arg(long, value_name = "MS")]
+        timeout_ms: Option<u64>,
+        #[command(flatten)]
+        control: ControlArgs,
+    },
+    /// A running wshardd's counters in the Prometheus text format.
+    Metrics {
+        #[command(flatten)]
+        control: ControlArgs,
+    },
     /// Print a shard's header and one row per block (name, dtype, shape, codec, sizes, CRC),
     /// or a journal's (`*.wal`) records and corrupt regions.
     Inspect {
@@ -89,6 +145,14 @@ fn main() -> ExitCode {
     let mut out = stdout.lock();
     let mut err = std::io::stderr().lock();
     let code = match cli.command {
+        Command::Status { control } => control::status(&control.options(), &mut out, &mut err),
+        Command::Episodes { control } => control::episodes(&control.options(), &mut out, &mut err),
+        Command::Close {
+            episode,
+            timeout_ms,
+            control,
+        } => control::close(&control.options(), &episode, timeout_ms, &mut out, &mut err),
+        Command::Metrics { control } => control::metrics(&control.options(), &mut out, &mut err),
         Command::Inspect {
             file,
             verbose,

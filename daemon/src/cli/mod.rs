@@ -15,10 +15,16 @@
 //! - [`npy`]: the NumPy `.npy` header. [`csv`]: a tensor block as CSV rows.
 //! - [`describe`]: display names for roles, header flags and codecs.
 //! - [`table`]: a plain-text column table.
+//! - [`control`]: `wshard status`, `episodes`, `close`, `metrics` against a running daemon;
+//!   [`control_client`] finds its control socket and sends one request,
+//!   [`control_render`] prints the replies as text.
 //! - [`Status`]: the exit status shared by `inspect`, `verify` and `cat` (`recover` has its own).
 
 pub mod cat;
 pub mod check;
+pub mod control;
+pub mod control_client;
+pub mod control_render;
 pub mod csv;
 pub mod deep;
 pub mod describe;

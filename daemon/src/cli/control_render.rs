@@ -1,0 +1,265 @@
+//! Printing the control socket's `status`, `episodes` and `close` results as text.
+
+use std::io::{self, Write};
+
+use serde_json::Value;
+
+use super::table::{Align, Table};
+
+/// `1.5 GiB`, `512 B`.
+#[must_use]
+#[allow(clippy::cast_precision_loss)] // display only
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = UNITS[0];
+    for u in &UNITS[1..] {
+        if v < 1024.0 {
+            break;
+        }
+        v /= 1024.0;
+        unit = u;
+    }
+    format!("{v:.1} {unit}")
+}
+
+/// `3d04h`, `1h02m`, `4m05s`, `12.3s`.
+#[must_use]
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // display only
+pub fn human_duration(secs: f64) -> String {
+    if !secs.is_finite() || secs < 0.0 {
+        return "-".into();
+    }
+    if secs < 60.0 {
+        return format!("{secs:.1}s");
+    }
+    let s = secs as u64;
+    match s {
+        0..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        3600..=86_399 => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d{:02}h", s / 86_400, (s % 86_400) / 3600),
+    }
+}
+
+fn num(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+/// The `status` result.
+///
+/// # Errors
+/// Errors writing to `out`.
+pub fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
+    let d = &r["daemon"];
+    writeln!(
+        out,
+        "wshardd {}  pid {}  up {}",
+        num(&d["version"]),
+        num(&d["pid"]),
+        human_duration(d["uptime_s"].as_f64().unwrap_or(0.0))
+    )?;
+    writeln!(out, "data_dir        {}", num(&d["data_dir"]))?;
+    writeln!(out, "control socket  {}", num(&d["control_socket"]))?;
+    let disk = &d["disk"];
+    let free = disk["free_bytes"].as_u64().map_or_else(
+        || "not measured yet".into(),
+        |f| format!("{} free", human_bytes(f)),
+    );
+    writeln!(
+        out,
+        "disk            {free}, {} (low watermark {}, high {})",
+        num(&disk["state"]),
+        human_bytes(u(&disk["low_watermark_free_bytes"])),
+        human_bytes(u(&disk["high_watermark_free_bytes"]))
+    )?;
+    let c = &d["counters"];
+    writeln!(
+        out,
+        "connections     {} active, {} accepted, {} refused",
+        num(&d["connections_active"]),
+        num(&c["connections_accepted"]),
+        num(&c["connections_refused"])
+    )?;
+    writeln!(
+        out,
+        "episodes        {} opened, {} finalized, {} stopped, {} refused (disk low)",
+        num(&c["episodes_opened"]),
+        num(&c["episodes_finalized"]),
+        num(&c["episodes_stopped"]),
+        num(&c["episodes_refused_disk"])
+    )?;
+    let recovery = d["recovery"].as_array().map_or(&[][..], Vec::as_slice);
+    if recovery.is_empty() {
+        writeln!(out, "recovery        nothing to recover at startup")?;
+    } else {
+        writeln!(out, "\nrecovered at startup:")?;
+        let mut t = Table::new(&[
+            ("episode", Align::Left),
+            ("was", Align::Left),
+            ("timesteps", Align::Right),
+            ("chunks", Align::Right),
+            ("discarded", Align::Right),
+            ("quarantined", Align::Right),
+            ("lost data", Align::Left),
+        ]);
+        for x in recovery {
+            t.push(vec![
+                num(&x["episode"]),
+                num(&x["previous_status"]),
+                num(&x["timesteps_recovered"]),
+                num(&x["chunks_recovered"]),
+                human_bytes(u(&x["bytes_discarded"])),
+                num(&x["files_quarantined"]),
+                if x["lost_data"] == Value::Bool(true) {
+                    "yes"
+                } else {
+                    "no"
+                }
+                .into(),
+            ]);
+        }
+        t.write(out)?;
+    }
+    let eps = r["episodes"].as_array().map_or(&[][..], Vec::as_slice);
+    writeln!(out, "\nopen episodes: {}", eps.len())?;
+    if eps.is_empty() {
+        return Ok(());
+    }
+    let mut t = Table::new(&[
+        ("episode", Align::Left),
+        ("client", Align::Left),
+        ("uid", Align::Right),
+        ("pid", Align::Right),
+        ("via", Align::Left),
+        ("durab", Align::Left),
+        ("age", Align::Right),
+        ("received", Align::Right),
+        ("durable", Align::Right),
+        ("steps/s", Align::Right),
+        ("MiB/s", Align::Right),
+        ("bytes", Align::Right),
+        ("queue", Align::Right),
+        ("chunks", Align::Right),
+        ("fsync ms", Align::Right),
+        ("dropped", Align::Right),
+        ("gaps", Align::Right),
+    ]);
+    for e in eps {
+        t.push(vec![
+            num(&e["episode"]),
+            num(&e["client"]),
+            num(&e["peer_uid"]),
+            num(&e["peer_pid"]),
+            num(&e["transport"]),
+            num(&e["durability"]),
+            human_duration(e["age_s"].as_f64().unwrap_or(0.0)),
+            num(&e["received"]),
+            num(&e["durable"]),
+            format!("{:.1}", e["timesteps_per_s"].as_f64().unwrap_or(0.0)),
+            format!(
+                "{:.2}",
+                e["bytes_per_s"].as_f64().unwrap_or(0.0) / f64::from(1u32 << 20)
+            ),
+            human_bytes(u(&e["bytes"])),
+            num(&e["queue_depth"]),
+            num(&e["chunks"]),
+            format!("{:.2}", e["last_fsync_us"].as_f64().unwrap_or(0.0) / 1000.0),
+            num(&e["dropped_steps"]),
+            num(&e["gaps"]),
+        ]);
+    }
+    t.write(out)
+}
+
+/// The `episodes` result.
+///
+/// # Errors
+/// Errors writing to `out`.
+pub fn render_episodes(r: &Value, out: &mut dyn Write) -> io::Result<()> {
+    let eps = r["episodes"].as_array().map_or(&[][..], Vec::as_slice);
+    if eps.is_empty() {
+        return writeln!(out, "no episodes");
+    }
+    let mut t = Table::new(&[
+        ("episode", Align::Left),
+        ("status", Align::Left),
+        ("timesteps", Align::Right),
+        ("chunks", Align::Right),
+        ("bytes", Align::Right),
+        ("reason", Align::Left),
+    ]);
+    for e in eps {
+        let status = if e["open"] == Value::Bool(true) {
+            "recording (open)".to_owned()
+        } else {
+            num(&e["status"])
+        };
+        t.push(vec![
+            num(&e["episode"]),
+            status,
+            num(&e["timesteps"]),
+            num(&e["chunks"]),
+            e["bytes"].as_u64().map_or_else(|| "-".into(), human_bytes),
+            e["reason"].as_str().unwrap_or("").replace('\n', " "),
+        ]);
+    }
+    t.write(out)
+}
+
+/// The `close` result.
+///
+/// # Errors
+/// Errors writing to `out`.
+pub fn render_close(r: &Value, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "episode `{}` finalized as {} ({}): {} timesteps in {} chunks",
+        num(&r["episode"]),
+        num(&r["status"]),
+        num(&r["reason"]),
+        num(&r["timesteps"]),
+        num(&r["chunks"])
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn control_human_units() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(3 << 30), "3.0 GiB");
+        assert_eq!(human_duration(12.34), "12.3s");
+        assert_eq!(human_duration(3725.0), "1h02m");
+        assert_eq!(human_duration(245.0), "4m05s");
+    }
+
+    #[test]
+    fn control_render_episodes_table() {
+        let r = json!({"episodes": [
+            {"episode": "a", "open": true, "status": "recording", "timesteps": 5, "chunks": 0, "bytes": 0, "reason": null},
+            {"episode": "b", "open": false, "status": "interrupted", "timesteps": 9, "chunks": 1, "bytes": 2048, "reason": "closed by operator (uid 0)"},
+        ]});
+        let mut out = Vec::new();
+        render_episodes(&r, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("recording (open)"), "{text}");
+        assert!(text.contains("closed by operator (uid 0)"), "{text}");
+        assert!(text.contains("2.0 KiB"), "{text}");
+    }
+}

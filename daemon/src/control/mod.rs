@@ -1,0 +1,105 @@
+//! The operator's control socket (`wshard status`, `episodes`, `close`, `metrics`) and the
+//! optional loopback TCP endpoint for Prometheus. The protocol is in `docs/CONTROL.md`.
+//!
+//! - [`protocol`]: requests, replies, typed error codes.
+//! - [`request_io`]: reading one bounded request before a deadline.
+//! - [`server`]: the control socket's accept loop, access checks, dispatch.
+//! - [`status`]: the `status` snapshot. [`episodes`]: the `episodes` list.
+//! - [`close`]: `close EPISODE`. [`metrics`]: the Prometheus text exposition.
+//! - [`rates`]: per-episode rates, from samples taken every second.
+//! - [`http`]: `GET /metrics` on `control.metrics_listen`.
+//!
+//! [`spawn`] starts everything in a [`std::thread::Scope`], from a listener bound with
+//! [`crate::ingest::listener::bind`] or handed over by socket activation.
+
+pub mod close;
+pub mod episodes;
+pub mod http;
+pub mod metrics;
+pub mod protocol;
+pub mod rates;
+pub mod request_io;
+pub mod server;
+pub mod status;
+
+use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::Scope;
+use std::time::{Duration, Instant};
+
+use wshardd_config::Config;
+
+use crate::ingest::ServerContext;
+use rates::{RateSampler, SAMPLE_EVERY};
+
+/// What the control socket needs from the config besides the server context (the disk
+/// watermarks are read from `ctx.disk`, which SIGHUP updates).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ControlSettings {
+    /// The control socket path (reported by `status`).
+    pub socket_path: PathBuf,
+}
+
+impl ControlSettings {
+    /// The settings of `cfg`.
+    #[must_use]
+    pub fn from_config(cfg: &Config) -> Self {
+        Self {
+            socket_path: cfg.control.path.clone(),
+        }
+    }
+}
+
+/// Shared by the control threads.
+#[derive(Debug)]
+pub struct ControlState {
+    pub ctx: Arc<ServerContext>,
+    pub settings: ControlSettings,
+    pub rates: RateSampler,
+}
+
+impl ControlState {
+    /// The state for `ctx`.
+    #[must_use]
+    pub fn new(ctx: Arc<ServerContext>, settings: ControlSettings) -> Self {
+        Self {
+            ctx,
+            settings,
+            rates: RateSampler::default(),
+        }
+    }
+}
+
+/// Sample the episodes' counters every [`SAMPLE_EVERY`] until shutdown.
+pub fn sample_loop(st: &ControlState) {
+    let mut next = Instant::now();
+    while !st.ctx.shutdown.load(Ordering::Acquire) {
+        if Instant::now() >= next {
+            st.rates.sample(&st.ctx.registry);
+            next += SAMPLE_EVERY;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Start the control socket on `socket`, the rate sampler, and the metrics endpoint on
+/// `metrics` when there is one, as threads of `scope`; they return once `ctx.shutdown` is set.
+pub fn spawn<'scope>(
+    scope: &'scope Scope<'scope, '_>,
+    socket: UnixListener,
+    metrics: Option<TcpListener>,
+    ctx: Arc<ServerContext>,
+    settings: ControlSettings,
+) {
+    let st = Arc::new(ControlState::new(ctx, settings));
+    let sampler = st.clone();
+    scope.spawn(move || sample_loop(&sampler));
+    if let Some(l) = metrics {
+        let s = st.clone();
+        scope.spawn(move || http::serve(&l, &s));
+    }
+    scope.spawn(move || server::serve(&socket, &st));
+}

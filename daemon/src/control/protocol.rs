@@ -1,0 +1,293 @@
+//! The control protocol: one request per connection, one JSON line in, one reply out.
+//!
+//! ```text
+//! client -> {"version":1,"verb":"status"}\n
+//! daemon <- {"ok":true,"version":1,"verb":"status","result":{...}}\n     (then closes)
+//! daemon <- {"ok":false,"version":1,"verb":"close","error":{"code":"PERMISSION_DENIED",...}}\n
+//! ```
+//!
+//! `metrics` is the one verb whose success reply is not JSON: it is the Prometheus text
+//! exposition (format 0.0.4), which starts with `#`; its errors are JSON like every other.
+//! The full description is in `docs/CONTROL.md`.
+
+use serde_json::{json, Map, Value};
+
+/// The protocol version this daemon speaks (requests may omit it).
+pub const PROTOCOL_VERSION: u64 = 1;
+/// Longest request line accepted, newline included.
+pub const MAX_REQUEST_BYTES: usize = 4096;
+/// Longest `close` wait a request may ask for.
+pub const MAX_CLOSE_TIMEOUT_MS: u64 = 60_000;
+/// The `close` wait when the request names none.
+pub const DEFAULT_CLOSE_TIMEOUT_MS: u64 = 10_000;
+
+/// The verbs, with their arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// The daemon and every open episode, with counters and rates.
+    Status,
+    /// Open and finished episodes of the data directory.
+    Episodes,
+    /// Finalize an open episode `interrupted` (mutating: needs the admin allowlist).
+    Close { episode: String, timeout_ms: u64 },
+    /// The Prometheus text exposition.
+    Metrics,
+}
+
+impl Request {
+    /// The verb's name on the wire.
+    #[must_use]
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Self::Status => "status",
+            Self::Episodes => "episodes",
+            Self::Close { .. } => "close",
+            Self::Metrics => "metrics",
+        }
+    }
+
+    /// Whether the verb changes something (and so needs `allows_admin`).
+    #[must_use]
+    pub fn is_mutating(&self) -> bool {
+        matches!(self, Self::Close { .. })
+    }
+
+    /// The request line a client sends (without the newline).
+    #[must_use]
+    pub fn to_line(&self) -> String {
+        let mut v = json!({"version": PROTOCOL_VERSION, "verb": self.verb()});
+        if let Self::Close {
+            episode,
+            timeout_ms,
+        } = self
+        {
+            v["episode"] = json!(episode);
+            v["timeout_ms"] = json!(timeout_ms);
+        }
+        v.to_string()
+    }
+}
+
+/// The typed error codes of a refused or failed request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Not JSON, not an object, a missing or ill-typed field.
+    BadRequest,
+    /// No newline within [`MAX_REQUEST_BYTES`].
+    RequestTooLarge,
+    /// The request did not arrive in time.
+    RequestTimeout,
+    UnsupportedVersion,
+    UnknownVerb,
+    /// The peer's uid/gid is not on the verb's allowlist.
+    PermissionDenied,
+    /// `close` of an episode that is not open.
+    UnknownEpisode,
+    /// `close`: the stop was requested but the episode was still finalizing at the deadline.
+    Timeout,
+    /// Too many control connections at once.
+    Busy,
+    /// The daemon is stopping.
+    ShuttingDown,
+}
+
+impl ErrorKind {
+    /// The code on the wire.
+    #[must_use]
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::BadRequest => "BAD_REQUEST",
+            Self::RequestTooLarge => "REQUEST_TOO_LARGE",
+            Self::RequestTimeout => "REQUEST_TIMEOUT",
+            Self::UnsupportedVersion => "UNSUPPORTED_VERSION",
+            Self::UnknownVerb => "UNKNOWN_VERB",
+            Self::PermissionDenied => "PERMISSION_DENIED",
+            Self::UnknownEpisode => "UNKNOWN_EPISODE",
+            Self::Timeout => "TIMEOUT",
+            Self::Busy => "BUSY",
+            Self::ShuttingDown => "SHUTTING_DOWN",
+        }
+    }
+}
+
+/// A refusal or failure, sent as `{"ok":false,...}`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ControlError {
+    pub kind: ErrorKind,
+    /// The verb the request named, when it could be read.
+    pub verb: Option<String>,
+    pub message: String,
+    /// More fields for the `error` object (`uid`, `episode`, ...).
+    pub detail: Map<String, Value>,
+}
+
+impl ControlError {
+    /// An error of `kind` for `verb`.
+    #[must_use]
+    pub fn new(kind: ErrorKind, verb: Option<&str>, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            verb: verb.map(str::to_owned),
+            message: message.into(),
+            detail: Map::new(),
+        }
+    }
+
+    /// Add a field to the `error` object.
+    #[must_use]
+    pub fn with(mut self, key: &str, value: Value) -> Self {
+        self.detail.insert(key.to_owned(), value);
+        self
+    }
+
+    /// The reply document.
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        let mut err = self.detail.clone();
+        err.insert("code".into(), json!(self.kind.code()));
+        err.insert("message".into(), json!(self.message));
+        json!({"ok": false, "version": PROTOCOL_VERSION, "verb": self.verb, "error": err})
+    }
+}
+
+/// The reply document of a successful verb.
+#[must_use]
+pub fn ok_reply(verb: &str, result: Value) -> Value {
+    json!({"ok": true, "version": PROTOCOL_VERSION, "verb": verb, "result": result})
+}
+
+/// Parse one request line (without its newline).
+///
+/// # Errors
+/// [`ControlError`] `BAD_REQUEST`, `UNSUPPORTED_VERSION` or `UNKNOWN_VERB`, naming the
+/// field or value at fault.
+pub fn parse_request(line: &[u8]) -> Result<Request, ControlError> {
+    let bad = |verb: Option<&str>, m: String| ControlError::new(ErrorKind::BadRequest, verb, m);
+    let v: Value =
+        serde_json::from_slice(line).map_err(|e| bad(None, format!("request is not JSON: {e}")))?;
+    let Value::Object(obj) = v else {
+        return Err(bad(None, "request must be a JSON object".into()));
+    };
+    let verb = match obj.get("verb") {
+        Some(Value::String(s)) => s.as_str(),
+        Some(_) => return Err(bad(None, "`verb` must be a string".into())),
+        None => return Err(bad(None, "request has no `verb`".into())),
+    };
+    match obj.get("version") {
+        None => {}
+        Some(Value::Number(n)) if n.as_u64() == Some(PROTOCOL_VERSION) => {}
+        Some(other) => {
+            return Err(ControlError::new(
+                ErrorKind::UnsupportedVersion,
+                Some(verb),
+                format!(
+                    "protocol version {other} not supported; this daemon speaks {PROTOCOL_VERSION}"
+                ),
+            )
+            .with("supported", json!([PROTOCOL_VERSION])))
+        }
+    }
+    match verb {
+        "status" => Ok(Request::Status),
+        "episodes" => Ok(Request::Episodes),
+        "metrics" => Ok(Request::Metrics),
+        "close" => {
+            let episode = match obj.get("episode") {
+                Some(Value::String(s)) if !s.is_empty() => s.clone(),
+                Some(_) => {
+                    return Err(bad(
+                        Some(verb),
+                        "`episode` must be a non-empty string".into(),
+                    ))
+                }
+                None => return Err(bad(Some(verb), "close needs `episode`".into())),
+            };
+            let timeout_ms = match obj.get("timeout_ms") {
+                None | Some(Value::Null) => DEFAULT_CLOSE_TIMEOUT_MS,
+                Some(t) => match t.as_u64() {
+                    Some(ms) if ms <= MAX_CLOSE_TIMEOUT_MS => ms,
+                    _ => {
+                        return Err(bad(
+                            Some(verb),
+                            format!(
+                            "`timeout_ms` must be an integer 0..={MAX_CLOSE_TIMEOUT_MS}, is {t}"
+                        ),
+                        ))
+                    }
+                },
+            };
+            Ok(Request::Close {
+                episode,
+                timeout_ms,
+            })
+        }
+        other => Err(ControlError::new(
+            ErrorKind::UnknownVerb,
+            Some(other),
+            format!("unknown verb `{other}`: expected status, episodes, close or metrics"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(line: &str) -> &'static str {
+        parse_request(line.as_bytes())
+            .err()
+            .map_or("ok", |e| e.kind.code())
+    }
+
+    #[test]
+    fn control_parse_verbs() {
+        assert_eq!(parse_request(br#"{"verb":"status"}"#), Ok(Request::Status));
+        assert_eq!(
+            parse_request(br#"{"version":1,"verb":"episodes"}"#),
+            Ok(Request::Episodes)
+        );
+        assert_eq!(
+            parse_request(br#"{"verb":"close","episode":"ep1"}"#),
+            Ok(Request::Close {
+                episode: "ep1".into(),
+                timeout_ms: DEFAULT_CLOSE_TIMEOUT_MS
+            })
+        );
+        let close = Request::Close {
+            episode: "a\"b".into(),
+            timeout_ms: 5,
+        };
+        assert_eq!(parse_request(close.to_line().as_bytes()), Ok(close));
+        assert_eq!(
+            parse_request(Request::Metrics.to_line().as_bytes()),
+            Ok(Request::Metrics)
+        );
+    }
+
+    #[test]
+    fn control_parse_errors_are_typed() {
+        assert_eq!(code("status"), "BAD_REQUEST");
+        assert_eq!(code("[1]"), "BAD_REQUEST");
+        assert_eq!(code(r#"{"verb":7}"#), "BAD_REQUEST");
+        assert_eq!(code(r#"{}"#), "BAD_REQUEST");
+        assert_eq!(code(r#"{"verb":"close"}"#), "BAD_REQUEST");
+        assert_eq!(code(r#"{"verb":"close","episode":""}"#), "BAD_REQUEST");
+        assert_eq!(
+            code(r#"{"verb":"close","episode":"e","timeout_ms":-1}"#),
+            "BAD_REQUEST"
+        );
+        assert_eq!(
+            code(r#"{"verb":"status","version":2}"#),
+            "UNSUPPORTED_VERSION"
+        );
+        assert_eq!(code(r#"{"verb":"reboot"}"#), "UNKNOWN_VERB");
+        let e = parse_request(br#"{"verb":"reboot"}"#)
+            .err()
+            .map(|e| e.to_json());
+        assert_eq!(
+            e.as_ref()
+                .map(|v| (v["verb"].clone(), v["error"]["code"].clone())),
+            Some((json!("reboot"), json!("UNKNOWN_VERB")))
+        );
+    }
+}

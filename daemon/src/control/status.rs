@@ -1,0 +1,162 @@
+//! `status`: a snapshot of the daemon (version, uptime, disk, counters, recovery) and of
+//! every open episode (counters and rates), as one JSON document.
+
+use std::sync::atomic::Ordering;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+
+use super::ControlState;
+use crate::recovery::RecoveryReport;
+use crate::registry::{DaemonCounters, LiveEpisode};
+
+/// Seconds since the Unix epoch (0 for times before it).
+#[must_use]
+pub fn unix_seconds(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Where free space stands against the watermarks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiskState {
+    /// No measurement yet.
+    Unknown,
+    Ok,
+    /// Below the low watermark (or flagged low by the disk monitor): new episodes refused.
+    Low,
+    /// Below the high watermark: open episodes are being stopped.
+    High,
+}
+
+impl DiskState {
+    /// `unknown`, `ok`, `low` or `high`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Unknown => "unknown",
+            Self::Ok => "ok",
+            Self::Low => "low",
+            Self::High => "high",
+        }
+    }
+}
+
+/// The disk state of `st`'s data directory.
+#[must_use]
+pub fn disk_state(st: &ControlState) -> (Option<u64>, DiskState) {
+    let reg = &st.ctx.registry;
+    let free = reg.disk_free_bytes.load(Ordering::Relaxed);
+    let low_flag = reg.disk_low.load(Ordering::Relaxed);
+    if free == u64::MAX {
+        let s = if low_flag {
+            DiskState::Low
+        } else {
+            DiskState::Unknown
+        };
+        return (None, s);
+    }
+    let cfg = st.ctx.disk.config();
+    let s = if free < cfg.high_watermark_free_bytes {
+        DiskState::High
+    } else if low_flag || free < cfg.low_watermark_free_bytes {
+        DiskState::Low
+    } else {
+        DiskState::Ok
+    };
+    (Some(free), s)
+}
+
+/// The daemon counters as a JSON object.
+#[must_use]
+pub fn counters_json(c: &DaemonCounters) -> Value {
+    let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    json!({
+        "connections_accepted": l(&c.connections_accepted),
+        "connections_refused": l(&c.connections_refused),
+        "episodes_opened": l(&c.episodes_opened),
+        "episodes_finalized": l(&c.episodes_finalized),
+        "episodes_refused_disk": l(&c.episodes_refused_disk),
+        "episodes_stopped": l(&c.episodes_stopped),
+    })
+}
+
+/// One recovery result, summarized.
+#[must_use]
+pub fn recovery_json(r: &RecoveryReport) -> Value {
+    json!({
+        "episode": r.episode_id,
+        "previous_status": r.previous_status,
+        "timesteps_recovered": r.timesteps_recovered,
+        "chunks_recovered": r.chunks_recovered,
+        "bytes_discarded": r.bytes_discarded(),
+        "regions_discarded": r.discarded.len(),
+        "files_quarantined": r.quarantined.len(),
+        "lost_data": r.lost_data(),
+    })
+}
+
+/// One open episode with its counters and rates.
+#[must_use]
+pub fn episode_json(st: &ControlState, e: &LiveEpisode) -> Value {
+    let s = &e.stats;
+    let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let rates = st.rates.rates(e);
+    json!({
+        "episode": e.episode_id,
+        "client": e.client_name,
+        "connection": e.peer,
+        "peer_uid": e.cred.map(|c| c.uid),
+        "peer_gid": e.cred.map(|c| c.gid),
+        "peer_pid": e.cred.map(|c| c.pid),
+        "durability": e.durability.name(),
+        "transport": e.transport().name(),
+        "opened_at_unix_s": unix_seconds(e.opened_at),
+        "age_s": e.opened.elapsed().as_secs_f64(),
+        "received": l(&s.received),
+        "durable": l(&s.durable),
+        "bytes": l(&s.bytes),
+        "queue_depth": l(&s.queue_depth),
+        "chunks": l(&s.chunks),
+        "last_fsync_us": l(&s.last_fsync_us),
+        "dropped_steps": l(&s.dropped_steps),
+        "gaps": l(&s.gaps),
+        "timesteps_per_s": rates.timesteps_per_s,
+        "bytes_per_s": rates.bytes_per_s,
+    })
+}
+
+/// The `status` result.
+#[must_use]
+pub fn snapshot(st: &ControlState) -> Value {
+    let reg = &st.ctx.registry;
+    let (free, disk) = disk_state(st);
+    let watermarks = st.ctx.disk.config();
+    let recovery: Vec<Value> = reg
+        .recovery
+        .lock()
+        .map(|r| r.iter().map(recovery_json).collect())
+        .unwrap_or_default();
+    let episodes: Vec<Value> = reg.episodes().iter().map(|e| episode_json(st, e)).collect();
+    json!({
+        "daemon": {
+            "version": env!("CARGO_PKG_VERSION"),
+            "pid": std::process::id(),
+            "started_at_unix_s": unix_seconds(reg.started_at),
+            "uptime_s": reg.started.elapsed().as_secs_f64(),
+            "data_dir": st.ctx.data_dir.display().to_string(),
+            "control_socket": st.settings.socket_path.display().to_string(),
+            "shutting_down": st.ctx.shutdown.load(Ordering::Relaxed),
+            "connections_active": st.ctx.active_connections.load(Ordering::Relaxed),
+            "disk": {
+                "free_bytes": free,
+                "state": disk.name(),
+                "low_watermark_free_bytes": watermarks.low_watermark_free_bytes,
+                "high_watermark_free_bytes": watermarks.high_watermark_free_bytes,
+            },
+            "counters": counters_json(&reg.counters),
+            "recovery": recovery,
+        },
+        "episodes": episodes,
+    })
+}
