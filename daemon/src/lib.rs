@@ -10,10 +10,12 @@
 //! - [`recovery`]: replaying journals after a crash.
 //! - [`ingest`]: the Unix socket: listener, connections, responses.
 //! - [`registry`]: the open episodes and daemon counters, for status and metrics.
+//! - [`control`]: the operator's control socket (status, episodes, close, Prometheus metrics).
 //! - [`runtime`]: `run`, shutdown and reload, the data directory lock.
 
 pub mod chunk;
 pub mod cli;
+pub mod control;
 pub mod episode;
 pub mod error;
 pub mod fsio;

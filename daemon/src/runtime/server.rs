@@ -8,11 +8,14 @@ use wshardd_config::Config;
 
 use crate::fsio::{Fs, RealFs};
 use crate::ingest::context::{session_settings, tunables};
-use crate::ingest::listener::{accept_loop, bind, BindError};
+use crate::ingest::listener::{accept_loop, BindError};
 use crate::ingest::ServerContext;
 use crate::recovery::{recover_all, RecoveryReport};
-use crate::runtime::access::AccessPolicy;
+use crate::runtime::access::{AccessPolicy, GroupError};
+use crate::runtime::activation::{self, ActivationError, ListenEnv};
+use crate::runtime::listeners::{self, SocketError};
 use crate::runtime::lock::{self, LockError};
+use crate::runtime::supervise::Service;
 
 /// Why the daemon could not start.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +31,24 @@ pub enum RunError {
     Lock(#[from] LockError),
     #[error(transparent)]
     Bind(#[from] BindError),
+    /// `control.metrics_listen` cannot be bound.
+    #[error(transparent)]
+    MetricsListen(#[from] crate::control::http::MetricsBindError),
+    /// `access.socket_group` names no group, or the socket cannot be given to it.
+    #[error(transparent)]
+    SocketGroup(#[from] GroupError),
+    /// The sockets passed by systemd (`LISTEN_FDS`) are unusable.
+    #[error(transparent)]
+    Activation(#[from] ActivationError),
+}
+
+impl From<SocketError> for RunError {
+    fn from(e: SocketError) -> Self {
+        match e {
+            SocketError::Bind(e) => Self::Bind(e),
+            SocketError::Group(e) => Self::SocketGroup(e),
+        }
+    }
 }
 
 /// Signals from the outside world.
@@ -52,6 +73,11 @@ pub fn run(
     reload_config: &(dyn Fn() -> Option<Config> + Sync),
     on_ready: &dyn Fn(&[RecoveryReport]),
 ) -> Result<(), RunError> {
+    // systemd: sd_notify (READY, STATUS, WATCHDOG, STOPPING, EXTEND_TIMEOUT_USEC) and the
+    // sockets it passed; both no-ops outside systemd (runtime/supervise.rs, activation.rs).
+    let service = Service::from_env();
+    let activated = activation::take(&ListenEnv::from_env())?;
+    service.notifier.status("recovering");
     let fs: Arc<dyn Fs> = Arc::new(RealFs);
     fs.create_dir_all(&cfg.data_dir)
         .map_err(|source| RunError::DataDir {
@@ -73,14 +99,40 @@ pub fn run(
             }
         }
     }
-    let listener = bind(&cfg.socket.path, cfg.socket.mode)?;
+    // The control socket first: it is up once the ingest socket accepts.
+    // Passed by systemd (wshardd-control.socket) or bound at control.path (+ socket_group).
+    let (control_listener, control_file) = listeners::open_control(cfg, activated.control)?;
+    let metrics_listener = match cfg.control.metrics_listen.as_str() {
+        "" => None,
+        addr => match crate::control::http::bind(addr) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                control_file.remove();
+                return Err(e.into());
+            }
+        },
+    };
+    // Passed by systemd (wshardd.socket) or bound here at socket.path (+ socket_group).
+    let (listener, ingest_file) = match listeners::open_ingest(cfg, activated.ingest) {
+        Ok(x) => x,
+        Err(e) => {
+            control_file.remove();
+            return Err(e.into());
+        }
+    };
     let ctx = Arc::new(ServerContext::new(cfg, fs, control.shutdown.clone()));
+    // The first measurement decides before any OPEN is accepted.
+    ctx.disk.check_now();
     if let Ok(mut r) = ctx.registry.recovery.lock() {
         r.clone_from(&recovered);
     }
     tracing::info!(socket = %cfg.socket.path.display(), data_dir = %cfg.data_dir.display(), "wshardd ready");
     on_ready(&recovered);
+    service.ready(&ctx.registry);
+    // Set once every connection has finished: the supervisor's last word.
+    let finished = AtomicBool::new(false);
     std::thread::scope(|s| {
+        s.spawn(|| service.supervise(&ctx.registry, &control.shutdown, &finished));
         s.spawn(|| {
             while !control.shutdown.load(Ordering::Acquire) {
                 if control.reload.swap(false, Ordering::AcqRel) {
@@ -92,6 +144,7 @@ pub fn run(
                         if let Ok(mut a) = ctx.access.write() {
                             *a = AccessPolicy::from_config(&new);
                         }
+                        ctx.disk.set_config(new.disk.clone());
                         tracing::info!(
                             ?applied,
                             ?restart,
@@ -102,10 +155,20 @@ pub fn run(
                 std::thread::sleep(std::time::Duration::from_millis(50));
             }
         });
+        s.spawn(|| ctx.disk.run(&control.shutdown));
+        crate::control::spawn(
+            s,
+            control_listener,
+            metrics_listener,
+            ctx.clone(),
+            crate::control::ControlSettings::from_config(cfg),
+        );
         accept_loop(&listener, &ctx);
+        finished.store(true, Ordering::Release);
     });
     drop(listener);
-    let _ = std::fs::remove_file(&cfg.socket.path);
+    ingest_file.remove();
+    control_file.remove();
     tracing::info!("wshardd stopped: every open episode was finalized");
     Ok(())
 }

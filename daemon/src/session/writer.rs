@@ -19,6 +19,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use super::publisher::Sealed;
 use super::settings::FsyncMode;
 use super::shared::{FinalStatus, SessionShared};
+use super::stats::{EpisodeStats, HEARTBEAT_EVERY};
 use crate::chunk::step::{steps, STEP_HEADER_LEN};
 use crate::chunk::{ChunkColumns, SeqGaps};
 use crate::error::StorageError;
@@ -34,6 +35,15 @@ pub enum WriterMsg {
     Flush,
     /// Finalize the episode (the session joins the threads to know it is done).
     Close { status: FinalStatus },
+}
+
+/// Marks the writer's heartbeat retired when its thread leaves `run`, however it leaves.
+struct RetireHeartbeat(Arc<EpisodeStats>);
+
+impl Drop for RetireHeartbeat {
+    fn drop(&mut self) {
+        self.0.retire_heartbeat();
+    }
 }
 
 /// The writer's state.
@@ -77,34 +87,32 @@ impl Writer {
     }
 
     /// Run until CLOSE or until the connection drops its sender (then: interrupted).
+    ///
+    /// Every turn of the loop is a heartbeat (`stats.last_heartbeat_ms`, read by the
+    /// systemd watchdog); the loop wakes at least every [`HEARTBEAT_EVERY`] even when idle,
+    /// and an early wake-up only runs `on_tick`, which acts on elapsed deadlines alone.
     pub fn run(mut self, rx: &Receiver<WriterMsg>) {
+        let _retire = RetireHeartbeat(self.shared.stats.clone());
         loop {
-            let msg = match self.next_deadline() {
-                Some(deadline) => {
-                    match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                        Ok(m) => Some(m),
-                        Err(RecvTimeoutError::Timeout) => None,
-                        Err(RecvTimeoutError::Disconnected) => {
-                            self.finish(FinalStatus::Interrupted(
-                                "client disconnected without CLOSE".into(),
-                            ));
-                            return;
-                        }
-                    }
+            self.shared.stats.heartbeat();
+            let now = Instant::now();
+            let wait = self.next_deadline().map_or(HEARTBEAT_EVERY, |d| {
+                d.saturating_duration_since(now).min(HEARTBEAT_EVERY)
+            });
+            let msg = match rx.recv_timeout(wait) {
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.finish(FinalStatus::Interrupted(
+                        "client disconnected without CLOSE".into(),
+                    ));
+                    return;
                 }
-                None => match rx.recv() {
-                    Ok(m) => Some(m),
-                    Err(_) => {
-                        self.finish(FinalStatus::Interrupted(
-                            "client disconnected without CLOSE".into(),
-                        ));
-                        return;
-                    }
-                },
             };
             let mut next = msg;
             // Group commit: take everything already queued before syncing once.
             while let Some(m) = next {
+                self.shared.stats.heartbeat();
                 self.shared
                     .stats
                     .queue_depth
