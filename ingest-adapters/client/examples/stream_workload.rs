@@ -2,7 +2,7 @@
 //!
 //! ```sh
 //! cargo run --release -p wshard-client --example stream_workload -- \
-//!     --socket /run/wshardd/ingest.sock --episode demo-0001 --steps 30000 --hz 1000
+//!     --socket /run/wshardd/wshardd.sock --episode demo-0001 --steps 30000 --hz 1000
 //! ```
 //!
 //! Channels: `joints` and `joint_vel` (signal f32[7], sinusoids and their derivatives) and
@@ -26,7 +26,7 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
-        socket: "/run/wshardd/ingest.sock".into(),
+        socket: "/run/wshardd/wshardd.sock".into(),
         episode: format!("workload-{}", std::process::id()),
         steps: 10_000,
         hz: 1000.0,

@@ -5,7 +5,7 @@
 //! use wshard_client::{ChannelSpec, Client, OpenEpisode, Outcome, TimebaseSpec};
 //!
 //! # fn main() -> Result<(), wshard_client::ClientError> {
-//! let mut client = Client::connect("/run/wshardd/ingest.sock", "teleop-loop/0.3")?;
+//! let mut client = Client::connect("/run/wshardd/wshardd.sock", "teleop-loop/0.3")?;
 //! let spec = OpenEpisode::new("ep-0001", "Franka-teleop", TimebaseSpec::Ticks { tick_hz: 30.0 })
 //!     .channel(ChannelSpec::new("joints", Lane::Signal, DType::F32, vec![7]))
 //!     .channel(ChannelSpec::new("gripper", Lane::Action, DType::F32, vec![]));
@@ -46,7 +46,7 @@
 //! # use wshard::episode::{DType, Lane};
 //! # use wshard_client::{ChannelSpec, Client, OpenEpisode, Outcome, TimebaseSpec, Transport};
 //! # fn main() -> Result<(), wshard_client::ClientError> {
-//! let mut client = Client::connect("/run/wshardd/ingest.sock", "camera-rig/0.1")?;
+//! let mut client = Client::connect("/run/wshardd/wshardd.sock", "camera-rig/0.1")?;
 //! let spec = OpenEpisode::new("ep-0002", "cams", TimebaseSpec::Ticks { tick_hz: 30.0 })
 //!     .channel(ChannelSpec::new("cam/rgb", Lane::Signal, DType::U8, vec![480, 640, 3]));
 //! let mut episode = client.open_episode_with(spec, Transport::shm())?;

@@ -53,7 +53,7 @@ class Recorder:
 
     Use :meth:`connect`, then :meth:`episode` (or :meth:`open_episode`)::
 
-        with Recorder.connect("/run/wshardd/ingest.sock", "teleop/0.3") as rec:
+        with Recorder.connect("/run/wshardd/wshardd.sock", "teleop/0.3") as rec:
             with rec.episode(episode_id="ep-0001", env_id="Franka", tick_hz=100.0,
                              channels=[Channel("joints", "f32", (7,))]) as ep:
                 ep.push(t_ns, 0.0, False, [joints])
