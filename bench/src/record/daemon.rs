@@ -91,14 +91,14 @@ fn thread_cpu(pid: u32) -> Vec<(u32, String, f64)> {
         .collect()
 }
 
-/// What a thread of the daemon does, from its name (`conn-N`, `wr-{id}`, `pub-{id}`; the
-/// compression workers are unnamed and inherit `pub-{id}`).
+/// What a thread of the daemon does, from its name (`conn-N`, `wr-{id}`, `pub-{id}`,
+/// `fin-{id}`; the compression and hashing workers are unnamed and inherit `pub-{id}`).
 pub fn thread_role(comm: &str) -> &'static str {
     if comm.starts_with("conn-") {
         "connection"
     } else if comm.starts_with("wr-") {
         "writer"
-    } else if comm.starts_with("pub-") {
+    } else if comm.starts_with("pub-") || comm.starts_with("fin-") {
         "publisher+compress"
     } else {
         "other"

@@ -6,7 +6,8 @@
 //! the data section holds each block's stored bytes at its index entry's `data_offset`, with
 //! zero padding between blocks for alignment. Hashing the region, then every block in offset
 //! order with the zero gaps, gives exactly the file's digest. It is pure computation: no file
-//! system call, so the order of the durability steps stays what it was.
+//! system call, so the order of the durability steps stays what it was. The same [`Image`]
+//! is what the chunk writer writes, sequentially.
 
 use sha2::{Digest, Sha256};
 use wshard::write::WrittenBlock;
@@ -20,15 +21,6 @@ const ZEROS: [u8; 4096] = [0; 4096];
 pub struct StoredAt<'a> {
     pub offset: u64,
     pub stored: &'a [u8],
-}
-
-fn feed_zeros(h: &mut Sha256, mut n: u64) {
-    while n > 0 {
-        let k = n.min(ZEROS.len() as u64);
-        // `k` is at most 4096.
-        h.update(&ZEROS[..usize::try_from(k).unwrap_or(ZEROS.len())]);
-        n -= k;
-    }
 }
 
 /// Lowercase hex of a digest.
@@ -74,40 +66,119 @@ pub fn pair<'a>(
         .collect()
 }
 
+/// The bytes of a chunk file, from memory: `region` at offset 0, then every block at its
+/// offset, zero-filled between them, `total_len` bytes in all.
+#[derive(Debug)]
+pub struct Image<'a> {
+    region: &'a [u8],
+    /// Sorted by offset, checked not to overlap.
+    blocks: Vec<StoredAt<'a>>,
+    total_len: u64,
+}
+
+impl<'a> Image<'a> {
+    /// Check the layout.
+    ///
+    /// # Errors
+    /// [`StorageError::Internal`] when the blocks overlap the region or each other, or run
+    /// past `total_len` (the writer never produces such a layout).
+    pub fn new(
+        region: &'a [u8],
+        mut blocks: Vec<StoredAt<'a>>,
+        total_len: u64,
+    ) -> Result<Self, StorageError> {
+        blocks.sort_by_key(|b| b.offset);
+        let mut pos = region.len() as u64;
+        for b in &blocks {
+            if b.offset < pos {
+                return Err(StorageError::Internal(format!(
+                    "chunk image: block at offset {} overlaps the bytes before it (end {pos})",
+                    b.offset
+                )));
+            }
+            pos = b.offset + b.stored.len() as u64;
+        }
+        if pos > total_len {
+            return Err(StorageError::Internal(format!(
+                "chunk image: blocks end at {pos}, past the file length {total_len}"
+            )));
+        }
+        Ok(Self {
+            region,
+            blocks,
+            total_len,
+        })
+    }
+
+    /// The file length.
+    #[must_use]
+    pub fn len(&self) -> u64 {
+        self.total_len
+    }
+
+    /// Whether the file is empty (never, for a shard).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.total_len == 0
+    }
+
+    /// Feed the file's bytes, in order, to `f`.
+    ///
+    /// # Errors
+    /// The first error of `f`.
+    pub fn for_each<E>(&self, mut f: impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
+        f(self.region)?;
+        let mut pos = self.region.len() as u64;
+        for b in &self.blocks {
+            feed_zeros(&mut f, b.offset - pos)?;
+            f(b.stored)?;
+            pos = b.offset + b.stored.len() as u64;
+        }
+        feed_zeros(&mut f, self.total_len - pos)
+    }
+
+    /// SHA-256 of the file, lowercase hex.
+    #[must_use]
+    pub fn sha256(&self) -> String {
+        let mut h = Sha256::new();
+        let fed: Result<(), std::convert::Infallible> = self.for_each(|b| {
+            h.update(b);
+            Ok(())
+        });
+        let _ = fed;
+        hex(&h.finalize())
+    }
+
+    /// Write the file's bytes to `out`, sequentially.
+    ///
+    /// # Errors
+    /// The first write error.
+    pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        self.for_each(|b| out.write_all(b))
+    }
+}
+
+fn feed_zeros<E>(f: &mut impl FnMut(&[u8]) -> Result<(), E>, mut n: u64) -> Result<(), E> {
+    while n > 0 {
+        let k = n.min(ZEROS.len() as u64);
+        // `k` is at most 4096.
+        f(&ZEROS[..usize::try_from(k).unwrap_or(ZEROS.len())])?;
+        n -= k;
+    }
+    Ok(())
+}
+
 /// SHA-256 (lowercase hex) of the file made of `region` followed by `blocks` at their
 /// offsets, zero-filled between them, `total_len` bytes long.
 ///
 /// # Errors
-/// [`StorageError::Internal`] when the blocks overlap the region or each other, or run past
-/// `total_len` (the writer never produces such a layout).
+/// As [`Image::new`].
 pub fn file_sha256(
     region: &[u8],
     blocks: &[StoredAt<'_>],
     total_len: u64,
 ) -> Result<String, StorageError> {
-    let mut order: Vec<&StoredAt<'_>> = blocks.iter().collect();
-    order.sort_by_key(|b| b.offset);
-    let mut h = Sha256::new();
-    h.update(region);
-    let mut pos = region.len() as u64;
-    for b in order {
-        if b.offset < pos {
-            return Err(StorageError::Internal(format!(
-                "chunk digest: block at offset {} overlaps the bytes before it (end {pos})",
-                b.offset
-            )));
-        }
-        feed_zeros(&mut h, b.offset - pos);
-        h.update(b.stored);
-        pos = b.offset + b.stored.len() as u64;
-    }
-    if pos > total_len {
-        return Err(StorageError::Internal(format!(
-            "chunk digest: blocks end at {pos}, past the file length {total_len}"
-        )));
-    }
-    feed_zeros(&mut h, total_len - pos);
-    Ok(hex(&h.finalize()))
+    Ok(Image::new(region, blocks.to_vec(), total_len)?.sha256())
 }
 
 #[cfg(test)]
@@ -124,7 +195,7 @@ mod tests {
     /// The digest from memory equals the digest of the file's bytes, for every alignment,
     /// raw and compressed blocks, and odd block sizes.
     #[test]
-    fn digest_from_memory_equals_file_digest() {
+    fn digest_and_image_from_memory_equal_the_file() {
         for alignment in [0u8, 16, 32, 64] {
             let blocks: Vec<(String, Vec<u8>, Codec)> = (0..7u8)
                 .map(|i| {
@@ -160,6 +231,15 @@ mod tests {
                 .map(|&(off, len)| &file[off as usize..(off + len) as usize])
                 .collect();
             let pairs = pair(&written, held.into_iter()).unwrap();
+            let mut rewritten = Vec::new();
+            Image::new(&region, pairs.clone(), total)
+                .unwrap()
+                .write_to(&mut rewritten)
+                .unwrap();
+            assert_eq!(
+                rewritten, file,
+                "alignment {alignment}: the image is the file"
+            );
             let from_memory = file_sha256(&region, &pairs, total).unwrap();
             let from_file = hex(&Sha256::digest(&file));
             assert_eq!(from_memory, from_file, "alignment {alignment}");

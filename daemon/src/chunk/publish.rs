@@ -1,15 +1,17 @@
 //! Publishing a finished chunk, in this order (each step completes before the next):
 //!
 //! 1. compress its blocks on up to `workers` threads;
-//! 2. write `{id}_chunk_{k}.wshard.partial` through the reserve-write-finalize writer;
-//! 3. fsync it, and meanwhile compute its SHA-256 from the blocks still in memory
-//!    ([`super::digest`]);
-//! 4. rename it to `{id}_chunk_{k}.wshard` and fsync the directory;
+//! 2. write `{id}_chunk_{k}.wshard.partial` through the reserve-write-finalize writer, and
+//!    meanwhile compute its SHA-256 from the blocks still in memory ([`super::digest`]; a
+//!    layout pass over a sink gives the header and offsets first) — [`write_chunk`];
+//! 3. fsync it, rename it to `{id}_chunk_{k}.wshard` and fsync the directory —
+//!    [`seal_chunk`], which the session's finisher thread runs while the next chunk is
+//!    written;
 //!
 //! and committing the manifest (temp file, fsync, rename, fsync directory).
 
-use std::io::{BufWriter, Read};
-use std::path::Path;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -17,12 +19,12 @@ use sha2::{Digest, Sha256};
 use wshard::codec::CompressionPolicy;
 use wshard::episode::{Episode, EpisodeWriteOptions, PlannedBlock};
 use wshard::manifest::{ChunkRef, Manifest};
-use wshard::write::{prepare_block, PreparedBlock, Reserve, ShardWriter};
+use wshard::write::{prepare_block, PreparedBlock, Reserve, ShardWriter, WrittenBlock};
 
 use super::{digest, prealloc};
 use crate::episode::EpisodeLayout;
 use crate::error::StorageError;
-use crate::fsio::{replace_atomically, FailStop, Fs};
+use crate::fsio::{replace_atomically, DurableFile, FailStop, Fs};
 
 const WRITE_BUFFER: usize = 1 << 20;
 
@@ -93,8 +95,167 @@ pub fn sha256_of(fs: &dyn Fs, path: &Path) -> Result<String, StorageError> {
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Publish chunk `ep` (its `chunk` info says which) durably and describe it for the manifest.
-/// With `preallocate`, the `.partial`'s exact length is reserved before it is written.
+/// A chunk written in full to its `.partial` and hashed, not yet durable: the first half of
+/// [`publish_chunk`]. [`seal_chunk`] finishes it; dropping it leaves the `.partial` for
+/// recovery.
+pub struct WrittenChunk {
+    file: Box<dyn DurableFile>,
+    partial: PathBuf,
+    /// The manifest entry, `sha256` included.
+    pub chunk: ChunkRef,
+}
+
+impl std::fmt::Debug for WrittenChunk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WrittenChunk")
+            .field("partial", &self.partial)
+            .field("chunk", &self.chunk)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A `Write + Seek` that keeps nothing: the writer runs over it once to learn the region
+/// (header, index, names) and the block offsets before the real file is written.
+#[derive(Debug, Default)]
+struct Layout {
+    pos: u64,
+}
+
+impl std::io::Write for Layout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pos += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl std::io::Seek for Layout {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        if let std::io::SeekFrom::Start(p) = to {
+            self.pos = p;
+            Ok(p)
+        } else {
+            Err(std::io::Error::other("layout pass: only absolute seeks"))
+        }
+    }
+}
+
+/// Write `blocks` with `opts` into `out`; returns the output, the written blocks and the
+/// region, and the file length.
+fn write_shard<W: std::io::Write + std::io::Seek>(
+    out: W,
+    opts: &EpisodeWriteOptions,
+    blocks: &[PreparedBlock<'_>],
+) -> wshard::Result<(W, Vec<WrittenBlock>, Vec<u8>, u64)> {
+    let names = Reserve::names(blocks.iter().map(|b| b.name.clone()));
+    let mut w = ShardWriter::new(out, opts.shard_options(), &names)?;
+    for b in blocks {
+        w.write_precompressed(&b.name, &b.stored, b.meta)?;
+    }
+    let len = w.position();
+    let (out, written, region) = w.finish_with_region()?;
+    Ok((out, written, region, len))
+}
+
+/// Compress chunk `ep` (its `chunk` info says which), write it to its `.partial` through
+/// the reserve-write-finalize writer, and compute its SHA-256 from memory on a second thread
+/// while the file is written. No fsync. With `preallocate`, the exact length is reserved
+/// first.
+///
+/// # Errors
+/// The failing step, naming the file.
+pub fn write_chunk(
+    fs: &dyn Fs,
+    layout: &EpisodeLayout,
+    ep: &Episode,
+    opts: &EpisodeWriteOptions,
+    workers: usize,
+    preallocate: bool,
+) -> Result<WrittenChunk, StorageError> {
+    let k = ep.chunk.map_or(0, |c| c.chunk_index);
+    ep.validate()
+        .map_err(|e| StorageError::format(format!("chunk {k}"), e))?;
+    let plan = ep.plan(opts);
+    let blocks = prepare_blocks(&plan, &opts.policy, workers)?;
+    // The layout pass: the file's region and block offsets, known before a byte is written.
+    let (_, planned, planned_region, total_len) = write_shard(Layout::default(), opts, &blocks)
+        .map_err(|e| StorageError::format(format!("lay out chunk {k}"), e))?;
+    let stored = digest::pair(&planned, blocks.iter().map(|b| &*b.stored))?;
+    let image = digest::Image::new(&planned_region, stored, total_len)?;
+    let partial = layout.partial(k);
+    let file = fs
+        .create_direct(&partial)
+        .map_err(|e| StorageError::io("create chunk", &partial, e))?;
+    // Dropping the file after a failure must not write its staged rest.
+    let mut file = FailStop::wrap(file);
+    let alignment = opts.shard_options().alignment;
+    prealloc::reserve_chunk(&mut *file, &partial, &blocks, alignment, preallocate)?;
+    // The bytes the reserve-write-finalize writer produced in the layout pass, written
+    // front to back (header and index first: the file is a `.partial` until it is synced
+    // and renamed, so the order within it does not matter for crash safety), while the
+    // digest of the same bytes is computed on a second thread.
+    let (wrote, sha256) = std::thread::scope(|s| {
+        let hashing = s.spawn(|| image.sha256());
+        let wrote = image.write_to(&mut *file);
+        (wrote, hashing.join())
+    });
+    wrote.map_err(|e| StorageError::io("write chunk", &partial, e))?;
+    let sha256 =
+        sha256.map_err(|_| StorageError::Internal("chunk digest thread panicked".into()))?;
+    drop(image);
+    drop(blocks);
+    drop(plan);
+    let done = layout.chunk(k);
+    let start = ep.timestep_range.map_or(0, |r| r[0]);
+    Ok(WrittenChunk {
+        file,
+        partial,
+        chunk: ChunkRef {
+            chunk_index: k,
+            uri: done
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_owned(),
+            sha256,
+            timestep_range: [start, (start + ep.length).saturating_sub(1)],
+            length_t: ep.length,
+            extra: serde_json::Map::new(),
+        },
+    })
+}
+
+/// Make a written chunk durable under its final name: fsync the `.partial`, rename it to
+/// `{id}_chunk_{k}.wshard`, fsync the directory. Returns its manifest entry.
+///
+/// # Errors
+/// The failing step, naming the file.
+pub fn seal_chunk(
+    fs: &dyn Fs,
+    layout: &EpisodeLayout,
+    written: WrittenChunk,
+) -> Result<ChunkRef, StorageError> {
+    let WrittenChunk {
+        mut file,
+        partial,
+        chunk,
+    } = written;
+    file.sync_all()
+        .map_err(|e| StorageError::io("fsync chunk", &partial, e))?;
+    drop(file);
+    let done = layout.chunk(chunk.chunk_index);
+    fs.rename(&partial, &done)
+        .map_err(|e| StorageError::io("rename chunk", &partial, e))?;
+    fs.sync_dir(&layout.dir)
+        .map_err(|e| StorageError::io("fsync directory", &layout.dir, e))?;
+    Ok(chunk)
+}
+
+/// Publish chunk `ep` durably and describe it for the manifest: [`write_chunk`], then
+/// [`seal_chunk`].
 ///
 /// # Errors
 /// The failing step, naming the file.
@@ -106,73 +267,8 @@ pub fn publish_chunk(
     workers: usize,
     preallocate: bool,
 ) -> Result<ChunkRef, StorageError> {
-    let k = ep.chunk.map_or(0, |c| c.chunk_index);
-    ep.validate()
-        .map_err(|e| StorageError::format(format!("chunk {k}"), e))?;
-    let plan = ep.plan(opts);
-    let blocks = prepare_blocks(&plan, &opts.policy, workers)?;
-    let partial = layout.partial(k);
-    let mut file = fs
-        .create(&partial)
-        .map_err(|e| StorageError::io("create chunk", &partial, e))?;
-    let alignment = opts.shard_options().alignment;
-    prealloc::reserve_chunk(&mut *file, &partial, &blocks, alignment, preallocate)?;
-    // Dropping the writer after a failure must not write its buffered rest.
-    let file = FailStop::wrap(file);
-    let names = Reserve::names(blocks.iter().map(|b| b.name.clone()));
-    let ctx = |e| StorageError::format(format!("write {}", partial.display()), e);
-    let mut w = ShardWriter::new(
-        BufWriter::with_capacity(WRITE_BUFFER, file),
-        opts.shard_options(),
-        &names,
-    )
-    .map_err(ctx)?;
-    for b in &blocks {
-        w.write_precompressed(&b.name, &b.stored, b.meta)
-            .map_err(ctx)?;
-    }
-    let total_len = w.position();
-    let (buf, written, region) = w.finish_with_region().map_err(ctx)?;
-    let mut file = buf
-        .into_inner()
-        .map_err(|e| StorageError::io("write chunk", &partial, e.into_error()))?;
-    // The digest is computed from the blocks still in memory while the fsync runs (no file
-    // system call: the order of the durability steps is unchanged).
-    let stored = digest::pair(&written, blocks.iter().map(|b| &*b.stored))?;
-    let (sha256, synced) = std::thread::scope(|s| {
-        let hashing = s.spawn(|| digest::file_sha256(&region, &stored, total_len));
-        let synced = file.sync_all();
-        let sha = hashing.join().unwrap_or_else(|_| {
-            Err(StorageError::Internal(
-                "chunk digest thread panicked".into(),
-            ))
-        });
-        (sha, synced)
-    });
-    synced.map_err(|e| StorageError::io("fsync chunk", &partial, e))?;
-    let sha256 = sha256?;
-    drop(file);
-    drop(stored);
-    drop(blocks);
-    drop(plan);
-    let done = layout.chunk(k);
-    fs.rename(&partial, &done)
-        .map_err(|e| StorageError::io("rename chunk", &partial, e))?;
-    fs.sync_dir(&layout.dir)
-        .map_err(|e| StorageError::io("fsync directory", &layout.dir, e))?;
-    let start = ep.timestep_range.map_or(0, |r| r[0]);
-    Ok(ChunkRef {
-        chunk_index: k,
-        uri: done
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_owned(),
-        sha256,
-        timestep_range: [start, (start + ep.length).saturating_sub(1)],
-        length_t: ep.length,
-        extra: serde_json::Map::new(),
-    })
+    let written = write_chunk(fs, layout, ep, opts, workers, preallocate)?;
+    seal_chunk(fs, layout, written)
 }
 
 /// Replace the episode's manifest atomically and durably.

@@ -1,5 +1,6 @@
-//! The publisher thread of a session: finalizes sealed chunks strictly in order, commits
-//! the manifest after each one, and only then deletes the chunk's journal segment.
+//! The publisher of a session: writes sealed chunks (publisher thread) and finalizes them
+//! strictly in order (finisher thread), commits the manifest after each one, and only then
+//! deletes the chunk's journal segment.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -11,7 +12,7 @@ use wshard::manifest::Manifest;
 
 use super::shared::{FinalStatus, SessionShared};
 use crate::chunk::gaps;
-use crate::chunk::publish::{commit_manifest, publish_chunk};
+use crate::chunk::publish::{commit_manifest, seal_chunk, write_chunk, WrittenChunk};
 use crate::chunk::ChunkColumns;
 
 /// A chunk handed over by the writer.
@@ -42,37 +43,114 @@ pub fn recorder_manifest(shared: &SessionShared) -> Manifest {
     m
 }
 
-/// Run until the writer drops its sender. Returns the manifest as last committed. Each
-/// published chunk's channel buffers go back to the writer through `recycle`, for the next
-/// chunk to fill (dropped when the writer has not taken the previous ones).
+/// A chunk on its way from the publisher to the finisher.
+struct Handoff {
+    /// The chunk file, written and hashed; `None` for an empty last chunk or after a failure.
+    written: Option<WrittenChunk>,
+    /// Seqs dropped (shared-memory drop policies) inside this chunk.
+    dropped: u64,
+    journal: Option<PathBuf>,
+    final_status: Option<FinalStatus>,
+    seq_end: u64,
+}
+
+/// Run until the writer drops its sender. Returns the manifest as last committed.
+///
+/// Two stages, so that the disk and the CPU work at once: this thread compresses and writes
+/// chunk k+1 (and hashes it from memory) while the finisher thread makes chunk k durable
+/// (fsync, rename, directory fsync), lists it in the manifest and drops its journal segment.
+/// Chunks are finished strictly in order, one at a time; a chunk is in the manifest only once
+/// its file is durable under its final name. Each written chunk's channel buffers go back to
+/// the writer through `recycle`, for the next chunk to fill (dropped when the writer has not
+/// taken the previous ones).
 pub fn run(
     shared: &Arc<SessionShared>,
     rx: &Receiver<Sealed>,
     recycle: &Sender<Vec<Vec<u8>>>,
-    mut manifest: Manifest,
+    manifest: Manifest,
 ) -> Manifest {
-    for sealed in rx {
+    // Capacity 0: this thread starts chunk k+2 only once the finisher has taken chunk k+1.
+    let (to_finisher, finisher_rx) = crossbeam_channel::bounded::<Handoff>(0);
+    std::thread::scope(|s| {
+        let name = std::thread::current()
+            .name()
+            .map_or_else(|| "fin".to_owned(), |n| n.replacen("pub-", "fin-", 1));
+        let start = manifest.clone();
+        let finisher = std::thread::Builder::new()
+            .name(name)
+            .spawn_scoped(s, move || finish_loop(shared, &finisher_rx, start));
+        let finisher = match finisher {
+            Ok(f) => f,
+            Err(e) => {
+                // Nothing is published; the journal stays for recovery.
+                shared.fail(format!("cannot start the chunk finisher thread: {e}"));
+                for _ in rx {}
+                return manifest;
+            }
+        };
+        for sealed in rx {
+            let handoff = write_stage(shared, sealed, recycle);
+            if to_finisher.send(handoff).is_err() {
+                break;
+            }
+        }
+        drop(to_finisher);
+        finisher.join().unwrap_or(manifest)
+    })
+}
+
+/// Compress and write one sealed chunk (unless the session has failed).
+fn write_stage(shared: &SessionShared, sealed: Sealed, recycle: &Sender<Vec<Vec<u8>>>) -> Handoff {
+    let Sealed {
+        columns,
+        journal,
+        final_status,
+        seq_end,
+    } = sealed;
+    let dropped = columns.gaps.total();
+    let mut written = None;
+    if !columns.is_empty() && !shared.is_failed() {
+        let ep = columns.into_episode();
+        match write_chunk(
+            &*shared.fs,
+            &shared.layout,
+            &ep,
+            &shared.settings.write_options,
+            shared.settings.compression_workers,
+            shared.settings.preallocate,
+        ) {
+            Ok(w) => written = Some(w),
+            Err(e) => shared.fail(format!("publishing a chunk failed: {e}")),
+        }
+        let _ = recycle.try_send(ep.channels.into_iter().map(|c| c.data).collect());
+    }
+    Handoff {
+        written,
+        dropped,
+        journal,
+        final_status,
+        seq_end,
+    }
+}
+
+/// The finisher: make each written chunk durable, list it, commit the manifest, drop the
+/// journal segment, advance the durable mark.
+fn finish_loop(shared: &SessionShared, rx: &Receiver<Handoff>, mut manifest: Manifest) -> Manifest {
+    for h in rx {
         if shared.is_failed() {
-            // Leave the journal for recovery; nothing more is published.
+            // Leave the journal and any written `.partial` for recovery; nothing more is
+            // published.
             continue;
         }
-        let Sealed {
-            columns,
+        let Handoff {
+            written,
+            dropped,
             journal,
             final_status,
             seq_end,
-        } = sealed;
-        if !columns.is_empty() {
-            let dropped = columns.gaps.total();
-            let ep = columns.into_episode();
-            match publish_chunk(
-                &*shared.fs,
-                &shared.layout,
-                &ep,
-                &shared.settings.write_options,
-                shared.settings.compression_workers,
-                shared.settings.preallocate,
-            ) {
+        } = h;
+        if let Some(w) = written {
+            match seal_chunk(&*shared.fs, &shared.layout, w) {
                 Ok(mut chunk) => {
                     gaps::set_chunk_dropped(&mut chunk, dropped);
                     manifest.push_chunk(chunk);
@@ -82,7 +160,6 @@ pub fn run(
                     continue;
                 }
             }
-            let _ = recycle.try_send(ep.channels.into_iter().map(|c| c.data).collect());
         }
         let policy = shared.ring_policy();
         gaps::update_manifest(&mut manifest, policy.drops());
