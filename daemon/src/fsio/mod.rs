@@ -11,6 +11,7 @@
 //! [`sim::SimFs`] is an in-memory implementation with a separate durable image, power-cut
 //! and fault injection, for the crash-point and fault tests.
 
+pub mod direct;
 pub mod sim;
 
 use std::fs::{File, OpenOptions};
@@ -67,6 +68,17 @@ pub trait Fs: Send + Sync {
     /// # Errors
     /// The OS error.
     fn create(&self, path: &Path) -> io::Result<Box<dyn DurableFile>>;
+
+    /// Create or truncate a file that is written once, sequentially, and synced once
+    /// (chunk files): on the real filesystem with `O_DIRECT` where supported
+    /// ([`direct`]); only the position can be asked with `seek`, and the length is final
+    /// after the first sync. Elsewhere the same as [`Fs::create`].
+    ///
+    /// # Errors
+    /// The OS error.
+    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
+        self.create(path)
+    }
 
     /// Open an existing file for appending (positioned at its end).
     ///
@@ -178,27 +190,40 @@ impl DurableFile for RealFile {
     }
 
     fn preallocate(&mut self, len: u64) -> io::Result<()> {
-        use nix::errno::Errno;
-        use nix::fcntl::{fallocate, FallocateFlags};
-        let Ok(len) = i64::try_from(len) else {
-            return Err(io::Error::from(Errno::EFBIG));
-        };
-        if len == 0 {
-            return Ok(());
-        }
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.0);
-        loop {
-            match fallocate(fd, FallocateFlags::FALLOC_FL_KEEP_SIZE, 0, len) {
-                Err(Errno::EINTR) => {}
-                // This filesystem cannot reserve: writes allocate as they go.
-                Err(Errno::EOPNOTSUPP | Errno::ENOSYS) => return Ok(()),
-                r => return r.map_err(io::Error::from),
-            }
+        fallocate_keep_size(&self.0, len)
+    }
+}
+
+/// `fallocate(FALLOC_FL_KEEP_SIZE)` of the first `len` bytes; see
+/// [`DurableFile::preallocate`].
+pub(crate) fn fallocate_keep_size(file: &File, len: u64) -> io::Result<()> {
+    use nix::errno::Errno;
+    use nix::fcntl::{fallocate, FallocateFlags};
+    let Ok(len) = i64::try_from(len) else {
+        return Err(io::Error::from(Errno::EFBIG));
+    };
+    if len == 0 {
+        return Ok(());
+    }
+    let fd = std::os::fd::AsRawFd::as_raw_fd(file);
+    loop {
+        match fallocate(fd, FallocateFlags::FALLOC_FL_KEEP_SIZE, 0, len) {
+            Err(Errno::EINTR) => {}
+            // This filesystem cannot reserve: writes allocate as they go.
+            Err(Errno::EOPNOTSUPP | Errno::ENOSYS) => return Ok(()),
+            r => return r.map_err(io::Error::from),
         }
     }
 }
 
 impl Fs for RealFs {
+    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
+        match direct::create(path)? {
+            Some(f) => Ok(Box::new(f)),
+            None => self.create(path),
+        }
+    }
+
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
         let f = OpenOptions::new()
             .read(true)
