@@ -129,8 +129,9 @@ impl Default for LimitsConfig {
 pub struct RotationConfig {
     /// Timesteps per chunk. At least 1, default 100000.
     pub max_timesteps: u64,
-    /// Chunk budget in memory (uncompressed payload bytes). 1 MiB..=1 GiB (the format cannot
-    /// compress a block above 1 GiB), default 256 MiB.
+    /// Chunk budget in memory per episode (uncompressed payload bytes): the open chunk and
+    /// the sealed chunk being written share it, so one chunk holds at most half. 1 MiB..=1 GiB
+    /// (the format cannot compress a block above 1 GiB), default 256 MiB.
     pub max_bytes: u64,
     /// Age of a chunk in seconds. 1..=86400, default 60.
     pub max_seconds: u64,

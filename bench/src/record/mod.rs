@@ -731,7 +731,7 @@ pub fn run(args: &RecordArgs) -> Result<()> {
         .filter(|c| c.starts_with("cameras-"))
         .collect();
     if !camera_cases.is_empty() {
-        let steps_per_chunk = (args.chunk_mib << 20) / tw::CAMERAS_RECORD_BYTES as u64;
+        let steps_per_chunk = (args.chunk_mib << 20) / 2 / tw::CAMERAS_RECORD_BYTES as u64; // half the budget per chunk
         let window = args.window.max(steps_per_chunk + 1);
         let cw = CameraWindow::build(window);
         header.notes.push(format!(

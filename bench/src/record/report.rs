@@ -398,7 +398,8 @@ fn target_lines(results: &[CaseResult]) -> Vec<String> {
 /// chunk, the sealed chunk being published with its compressed copy, and the queue.
 fn rss_model(r: &CaseResult, c: &DaemonConfig) -> String {
     let rec = r.def_record_bytes();
-    let steps_per_chunk = c.chunk_steps.min((c.chunk_bytes / rec).max(1)).min(r.steps);
+    // The daemon gives each chunk half the budget (the open chunk and the one being written).
+    let steps_per_chunk = c.chunk_steps.min((c.chunk_bytes / 2 / rec).max(1)).min(r.steps);
     let chunk = steps_per_chunk * rec;
     let compressed = if r.def.codec_name == "none" {
         0
@@ -416,7 +417,7 @@ fn rss_model(r: &CaseResult, c: &DaemonConfig) -> String {
     let queue = c.queue_frames * frame;
     let model = 2 * chunk + compressed + queue;
     format!(
-        "rss {} (missed): peak {:.1} MiB vs bound {:.1} MiB; by design the daemon holds the open chunk ({:.1} MiB: {steps_per_chunk} steps) + the sealed chunk being published ({:.1} MiB) + its compressed copy ({:.1} MiB) + the queue ({} frames x {:.2} MiB = {:.1} MiB) = {:.1} MiB, plus buffers and the runtime; \"at most two chunks in memory\" cannot fit one chunk budget + 64 MiB once a chunk is larger than about (64 MiB - queue) / 1 (none) or / 1.7 (compressed): halve rotation.max_bytes to get this bound",
+        "rss {} (missed): peak {:.1} MiB vs bound {:.1} MiB; by design the daemon holds the open chunk ({:.1} MiB: {steps_per_chunk} steps) + the sealed chunk being published ({:.1} MiB) + its compressed copy ({:.1} MiB) + the queue ({} frames x {:.2} MiB = {:.1} MiB) = {:.1} MiB, plus the 4 MiB direct-write staging buffer, other buffers and the runtime",
         r.def.label(),
         mib(r.peak_rss),
         mib(r.budget + RSS_ALLOWANCE),

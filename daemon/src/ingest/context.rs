@@ -59,6 +59,17 @@ impl std::fmt::Debug for ServerContext {
     }
 }
 
+/// Chunks of one episode held in memory at once: the open chunk, and the sealed one being
+/// compressed and written while the next fills.
+pub const CHUNKS_IN_MEMORY: u64 = 2;
+
+/// The payload bytes of one chunk for a memory budget of `budget` (`rotation.max_bytes`):
+/// the open chunk and the one being written share the budget.
+#[must_use]
+pub fn chunk_bytes(budget: u64) -> u64 {
+    (budget / CHUNKS_IN_MEMORY).max(1)
+}
+
 /// Session settings from the config.
 #[must_use]
 pub fn session_settings(cfg: &Config) -> SessionSettings {
@@ -71,7 +82,7 @@ pub fn session_settings(cfg: &Config) -> SessionSettings {
         fsync,
         rotation: Rotation {
             max_timesteps: cfg.rotation.max_timesteps,
-            max_bytes: cfg.rotation.max_bytes,
+            max_bytes: chunk_bytes(cfg.rotation.max_bytes),
             max_age: cfg.rotation.max_age(),
         },
         queue_frames: usize::try_from(cfg.queues.max_pending_frames).unwrap_or(64),
