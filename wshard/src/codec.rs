@@ -214,15 +214,10 @@ pub fn compress_into(codec: Codec, data: &[u8], out: &mut Vec<u8>, block: &str) 
             })?;
         }
         Codec::Lz4 => {
-            let bound = lz4_flex::block::get_maximum_output_size(data.len());
-            out.resize(bound, 0);
-            let n =
-                lz4_flex::block::compress_into(data, out).map_err(|e| FormatError::Compress {
-                    name: block.to_owned(),
-                    codec: "lz4",
-                    message: e.to_string(),
-                })?;
-            out.truncate(n);
+            // `compress` sizes its output for the worst case without writing it first, so
+            // only the pages the compressed bytes land on are touched (zero-filling the bound
+            // here would make a whole block's worth of memory resident).
+            *out = lz4_flex::block::compress(data);
         }
     }
     Ok(())
