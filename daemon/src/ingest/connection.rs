@@ -425,15 +425,27 @@ impl Connection {
         )
     }
 
-    /// Check a batch (sizes, sequence, limits) and queue it; `Err` is the ERROR frame
-    /// refusing it, for the caller to send. With `allow_gap` (a ring with a drop policy)
-    /// the batch may start past the next seq: the seqs skipped were dropped by the
-    /// producer, and are counted (the writer records them); it may never start before.
+    /// Check `batch` like a `TIMESTEP_BATCH` (sizes, sequence, gaps when `allow_gap`, the
+    /// episode byte limit) and hand it to the episode's writer.
     pub(super) fn submit(
         &mut self,
         batch: wshard_ingest_proto::TimestepBatch,
         allow_gap: bool,
     ) -> Result<(), Frame> {
+        let count = self.accept(&batch, allow_gap)?;
+        self.send_records(batch.into_records(), count)
+    }
+
+    /// The checks of [`Connection::submit`]; on success the batch counts as accepted (the
+    /// expected seq and the episode's bytes move on) and its step count is returned. The
+    /// caller must then send its records with [`Connection::send_records`], alone or
+    /// appended to the records of the batches accepted right before it (no seq gap between
+    /// them).
+    pub(super) fn accept(
+        &mut self,
+        batch: &wshard_ingest_proto::TimestepBatch,
+        allow_gap: bool,
+    ) -> Result<u64, Frame> {
         let max_bytes = self.ctx.limits.max_episode_bytes;
         let State::Recording {
             session,
@@ -443,7 +455,7 @@ impl Connection {
             ..
         } = &mut self.state
         else {
-            return Ok(());
+            return Err(Frame::error(ErrorCode::NotOpen, "no open episode"));
         };
         if session.shared().is_failed() {
             let why = session.shared().failure().unwrap_or_default();
@@ -486,16 +498,23 @@ impl Connection {
                 format!("TIMESTEP seq {}: episode would reach {} bytes, limits.max_episode_bytes is {max_bytes}", batch.first_seq(), *bytes + size),
             ));
         }
-        let count = u64::from(batch.count());
-        let end = batch.end_seq();
-        if session.submit(batch.into_records(), count) {
-            *next_seq = end;
-            *bytes += size;
-            if dropped > 0 {
-                let stats = &session.shared().stats;
-                stats.dropped_steps.fetch_add(dropped, Ordering::Relaxed);
-                stats.gaps.fetch_add(1, Ordering::Relaxed);
-            }
+        *next_seq = batch.end_seq();
+        *bytes += size;
+        if dropped > 0 {
+            let stats = &session.shared().stats;
+            stats.dropped_steps.fetch_add(dropped, Ordering::Relaxed);
+            stats.gaps.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(u64::from(batch.count()))
+    }
+
+    /// Hand accepted records (`steps` timesteps) to the episode's writer; blocks while its
+    /// queue is full.
+    pub(super) fn send_records(&self, records: Vec<u8>, steps: u64) -> Result<(), Frame> {
+        let State::Recording { session, .. } = &self.state else {
+            return Err(Frame::error(ErrorCode::NotOpen, "no open episode"));
+        };
+        if session.submit(records, steps) {
             Ok(())
         } else {
             let why = session

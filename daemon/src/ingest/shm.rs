@@ -566,10 +566,16 @@ impl Ring {
         // Store tail, then load producer_sleeping: a full fence pairs with the producer's
         // "store producer_sleeping = 1, re-check tail" so that one of us sees the other.
         fence(Ordering::SeqCst);
-        if self
-            .atomic_u32(Word32::ProducerSleeping)
-            .load(Ordering::SeqCst)
-            == 1
+        // A sleeping producer found the ring full; it is woken once at most half the ring
+        // is still occupied (as of the `head` read above, so never later than that), not
+        // for every slot, which would cost a wake-up per slot on both sides. The drain
+        // always goes on until the ring is empty, so that point is always reached.
+        let occupied = head.saturating_sub(self.tail);
+        if occupied <= u64::from(self.slot_count / 2)
+            && self
+                .atomic_u32(Word32::ProducerSleeping)
+                .load(Ordering::SeqCst)
+                == 1
         {
             self.wake_producer()?;
         }

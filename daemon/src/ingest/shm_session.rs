@@ -23,6 +23,9 @@ use super::shm::{Polled, Ring};
 use crate::registry::Transport;
 use crate::session::FinalStatus;
 
+/// A drain hands its accumulated records to the writer once they reach this size.
+const PENDING_FLUSH_BYTES: usize = 1 << 20;
+
 /// What [`Connection::pump_ring`] found.
 pub(super) enum Pump {
     /// The socket has something (data, EOF or an error): read it.
@@ -117,34 +120,91 @@ impl Connection {
     /// `TIMESTEP_BATCH`. A slot that breaks a rule gets its `ERROR` sent, and the episode
     /// is finalized `interrupted` with everything accepted before it.
     pub(super) fn drain_ring(&mut self, budget: u64) -> Drained {
+        // Consecutive slots without a seq gap between them go to the writer as one batch:
+        // one queue message per drain instead of one per slot.
+        let mut pending: Vec<u8> = Vec::new();
+        let mut pending_steps = 0u64;
+        let mut outcome = Drained::Budget;
         for _ in 0..budget {
             let State::Recording {
-                ring: Some(ring), ..
+                ring: Some(ring),
+                next_seq,
+                ..
             } = &mut self.state
             else {
-                return Drained::Empty;
+                outcome = Drained::Empty;
+                break;
             };
+            let expected = *next_seq;
             let mut records = Vec::new();
             let allow_gap = ring.policy().drops();
             let count = match ring.poll_slots(&mut records) {
-                Ok(Polled::Empty) => return Drained::Empty,
+                Ok(Polled::Empty) => {
+                    outcome = Drained::Empty;
+                    break;
+                }
                 Ok(Polled::TakenBack) => continue,
                 Ok(Polled::Slot(count)) => count,
                 Err(e) => {
+                    if !self.flush_pending(&mut pending, &mut pending_steps) {
+                        return Drained::Failed;
+                    }
                     self.ring_failed(&e.to_proto().to_error_frame());
                     return Drained::Failed;
                 }
             };
-            let refused = match TimestepBatch::from_records(count, records) {
-                Ok(batch) => self.submit(batch, allow_gap).err(),
-                Err(e) => Some(e.to_error_frame()),
-            };
-            if let Some(frame) = refused {
-                self.ring_failed(&frame);
+            let accepted =
+                TimestepBatch::from_records(count, records).map_err(|e| e.to_error_frame());
+            let gap = accepted.as_ref().is_ok_and(|b| b.first_seq() != expected);
+            if gap || accepted.is_err() {
+                // The writer records a gap where a batch starts: send what came before.
+                if !self.flush_pending(&mut pending, &mut pending_steps) {
+                    return Drained::Failed;
+                }
+            }
+            let refused = accepted.and_then(|batch| {
+                let steps = self.accept(&batch, allow_gap)?;
+                if pending.is_empty() {
+                    pending = batch.into_records();
+                } else {
+                    pending.extend_from_slice(batch.records());
+                }
+                pending_steps += steps;
+                Ok(())
+            });
+            if let Err(frame) = refused {
+                if self.flush_pending(&mut pending, &mut pending_steps) {
+                    self.ring_failed(&frame);
+                }
+                return Drained::Failed;
+            }
+            if pending.len() >= PENDING_FLUSH_BYTES
+                && !self.flush_pending(&mut pending, &mut pending_steps)
+            {
                 return Drained::Failed;
             }
         }
-        Drained::Budget
+        if !self.flush_pending(&mut pending, &mut pending_steps) {
+            return Drained::Failed;
+        }
+        outcome
+    }
+
+    /// Send the accumulated records of a drain to the writer. `false` when the episode
+    /// failed (the ERROR was sent and the episode finalized `interrupted`).
+    fn flush_pending(&mut self, pending: &mut Vec<u8>, steps: &mut u64) -> bool {
+        if *steps == 0 {
+            return true;
+        }
+        let records = std::mem::take(pending);
+        let n = std::mem::take(steps);
+        match self.send_records(records, n) {
+            Ok(()) => true,
+            Err(frame) => {
+                self.ring_failed(&frame);
+                false
+            }
+        }
     }
 
     /// Consume every slot published so far (at most `slot_count`: a ring never holds
