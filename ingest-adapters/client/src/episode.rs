@@ -14,8 +14,24 @@ use crate::client::{Client, Transport};
 use crate::error::{ClientError, Result};
 use crate::shm::Producer;
 
-/// Slots of a ring when [`Transport::Shm`] leaves it to the client.
+/// Most slots of a ring when [`Transport::Shm`] leaves it to the client.
 pub const DEFAULT_SHM_SLOTS: u32 = 64;
+/// Fewest slots of a ring when [`Transport::Shm`] leaves it to the client.
+pub const MIN_DEFAULT_SHM_SLOTS: u32 = 8;
+/// The ring size the default slot count aims at: 64 slots of small records, but no more
+/// than this in all once a slot holds large records (camera frames), down to
+/// [`MIN_DEFAULT_SHM_SLOTS`]. The server maps the whole ring, so it counts in its memory.
+pub const DEFAULT_SHM_RING_BYTES: u64 = 16 << 20;
+
+/// The default slot count for slots of `slot_size` bytes:
+/// `clamp(ceil(16 MiB / slot_size), 8, 64)`.
+#[must_use]
+pub fn default_slot_count(slot_size: u32) -> u32 {
+    let fit = DEFAULT_SHM_RING_BYTES.div_ceil(u64::from(slot_size.max(1)));
+    u32::try_from(fit)
+        .unwrap_or(u32::MAX)
+        .clamp(MIN_DEFAULT_SHM_SLOTS, DEFAULT_SHM_SLOTS)
+}
 
 /// Record bytes a default slot is sized for (at least one record).
 const DEFAULT_SLOT_RECORD_BYTES: usize = 256 * 1024;
@@ -166,7 +182,7 @@ impl<'c> EpisodeWriter<'c> {
             n => n,
         };
         let slot_count = match slots {
-            0 => DEFAULT_SHM_SLOTS,
+            0 => default_slot_count(slot_size),
             n => n,
         };
         ring::validate_geometry(slot_size, slot_count, record_len, max)
@@ -500,5 +516,20 @@ impl Drop for EpisodeWriter<'_> {
         if !self.closed && !self.client.shared().ended.load(Ordering::Acquire) {
             let _ = self.close_inner(Outcome::Aborted);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_ring_is_64_slots_of_small_records_and_at_most_about_16_mib() {
+        assert_eq!(default_slot_count(256 * 1024 + 64), 64);
+        assert_eq!(default_slot_count(4096), 64);
+        // One camera step (2 x 640x480x3 + joints) per slot.
+        assert_eq!(default_slot_count(1_843_328), 10);
+        assert_eq!(default_slot_count(64 << 20), MIN_DEFAULT_SHM_SLOTS);
+        assert_eq!(default_slot_count(0), DEFAULT_SHM_SLOTS);
     }
 }

@@ -32,7 +32,8 @@
 //! `durable_seq`, `close`), and so are the durability guarantees. When the ring is full,
 //! pushing blocks until the server frees a slot, a server `ERROR` arrives, or the timeout
 //! ends. [`Transport::shm()`] sizes a slot from the schema (room for `max(1, 256 KiB /
-//! record)` timesteps, rounded up to 64 bytes) and uses 64 slots.
+//! record)` timesteps, rounded up to 64 bytes) and uses 64 slots, fewer (down to 8) when
+//! that would make the ring larger than 16 MiB (camera frames: 8 slots of one frame).
 //!
 //! A real-time loop that must never block can choose a drop policy instead
 //! ([`Transport::shm_with`], or `policy` in [`Transport::Shm`]): on a full ring,

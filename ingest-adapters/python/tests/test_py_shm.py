@@ -98,6 +98,9 @@ def test_py_shm_record_readback(start_daemon: Any, np: Any) -> None:
             assert info is not None and info.policy == RingPolicy.BLOCK and info.slots == 64
             assert info.slot_bytes == ring_mod.default_slot_bytes(RECORD, rec.server_info.max_frame_bytes)
             assert info.slot_bytes % 64 == 0 and info.slot_bytes >= 256 * 1024
+            assert ring_mod.default_slot_count(info.slot_bytes) == 64
+            assert ring_mod.default_slot_count(1_843_328) == 10  # one camera step per slot
+            assert ring_mod.default_slot_count(64 << 20) == ring_mod.MIN_DEFAULT_SLOTS
             push_steps(ep, np, 500)  # one by one, into the pending batch
             cols = columns(np, range(500, 1000))
             steps = [Step(s * 1000, float(s), False, [c[s - 500] for c in cols]) for s in range(500, 1000)]

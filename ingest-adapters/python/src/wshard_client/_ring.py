@@ -53,6 +53,7 @@ __all__ = [
     "RING_HEADER_BYTES",
     "SLOT_HEADER_BYTES",
     "DEFAULT_SLOTS",
+    "default_slot_count",
     "ring_bytes",
     "default_slot_bytes",
     "check_geometry",
@@ -80,8 +81,13 @@ SLOT_ALIGN = 64
 SLOT_MIN_OVERHEAD = 64
 MIN_SLOTS = 2
 MAX_SLOTS = 65536
-#: Slots of a ring when the caller leaves it to the client (as the Rust client).
+#: Most slots of a ring when the caller leaves it to the client (as the Rust client).
 DEFAULT_SLOTS = 64
+#: Fewest slots of a default ring.
+MIN_DEFAULT_SLOTS = 8
+#: The size a default ring aims at: fewer slots (down to ``MIN_DEFAULT_SLOTS``) once 64
+#: would make it larger (the server maps the whole ring).
+DEFAULT_RING_BYTES = 16 << 20
 #: Record bytes a default slot is sized for (at least one record), as the Rust client.
 DEFAULT_SLOT_RECORD_BYTES = 256 * 1024
 
@@ -137,6 +143,12 @@ def default_slot_bytes(record_bytes: int, max_frame_bytes: int) -> int:
     want = _round_up(steps * record_bytes + SLOT_HEADER_BYTES, SLOT_ALIGN)
     minimum = _round_up(record_bytes + SLOT_MIN_OVERHEAD, SLOT_ALIGN)
     return min(max(want, minimum), max_frame_bytes // SLOT_ALIGN * SLOT_ALIGN)
+
+
+def default_slot_count(slot_size: int) -> int:
+    """The Rust client's default slot count: ``clamp(ceil(16 MiB / slot_size), 8, 64)``."""
+    fit = -(-DEFAULT_RING_BYTES // max(slot_size, 1))
+    return min(max(fit, MIN_DEFAULT_SLOTS), DEFAULT_SLOTS)
 
 
 def check_geometry(slot_size: int, slot_count: int, record_bytes: int, max_frame_bytes: int) -> None:

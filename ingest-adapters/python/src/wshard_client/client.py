@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any, Mapping, Optional, Sequence, Tuple, Type, Union
 
 from ._reader import ServerInfo, SharedState, start_reader
-from ._ring import DEFAULT_SLOTS, RingPolicy, check_geometry, default_slot_bytes
+from ._ring import RingPolicy, check_geometry, default_slot_bytes, default_slot_count
 from ._schema import Channel, Durability, EpisodeSpec, Timebase
 from ._shm import ShmRing, shm_supported
 from ._transport import Buffer, Transport, UnixSocketTransport
@@ -160,7 +160,8 @@ class Recorder:
         ``transport``: ``"socket"`` (``TIMESTEP_BATCH`` frames on the socket) or ``"shm"``
         (a shared-memory ring of ``slots`` slots of ``slot_bytes`` bytes, one batch per
         slot, attached with ``SHM_ATTACH`` right after ``ACCEPTED{OPEN}``; 0 = the Rust
-        client's defaults: 64 slots, room for ``max(1, 256 KiB / record)`` timesteps per
+        client's defaults: 64 slots (fewer, down to 8, when the ring would exceed 16 MiB),
+        room for ``max(1, 256 KiB / record)`` timesteps per
         slot). ``policy``: what a push does when the ring is full, ``"block"`` (wait),
         ``"drop_newest"`` or ``"drop_oldest"`` (drop timesteps, see
         :attr:`EpisodeWriter.dropped_steps`). If the attach fails the episode is closed
@@ -210,7 +211,7 @@ class Recorder:
         record = RECORD_HEADER_BYTES + spec.step_bytes
         max_frame = self._info.max_frame_bytes
         size = slot_bytes or default_slot_bytes(record, max_frame)
-        count = slots or DEFAULT_SLOTS
+        count = slots or default_slot_count(size)
         check_geometry(size, count, record, max_frame)
         return ShmRing(size, count, policy)
 
