@@ -86,6 +86,7 @@ pub fn session_settings(cfg: &Config) -> SessionSettings {
             max_age: cfg.rotation.max_age(),
         },
         queue_frames: usize::try_from(cfg.queues.max_pending_frames).unwrap_or(64),
+        queue_bytes: cfg.queues.max_pending_bytes,
         compression_workers: usize::try_from(cfg.queues.compression_workers).unwrap_or(2),
         // Channels carry their own codec from the schema; `default_codec` covers the blocks
         // the recorder adds (reward, done, time/timestamps_ns), which compress very well and

@@ -3,6 +3,7 @@
 //! queue. When the queue is full the connection blocks, so it stops reading its socket and
 //! the client blocks in turn: memory stays bounded by the queue and two chunks.
 
+pub mod budget;
 pub mod publisher;
 pub mod settings;
 pub mod shared;
@@ -154,15 +155,23 @@ impl Session {
             return false;
         }
         let Some(tx) = &self.tx else { return false };
+        let arrived = std::time::Instant::now();
+        let len = records.len() as u64;
+        // Blocks while the writer has `queues.max_pending_bytes` to process (and, in
+        // `send`, while it has `queues.max_pending_frames` messages).
+        if !self.shared.queue_budget.acquire(len) {
+            return false;
+        }
         self.shared
             .stats
             .received
             .fetch_add(steps, Ordering::Relaxed);
-        self.shared
-            .stats
-            .bytes
-            .fetch_add(records.len() as u64, Ordering::Relaxed);
-        tx.send(WriterMsg::Steps { records }).is_ok()
+        self.shared.stats.bytes.fetch_add(len, Ordering::Relaxed);
+        let sent = tx.send(WriterMsg::Steps { records, arrived }).is_ok();
+        if !sent {
+            self.shared.queue_budget.release(len);
+        }
+        sent
     }
 
     /// Ask for an fsync now.

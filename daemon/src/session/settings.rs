@@ -30,6 +30,9 @@ pub struct SessionSettings {
     pub rotation: Rotation,
     /// Frames queued between the connection and the writer before the reader blocks.
     pub queue_frames: usize,
+    /// Bytes of records queued between the connection and the writer before the reader
+    /// blocks (`queues.max_pending_bytes`; one larger frame passes alone).
+    pub queue_bytes: u64,
     pub compression_workers: usize,
     pub write_options: EpisodeWriteOptions,
     /// Reserve each chunk file's exact size with `fallocate` before writing it (`disk.preallocate`).
@@ -46,6 +49,7 @@ impl Default for SessionSettings {
                 max_age: Duration::from_secs(60),
             },
             queue_frames: 64,
+            queue_bytes: 64 << 20,
             compression_workers: 2,
             write_options: EpisodeWriteOptions::default(),
             preallocate: true,

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use wshard_ingest_proto::RingPolicy;
 
+use super::budget::ByteBudget;
 use super::settings::SessionSettings;
 use super::stats::EpisodeStats;
 use crate::episode::{EpisodeLayout, EpisodeSchema};
@@ -46,6 +47,8 @@ pub struct SessionShared {
     pub schema: Arc<EpisodeSchema>,
     pub settings: SessionSettings,
     pub stats: Arc<EpisodeStats>,
+    /// Record bytes queued for the writer (`queues.max_pending_bytes`).
+    pub queue_budget: ByteBudget,
     pub responder: Arc<dyn Responder>,
     /// Set when a write, fsync or rename failed: no more data is accepted.
     pub failed: AtomicBool,
@@ -80,6 +83,7 @@ impl SessionShared {
             fs,
             layout,
             schema,
+            queue_budget: ByteBudget::new(settings.queue_bytes),
             settings,
             stats: Arc::new(EpisodeStats::default()),
             responder,

@@ -19,7 +19,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use super::publisher::Sealed;
 use super::settings::FsyncMode;
 use super::shared::{FinalStatus, SessionShared};
-use super::stats::{EpisodeStats, HEARTBEAT_EVERY};
+use super::stats::HEARTBEAT_EVERY;
 use crate::chunk::step::{steps, STEP_HEADER_LEN};
 use crate::chunk::{ChunkColumns, SeqGaps};
 use crate::error::StorageError;
@@ -30,19 +30,24 @@ use crate::journal::segment::JournalSegment;
 pub enum WriterMsg {
     /// Wire-format timestep records, already checked: sizes exact, seqs consecutive within
     /// the batch and starting at the next seq (or, with a drop policy, after it).
-    Steps { records: Vec<u8> },
+    /// Accepted records; `arrived` is when the connection handed them over, which starts
+    /// the interval sync's clock (not when the writer, maybe busy in an fdatasync, gets to
+    /// them).
+    Steps { records: Vec<u8>, arrived: Instant },
     /// Make everything received durable now.
     Flush,
     /// Finalize the episode (the session joins the threads to know it is done).
     Close { status: FinalStatus },
 }
 
-/// Marks the writer's heartbeat retired when its thread leaves `run`, however it leaves.
-struct RetireHeartbeat(Arc<EpisodeStats>);
+/// When the writer's thread leaves `run`, however it leaves: marks its heartbeat retired
+/// and closes the queue's byte budget, so a connection blocked on it returns.
+struct RetireHeartbeat(Arc<SessionShared>);
 
 impl Drop for RetireHeartbeat {
     fn drop(&mut self) {
-        self.0.retire_heartbeat();
+        self.0.stats.retire_heartbeat();
+        self.0.queue_budget.close();
     }
 }
 
@@ -92,7 +97,7 @@ impl Writer {
     /// systemd watchdog); the loop wakes at least every [`HEARTBEAT_EVERY`] even when idle,
     /// and an early wake-up only runs `on_tick`, which acts on elapsed deadlines alone.
     pub fn run(mut self, rx: &Receiver<WriterMsg>) {
-        let _retire = RetireHeartbeat(self.shared.stats.clone());
+        let _retire = RetireHeartbeat(self.shared.clone());
         loop {
             self.shared.stats.heartbeat();
             let now = Instant::now();
@@ -118,7 +123,10 @@ impl Writer {
                     .queue_depth
                     .store(rx.len() as u64, Ordering::Relaxed);
                 match m {
-                    WriterMsg::Steps { records } => self.on_steps(&records),
+                    WriterMsg::Steps { records, arrived } => {
+                        self.on_steps(&records, arrived);
+                        self.shared.queue_budget.release(records.len() as u64);
+                    }
                     WriterMsg::Flush => self.flush(),
                     WriterMsg::Close { status } => {
                         self.finish(status);
@@ -178,7 +186,7 @@ impl Writer {
         self.journal = None;
     }
 
-    fn on_steps(&mut self, records: &[u8]) {
+    fn on_steps(&mut self, records: &[u8], arrived: Instant) {
         if self.shared.is_failed() {
             return;
         }
@@ -226,7 +234,7 @@ impl Writer {
                     self.storage_failed(&e);
                     return;
                 }
-                self.dirty_since.get_or_insert_with(Instant::now);
+                self.dirty_since = Some(self.dirty_since.map_or(arrived, |d| d.min(arrived)));
             }
             for s in steps(now, self.shared.schema.step_payload_bytes) {
                 self.columns.push(&s);
