@@ -25,6 +25,9 @@ use crate::session::FinalStatus;
 
 /// A drain hands its accumulated records to the writer once they reach this size.
 const PENDING_FLUSH_BYTES: usize = 1 << 20;
+/// Slots with fewer record bytes are appended to the drain's pending batch; larger ones go
+/// to the writer on their own.
+const MERGE_BELOW_BYTES: usize = 64 << 10;
 
 /// What [`Connection::pump_ring`] found.
 pub(super) enum Pump {
@@ -156,7 +159,12 @@ impl Connection {
             let accepted =
                 TimestepBatch::from_records(count, records).map_err(|e| e.to_error_frame());
             let gap = accepted.as_ref().is_ok_and(|b| b.first_seq() != expected);
-            if gap || accepted.is_err() {
+            // A large slot goes to the writer alone, as it is: appending it (or appending to
+            // it) would copy it once more for little gain.
+            let large = accepted
+                .as_ref()
+                .is_ok_and(|b| b.records().len() >= MERGE_BELOW_BYTES);
+            if gap || large || accepted.is_err() {
                 // The writer records a gap where a batch starts: send what came before.
                 if !self.flush_pending(&mut pending, &mut pending_steps) {
                     return Drained::Failed;
@@ -178,7 +186,7 @@ impl Connection {
                 }
                 return Drained::Failed;
             }
-            if pending.len() >= PENDING_FLUSH_BYTES
+            if (large || pending.len() >= PENDING_FLUSH_BYTES)
                 && !self.flush_pending(&mut pending, &mut pending_steps)
             {
                 return Drained::Failed;
