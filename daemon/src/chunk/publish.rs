@@ -13,7 +13,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 use wshard::codec::CompressionPolicy;
@@ -28,8 +28,30 @@ use crate::fsio::{replace_atomically, DurableFile, FailStop, Fs};
 
 const WRITE_BUFFER: usize = 1 << 20;
 
-/// Compress every planned block on up to `workers` threads, keeping the block order. Raw
-/// blocks stay borrowed from the plan.
+/// The compression threads, shared by every episode and kept for the life of the process:
+/// zstd contexts (thread-local, reused per level) and malloc arenas stay warm, instead of
+/// being rebuilt by fresh threads for every chunk. Named `pub-compress-N` (`pub-`: chunk
+/// publishing, for per-thread CPU accounting).
+fn compression_pool(workers: usize) -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let threads = workers.max(
+            std::thread::available_parallelism()
+                .map(std::num::NonZeroUsize::get)
+                .unwrap_or(2),
+        );
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("pub-compress-{i}"))
+            .build()
+            .map_err(|e| tracing::warn!("no compression thread pool, compressing inline: {e}"))
+            .ok()
+    })
+    .as_ref()
+}
+
+/// Compress every planned block on up to `workers` threads of the compression pool, keeping
+/// the block order. Raw blocks stay borrowed from the plan.
 ///
 /// # Errors
 /// The first compression error, naming the block.
@@ -49,13 +71,15 @@ pub fn prepare_blocks<'a>(
             *slot = Some(r);
         }
     };
-    let threads = workers.clamp(1, plan.len().max(1));
-    std::thread::scope(|s| {
-        for _ in 1..threads {
-            s.spawn(work);
-        }
-        work();
-    });
+    let tasks = workers.clamp(1, plan.len().max(1));
+    match compression_pool(workers) {
+        Some(pool) if tasks > 1 => pool.scope(|s| {
+            for _ in 0..tasks {
+                s.spawn(|_| work());
+            }
+        }),
+        _ => work(),
+    }
     slots
         .into_iter()
         .zip(plan)
