@@ -5,11 +5,10 @@
 
 use std::io::Write;
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::accept::AcceptLoop;
 use super::metrics::{self, CONTENT_TYPE};
 use super::request_io::{drain, read_request, ReadFailure, READ_SLICE};
 use super::server::{DRAIN_BYTES, DRAIN_TIME};
@@ -20,7 +19,6 @@ pub const MAX_HEAD_BYTES: usize = 8192;
 /// Scrapes served at once; more are closed at once.
 const MAX_CONNECTIONS: usize = 8;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-const ACCEPT_POLL: Duration = Duration::from_millis(50);
 
 /// Why the metrics listener could not be bound.
 #[derive(Debug, thiserror::Error)]
@@ -129,32 +127,13 @@ fn handle(mut stream: TcpStream, st: &ControlState) {
 
 /// Serve scrapes on `listener` until the daemon shuts down.
 pub fn serve(listener: &TcpListener, st: &Arc<ControlState>) {
-    let mut threads: Vec<JoinHandle<()>> = Vec::new();
-    while !st.ctx.shutdown.load(Ordering::Acquire) {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                threads.retain(|t| !t.is_finished());
-                if threads.len() >= MAX_CONNECTIONS {
-                    drop(stream);
-                    continue;
-                }
-                let s = st.clone();
-                match std::thread::Builder::new()
-                    .name("metrics-http".into())
-                    .spawn(move || handle(stream, &s))
-                {
-                    Ok(t) => threads.push(t),
-                    Err(e) => tracing::error!("cannot start a metrics thread: {e}"),
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(ACCEPT_POLL),
-            Err(e) => {
-                tracing::warn!("metrics listener: accept failed: {e}");
-                std::thread::sleep(ACCEPT_POLL);
-            }
-        }
+    let st2 = st.clone();
+    AcceptLoop {
+        name: "metrics-http",
+        max: MAX_CONNECTIONS,
+        shutdown: &st.ctx.shutdown,
+        accept: &|| listener.accept().map(|(s, _)| s),
+        refuse: &drop,
     }
-    for t in threads {
-        let _ = t.join();
-    }
+    .run(move |stream| handle(stream, &st2));
 }

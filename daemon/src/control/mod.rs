@@ -8,10 +8,12 @@
 //! - [`close`]: `close EPISODE`. [`metrics`]: the Prometheus text exposition.
 //! - [`rates`]: per-episode rates, from samples taken every second.
 //! - [`http`]: `GET /metrics` on `control.metrics_listen`.
+//! - [`accept`]: the accept loop both listeners share.
 //!
 //! [`spawn`] starts everything in a [`std::thread::Scope`], from a listener bound with
 //! [`crate::ingest::listener::bind`] or handed over by socket activation.
 
+pub mod accept;
 pub mod close;
 pub mod episodes;
 pub mod http;

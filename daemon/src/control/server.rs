@@ -5,13 +5,12 @@
 use std::io::Write;
 use std::net::Shutdown;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde_json::json;
 
+use super::accept::AcceptLoop;
 use super::protocol::{
     ok_reply, parse_request, ControlError, ErrorKind, Request, MAX_REQUEST_BYTES,
 };
@@ -29,8 +28,6 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// After the reply, unread input is discarded up to this much, for at most this long.
 pub const DRAIN_BYTES: usize = 1 << 20;
 pub const DRAIN_TIME: Duration = Duration::from_millis(500);
-/// How often the accept loop looks at the shutdown flag.
-const ACCEPT_POLL: Duration = Duration::from_millis(50);
 
 /// Accept on `listener` until the daemon shuts down, then wait for the connections being
 /// served (each is bounded by [`REQUEST_TIMEOUT`] and its verb's own timeout).
@@ -39,39 +36,22 @@ pub fn serve(listener: &UnixListener, st: &Arc<ControlState>) {
         tracing::error!("control socket unusable (set nonblocking): {e}");
         return;
     }
-    let mut threads: Vec<JoinHandle<()>> = Vec::new();
-    while !st.ctx.shutdown.load(Ordering::Acquire) {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                threads.retain(|t| !t.is_finished());
-                if threads.len() >= MAX_CONNECTIONS {
-                    let e = ControlError::new(
-                        ErrorKind::Busy,
-                        None,
-                        format!("{MAX_CONNECTIONS} control requests in progress; try again"),
-                    );
-                    reply_error(stream, &e);
-                    continue;
-                }
-                let s = st.clone();
-                match std::thread::Builder::new()
-                    .name("control".into())
-                    .spawn(move || handle(stream, &s))
-                {
-                    Ok(t) => threads.push(t),
-                    Err(e) => tracing::error!("cannot start a control thread: {e}"),
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(ACCEPT_POLL),
-            Err(e) => {
-                tracing::warn!("control socket: accept failed: {e}");
-                std::thread::sleep(ACCEPT_POLL);
-            }
-        }
+    let st2 = st.clone();
+    AcceptLoop {
+        name: "control",
+        max: MAX_CONNECTIONS,
+        shutdown: &st.ctx.shutdown,
+        accept: &|| listener.accept().map(|(s, _)| s),
+        refuse: &|stream| {
+            let e = ControlError::new(
+                ErrorKind::Busy,
+                None,
+                format!("{MAX_CONNECTIONS} control requests in progress; try again"),
+            );
+            reply_error(stream, &e);
+        },
     }
-    for t in threads {
-        let _ = t.join();
-    }
+    .run(move |stream| handle(stream, &st2));
 }
 
 fn reply_error(stream: UnixStream, e: &ControlError) {

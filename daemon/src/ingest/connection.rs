@@ -527,12 +527,7 @@ impl Connection {
 
     fn close(&mut self, status: FinalStatus) {
         self.note_ring_counters();
-        let State::Recording {
-            session,
-            registration,
-            ..
-        } = std::mem::replace(&mut self.state, State::Idle)
-        else {
+        let Some((session, registration, _)) = self.take_recording() else {
             return;
         };
         let id = session.shared().schema.episode_id.clone();
@@ -559,12 +554,7 @@ impl Connection {
         // What the producer published before the socket went away is kept.
         self.drain_published();
         self.note_ring_counters();
-        if let State::Recording {
-            session,
-            registration,
-            ..
-        } = std::mem::replace(&mut self.state, State::Idle)
-        {
+        if let Some((session, registration, _)) = self.take_recording() {
             let id = session.shared().schema.episode_id.clone();
             let reason = match stop {
                 Stop::Eof => "client disconnected without CLOSE",
@@ -587,6 +577,23 @@ impl Connection {
 }
 
 impl Connection {
+    /// Leave the recording state: the session, its registration and its ring (if any), for
+    /// the caller to finalize. `None` when no episode is open.
+    pub(super) fn take_recording(&mut self) -> Option<(Session, Registration, Option<Ring>)> {
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Recording {
+                session,
+                registration,
+                ring,
+                ..
+            } => Some((session, registration, ring)),
+            other => {
+                self.state = other;
+                None
+            }
+        }
+    }
+
     /// Finalize the episode `interrupted` when the registry holds a stop request for it
     /// (an operator's `wshard close`, the disk's high watermark). The client gets
     /// `ERROR{STOPPED}` naming the reason and may OPEN again.
@@ -600,12 +607,7 @@ impl Connection {
         // What the producer published before the request is kept.
         self.drain_published();
         self.note_ring_counters();
-        let State::Recording {
-            session,
-            registration,
-            ..
-        } = std::mem::replace(&mut self.state, State::Idle)
-        else {
+        let Some((session, registration, _)) = self.take_recording() else {
             return;
         };
         let id = session.shared().schema.episode_id.clone();

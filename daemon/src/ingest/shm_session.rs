@@ -228,13 +228,7 @@ impl Connection {
     /// Send `error`, stop reading the ring and finalize the episode `interrupted`.
     fn ring_failed(&mut self, error: &Frame) {
         self.responder.send(error);
-        let State::Recording {
-            session,
-            ring,
-            registration,
-            ..
-        } = std::mem::replace(&mut self.state, State::Idle)
-        else {
+        let Some((session, registration, ring)) = self.take_recording() else {
             return;
         };
         if let Some(r) = &ring {
