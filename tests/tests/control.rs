@@ -87,6 +87,14 @@ fn control_status_shows_open_episode_with_moving_counters() {
     let r = &first["result"];
     assert_eq!(r["daemon"]["pid"], d.pid().as_raw(), "{r}");
     assert_eq!(r["daemon"]["counters"]["episodes_opened"], 1, "{r}");
+    // The client's connection, and the readiness probe's.
+    assert!(
+        r["daemon"]["counters"]["connections_accepted"]
+            .as_u64()
+            .is_some_and(|n| n >= 1),
+        "{r}"
+    );
+    assert_eq!(r["daemon"]["counters"]["connections_refused"], 0, "{r}");
     let e = find(&r["episodes"], "live-1");
     assert_eq!(e["received"], 200, "{e}");
     assert_eq!(e["durable"], 200, "{e}");

@@ -89,9 +89,17 @@ pub fn accept_loop(listener: &UnixListener, ctx: &Arc<ServerContext>) {
                     .read()
                     .map_or(ctx.limits.max_connections, |t| t.max_connections);
                 if ctx.active_connections.load(Ordering::Acquire) >= max {
+                    ctx.registry
+                        .counters
+                        .connections_refused
+                        .fetch_add(1, Ordering::Relaxed);
                     refuse(stream, max);
                     continue;
                 }
+                ctx.registry
+                    .counters
+                    .connections_accepted
+                    .fetch_add(1, Ordering::Relaxed);
                 if let Err(e) = stream.set_nonblocking(false) {
                     tracing::warn!("accepted connection unusable: {e}");
                     continue;
