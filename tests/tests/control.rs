@@ -561,3 +561,39 @@ fn control_close_refused_for_non_admin_peer() {
         d.log()
     );
 }
+
+/// Frames a client sent before it learned of the stop are dropped without an ERROR, its
+/// CLOSE is answered with the final count, and a new OPEN works: the race between an
+/// operator's `close` and a busy client leaves nothing pending on the connection.
+#[test]
+fn control_close_late_frames_are_dropped_and_close_is_accepted() {
+    use wshard_e2e::abuse::small;
+    use wshard_e2e::raw::RawConn;
+    use wshard_ingest_proto::{AcceptedWhat, Frame};
+    let d = Daemon::start(DaemonOptions::default());
+    let ch = data::small_channels();
+    let mut c = RawConn::hello(&d.socket());
+    c.open(&small("raw-stop"));
+    c.timesteps(&ch, 0..10);
+    assert_eq!(c.flush_until(10), 10);
+    let r = json_ok(&d, &["close", "raw-stop", "--json"]);
+    assert_eq!(r["timesteps"], 10, "{r}");
+    let msg = c.expect_error(ErrorCode::Stopped);
+    assert!(msg.contains("raw-stop"), "{msg}");
+    // Sent "before it knew": no NOT_OPEN for these.
+    c.timesteps(&ch, 10..15);
+    c.send(&Frame::Flush);
+    c.expect_silence(Duration::from_millis(300));
+    c.send(&Frame::Close {
+        outcome: Outcome::Completed,
+    });
+    assert_eq!(c.expect_accepted(AcceptedWhat::Close), 10);
+    // Now idle: a stray timestep is NOT_OPEN again, and a new episode opens.
+    c.timesteps(&ch, 0..1);
+    c.expect_error(ErrorCode::NotOpen);
+    c.open(&small("raw-after"));
+    c.timesteps(&ch, 0..3);
+    c.close(Outcome::Completed, 3);
+    let st = check_episode(&d.data_dir(), "raw-stop", &ch).unwrap();
+    assert_eq!((st.status.as_str(), st.timesteps), ("interrupted", 10));
+}

@@ -31,6 +31,13 @@ pub(super) const READ_POLL: Duration = Duration::from_millis(100);
 pub(super) enum State {
     Handshake,
     Idle,
+    /// The daemon finalized the open episode on its own (`ERROR{STOPPED}` was sent). Until
+    /// the client's next OPEN, its frames for that episode, sent before it learned, are
+    /// dropped without an error, and its CLOSE is answered `ACCEPTED{CLOSE}` with the
+    /// episode's final count.
+    Stopped {
+        timesteps: u64,
+    },
     Recording {
         session: Session,
         next_seq: u64,
@@ -213,7 +220,7 @@ impl Connection {
                 );
                 None
             }
-            (State::Idle, Frame::Open(open)) => {
+            (State::Idle | State::Stopped { .. }, Frame::Open(open)) => {
                 self.open(open);
                 None
             }
@@ -270,6 +277,18 @@ impl Connection {
                 if self.drain_published() {
                     self.close(status);
                 }
+                None
+            }
+            (
+                State::Stopped { .. },
+                Frame::Timestep(_) | Frame::TimestepBatch(_) | Frame::Flush,
+            ) => None,
+            (State::Stopped { timesteps }, Frame::Close { .. }) => {
+                self.responder.send(&Frame::Accepted {
+                    what: AcceptedWhat::Close,
+                    up_to_seq: *timesteps,
+                });
+                self.state = State::Idle;
                 None
             }
             (
@@ -620,6 +639,9 @@ impl Connection {
             .fetch_add(1, Ordering::Relaxed);
         drop(registration);
         tracing::warn!(peer = %self.peer, episode = %id, timesteps = summary.timesteps, "episode stopped: {why}");
+        self.state = State::Stopped {
+            timesteps: summary.timesteps,
+        };
         let kept = match &summary.failure {
             Some(f) => format!("it had failed earlier: {f}"),
             None => format!("{} timesteps kept", summary.timesteps),

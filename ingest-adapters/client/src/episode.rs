@@ -477,6 +477,14 @@ impl<'c> EpisodeWriter<'c> {
         self.closed = true;
         // Errors already reported by the server are returned after the CLOSE went out.
         let earlier = self.client.shared().take_error();
+        if self.client.shared().lock().stopped {
+            // The server already finalized this episode (`ERROR{STOPPED}`); a CLOSE would
+            // only earn a `NOT_OPEN` that poisons the next call.
+            return Err(earlier.unwrap_or_else(|| ClientError::Server {
+                code: wshard_ingest_proto::ErrorCode::Stopped,
+                message: "the daemon finalized this episode (reported earlier)".into(),
+            }));
+        }
         let sent = if self.failed || earlier.is_some() {
             Ok(())
         } else {
@@ -513,7 +521,10 @@ impl<'c> EpisodeWriter<'c> {
 
 impl Drop for EpisodeWriter<'_> {
     fn drop(&mut self) {
-        if !self.closed && !self.client.shared().ended.load(Ordering::Acquire) {
+        if !self.closed
+            && !self.client.shared().ended.load(Ordering::Acquire)
+            && !self.client.shared().lock().stopped
+        {
             let _ = self.close_inner(Outcome::Aborted);
         }
     }

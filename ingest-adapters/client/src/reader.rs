@@ -56,6 +56,10 @@ pub(crate) struct State {
     pub(crate) last_close: u64,
     /// `ERROR` frames not yet returned to the caller.
     pub(crate) errors: VecDeque<(ErrorCode, String)>,
+    /// The server finalized the open episode on its own (`ERROR{STOPPED}`: an operator's
+    /// `wshard close`, or the disk's high watermark): it must not be closed again. Reset by
+    /// `ACCEPTED{OPEN}`.
+    pub(crate) stopped: bool,
     pub(crate) ended: Option<End>,
 }
 
@@ -212,6 +216,7 @@ fn apply(st: &mut State, shared: &Shared, frame: Frame) -> Result<(), End> {
         } => {
             st.opens += 1;
             st.durable = 0;
+            st.stopped = false;
         }
         Frame::Accepted {
             what: AcceptedWhat::ShmAttach,
@@ -226,6 +231,9 @@ fn apply(st: &mut State, shared: &Shared, frame: Frame) -> Result<(), End> {
         }
         Frame::Durable { up_to_seq } => st.durable = st.durable.max(up_to_seq),
         Frame::Error { code, message } => {
+            if code == ErrorCode::Stopped {
+                st.stopped = true;
+            }
             st.errors.push_back((code, message));
             shared.error_pending.store(true, Ordering::Release);
         }
