@@ -3,7 +3,7 @@
 //! that the writer only ever sees valid records.
 //!
 //! The socket is read with `recvmsg` so that file descriptors passed with `SHM_ATTACH`
-//! arrive; once a ring is attached, timesteps come from it (see [`super::shm_session`]).
+//! arrive; once a ring is attached, timesteps come from it (see the `shm_session` module).
 
 use std::io::ErrorKind;
 use std::os::unix::net::UnixStream;
