@@ -292,3 +292,25 @@ fn cli_verify_structure_mismatch_is_corrupt() {
     assert_eq!(v["kind"], "episode");
     assert_eq!(v["errors"], serde_json::json!(["block `done` not found"]));
 }
+
+/// A wrong `name_hash` in an index entry: every byte of every block is intact, but readers
+/// look blocks up by that hash, so verify names the entry and both hashes.
+#[test]
+fn cli_verify_wrong_name_hash_is_corrupt() {
+    let Some(dir) = upstream_dir() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let src = dir.join("simple_episode.wshard");
+    let bad = tmp.path().join("hash.wshard");
+    // Entry #3 (`signal/state`): the index starts after the 64-byte header, 48 bytes per
+    // entry, `name_hash` first.
+    copy_flipped(&src, &bad, 64 + 3 * 48);
+    let run = wshard(["verify".as_ref(), bad.as_os_str()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let line = line_for(&run.stdout, "hash.wshard");
+    assert!(line.starts_with("CORRUPT "), "{line}");
+    assert!(
+        line.contains("block `signal/state` (#3): name_hash 0x")
+            && line.contains("is not the xxHash64 of the name"),
+        "{line}"
+    );
+}

@@ -58,9 +58,29 @@ fn block_message(check: &BlockCheck, message: &str) -> String {
     format!("block `{}` (#{}): {rest}", check.name, check.entry)
 }
 
+/// Every entry's `name_hash` must be the xxHash64 of its name: readers find blocks by it, so
+/// a block with a wrong hash cannot be found by name. Returns whether any was wrong.
+fn check_name_hashes<R: ReadAt>(reader: &ShardReader<R>, report: &mut FileReport) -> bool {
+    let index = reader.index();
+    let mut any_bad = false;
+    for (i, e) in index.entries().iter().enumerate() {
+        let Some(name) = index.name(i) else { continue };
+        let want = wshard::hash::name_hash(name);
+        if e.name_hash != want {
+            any_bad = true;
+            report.problem(format!(
+                "block `{name}` (#{i}): name_hash {:#018x} is not the xxHash64 of the name \
+                 ({want:#018x}); readers cannot find this block by name",
+                e.name_hash
+            ));
+        }
+    }
+    any_bad
+}
+
 /// Decode every block and report each bad one. Returns whether any block was bad.
 fn check_blocks<R: ReadAt>(reader: &ShardReader<R>, report: &mut FileReport) -> bool {
-    let mut any_bad = false;
+    let mut any_bad = check_name_hashes(reader, report);
     for check in reader.check_all() {
         let Some(message) = &check.error else {
             continue;
