@@ -168,19 +168,6 @@ fn feed_zeros<E>(f: &mut impl FnMut(&[u8]) -> Result<(), E>, mut n: u64) -> Resu
     Ok(())
 }
 
-/// SHA-256 (lowercase hex) of the file made of `region` followed by `blocks` at their
-/// offsets, zero-filled between them, `total_len` bytes long.
-///
-/// # Errors
-/// As [`Image::new`].
-pub fn file_sha256(
-    region: &[u8],
-    blocks: &[StoredAt<'_>],
-    total_len: u64,
-) -> Result<String, StorageError> {
-    Ok(Image::new(region, blocks.to_vec(), total_len)?.sha256())
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -240,7 +227,7 @@ mod tests {
                 rewritten, file,
                 "alignment {alignment}: the image is the file"
             );
-            let from_memory = file_sha256(&region, &pairs, total).unwrap();
+            let from_memory = Image::new(&region, pairs, total).unwrap().sha256();
             let from_file = hex(&Sha256::digest(&file));
             assert_eq!(from_memory, from_file, "alignment {alignment}");
             assert_eq!(file.len() as u64, total);
@@ -260,13 +247,13 @@ mod tests {
                 stored: &data,
             },
         ];
-        let e = file_sha256(&[0; 4], &overlapping, 100).unwrap_err();
+        let e = Image::new(&[0; 4], overlapping.to_vec(), 100).unwrap_err();
         assert!(e.to_string().contains("overlaps"), "{e}");
         let past = [StoredAt {
             offset: 4,
             stored: &data,
         }];
-        let e = file_sha256(&[0; 4], &past, 10).unwrap_err();
+        let e = Image::new(&[0; 4], past.to_vec(), 10).unwrap_err();
         assert!(e.to_string().contains("past the file length"), "{e}");
     }
 }

@@ -127,6 +127,7 @@ impl Connection {
         // one queue message per drain instead of one per slot.
         let mut pending: Vec<u8> = Vec::new();
         let mut pending_steps = 0u64;
+        let mut spare: Vec<u8> = Vec::new();
         let mut outcome = Drained::Budget;
         for _ in 0..budget {
             let State::Recording {
@@ -139,7 +140,8 @@ impl Connection {
                 break;
             };
             let expected = *next_seq;
-            let mut records = Vec::new();
+            // A slot appended to `pending` leaves its buffer for the next slot's copy.
+            let mut records = std::mem::take(&mut spare);
             let allow_gap = ring.policy().drops();
             let count = match ring.poll_slots(&mut records) {
                 Ok(Polled::Empty) => {
@@ -176,6 +178,7 @@ impl Connection {
                     pending = batch.into_records();
                 } else {
                     pending.extend_from_slice(batch.records());
+                    spare = batch.into_records();
                 }
                 pending_steps += steps;
                 Ok(())
