@@ -6,13 +6,14 @@ use std::time::Instant;
 
 use wshard_ingest_proto::ring::{self, SLOT_ALIGN, SLOT_HEADER_BYTES};
 use wshard_ingest_proto::{
-    finish_batch, push_step_record, start_batch, Frame, OpenEpisode, Outcome, RingPolicy,
-    BATCH_HEADER_BYTES, LEN_BYTES, RECORD_HEADER_BYTES,
+    Frame, OpenEpisode, Outcome, RingPolicy, BATCH_HEADER_BYTES, LEN_BYTES, RECORD_HEADER_BYTES,
 };
 
 use crate::client::{Client, Transport};
 use crate::error::{ClientError, Result};
 use crate::shm::Producer;
+
+mod pending;
 
 /// Most slots of a ring when [`Transport::Shm`] leaves it to the client.
 pub const DEFAULT_SHM_SLOTS: u32 = 64;
@@ -82,6 +83,11 @@ pub struct CloseSummary {
 /// older than `batch_delay` at the next push, or on `flush`, `wait_durable`, `push_batch`
 /// and `close`.
 ///
+/// Payloads of 64 KiB or more (camera frames) are not copied into the pending batch when
+/// the call that pushes them also sends it (every `push_batch`, a `push` that makes the
+/// batch due): they go to the socket straight from the caller's buffers, in one vectored
+/// write with the rest of the frame. The frames are the same either way.
+///
 /// After the server refuses anything of the episode (an `ERROR`), the error is returned
 /// once and every later call but `close` returns [`ClientError::EpisodeFailed`]: the
 /// server's and the writer's seqs no longer agree.
@@ -101,7 +107,9 @@ pub struct EpisodeWriter<'c> {
     spec: OpenEpisode,
     channel_bytes: Vec<usize>,
     step_bytes: usize,
-    /// The pending batch frame (header reserved by `start_batch`), or empty.
+    /// The pending batch frame (header reserved by `start_batch`), or empty. Within a
+    /// `push` / `push_batch` call it may lack the payloads borrowed from the caller (see
+    /// [`BORROW_MIN_PAYLOAD_BYTES`]); between calls it holds the whole frame.
     pending: Vec<u8>,
     pending_count: u32,
     pending_since: Option<Instant>,
@@ -290,64 +298,6 @@ impl<'c> EpisodeWriter<'c> {
         Ok(())
     }
 
-    /// Append one checked step to the pending batch, sending first if it would not fit.
-    fn append(&mut self, t_ns: i64, reward: f32, done: bool, payloads: &[&[u8]]) -> Result<u64> {
-        let record = RECORD_HEADER_BYTES + self.step_bytes;
-        if self.pending_count > 0
-            && (self.pending.len() + record > self.max_frame || self.pending_count == u32::MAX)
-        {
-            self.send_pending()?;
-        }
-        if self.pending_count == 0 {
-            self.pending.clear();
-            start_batch(&mut self.pending);
-            self.pending_since = Some(Instant::now());
-        }
-        let seq = self.next_seq;
-        push_step_record(&mut self.pending, seq, t_ns, reward, done, payloads);
-        self.pending_count += 1;
-        self.next_seq += 1;
-        Ok(seq)
-    }
-
-    fn batch_due(&self) -> bool {
-        let o = self.client.options();
-        self.pending.len() >= o.batch_bytes
-            || self.pending_count as usize >= o.batch_steps
-            || match (o.batch_delay, self.pending_since) {
-                (Some(d), Some(t)) => t.elapsed() >= d,
-                _ => false,
-            }
-    }
-
-    /// Write the pending batch, if any.
-    fn send_pending(&mut self) -> Result<()> {
-        if self.pending_count == 0 {
-            return Ok(());
-        }
-        finish_batch(&mut self.pending, self.pending_count)?;
-        let r = match &mut self.ring {
-            Some(ring) => {
-                let client = &mut *self.client;
-                let timeout = client.options().timeout;
-                let records = self.pending.get(BATCH_HEADER_BYTES..).unwrap_or_default();
-                ring.publish(records, self.pending_count, timeout, &mut || {
-                    client.check_usable()
-                })
-            }
-            None => self.client.write_all(&self.pending).map(|()| true),
-        };
-        self.pending.clear();
-        self.pending_count = 0;
-        self.pending_since = None;
-        let published = self.note(r)?;
-        self.sent_seq = self.next_seq;
-        if published {
-            self.published_seq = self.next_seq;
-        }
-        Ok(())
-    }
-
     /// Push one timestep; `payloads` are the channels' payloads in schema order. Returns
     /// its seq. The step is sent with the pending batch (see the type's docs).
     ///
@@ -359,11 +309,7 @@ impl<'c> EpisodeWriter<'c> {
     pub fn push(&mut self, t_ns: i64, reward: f32, done: bool, payloads: &[&[u8]]) -> Result<u64> {
         self.check_usable()?;
         self.check_payloads(payloads)?;
-        let seq = self.append(t_ns, reward, done, payloads)?;
-        if self.batch_due() {
-            self.send_pending()?;
-        }
-        Ok(seq)
+        self.append_and_send_if_due(t_ns, reward, done, payloads)
     }
 
     /// [`EpisodeWriter::push`] with all channels' payloads already concatenated in schema
@@ -388,11 +334,7 @@ impl<'c> EpisodeWriter<'c> {
                 got: payload.len(),
             });
         }
-        let seq = self.append(t_ns, reward, done, &[payload])?;
-        if self.batch_due() {
-            self.send_pending()?;
-        }
-        Ok(seq)
+        self.append_and_send_if_due(t_ns, reward, done, &[payload])
     }
 
     /// Push several steps and send them now (with anything pending), without waiting for
@@ -406,10 +348,13 @@ impl<'c> EpisodeWriter<'c> {
             self.check_payloads(s.payloads)?;
         }
         let first = self.next_seq;
+        // Large payloads are borrowed from `steps` until their batch is sent: by `append`
+        // when the next step does not fit, or below.
+        let mut borrowed = Vec::new();
         for s in steps {
-            self.append(s.t_ns, s.reward, s.done, s.payloads)?;
+            self.append(s.t_ns, s.reward, s.done, s.payloads, &mut borrowed)?;
         }
-        self.send_pending()?;
+        self.send_pending_with(&mut borrowed)?;
         Ok(first..self.next_seq)
     }
 

@@ -29,6 +29,11 @@ pub struct FakeConfig {
     pub error_after_hello: Option<ErrorCode>,
     /// Episode ids that "exist already".
     pub existing: Vec<String>,
+    /// Stop reading once, for this long, as soon as this many bytes were received (a slow
+    /// reader: the client's writes block and may return short).
+    pub pause_once: Option<(usize, std::time::Duration)>,
+    /// Drop the connection (without a word) after this many TIMESTEP_BATCH frames.
+    pub close_after_batches: Option<usize>,
 }
 
 impl Default for FakeConfig {
@@ -41,6 +46,8 @@ impl Default for FakeConfig {
             ignore_flush: false,
             error_after_hello: None,
             existing: Vec::new(),
+            pause_once: None,
+            close_after_batches: None,
         }
     }
 }
@@ -64,6 +71,8 @@ pub struct Recorded {
     pub batch_frame_bytes: Vec<usize>,
     pub steps: Vec<Step>,
     pub closes: Vec<Outcome>,
+    /// Every byte received, in order.
+    pub raw: Vec<u8>,
 }
 
 pub struct FakeServer {
@@ -110,11 +119,20 @@ fn serve(mut stream: UnixStream, cfg: &FakeConfig) -> Recorded {
     let mut rec = Recorded::default();
     let mut dec = FrameDecoder::new(cfg.max_frame_bytes);
     let mut open: Option<Episode> = None;
+    let mut pause = cfg.pause_once;
     loop {
-        let n = match stream.read(dec.buffer_mut()) {
+        if let Some((after, d)) = pause {
+            if rec.raw.len() >= after {
+                std::thread::sleep(d);
+                pause = None;
+            }
+        }
+        let buf = dec.buffer_mut();
+        let n = match stream.read(buf) {
             Ok(0) | Err(_) => return rec,
             Ok(n) => n,
         };
+        rec.raw.extend_from_slice(&buf[..n]);
         dec.commit(n);
         loop {
             let frame = match dec.next_frame() {
@@ -173,6 +191,10 @@ fn serve(mut stream: UnixStream, cfg: &FakeConfig) -> Recorded {
                 Frame::TimestepBatch(b) => {
                     rec.batch_counts.push(b.count());
                     rec.batch_frame_bytes.push(b.records().len() + 9);
+                    if cfg.close_after_batches == Some(rec.batch_counts.len()) {
+                        let _ = stream.shutdown(std::net::Shutdown::Both);
+                        return rec;
+                    }
                     let Some(ep) = open.as_mut() else {
                         send(&mut stream, &Frame::error(ErrorCode::NotOpen, "no episode"));
                         continue;
