@@ -70,6 +70,38 @@ pub fn check(buf: &[u8], max_frame_bytes: u32) -> Result<FrameStatus, ProtoError
 /// [`ProtoError::TrailingBytes`], [`ProtoError::BadUtf8`], [`ProtoError::BadValue`]) are
 /// not fatal.
 pub fn parse(frame: &[u8]) -> Result<Frame, ProtoError> {
+    let ty = whole_frame_type(frame)?;
+    parse_payload(ty, &frame[FRAME_HEADER_BYTES..])
+}
+
+/// [`parse`], but a `TIMESTEP_BATCH`'s records go into `spare` when it holds a buffer
+/// (taken, cleared, then filled with exactly the records) instead of a fresh `Vec`.
+/// `spare` is left alone for the other frame types.
+///
+/// # Errors
+/// As [`parse`].
+pub(crate) fn parse_reusing(
+    frame: &[u8],
+    spare: &mut Option<Vec<u8>>,
+) -> Result<Frame, ProtoError> {
+    let ty = whole_frame_type(frame)?;
+    let payload = &frame[FRAME_HEADER_BYTES..];
+    match (ty, spare.take()) {
+        (FrameType::TimestepBatch, Some(records)) => {
+            let mut r = Reader::new(payload, ty.name());
+            let frame = parse_batch(&mut r, records)?;
+            r.finish()?;
+            Ok(frame)
+        }
+        (ty, kept) => {
+            *spare = kept;
+            parse_payload(ty, payload)
+        }
+    }
+}
+
+/// The type of `frame`, which must be exactly one whole frame.
+fn whole_frame_type(frame: &[u8]) -> Result<FrameType, ProtoError> {
     let status = check(frame, u32::MAX)?;
     match status {
         FrameStatus::Complete { len } if len == frame.len() => {}
@@ -80,11 +112,28 @@ pub fn parse(frame: &[u8]) -> Result<Frame, ProtoError> {
             })
         }
     }
-    let ty = frame
+    frame
         .get(LEN_BYTES)
         .and_then(|&t| FrameType::from_code(t))
-        .ok_or(ProtoError::ZeroLength)?;
-    parse_payload(ty, &frame[FRAME_HEADER_BYTES..])
+        .ok_or(ProtoError::ZeroLength)
+}
+
+/// A `TIMESTEP_BATCH` payload: `count`, then the records, copied into `records` (cleared
+/// first, so exactly the frame's records are kept).
+fn parse_batch(r: &mut Reader<'_>, mut records: Vec<u8>) -> Result<Frame, ProtoError> {
+    let count = r.u32("count")?;
+    records.clear();
+    records.extend_from_slice(r.rest());
+    batch_frame(count, records)
+}
+
+/// The `TIMESTEP_BATCH` frame of `count` steps whose raw records are `records` (the
+/// payload after `count`), checked as the parser checks it.
+///
+/// # Errors
+/// As [`TimestepBatch::from_records`] (payload errors, not fatal).
+pub(crate) fn batch_frame(count: u32, records: Vec<u8>) -> Result<Frame, ProtoError> {
+    TimestepBatch::from_records(count, records).map(Frame::TimestepBatch)
 }
 
 /// Parse the payload of a frame of type `ty` (the body without its type byte).
@@ -105,11 +154,7 @@ pub fn parse_payload(ty: FrameType, payload: &[u8]) -> Result<Frame, ProtoError>
         },
         FrameType::Open => Frame::Open(parse_open(&mut r)?),
         FrameType::Timestep => Frame::Timestep(parse_timestep(&mut r)?),
-        FrameType::TimestepBatch => {
-            let count = r.u32("count")?;
-            let batch = TimestepBatch::from_records(count, r.rest().to_vec())?;
-            Frame::TimestepBatch(batch)
-        }
+        FrameType::TimestepBatch => parse_batch(&mut r, Vec::new())?,
         FrameType::Close => {
             let c = r.u8("outcome")?;
             let outcome =
