@@ -1,5 +1,6 @@
 //! The open chunk, held column by column in memory until rotation.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -18,6 +19,10 @@ pub struct ChunkColumns {
     /// dropped before it: see [`SeqGaps`]).
     pub first_timestep: u64,
     pub channels: Vec<Vec<u8>>,
+    /// The CRC32C of each channel column so far and the bytes it covers, extended as each
+    /// timestep's bytes are appended (while they are in cache), so publishing does not read
+    /// the columns again for it.
+    crcs: Vec<(u32, usize)>,
     pub reward: Vec<f32>,
     pub done: Vec<bool>,
     pub t_ns: Vec<i64>,
@@ -40,6 +45,7 @@ impl ChunkColumns {
             chunk_index,
             first_timestep,
             channels: vec![Vec::new(); n],
+            crcs: vec![(0, 0); n],
             reward: Vec::new(),
             done: Vec::new(),
             t_ns: Vec::new(),
@@ -80,8 +86,15 @@ impl ChunkColumns {
             self.opened = Instant::now();
         }
         let mut off = 0;
-        for (col, ch) in self.channels.iter_mut().zip(&self.schema.channels) {
-            col.extend_from_slice(&step.payload[off..off + ch.step_bytes]);
+        for ((col, crc), ch) in self
+            .channels
+            .iter_mut()
+            .zip(&mut self.crcs)
+            .zip(&self.schema.channels)
+        {
+            let bytes = &step.payload[off..off + ch.step_bytes];
+            col.extend_from_slice(bytes);
+            *crc = (crc32c::crc32c_append(crc.0, bytes), crc.1 + bytes.len());
             off += ch.step_bytes;
         }
         self.reward.push(step.reward);
@@ -93,6 +106,14 @@ impl ChunkColumns {
     /// The chunk as a WShard episode (moves the buffers; no copy).
     #[must_use]
     pub fn into_episode(self) -> Episode {
+        self.into_episode_with_crcs().0
+    }
+
+    /// [`ChunkColumns::into_episode`], plus the CRC32C of every channel block, by block
+    /// name, for [`crate::chunk::publish::write_chunk`].
+    #[must_use]
+    pub fn into_episode_with_crcs(self) -> (Episode, BlockCrcs) {
+        let crcs = self.crcs.clone();
         let s = &self.schema;
         let mut ep = Episode::new(s.episode_id.clone(), s.env_id.clone(), s.timebase);
         ep.length = self.len();
@@ -114,6 +135,88 @@ impl ChunkColumns {
         ep.done = self.done;
         ep.timestamps_ns = Some(self.t_ns);
         ep.aux.extend(self.gaps.to_block());
-        ep
+        let known = ep
+            .channels
+            .iter()
+            .zip(crcs)
+            // A column changed other than through `push` is hashed again when published.
+            .filter(|(c, (_, covered))| c.data.len() == *covered)
+            .map(|(c, (crc, _))| (c.block_name(), crc))
+            .collect();
+        (ep, BlockCrcs(known))
+    }
+}
+
+/// CRC32C values of blocks already computed, by block name.
+#[derive(Clone, Debug, Default)]
+pub struct BlockCrcs(HashMap<String, u32>);
+
+impl BlockCrcs {
+    /// None known.
+    #[must_use]
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// The CRC32C of block `name`, if known.
+    #[must_use]
+    pub fn get(&self, name: &str) -> Option<u32> {
+        self.0.get(name).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::Map;
+    use wshard::codec::Codec;
+    use wshard::episode::{DType, Lane, Timebase};
+
+    use super::*;
+    use crate::chunk::step::StepRef;
+    use crate::episode::{Durability, EpisodeSchema};
+
+    /// The running CRC of every channel equals the CRC32C of the block as published, also
+    /// when the buffers of an earlier chunk are reused.
+    #[test]
+    fn running_channel_crcs_equal_the_blocks_crcs() {
+        let channel = |name: &str, n: u64| {
+            let lane = Lane::Signal;
+            (name.to_owned(), lane, DType::U8, vec![n], Codec::None, None)
+        };
+        let schema = EpisodeSchema::new(
+            "e".into(),
+            String::new(),
+            Timebase::ticks(10.0),
+            Durability::Chunk,
+            vec![channel("a", 3), channel("b", 5)],
+            Map::new(),
+        )
+        .unwrap();
+        let schema = Arc::new(schema);
+        let mut cols = ChunkColumns::new(schema.clone(), 0, 0);
+        cols.reuse_buffers(vec![vec![9; 40], vec![7; 3]]);
+        for i in 0..17u8 {
+            let payload: Vec<u8> = (0..8).map(|j| i.wrapping_mul(13) ^ j).collect();
+            cols.push(&StepRef {
+                seq: u64::from(i),
+                t_ns: i64::from(i),
+                reward: 0.0,
+                done: false,
+                payload: &payload,
+            });
+        }
+        let (ep, crcs) = cols.into_episode_with_crcs();
+        assert_eq!(ep.channels.len(), 2);
+        for c in &ep.channels {
+            assert_eq!(
+                crcs.get(&c.block_name()),
+                Some(crc32c::crc32c(&c.data)),
+                "{}",
+                c.block_name()
+            );
+        }
+        assert_eq!(crcs.get("reward"), None);
     }
 }

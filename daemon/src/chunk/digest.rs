@@ -16,6 +16,9 @@ use crate::error::StorageError;
 
 const ZEROS: [u8; 4096] = [0; 4096];
 
+/// Bytes written, then hashed while still in cache, at a time (well inside a core's L2).
+pub const HASH_PIECE: usize = 256 << 10;
+
 /// One block as written: its stored (possibly compressed) bytes and where they went.
 #[derive(Clone, Copy, Debug)]
 pub struct StoredAt<'a> {
@@ -149,6 +152,26 @@ impl<'a> Image<'a> {
         hex(&h.finalize())
     }
 
+    /// Write the file's bytes to `out`, sequentially, and return their SHA-256 (lowercase
+    /// hex). Each piece of at most [`HASH_PIECE`] bytes is hashed right after it was copied
+    /// out, while it is still in this core's cache: hashing the same bytes from main memory
+    /// on another thread costs about half as much again (the hash, at ~1.7 GB/s from cache,
+    /// is the largest CPU cost of an uncompressed chunk).
+    ///
+    /// # Errors
+    /// The first write error.
+    pub fn write_hashed(&self, out: &mut dyn std::io::Write) -> std::io::Result<String> {
+        let mut h = Sha256::new();
+        self.for_each(|b| -> std::io::Result<()> {
+            for piece in b.chunks(HASH_PIECE) {
+                out.write_all(piece)?;
+                h.update(piece);
+            }
+            Ok(())
+        })?;
+        Ok(hex(&h.finalize()))
+    }
+
     /// Write the file's bytes to `out`, sequentially.
     ///
     /// # Errors
@@ -227,9 +250,19 @@ mod tests {
                 rewritten, file,
                 "alignment {alignment}: the image is the file"
             );
-            let from_memory = Image::new(&region, pairs, total).unwrap().sha256();
+            let from_memory = Image::new(&region, pairs.clone(), total).unwrap().sha256();
             let from_file = hex(&Sha256::digest(&file));
             assert_eq!(from_memory, from_file, "alignment {alignment}");
+            let mut again = Vec::new();
+            let hashed = Image::new(&region, pairs, total)
+                .unwrap()
+                .write_hashed(&mut again)
+                .unwrap();
+            assert_eq!(again, file, "alignment {alignment}: written while hashing");
+            assert_eq!(
+                hashed, from_file,
+                "alignment {alignment}: hashed while writing"
+            );
             assert_eq!(file.len() as u64, total);
         }
     }

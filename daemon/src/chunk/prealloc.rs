@@ -86,13 +86,19 @@ mod tests {
             let ep = episode(steps);
             let o = opts();
             let plan = ep.plan(&o);
-            let blocks = prepare_blocks(&plan, &o.policy, 2).unwrap();
+            let blocks = prepare_blocks(
+                &plan,
+                &o.policy,
+                2,
+                &crate::chunk::columns::BlockCrcs::none(),
+            )
+            .unwrap();
             let want = shard_len(&blocks, o.shard_options().alignment).unwrap();
             let dir = tempfile::tempdir().unwrap();
             let layout = EpisodeLayout::new(dir.path(), "prealloc");
             RealFs.create_dir_all(&layout.dir).unwrap();
             for prealloc in [false, true] {
-                let r = publish_chunk(&RealFs, &layout, &ep, &o, 2, prealloc).unwrap();
+                let r = publish_chunk(&RealFs, &layout, &mut ep.clone(), &o, 2, prealloc).unwrap();
                 let len = std::fs::metadata(layout.chunk(0)).unwrap().len();
                 assert_eq!(len, want, "{steps} steps, preallocate {prealloc}");
                 assert!(!r.sha256.is_empty());
@@ -106,14 +112,14 @@ mod tests {
         let fs = SimFs::new();
         let layout = EpisodeLayout::new(Path::new("/d"), "prealloc");
         fs.create_dir_all(&layout.dir).unwrap();
-        let ep = episode(50);
-        publish_chunk(&fs, &layout, &ep, &opts(), 1, true).unwrap();
+        let mut ep = episode(50);
+        publish_chunk(&fs, &layout, &mut ep, &opts(), 1, true).unwrap();
         let len = fs.read(&layout.chunk(0)).unwrap().len() as u64;
         assert_eq!(fs.preallocated(&layout.chunk(0)), len);
         assert_eq!(fs.attempts(OpKind::Preallocate, &layout.partial(0)), 1);
         let off = SimFs::new();
         off.create_dir_all(&layout.dir).unwrap();
-        publish_chunk(&off, &layout, &ep, &opts(), 1, false).unwrap();
+        publish_chunk(&off, &layout, &mut ep, &opts(), 1, false).unwrap();
         assert_eq!(off.attempts(OpKind::Preallocate, &layout.partial(0)), 0);
     }
 
@@ -123,7 +129,7 @@ mod tests {
         let layout = EpisodeLayout::new(Path::new("/d"), "prealloc");
         fs.create_dir_all(&layout.dir).unwrap();
         fs.inject(OpKind::Preallocate, 1, FaultKind::Enospc);
-        let e = publish_chunk(&fs, &layout, &episode(10), &opts(), 1, true)
+        let e = publish_chunk(&fs, &layout, &mut episode(10), &opts(), 1, true)
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();

@@ -2,7 +2,7 @@
 //!
 //! 1. compress its blocks on up to `workers` threads;
 //! 2. write `{id}_chunk_{k}.wshard.partial` through the reserve-write-finalize writer, and
-//!    meanwhile compute its SHA-256 from the blocks still in memory ([`super::digest`]; a
+//!    compute its SHA-256 from the same bytes as they are copied out ([`super::digest`]; a
 //!    layout pass over a sink gives the header and offsets first) — [`write_chunk`];
 //! 3. fsync it, rename it to `{id}_chunk_{k}.wshard` and fsync the directory —
 //!    [`seal_chunk`], which the session's finisher thread runs while the next chunk is
@@ -10,6 +10,7 @@
 //!
 //! and committing the manifest (temp file, fsync, rename, fsync directory).
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,8 +20,9 @@ use sha2::{Digest, Sha256};
 use wshard::codec::CompressionPolicy;
 use wshard::episode::{Episode, EpisodeWriteOptions, PlannedBlock};
 use wshard::manifest::{ChunkRef, Manifest};
-use wshard::write::{prepare_block, PreparedBlock, Reserve, ShardWriter, WrittenBlock};
+use wshard::write::{prepare_block_with_crc, PreparedBlock, Reserve, ShardWriter, WrittenBlock};
 
+use super::columns::BlockCrcs;
 use super::{digest, prealloc};
 use crate::episode::EpisodeLayout;
 use crate::error::StorageError;
@@ -51,7 +53,8 @@ fn compression_pool(workers: usize) -> Option<&'static rayon::ThreadPool> {
 }
 
 /// Compress every planned block on up to `workers` threads of the compression pool, keeping
-/// the block order. Raw blocks stay borrowed from the plan.
+/// the block order. Raw blocks stay borrowed from the plan. The CRC32C of a block in `known`
+/// is taken from there instead of being computed again.
 ///
 /// # Errors
 /// The first compression error, naming the block.
@@ -59,6 +62,7 @@ pub fn prepare_blocks<'a>(
     plan: &'a [PlannedBlock<'a>],
     policy: &CompressionPolicy,
     workers: usize,
+    known: &BlockCrcs,
 ) -> Result<Vec<PreparedBlock<'a>>, StorageError> {
     let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<wshard::Result<PreparedBlock<'a>>>>> =
@@ -66,7 +70,7 @@ pub fn prepare_blocks<'a>(
     let work = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some(p) = plan.get(i) else { break };
-        let r = prepare_block(&p.name, &p.data, p.opts, policy);
+        let r = prepare_block_with_crc(&p.name, &p.data, p.opts, policy, known.get(&p.name));
         if let Ok(mut slot) = slots[i].lock() {
             *slot = Some(r);
         }
@@ -184,56 +188,94 @@ fn write_shard<W: std::io::Write + std::io::Seek>(
     Ok((out, written, region, len))
 }
 
+/// Raw bytes at most copied so that a compressed chunk can give its channel buffers back
+/// before it is written (the blocks stored uncompressed are copied; typically timestamps,
+/// rewards and small channels).
+pub const EARLY_RELEASE_MAX_COPY: usize = 1 << 20;
+
 /// Compress chunk `ep` (its `chunk` info says which), write it to its `.partial` through
-/// the reserve-write-finalize writer, and compute its SHA-256 from memory on a second thread
-/// while the file is written. No fsync. With `preallocate`, the exact length is reserved
-/// first.
+/// the reserve-write-finalize writer, and compute its SHA-256 from the bytes as they are
+/// written. No fsync. With `preallocate`, the exact length is reserved first. `known` holds
+/// CRC32C values of blocks computed as their bytes arrived.
+///
+/// `release` is called once with `ep` when its channel buffers are no longer needed: right
+/// after compression when every block that stayed uncompressed is small (at most
+/// [`EARLY_RELEASE_MAX_COPY`] bytes in all, copied), so the next chunk can fill them while
+/// this one is written; otherwise, or on error, before returning.
 ///
 /// # Errors
 /// The failing step, naming the file.
+#[allow(clippy::too_many_arguments)]
 pub fn write_chunk(
     fs: &dyn Fs,
     layout: &EpisodeLayout,
-    ep: &Episode,
+    ep: &mut Episode,
     opts: &EpisodeWriteOptions,
     workers: usize,
     preallocate: bool,
+    known: &BlockCrcs,
+    release: &mut dyn FnMut(&mut Episode),
+) -> Result<WrittenChunk, StorageError> {
+    let mut released = false;
+    let r = write_chunk_inner(
+        fs,
+        layout,
+        ep,
+        opts,
+        workers,
+        preallocate,
+        known,
+        &mut |ep: &mut Episode| {
+            released = true;
+            release(ep);
+        },
+    );
+    if !released {
+        release(ep);
+    }
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_chunk_inner(
+    fs: &dyn Fs,
+    layout: &EpisodeLayout,
+    ep: &mut Episode,
+    opts: &EpisodeWriteOptions,
+    workers: usize,
+    preallocate: bool,
+    known: &BlockCrcs,
+    release: &mut dyn FnMut(&mut Episode),
 ) -> Result<WrittenChunk, StorageError> {
     let k = ep.chunk.map_or(0, |c| c.chunk_index);
     ep.validate()
         .map_err(|e| StorageError::format(format!("chunk {k}"), e))?;
-    let plan = ep.plan(opts);
-    let blocks = prepare_blocks(&plan, &opts.policy, workers)?;
-    // The layout pass: the file's region and block offsets, known before a byte is written.
-    let (_, planned, planned_region, total_len) = write_shard(Layout::default(), opts, &blocks)
-        .map_err(|e| StorageError::format(format!("lay out chunk {k}"), e))?;
-    let stored = digest::pair(&planned, blocks.iter().map(|b| &*b.stored))?;
-    let image = digest::Image::new(&planned_region, stored, total_len)?;
-    let partial = layout.partial(k);
-    let file = fs
-        .create_direct(&partial)
-        .map_err(|e| StorageError::io("create chunk", &partial, e))?;
-    // Dropping the file after a failure must not write its staged rest.
-    let mut file = FailStop::wrap(file);
-    let alignment = opts.shard_options().alignment;
-    prealloc::reserve_chunk(&mut *file, &partial, &blocks, alignment, preallocate)?;
-    // The bytes the reserve-write-finalize writer produced in the layout pass, written
-    // front to back (header and index first: the file is a `.partial` until it is synced
-    // and renamed, so the order within it does not matter for crash safety), while the
-    // digest of the same bytes is computed on a second thread.
-    let (wrote, sha256) = std::thread::scope(|s| {
-        let hashing = s.spawn(|| image.sha256());
-        let wrote = image.write_to(&mut *file);
-        (wrote, hashing.join())
-    });
-    wrote.map_err(|e| StorageError::io("write chunk", &partial, e))?;
-    let sha256 =
-        sha256.map_err(|_| StorageError::Internal("chunk digest thread panicked".into()))?;
-    drop(image);
-    drop(blocks);
-    drop(plan);
-    let done = layout.chunk(k);
     let start = ep.timestep_range.map_or(0, |r| r[0]);
+    let range = [start, (start + ep.length).saturating_sub(1)];
+    let length_t = ep.length;
+    let plan = ep.plan(opts);
+    let blocks = prepare_blocks(&plan, &opts.policy, workers, known)?;
+    let borrowed: usize = blocks
+        .iter()
+        .filter(|b| matches!(b.stored, Cow::Borrowed(_)))
+        .map(|b| b.stored.len())
+        .sum();
+    let (file, partial, sha256) = if borrowed <= EARLY_RELEASE_MAX_COPY {
+        let owned: Vec<PreparedBlock<'static>> = blocks
+            .into_iter()
+            .map(|b| PreparedBlock {
+                name: b.name,
+                stored: Cow::Owned(b.stored.into_owned()),
+                meta: b.meta,
+            })
+            .collect();
+        drop(plan);
+        release(ep);
+        write_prepared(fs, layout, k, opts, &owned, preallocate)?
+    } else {
+        write_prepared(fs, layout, k, opts, &blocks, preallocate)?
+    };
+    let done = layout.chunk(k);
     Ok(WrittenChunk {
         file,
         partial,
@@ -245,11 +287,44 @@ pub fn write_chunk(
                 .unwrap_or_default()
                 .to_owned(),
             sha256,
-            timestep_range: [start, (start + ep.length).saturating_sub(1)],
-            length_t: ep.length,
+            timestep_range: range,
+            length_t,
             extra: serde_json::Map::new(),
         },
     })
+}
+
+/// Lay out and write prepared blocks to chunk `k`'s `.partial`, hashing them as they are
+/// copied out. Returns the open file, its path and the SHA-256.
+fn write_prepared(
+    fs: &dyn Fs,
+    layout: &EpisodeLayout,
+    k: u64,
+    opts: &EpisodeWriteOptions,
+    blocks: &[PreparedBlock<'_>],
+    preallocate: bool,
+) -> Result<(Box<dyn DurableFile>, PathBuf, String), StorageError> {
+    // The layout pass: the file's region and block offsets, known before a byte is written.
+    let (_, planned, planned_region, total_len) = write_shard(Layout::default(), opts, blocks)
+        .map_err(|e| StorageError::format(format!("lay out chunk {k}"), e))?;
+    let stored = digest::pair(&planned, blocks.iter().map(|b| &*b.stored))?;
+    let image = digest::Image::new(&planned_region, stored, total_len)?;
+    let partial = layout.partial(k);
+    let file = fs
+        .create_direct(&partial)
+        .map_err(|e| StorageError::io("create chunk", &partial, e))?;
+    // Dropping the file after a failure must not write its staged rest.
+    let mut file = FailStop::wrap(file);
+    let alignment = opts.shard_options().alignment;
+    prealloc::reserve_chunk(&mut *file, &partial, blocks, alignment, preallocate)?;
+    // The bytes the reserve-write-finalize writer produced in the layout pass, written
+    // front to back (header and index first: the file is a `.partial` until it is synced
+    // and renamed, so the order within it does not matter for crash safety) and hashed
+    // piece by piece as they are copied out.
+    let sha256 = image
+        .write_hashed(&mut *file)
+        .map_err(|e| StorageError::io("write chunk", &partial, e))?;
+    Ok((file, partial, sha256))
 }
 
 /// Make a written chunk durable under its final name: fsync the `.partial`, rename it to
@@ -286,12 +361,21 @@ pub fn seal_chunk(
 pub fn publish_chunk(
     fs: &dyn Fs,
     layout: &EpisodeLayout,
-    ep: &Episode,
+    ep: &mut Episode,
     opts: &EpisodeWriteOptions,
     workers: usize,
     preallocate: bool,
 ) -> Result<ChunkRef, StorageError> {
-    let written = write_chunk(fs, layout, ep, opts, workers, preallocate)?;
+    let written = write_chunk(
+        fs,
+        layout,
+        ep,
+        opts,
+        workers,
+        preallocate,
+        &BlockCrcs::none(),
+        &mut |_| {},
+    )?;
     seal_chunk(fs, layout, written)
 }
 
@@ -309,4 +393,107 @@ pub fn commit_manifest(
         .to_bytes()
         .map_err(|e| StorageError::format("encode manifest", e))?;
     replace_atomically(fs, &path, &bytes).map_err(|(op, e)| StorageError::io(op, &path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use wshard::codec::Codec;
+    use wshard::episode::{Channel, Lane, Timebase};
+
+    use super::*;
+    use crate::fsio::RealFs;
+
+    fn episode(codec: Codec) -> Episode {
+        let mut ep = Episode::new("early", "env", Timebase::ticks(10.0));
+        // More raw bytes than `EARLY_RELEASE_MAX_COPY`; compresses well (long runs).
+        let steps = 2 * EARLY_RELEASE_MAX_COPY / 4096;
+        let data: Vec<u8> = (0..steps * 4096).map(|i| (i / 1000) as u8).collect();
+        ep.push_channel(
+            Channel::new(
+                "cam",
+                Lane::Signal,
+                wshard::episode::DType::U8,
+                vec![4096],
+                data,
+            )
+            .with_codec(codec),
+        );
+        ep.set_reward(vec![0.5; steps]);
+        ep.set_done((0..steps).map(|i| i + 1 == steps).collect());
+        ep
+    }
+
+    /// A compressed chunk gives its channel buffers back before its file is created (so the
+    /// next chunk fills them meanwhile); an uncompressed one only after it is written. The
+    /// files are the same either way, and the buffers come back exactly once.
+    #[test]
+    fn compressed_chunk_releases_its_buffers_before_writing() {
+        for (codec, early) in [
+            (Codec::zstd(), true),
+            (Codec::Lz4, true),
+            (Codec::None, false),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let layout = EpisodeLayout::new(dir.path(), "early");
+            RealFs.create_dir_all(&layout.dir).unwrap();
+            let mut ep = episode(codec);
+            let want = ep.channels[0].data.clone();
+            let opts = EpisodeWriteOptions::default();
+            let mut released = Vec::new();
+            let written = write_chunk(
+                &RealFs,
+                &layout,
+                &mut ep,
+                &opts,
+                2,
+                false,
+                &BlockCrcs::none(),
+                &mut |ep| {
+                    released.push((
+                        layout.partial(0).exists(),
+                        std::mem::take(&mut ep.channels[0].data),
+                    ));
+                },
+            )
+            .unwrap();
+            assert_eq!(released.len(), 1, "{codec:?}: released once");
+            let (file_existed, buffer) = released.pop().unwrap();
+            assert_eq!(file_existed, !early, "{codec:?}: released early: {early}");
+            assert_eq!(
+                buffer, want,
+                "{codec:?}: the buffer handed back is the column"
+            );
+            let chunk = seal_chunk(&RealFs, &layout, written).unwrap();
+            let back = wshard::episode::Episode::read_file(layout.chunk(0)).unwrap();
+            assert_eq!(back.channels[0].data, want, "{codec:?}");
+            assert_eq!(chunk.sha256, sha256_of(&RealFs, &layout.chunk(0)).unwrap());
+        }
+    }
+
+    /// A failing write still hands the buffers back (the writer waits for them).
+    #[test]
+    fn fault_failed_chunk_write_still_releases_its_buffers() {
+        let dir = tempfile::tempdir().unwrap();
+        // No episode directory: creating the `.partial` fails.
+        let layout = EpisodeLayout::new(dir.path(), "missing");
+        for codec in [Codec::zstd(), Codec::None] {
+            let mut ep = episode(codec);
+            let mut calls = 0;
+            let e = write_chunk(
+                &RealFs,
+                &layout,
+                &mut ep,
+                &EpisodeWriteOptions::default(),
+                1,
+                false,
+                &BlockCrcs::none(),
+                &mut |_| calls += 1,
+            )
+            .unwrap_err();
+            assert!(e.to_string().contains("create chunk"), "{e}");
+            assert_eq!(calls, 1, "{codec:?}");
+        }
+    }
 }

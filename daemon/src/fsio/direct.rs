@@ -9,29 +9,39 @@
 //! everything else on the robot from the page cache.
 //!
 //! Rules of `O_DIRECT` (Linux): the buffer address, the length and the file offset of every
-//! write are multiples of the device's logical block size. [`DirectFile`] stages writes in a
-//! [`DIRECT_ALIGN`]-aligned buffer and writes it in whole [`STAGE_BYTES`] pieces; the last,
-//! partial piece is padded with zeros to the alignment when the file is synced, and the file
-//! is then truncated to its exact length. A filesystem that refuses `O_DIRECT` at `open`
-//! (`EINVAL`, e.g. older tmpfs or overlayfs) gets a buffered file instead; one that refuses
-//! the first aligned write (`EINVAL`: a larger logical block size) has `O_DIRECT` switched
-//! off on that descriptor and the write retried buffered. Either way the bytes are the same.
+//! write are multiples of the device's logical block size. [`DirectFile`] stages writes in
+//! [`DIRECT_ALIGN`]-aligned buffers of [`STAGE_BYTES`] and writes each full one at its offset;
+//! the last, partial piece is padded with zeros to the alignment when the file is synced, and
+//! the file is then truncated to its exact length. A filesystem that refuses `O_DIRECT` at
+//! `open` (`EINVAL`, e.g. older tmpfs or overlayfs) gets a buffered file instead; one that
+//! refuses the first aligned write (`EINVAL`: a larger logical block size) has `O_DIRECT`
+//! switched off on that descriptor and the write retried buffered. Either way the bytes are
+//! the same.
+//!
+//! A direct write blocks its caller until the device has the bytes. So that the caller can
+//! fill (and hash) the next piece meanwhile, full pieces are written by a helper thread
+//! (`pub-io`, started with the second piece) while the caller fills the other of
+//! [`STAGES`] buffers. The first error of a piece is returned by the next write or by the
+//! sync; nothing after it is written.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
+use crossbeam_channel::{Receiver, Sender};
 use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 
 use super::DurableFile;
 
-/// Alignment of the staging buffer, of every direct write's length and of its offset.
+/// Alignment of the staging buffers, of every direct write's length and of its offset.
 pub const DIRECT_ALIGN: usize = 4096;
 /// Bytes staged before one direct write (a multiple of [`DIRECT_ALIGN`]).
-pub const STAGE_BYTES: usize = 4 << 20;
+pub const STAGE_BYTES: usize = 2 << 20;
+/// Staging buffers per file: one being filled, one being written.
+pub const STAGES: usize = 2;
 
 /// Open `path` (create or truncate, mode 0644) for direct writes; `Ok(None)` when the
 /// filesystem does not support `O_DIRECT`.
@@ -52,21 +62,158 @@ pub fn create(path: &Path) -> io::Result<Option<DirectFile>> {
     }
 }
 
+/// One aligned staging buffer.
+struct Stage {
+    /// Over-allocated by [`DIRECT_ALIGN`] so that an aligned window exists inside it.
+    buf: Vec<u8>,
+    /// Where the aligned window starts in `buf`.
+    start: usize,
+}
+
+/// Staging buffers kept for the next chunk file: a fresh one costs page faults on every
+/// piece of its first fill (fresh memory is slow to touch), each chunk.
+static FREE_STAGES: std::sync::Mutex<Vec<Stage>> = std::sync::Mutex::new(Vec::new());
+/// Buffers kept in [`FREE_STAGES`] at most (two chunk files' worth).
+const FREE_STAGES_KEPT: usize = 2 * STAGES;
+
+impl Stage {
+    /// A kept buffer, or a new one.
+    fn take() -> Self {
+        FREE_STAGES
+            .lock()
+            .ok()
+            .and_then(|mut free| free.pop())
+            .unwrap_or_else(Self::new)
+    }
+
+    /// Keep this buffer for a later file (or free it when enough are kept).
+    fn give_back(self) {
+        if let Ok(mut free) = FREE_STAGES.lock() {
+            if free.len() < FREE_STAGES_KEPT {
+                free.push(self);
+            }
+        }
+    }
+
+    fn new() -> Self {
+        let buf = vec![0u8; STAGE_BYTES + DIRECT_ALIGN];
+        // The distance from the buffer's address to the next aligned address.
+        let misalign = buf.as_ptr() as usize % DIRECT_ALIGN;
+        let start = (DIRECT_ALIGN - misalign) % DIRECT_ALIGN;
+        Self { buf, start }
+    }
+
+    fn window(&self, len: usize) -> &[u8] {
+        &self.buf[self.start..self.start + len]
+    }
+
+    fn window_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[self.start..self.start + STAGE_BYTES]
+    }
+}
+
+/// Write `data` at `offset`, falling back to buffered writes once if the device refuses the
+/// alignment (nothing of the piece is written then: the kernel checks alignment first).
+/// Returns whether `O_DIRECT` was switched off.
+fn write_piece(file: &File, data: &[u8], offset: u64, direct: bool) -> io::Result<bool> {
+    match file.write_all_at(data, offset) {
+        Err(e) if direct && e.raw_os_error() == Some(Errno::EINVAL as i32) => {
+            let flags = fcntl(file.as_raw_fd(), FcntlArg::F_GETFL).map_err(io::Error::from)?;
+            let flags = OFlag::from_bits_truncate(flags) & !OFlag::O_DIRECT;
+            fcntl(file.as_raw_fd(), FcntlArg::F_SETFL(flags)).map_err(io::Error::from)?;
+            tracing::debug!("O_DIRECT refused by the device; this chunk file is written buffered");
+            file.write_all_at(data, offset)?;
+            Ok(true)
+        }
+        r => r.map(|()| false),
+    }
+}
+
+/// A piece for the helper thread.
+struct Job {
+    stage: Stage,
+    len: usize,
+    offset: u64,
+    direct: bool,
+}
+
+/// A piece written (or not) by the helper thread, with its buffer back.
+struct Done {
+    stage: Stage,
+    result: io::Result<bool>,
+}
+
+/// The helper thread writing full pieces.
+struct Writer {
+    jobs: Sender<Job>,
+    done: Receiver<Done>,
+    handle: Option<std::thread::JoinHandle<()>>,
+    in_flight: usize,
+}
+
+impl Writer {
+    fn start(file: &File) -> io::Result<Self> {
+        let file = file.try_clone()?;
+        let (jobs, job_rx) = crossbeam_channel::bounded::<Job>(STAGES);
+        let (done_tx, done) = crossbeam_channel::bounded::<Done>(STAGES);
+        let handle = std::thread::Builder::new()
+            .name("pub-io".into())
+            .spawn(move || {
+                for job in job_rx {
+                    let result =
+                        write_piece(&file, job.stage.window(job.len), job.offset, job.direct);
+                    if done_tx
+                        .send(Done {
+                            stage: job.stage,
+                            result,
+                        })
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            })?;
+        Ok(Self {
+            jobs,
+            done,
+            handle: Some(handle),
+            in_flight: 0,
+        })
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // Closing the job channel ends the thread after the piece it is writing.
+        let (closed, _) = crossbeam_channel::bounded(0);
+        drop(std::mem::replace(&mut self.jobs, closed));
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
 /// A write-once, sequential file written with `O_DIRECT`; see the module docs. Seeking is
 /// limited to asking the position. The last partial piece reaches the file at the first
 /// `sync_data` / `sync_all`, after which the file takes no more writes.
 pub struct DirectFile {
     file: File,
-    /// Over-allocated by [`DIRECT_ALIGN`] so that an aligned window exists inside it.
-    buf: Vec<u8>,
-    /// Where the aligned window starts in `buf`.
-    start: usize,
-    /// Bytes staged in the window.
+    /// The buffer being filled (`None` only while a piece is handed over).
+    stage: Option<Stage>,
+    /// A free buffer.
+    spare: Option<Stage>,
+    /// Bytes staged in `stage`.
     fill: usize,
     /// Bytes written by the caller (the logical length).
     pos: u64,
+    /// File offset of the staged bytes (a multiple of [`STAGE_BYTES`]).
+    stage_offset: u64,
     /// Whether the descriptor still has `O_DIRECT`.
     direct: bool,
+    /// The helper thread, once a second piece is needed.
+    writer: Option<Writer>,
+    /// The first error of a piece; every later write or sync returns it again.
+    failed: Option<(io::ErrorKind, String)>,
     /// The tail was written and the length set: no more writes.
     sealed: bool,
 }
@@ -83,17 +230,16 @@ impl std::fmt::Debug for DirectFile {
 
 impl DirectFile {
     fn new(file: File) -> Self {
-        let buf = vec![0u8; STAGE_BYTES + DIRECT_ALIGN];
-        // The distance from the buffer's address to the next aligned address.
-        let misalign = buf.as_ptr() as usize % DIRECT_ALIGN;
-        let start = (DIRECT_ALIGN - misalign) % DIRECT_ALIGN;
         Self {
             file,
-            buf,
-            start,
+            stage: Some(Stage::take()),
+            spare: None,
             fill: 0,
             pos: 0,
+            stage_offset: 0,
             direct: true,
+            writer: None,
+            failed: None,
             sealed: false,
         }
     }
@@ -104,48 +250,139 @@ impl DirectFile {
         self.direct
     }
 
-    /// Write `len` staged bytes (from the window's start) to the file, falling back to
-    /// buffered writes once if the device refuses the alignment.
-    fn write_window(&mut self, len: usize) -> io::Result<()> {
-        let r = self.file.write_all(&self.buf[self.start..self.start + len]);
-        match r {
-            Err(e) if self.direct && e.raw_os_error() == Some(Errno::EINVAL as i32) => {
-                // Nothing of this piece was written (the kernel checks alignment first).
-                self.disable_direct()?;
-                self.file.write_all(&self.buf[self.start..self.start + len])
-            }
-            r => r,
+    fn check_failed(&self) -> io::Result<()> {
+        match &self.failed {
+            Some((kind, msg)) => Err(io::Error::new(*kind, msg.clone())),
+            None => Ok(()),
         }
     }
 
-    fn disable_direct(&mut self) -> io::Result<()> {
-        let flags = fcntl(self.file.as_raw_fd(), FcntlArg::F_GETFL).map_err(io::Error::from)?;
-        let flags = OFlag::from_bits_truncate(flags) & !OFlag::O_DIRECT;
-        fcntl(self.file.as_raw_fd(), FcntlArg::F_SETFL(flags)).map_err(io::Error::from)?;
-        self.direct = false;
-        tracing::debug!("O_DIRECT refused by the device; this chunk file is written buffered");
+    /// Record the outcome of one piece; its buffer becomes the spare.
+    fn take_done(&mut self, done: Done) {
+        if let Some(w) = &mut self.writer {
+            w.in_flight -= 1;
+        }
+        match done.result {
+            Ok(disabled) => self.direct &= !disabled,
+            Err(e) => {
+                if self.failed.is_none() {
+                    self.failed = Some((e.kind(), format!("direct chunk file write: {e}")));
+                }
+            }
+        }
+        self.spare = Some(done.stage);
+    }
+
+    /// Wait for one piece in flight.
+    fn wait_one(&mut self) -> io::Result<()> {
+        let done = match &self.writer {
+            Some(w) if w.in_flight > 0 => w
+                .done
+                .recv()
+                .map_err(|_| io::Error::other("direct chunk file: the writing thread stopped"))?,
+            _ => return Ok(()),
+        };
+        self.take_done(done);
         Ok(())
     }
 
-    /// Write the staged tail (padded to the alignment when direct) and set the exact length.
+    /// Wait for every piece in flight.
+    fn drain(&mut self) -> io::Result<()> {
+        while self.writer.as_ref().is_some_and(|w| w.in_flight > 0) {
+            self.wait_one()?;
+        }
+        Ok(())
+    }
+
+    /// Hand the full staged piece to the helper thread and continue in a free buffer.
+    fn submit_full(&mut self) -> io::Result<()> {
+        let Some(stage) = self.stage.take() else {
+            return Err(io::Error::other("direct chunk file: no staging buffer"));
+        };
+        if self.writer.is_none() {
+            match Writer::start(&self.file) {
+                Ok(w) => self.writer = Some(w),
+                Err(e) => {
+                    // No helper thread: write this piece here.
+                    tracing::debug!("no chunk writing thread, writing inline: {e}");
+                    let r = write_piece(
+                        &self.file,
+                        stage.window(STAGE_BYTES),
+                        self.stage_offset,
+                        self.direct,
+                    );
+                    self.stage = Some(stage);
+                    self.direct &= !r?;
+                    self.stage_offset += STAGE_BYTES as u64;
+                    self.fill = 0;
+                    return Ok(());
+                }
+            }
+        }
+        let job = Job {
+            stage,
+            len: STAGE_BYTES,
+            offset: self.stage_offset,
+            direct: self.direct,
+        };
+        if let Some(w) = &mut self.writer {
+            w.jobs
+                .send(job)
+                .map_err(|_| io::Error::other("direct chunk file: the writing thread stopped"))?;
+            w.in_flight += 1;
+        }
+        self.stage_offset += STAGE_BYTES as u64;
+        self.fill = 0;
+        if self.spare.is_none() && self.writer.as_ref().is_some_and(|w| w.in_flight >= STAGES) {
+            self.wait_one()?;
+        }
+        self.stage = Some(self.spare.take().unwrap_or_else(Stage::take));
+        self.check_failed()
+    }
+
+    /// Write the staged tail (padded to the alignment when direct) after every piece before
+    /// it, and set the exact length.
     fn seal(&mut self) -> io::Result<()> {
         if self.sealed {
             return Ok(());
         }
+        self.drain()?;
+        self.check_failed()?;
         if self.fill > 0 {
+            let Some(stage) = self.stage.as_mut() else {
+                return Err(io::Error::other("direct chunk file: no staging buffer"));
+            };
             let len = if self.direct {
                 let padded = self.fill.div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN;
-                self.buf[self.start + self.fill..self.start + padded].fill(0);
+                stage.window_mut()[self.fill..padded].fill(0);
                 padded
             } else {
                 self.fill
             };
-            self.write_window(len)?;
+            let disabled = write_piece(
+                &self.file,
+                stage.window(len),
+                self.stage_offset,
+                self.direct,
+            )?;
+            self.direct &= !disabled;
             self.fill = 0;
         }
         self.file.set_len(self.pos)?;
+        self.writer = None;
         self.sealed = true;
+        self.release_stages();
         Ok(())
+    }
+
+    /// Give the staging buffers back for the next file (none is in flight).
+    fn release_stages(&mut self) {
+        if self.writer.as_ref().is_some_and(|w| w.in_flight > 0) {
+            return;
+        }
+        for stage in [self.stage.take(), self.spare.take()].into_iter().flatten() {
+            stage.give_back();
+        }
     }
 
     fn refuse_after_seal(&self) -> io::Result<()> {
@@ -159,18 +396,28 @@ impl DirectFile {
     }
 }
 
+impl Drop for DirectFile {
+    fn drop(&mut self) {
+        // Joins the writing thread (after the piece it is writing), then keeps the buffers.
+        self.writer = None;
+        self.release_stages();
+    }
+}
+
 impl Write for DirectFile {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         self.refuse_after_seal()?;
+        self.check_failed()?;
+        let Some(stage) = self.stage.as_mut() else {
+            return Err(io::Error::other("direct chunk file: no staging buffer"));
+        };
         let room = STAGE_BYTES - self.fill;
         let n = data.len().min(room);
-        let at = self.start + self.fill;
-        self.buf[at..at + n].copy_from_slice(&data[..n]);
+        stage.window_mut()[self.fill..self.fill + n].copy_from_slice(&data[..n]);
         self.fill += n;
         self.pos += n as u64;
         if self.fill == STAGE_BYTES {
-            self.write_window(STAGE_BYTES)?;
-            self.fill = 0;
+            self.submit_full()?;
         }
         Ok(n)
     }
@@ -244,6 +491,8 @@ mod tests {
             4097,
             STAGE_BYTES,
             STAGE_BYTES + 12_345,
+            3 * STAGE_BYTES,
+            5 * STAGE_BYTES + 4097,
         ]
         .into_iter()
         .enumerate()
@@ -264,6 +513,30 @@ mod tests {
             drop(f);
             assert_eq!(std::fs::read(&path).unwrap(), data, "total {total}");
         }
+    }
+
+    /// A piece the helper thread cannot write (the descriptor is read-only) fails the file:
+    /// a later write or the sync returns the error, naming the direct write.
+    #[test]
+    fn fault_direct_file_piece_error_reaches_the_caller() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ro");
+        std::fs::write(&path, b"").unwrap();
+        let mut f = DirectFile::new(File::open(&path).unwrap());
+        let data = bytes(STAGE_BYTES, 1);
+        let mut failed = None;
+        for _ in 0..2 * STAGES + 1 {
+            if let Err(e) = f.write_all(&data) {
+                failed = Some(e);
+                break;
+            }
+        }
+        let e = match failed {
+            Some(e) => e,
+            None => f.sync_all().unwrap_err(),
+        };
+        assert!(e.to_string().contains("direct chunk file write"), "{e}");
+        assert!(f.sync_all().is_err(), "the failure sticks");
     }
 
     #[test]

@@ -4,6 +4,11 @@
 //!
 //! The socket is read with `recvmsg` so that file descriptors passed with `SHM_ATTACH`
 //! arrive; once a ring is attached, timesteps come from it (see the `shm_session` module).
+//!
+//! Large `TIMESTEP_BATCH` frames are read straight into their records buffer (the decoder's
+//! direct batches), and that buffer is one the episode's writer has finished with when
+//! there is one ([`Session::recycled_records`]): a batch's records are written once by the
+//! kernel, into memory already mapped, then copied once by the writer into the chunk.
 
 use std::io::ErrorKind;
 use std::os::unix::net::UnixStream;
@@ -27,6 +32,11 @@ use crate::session::{FinalStatus, OpenError, Session};
 
 /// How often a blocked read wakes up to look at the shutdown flag.
 pub(super) const READ_POLL: Duration = Duration::from_millis(100);
+
+/// `TIMESTEP_BATCH` frames with at least this many bytes of records are read straight into
+/// their records buffer rather than through the decoder's buffer and a copy. Smaller ones
+/// gain little (and would cost a read each: the direct room ends with the batch).
+pub(super) const DIRECT_BATCH_BYTES: usize = 64 * 1024;
 
 pub(super) enum State {
     Handshake,
@@ -112,7 +122,8 @@ pub(super) struct Connection {
 
 impl Connection {
     fn read_loop(&mut self, stream: UnixStream) -> Stop {
-        let mut decoder = FrameDecoder::new(self.ctx.limits.max_frame_bytes);
+        let mut decoder =
+            FrameDecoder::new(self.ctx.limits.max_frame_bytes).direct_batches(DIRECT_BATCH_BYTES);
         loop {
             loop {
                 match decoder.next_frame() {
@@ -138,6 +149,9 @@ impl Connection {
             if self.has_ring() && matches!(self.pump_ring(&stream), Pump::Again) {
                 continue;
             }
+            self.lend_records_buffer(&mut decoder);
+            // Also while a batch is read directly: fds sent with its bytes are queued all the
+            // same (only SHM_ATTACH uses them).
             match recv_with_fds(&stream, decoder.buffer_mut(), &mut self.fds) {
                 Ok(0) => return Stop::Eof,
                 Ok(n) => decoder.commit(n),
@@ -150,6 +164,23 @@ impl Connection {
                     tracing::info!(peer = %self.peer, "connection read failed: {e}");
                     return Stop::Eof;
                 }
+            }
+        }
+    }
+
+    /// Lend the decoder a records buffer the writer is done with, for the next batch.
+    fn lend_records_buffer(&self, decoder: &mut FrameDecoder) {
+        if !decoder.needs_records_buffer() {
+            return;
+        }
+        if let State::Recording {
+            session,
+            ring: None,
+            ..
+        } = &self.state
+        {
+            if let Some(buf) = session.recycled_records() {
+                decoder.give_records_buffer(buf);
             }
         }
     }
@@ -205,6 +236,15 @@ impl Connection {
                 },
             ) => {
                 self.shm_attach(slot_size, slot_count, policy.unwrap_or_default());
+                if let State::Recording {
+                    session,
+                    ring: Some(_),
+                    ..
+                } = &self.state
+                {
+                    // Timesteps now come from the ring, whose drains allocate their own.
+                    session.stop_recycling();
+                }
                 None
             }
             (
@@ -235,8 +275,11 @@ impl Connection {
                 );
                 None
             }
-            (State::Recording { .. }, Frame::Timestep(t)) => {
-                let mut records = Vec::with_capacity(21 + t.payload.len());
+            (State::Recording { session, .. }, Frame::Timestep(t)) => {
+                let mut records = session
+                    .recycled_records()
+                    .unwrap_or_else(|| Vec::with_capacity(21 + t.payload.len()));
+                records.clear();
                 wshard_ingest_proto::push_step_record(
                     &mut records,
                     t.seq,

@@ -59,9 +59,7 @@ impl std::fmt::Debug for ServerContext {
     }
 }
 
-/// Chunks of one episode held in memory at once: the open chunk, and the sealed one being
-/// compressed and written while the next fills.
-pub const CHUNKS_IN_MEMORY: u64 = 2;
+pub use crate::session::CHUNKS_IN_MEMORY;
 
 /// The payload bytes of one chunk for a memory budget of `budget` (`rotation.max_bytes`):
 /// the open chunk and the one being written share the budget.

@@ -103,7 +103,7 @@ pub(super) fn commit(
 pub(super) fn publish(
     fs: &dyn Fs,
     layout: &EpisodeLayout,
-    ep: &Episode,
+    ep: &mut Episode,
     settings: &SessionSettings,
     mode: RecoveryMode,
 ) -> Result<ChunkRef, StorageError> {

@@ -295,8 +295,8 @@ pub fn recover_episode_with(
         if !columns.is_empty() {
             let n = columns.len();
             let dropped = columns.gaps.total();
-            let ep = columns.into_episode();
-            let mut chunk = publish(fs_ref, &layout, &ep, settings, mode)?;
+            let mut ep = columns.into_episode();
+            let mut chunk = publish(fs_ref, &layout, &mut ep, settings, mode)?;
             gaps::set_chunk_dropped(&mut chunk, dropped);
             report.actions.push(Action::PublishChunk {
                 chunk_index: k,

@@ -1,10 +1,13 @@
 //! One recording episode: a writer thread (journal + columns + group commit + rotation) and
 //! a publisher thread (chunk files + manifest), fed by the connection through a bounded
 //! queue. When the queue is full the connection blocks, so it stops reading its socket and
-//! the client blocks in turn: memory stays bounded by the queue and two chunks.
+//! the client blocks in turn: memory stays bounded by the queue and two chunks (plus the
+//! idle record buffers kept for reuse, at most a quarter of the queue's bytes, see
+//! [`recycle`]).
 
 pub mod budget;
 pub mod publisher;
+pub mod recycle;
 pub mod settings;
 pub mod shared;
 pub mod stats;
@@ -28,6 +31,7 @@ use crate::error::StorageError;
 use crate::fsio::Fs;
 use crate::journal::record::SegmentHeader;
 use crate::journal::segment::JournalSegment;
+use recycle::RecordPool;
 use writer::{Writer, WriterMsg};
 
 /// Why an episode could not be opened.
@@ -39,6 +43,17 @@ pub enum OpenError {
     Storage(#[from] StorageError),
     #[error("cannot start the episode's threads: {0}")]
     Spawn(std::io::Error),
+}
+
+/// Chunks of one episode held in memory at once (raw channel bytes): the open chunk, and the
+/// sealed one being compressed or written. The writer opens a chunk only with a free slot;
+/// the publisher frees a sealed chunk's slot right after compressing it when it no longer
+/// needs the raw bytes (see [`crate::chunk::publish::write_chunk`]), else once it is written.
+pub const CHUNKS_IN_MEMORY: u64 = 2;
+
+/// Capacity of the channel returning slots (never full: at most every slot is in it).
+fn slots_capacity() -> usize {
+    usize::try_from(CHUNKS_IN_MEMORY).unwrap_or(2)
 }
 
 /// What CLOSE produced.
@@ -55,6 +70,8 @@ pub struct CloseSummary {
 pub struct Session {
     shared: Arc<SessionShared>,
     tx: Option<Sender<WriterMsg>>,
+    /// Record buffers the writer is done with, for the connection's next batches.
+    recycled: Arc<RecordPool>,
     writer: Option<JoinHandle<()>>,
     publisher: Option<JoinHandle<Manifest>>,
 }
@@ -119,17 +136,22 @@ impl Session {
             Durability::Chunk => None,
         };
         let (tx, rx) = crossbeam_channel::bounded(shared.settings.queue_frames.max(1));
-        // Rendezvous: the writer hands a sealed chunk over only when the publisher is free.
-        let (ptx, prx) = crossbeam_channel::bounded(0);
-        // The published chunk's buffers, back to the writer for the next chunk.
-        let (rtx, rrx) = crossbeam_channel::bounded(1);
+        // One sealed chunk may wait for the publisher; what bounds memory is the chunk slots
+        // below, not this queue.
+        let (ptx, prx) = crossbeam_channel::bounded(1);
+        // Chunk slots coming back from the publisher, with the buffers to fill next.
+        let (rtx, rrx) = crossbeam_channel::bounded(slots_capacity());
         let name = &schema.episode_id;
         let p_shared = shared.clone();
         let publisher = std::thread::Builder::new()
             .name(format!("pub-{name}"))
             .spawn(move || publisher::run(&p_shared, &prx, &rtx, manifest))
             .map_err(OpenError::Spawn)?;
-        let w = Writer::new(shared.clone(), journal, ptx, rrx);
+        let recycled = Arc::new(RecordPool::for_queue(
+            shared.settings.queue_frames.max(1),
+            shared.settings.queue_bytes,
+        ));
+        let w = Writer::new(shared.clone(), journal, ptx, rrx, recycled.clone());
         let writer = std::thread::Builder::new()
             .name(format!("wr-{name}"))
             .spawn(move || w.run(&rx))
@@ -137,6 +159,7 @@ impl Session {
         Ok(Self {
             shared,
             tx: Some(tx),
+            recycled,
             writer: Some(writer),
             publisher: Some(publisher),
         })
@@ -172,6 +195,19 @@ impl Session {
             self.shared.queue_budget.release(len);
         }
         sent
+    }
+
+    /// A records buffer the writer is done with (its old contents still in it), to receive
+    /// the next batch into; `None` when there is none idle.
+    #[must_use]
+    pub fn recycled_records(&self) -> Option<Vec<u8>> {
+        self.recycled.take()
+    }
+
+    /// Stop keeping the writer's records buffers (and free those kept): nothing will take
+    /// them, e.g. because timesteps now come from a shared-memory ring.
+    pub fn stop_recycling(&self) {
+        self.recycled.close();
     }
 
     /// Ask for an fsync now.

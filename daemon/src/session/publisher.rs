@@ -84,7 +84,10 @@ pub fn run(
             Err(e) => {
                 // Nothing is published; the journal stays for recovery.
                 shared.fail(format!("cannot start the chunk finisher thread: {e}"));
-                for _ in rx {}
+                // Every sealed chunk's slot goes back, or the writer would wait for it.
+                for _ in rx {
+                    let _ = recycle.try_send(Vec::new());
+                }
                 return manifest;
             }
         };
@@ -109,20 +112,34 @@ fn write_stage(shared: &SessionShared, sealed: Sealed, recycle: &Sender<Vec<Vec<
     } = sealed;
     let dropped = columns.gaps.total();
     let mut written = None;
+    // The chunk's memory slot goes back to the writer exactly once per sealed chunk, with
+    // the channel buffers when there are any: early (right after compression) when the
+    // chunk is compressed, otherwise once it is written.
+    let give_back = |ep: &mut wshard::episode::Episode| {
+        let buffers = ep
+            .channels
+            .iter_mut()
+            .map(|c| std::mem::take(&mut c.data))
+            .collect();
+        let _ = recycle.try_send(buffers);
+    };
     if !columns.is_empty() && !shared.is_failed() {
-        let ep = columns.into_episode();
+        let (mut ep, crcs) = columns.into_episode_with_crcs();
         match write_chunk(
             &*shared.fs,
             &shared.layout,
-            &ep,
+            &mut ep,
             &shared.settings.write_options,
             shared.settings.compression_workers,
             shared.settings.preallocate,
+            &crcs,
+            &mut |ep| give_back(ep),
         ) {
             Ok(w) => written = Some(w),
             Err(e) => shared.fail(format!("publishing a chunk failed: {e}")),
         }
-        let _ = recycle.try_send(ep.channels.into_iter().map(|c| c.data).collect());
+    } else {
+        let _ = recycle.try_send(Vec::new());
     }
     Handoff {
         written,

@@ -17,6 +17,7 @@ use std::time::Instant;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use super::publisher::Sealed;
+use super::recycle::RecordPool;
 use super::settings::FsyncMode;
 use super::shared::{FinalStatus, SessionShared};
 use super::stats::HEARTBEAT_EVERY;
@@ -62,8 +63,14 @@ pub struct Writer {
     timesteps: u64,
     dirty_since: Option<Instant>,
     to_publisher: Sender<Sealed>,
-    /// Buffers of published chunks, reused by the next chunk.
+    /// Chunk slots given back by the publisher, with the buffers of the chunk that held
+    /// them (empty when it had none to give), reused by the next chunk.
     recycled: Receiver<Vec<Vec<u8>>>,
+    /// Free chunk slots held here besides the open chunk's (see
+    /// [`super::CHUNKS_IN_MEMORY`]).
+    spare_slots: u64,
+    /// Where the records buffers of processed batches go, for the connection to reuse.
+    records_pool: Arc<RecordPool>,
 }
 
 impl Writer {
@@ -73,6 +80,7 @@ impl Writer {
         journal: Option<JournalSegment>,
         to_publisher: Sender<Sealed>,
         recycled: Receiver<Vec<Vec<u8>>>,
+        records_pool: Arc<RecordPool>,
     ) -> Self {
         let columns = ChunkColumns::new(shared.schema.clone(), 0, 0);
         Self {
@@ -84,6 +92,8 @@ impl Writer {
             dirty_since: None,
             to_publisher,
             recycled,
+            spare_slots: super::CHUNKS_IN_MEMORY.saturating_sub(1),
+            records_pool,
         }
     }
 
@@ -126,6 +136,9 @@ impl Writer {
                     WriterMsg::Steps { records, arrived } => {
                         self.on_steps(&records, arrived);
                         self.shared.queue_budget.release(records.len() as u64);
+                        // Copied into the journal and the columns: the buffer goes back to
+                        // the connection (or is freed when the pool is full).
+                        self.records_pool.put(records);
                     }
                     WriterMsg::Flush => self.flush(),
                     WriterMsg::Close { status } => {
@@ -318,10 +331,16 @@ impl Writer {
             self.shared.fail("the chunk publisher stopped".into());
             return;
         }
-        // The publisher took the sealed chunk, so it has finished the one before and handed
-        // its buffers back: the new chunk fills them instead of fresh memory.
-        if let Ok(buffers) = self.recycled.try_recv() {
-            self.columns.reuse_buffers(buffers);
+        // The new chunk needs a slot: a spare one, else the next one the publisher frees
+        // (blocking: at most CHUNKS_IN_MEMORY chunks are in memory). It fills the buffers
+        // that came with the slot instead of fresh memory.
+        if self.spare_slots > 0 {
+            self.spare_slots -= 1;
+        } else {
+            match self.recycled.recv() {
+                Ok(buffers) => self.columns.reuse_buffers(buffers),
+                Err(_) => self.shared.fail("the chunk publisher stopped".into()),
+            }
         }
     }
 

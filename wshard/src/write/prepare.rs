@@ -26,7 +26,24 @@ pub fn prepare_block<'a>(
     opts: BlockOptions,
     policy: &CompressionPolicy,
 ) -> Result<PreparedBlock<'a>> {
-    let crc = crc32c(data);
+    prepare_block_with_crc(name, data, opts, policy, None)
+}
+
+/// [`prepare_block`] for a caller that already has the CRC32C of `data` (`known_crc`), e.g.
+/// one that computed it piece by piece as the bytes arrived, while they were in cache: the
+/// CRC is then not computed again. The caller is trusted: a wrong value makes the block fail
+/// its check on every read. `None` computes it here.
+///
+/// # Errors
+/// [`crate::FormatError::Compress`] when the codec fails.
+pub fn prepare_block_with_crc<'a>(
+    name: &str,
+    data: &'a [u8],
+    opts: BlockOptions,
+    policy: &CompressionPolicy,
+    known_crc: Option<u32>,
+) -> Result<PreparedBlock<'a>> {
+    let crc = known_crc.unwrap_or_else(|| crc32c(data));
     let orig = data.len() as u64;
     let mut codec = Codec::None;
     let mut stored = std::borrow::Cow::Borrowed(data);
