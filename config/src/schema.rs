@@ -130,7 +130,8 @@ pub struct RotationConfig {
     /// Timesteps per chunk. At least 1, default 100000.
     pub max_timesteps: u64,
     /// Chunk budget in memory per episode (uncompressed payload bytes): the open chunk and
-    /// the sealed chunk being written share it, so one chunk holds at most half. 1 MiB..=1 GiB
+    /// the sealed chunk being written share it, so one chunk holds at most half (a third when
+    /// a channel is compressed: the compressed copy shares it too). 1 MiB..=1 GiB
     /// (the format cannot compress a block above 1 GiB), default 256 MiB.
     pub max_bytes: u64,
     /// Age of a chunk in seconds. 1..=86400, default 60.

@@ -236,15 +236,6 @@ impl Connection {
                 },
             ) => {
                 self.shm_attach(slot_size, slot_count, policy.unwrap_or_default());
-                if let State::Recording {
-                    session,
-                    ring: Some(_),
-                    ..
-                } = &self.state
-                {
-                    // Timesteps now come from the ring, whose drains allocate their own.
-                    session.stop_recycling();
-                }
                 None
             }
             (

@@ -131,6 +131,7 @@ impl Connection {
         let mut outcome = Drained::Budget;
         for _ in 0..budget {
             let State::Recording {
+                session,
                 ring: Some(ring),
                 next_seq,
                 ..
@@ -140,8 +141,12 @@ impl Connection {
                 break;
             };
             let expected = *next_seq;
-            // A slot appended to `pending` leaves its buffer for the next slot's copy.
+            // A slot appended to `pending` leaves its buffer for the next slot's copy; else
+            // a buffer the writer is done with (no fresh memory per large slot).
             let mut records = std::mem::take(&mut spare);
+            if records.capacity() == 0 {
+                records = session.recycled_records().unwrap_or_default();
+            }
             let allow_gap = ring.policy().drops();
             let count = match ring.poll_slots(&mut records) {
                 Ok(Polled::Empty) => {

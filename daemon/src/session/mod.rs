@@ -51,6 +51,24 @@ pub enum OpenError {
 /// needs the raw bytes (see [`crate::chunk::publish::write_chunk`]), else once it is written.
 pub const CHUNKS_IN_MEMORY: u64 = 2;
 
+/// The raw bytes one chunk may hold. `per_chunk` is `rotation.max_bytes` split between the
+/// [`CHUNKS_IN_MEMORY`] chunks. When a channel is compressed, the sealed chunk's compressed
+/// copy is in memory as well while it is written (at most as large as the raw bytes: a block
+/// is stored compressed only when that is smaller), so the budget is split in three instead:
+/// two raw chunks and one compressed copy.
+#[must_use]
+pub fn chunk_byte_limit(per_chunk: u64, schema: &crate::episode::EpisodeSchema) -> u64 {
+    let compressed = schema
+        .channels
+        .iter()
+        .any(|c| c.codec != wshard::codec::Codec::None);
+    if compressed {
+        (per_chunk.saturating_mul(CHUNKS_IN_MEMORY) / (CHUNKS_IN_MEMORY + 1)).max(1)
+    } else {
+        per_chunk
+    }
+}
+
 /// Capacity of the channel returning slots (never full: at most every slot is in it).
 fn slots_capacity() -> usize {
     usize::try_from(CHUNKS_IN_MEMORY).unwrap_or(2)
@@ -204,12 +222,6 @@ impl Session {
         self.recycled.take()
     }
 
-    /// Stop keeping the writer's records buffers (and free those kept): nothing will take
-    /// them, e.g. because timesteps now come from a shared-memory ring.
-    pub fn stop_recycling(&self) {
-        self.recycled.close();
-    }
-
     /// Ask for an fsync now.
     pub fn flush(&self) {
         if let Some(tx) = &self.tx {
@@ -261,5 +273,51 @@ impl Drop for Session {
         if self.writer.is_some() {
             let _ = self.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::Map;
+    use wshard::codec::Codec;
+    use wshard::episode::{DType, Lane, Timebase};
+
+    use super::*;
+    use crate::episode::{Durability, EpisodeSchema};
+
+    fn schema(codecs: &[Codec]) -> EpisodeSchema {
+        let channels = codecs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (format!("c{i}"), Lane::Signal, DType::U8, vec![4], *c, None))
+            .collect();
+        EpisodeSchema::new(
+            "e".into(),
+            String::new(),
+            Timebase::ticks(1.0),
+            Durability::Chunk,
+            channels,
+            Map::new(),
+        )
+        .unwrap()
+    }
+
+    /// Two raw chunks plus one compressed copy stay within the budget of two raw chunks.
+    #[test]
+    fn compressed_episodes_split_the_chunk_budget_in_three() {
+        let per_chunk = 32 << 20;
+        let budget = per_chunk * CHUNKS_IN_MEMORY;
+        assert_eq!(
+            chunk_byte_limit(per_chunk, &schema(&[Codec::None])),
+            per_chunk
+        );
+        for codecs in [&[Codec::zstd()][..], &[Codec::None, Codec::Lz4]] {
+            let limit = chunk_byte_limit(per_chunk, &schema(codecs));
+            assert!(limit * (CHUNKS_IN_MEMORY + 1) <= budget, "{codecs:?}");
+            assert!(limit * (CHUNKS_IN_MEMORY + 1) > budget - 3, "{codecs:?}");
+        }
+        assert_eq!(chunk_byte_limit(0, &schema(&[Codec::Lz4])), 1);
     }
 }

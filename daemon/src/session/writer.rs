@@ -69,6 +69,8 @@ pub struct Writer {
     /// Free chunk slots held here besides the open chunk's (see
     /// [`super::CHUNKS_IN_MEMORY`]).
     spare_slots: u64,
+    /// Raw bytes a chunk may hold ([`super::chunk_byte_limit`]).
+    chunk_max_bytes: u64,
     /// Where the records buffers of processed batches go, for the connection to reuse.
     records_pool: Arc<RecordPool>,
 }
@@ -83,7 +85,10 @@ impl Writer {
         records_pool: Arc<RecordPool>,
     ) -> Self {
         let columns = ChunkColumns::new(shared.schema.clone(), 0, 0);
+        let chunk_max_bytes =
+            super::chunk_byte_limit(shared.settings.rotation.max_bytes, &shared.schema);
         Self {
+            chunk_max_bytes,
             shared,
             columns,
             journal,
@@ -214,7 +219,8 @@ impl Writer {
             // How many records fit in the open chunk.
             let by_count = rot.max_timesteps.saturating_sub(self.columns.len());
             let step_bytes = rec_len as u64 - STEP_HEADER_LEN as u64 + 8;
-            let by_bytes = rot.max_bytes.saturating_sub(self.columns.bytes) / step_bytes.max(1);
+            let by_bytes =
+                self.chunk_max_bytes.saturating_sub(self.columns.bytes) / step_bytes.max(1);
             // A chunk always takes at least one step, even one larger than the byte budget.
             let fit = by_count
                 .min(by_bytes)
