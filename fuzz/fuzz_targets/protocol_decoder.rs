@@ -3,7 +3,9 @@
 //! Input: `limit_sel u8 | split_seed u8 | stream...`. `limit_sel` picks `max_frame_bytes`
 //! (tiny to `u32::MAX`); `split_seed` drives the sizes (1 byte up to 8 KiB) in which the
 //! stream reaches a `FrameDecoder`, alternately through `feed` and `buffer_mut`/`commit`,
-//! with `next_frame` drained after every piece.
+//! with `next_frame` drained after every piece. Bit 1 of `split_seed` turns on direct
+//! batches (records received straight into the batch's buffer, from a small threshold up),
+//! with stale buffers of arbitrary length lent to the decoder before every piece.
 //!
 //! - Nothing panics.
 //! - The decoder yields exactly what a one-pass reference built on `check` and `parse` yields
@@ -186,12 +188,21 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
-    let mut dec = FrameDecoder::new(max);
+    let direct = data[1] & 2 != 0;
+    let mut dec = if direct {
+        FrameDecoder::new(max).direct_batches(1 + usize::from(data[1] >> 2) * 16)
+    } else {
+        FrameDecoder::new(max)
+    };
     let mut got: Vec<Result<Frame, ProtoError>> = Vec::new();
     let mut fatal: Option<ProtoError> = None;
     let mut at = 0;
     let mut via_feed = data[1] & 1 == 0;
     while at < stream.len() && fatal.is_none() {
+        if direct && dec.needs_records_buffer() {
+            // A reused buffer: longer or shorter than the next batch, never zeroed.
+            dec.give_records_buffer(vec![0xAB; splits.next()]);
+        }
         let n = splits.next().min(stream.len() - at);
         if via_feed {
             dec.feed(&stream[at..at + n]);
