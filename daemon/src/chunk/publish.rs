@@ -188,6 +188,18 @@ fn write_shard<W: std::io::Write + std::io::Seek>(
     Ok((out, written, region, len))
 }
 
+/// Where and how chunk files are written.
+#[derive(Clone, Copy)]
+pub struct ChunkTarget<'a> {
+    pub fs: &'a dyn Fs,
+    pub layout: &'a EpisodeLayout,
+    pub opts: &'a EpisodeWriteOptions,
+    /// Compression threads.
+    pub workers: usize,
+    /// Reserve each file's exact length before writing it.
+    pub preallocate: bool,
+}
+
 /// Raw bytes at most copied so that a compressed chunk can give its channel buffers back
 /// before it is written (the blocks stored uncompressed are copied; typically timestamps,
 /// rewards and small channels).
@@ -205,48 +217,36 @@ pub const EARLY_RELEASE_MAX_COPY: usize = 1 << 20;
 ///
 /// # Errors
 /// The failing step, naming the file.
-#[allow(clippy::too_many_arguments)]
 pub fn write_chunk(
-    fs: &dyn Fs,
-    layout: &EpisodeLayout,
+    to: &ChunkTarget<'_>,
     ep: &mut Episode,
-    opts: &EpisodeWriteOptions,
-    workers: usize,
-    preallocate: bool,
     known: &BlockCrcs,
     release: &mut dyn FnMut(&mut Episode),
 ) -> Result<WrittenChunk, StorageError> {
     let mut released = false;
-    let r = write_chunk_inner(
-        fs,
-        layout,
-        ep,
-        opts,
-        workers,
-        preallocate,
-        known,
-        &mut |ep: &mut Episode| {
-            released = true;
-            release(ep);
-        },
-    );
+    let r = write_chunk_inner(to, ep, known, &mut |ep: &mut Episode| {
+        released = true;
+        release(ep);
+    });
     if !released {
         release(ep);
     }
     r
 }
 
-#[allow(clippy::too_many_arguments)]
 fn write_chunk_inner(
-    fs: &dyn Fs,
-    layout: &EpisodeLayout,
+    to: &ChunkTarget<'_>,
     ep: &mut Episode,
-    opts: &EpisodeWriteOptions,
-    workers: usize,
-    preallocate: bool,
     known: &BlockCrcs,
     release: &mut dyn FnMut(&mut Episode),
 ) -> Result<WrittenChunk, StorageError> {
+    let ChunkTarget {
+        fs,
+        layout,
+        opts,
+        workers,
+        preallocate,
+    } = *to;
     let k = ep.chunk.map_or(0, |c| c.chunk_index);
     ep.validate()
         .map_err(|e| StorageError::format(format!("chunk {k}"), e))?;
@@ -366,16 +366,14 @@ pub fn publish_chunk(
     workers: usize,
     preallocate: bool,
 ) -> Result<ChunkRef, StorageError> {
-    let written = write_chunk(
+    let to = ChunkTarget {
         fs,
         layout,
-        ep,
         opts,
         workers,
         preallocate,
-        &BlockCrcs::none(),
-        &mut |_| {},
-    )?;
+    };
+    let written = write_chunk(&to, ep, &BlockCrcs::none(), &mut |_| {})?;
     seal_chunk(fs, layout, written)
 }
 
@@ -442,21 +440,19 @@ mod tests {
             let want = ep.channels[0].data.clone();
             let opts = EpisodeWriteOptions::default();
             let mut released = Vec::new();
-            let written = write_chunk(
-                &RealFs,
-                &layout,
-                &mut ep,
-                &opts,
-                2,
-                false,
-                &BlockCrcs::none(),
-                &mut |ep| {
-                    released.push((
-                        layout.partial(0).exists(),
-                        std::mem::take(&mut ep.channels[0].data),
-                    ));
-                },
-            )
+            let to = ChunkTarget {
+                fs: &RealFs,
+                layout: &layout,
+                opts: &opts,
+                workers: 2,
+                preallocate: false,
+            };
+            let written = write_chunk(&to, &mut ep, &BlockCrcs::none(), &mut |ep| {
+                released.push((
+                    layout.partial(0).exists(),
+                    std::mem::take(&mut ep.channels[0].data),
+                ));
+            })
             .unwrap();
             assert_eq!(released.len(), 1, "{codec:?}: released once");
             let (file_existed, buffer) = released.pop().unwrap();
@@ -481,17 +477,15 @@ mod tests {
         for codec in [Codec::zstd(), Codec::None] {
             let mut ep = episode(codec);
             let mut calls = 0;
-            let e = write_chunk(
-                &RealFs,
-                &layout,
-                &mut ep,
-                &EpisodeWriteOptions::default(),
-                1,
-                false,
-                &BlockCrcs::none(),
-                &mut |_| calls += 1,
-            )
-            .unwrap_err();
+            let opts = EpisodeWriteOptions::default();
+            let to = ChunkTarget {
+                fs: &RealFs,
+                layout: &layout,
+                opts: &opts,
+                workers: 1,
+                preallocate: false,
+            };
+            let e = write_chunk(&to, &mut ep, &BlockCrcs::none(), &mut |_| calls += 1).unwrap_err();
             assert!(e.to_string().contains("create chunk"), "{e}");
             assert_eq!(calls, 1, "{codec:?}");
         }

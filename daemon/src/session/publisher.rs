@@ -12,7 +12,7 @@ use wshard::manifest::Manifest;
 
 use super::shared::{FinalStatus, SessionShared};
 use crate::chunk::gaps;
-use crate::chunk::publish::{commit_manifest, seal_chunk, write_chunk, WrittenChunk};
+use crate::chunk::publish::{commit_manifest, seal_chunk, write_chunk, ChunkTarget, WrittenChunk};
 use crate::chunk::ChunkColumns;
 
 /// A chunk handed over by the writer.
@@ -125,16 +125,14 @@ fn write_stage(shared: &SessionShared, sealed: Sealed, recycle: &Sender<Vec<Vec<
     };
     if !columns.is_empty() && !shared.is_failed() {
         let (mut ep, crcs) = columns.into_episode_with_crcs();
-        match write_chunk(
-            &*shared.fs,
-            &shared.layout,
-            &mut ep,
-            &shared.settings.write_options,
-            shared.settings.compression_workers,
-            shared.settings.preallocate,
-            &crcs,
-            &mut |ep| give_back(ep),
-        ) {
+        let to = ChunkTarget {
+            fs: &*shared.fs,
+            layout: &shared.layout,
+            opts: &shared.settings.write_options,
+            workers: shared.settings.compression_workers,
+            preallocate: shared.settings.preallocate,
+        };
+        match write_chunk(&to, &mut ep, &crcs, &mut |ep| give_back(ep)) {
             Ok(w) => written = Some(w),
             Err(e) => shared.fail(format!("publishing a chunk failed: {e}")),
         }
