@@ -73,13 +73,7 @@ fn reload_config(explicit: &Option<PathBuf>, source: &ConfigSource) -> Option<Co
 }
 
 fn init_logging(cfg: &Config) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(cfg.log.level.as_str()));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .try_init();
+    wshard_recorder::runtime::logging::init(cfg.log.level.as_str());
 }
 
 /// SIGTERM / SIGINT: graceful shutdown; a second one exits at once (recovery covers it).

@@ -1,10 +1,12 @@
-//! Process-level plumbing: the server loop and its controls, and the data directory lock.
+//! Process-level plumbing: the server loop and its controls, the data directory lock, and
+//! where the log goes.
 
 pub mod access;
 pub mod activation;
 pub mod disk;
 pub mod listeners;
 pub mod lock;
+pub mod logging;
 pub mod notify;
 pub mod server;
 pub mod supervise;
