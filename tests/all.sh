@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Every test suite of the project, exactly as CI runs them (.ci/run calls this after its
+# installs and lints):
+#   1. build the binaries the suites start (wshardd, wshard)
+#   2. the systemd units: staged install + systemd-analyze verify (systemd/check.sh)
+#   3. every Rust test of the workspace (unit, golden, crash, fault, end-to-end)
+#   4. the Python client's tests against the real wshardd (they fail, never skip, without it)
+#   5. the fuzz smoke run: every fuzz target for FUZZ_SMOKE_SECONDS (default 15) each;
+#      FUZZ_SMOKE_SECONDS=0 leaves it out
+#
+# Prerequisites it checks first (and says how to install): systemd-analyze and
+# systemd-socket-activate, python3 with
+# pytest, numpy and zstandard, a C++ compiler for libFuzzer. The upstream golden files are
+# read from ../shared/golden-upstream or $WSHARD_UPSTREAM_GOLDEN.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fuzz_secs="${FUZZ_SMOKE_SECONDS:-15}"
+missing=()
+for t in systemd-analyze systemd-socket-activate; do
+    command -v "$t" >/dev/null 2>&1 || missing+=("$t (apt-get install systemd)")
+done
+if ! python3 -c 'import pytest, numpy, zstandard' >/dev/null 2>&1; then
+    missing+=("python3 modules pytest, numpy, zstandard (python3 -m pip install pytest numpy zstandard)")
+fi
+if [ "$fuzz_secs" != 0 ] && ! command -v "${CXX:-c++}" >/dev/null 2>&1; then
+    missing+=("a C++ compiler for the fuzz smoke run (apt-get install g++), or FUZZ_SMOKE_SECONDS=0")
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "tests/all.sh: missing prerequisites:" >&2
+    printf '  - %s\n' "${missing[@]}" >&2
+    exit 2
+fi
+
+echo "== build the binaries"
+cargo build --workspace --locked --bins
+
+echo "== systemd units"
+systemd/check.sh target/debug
+
+echo "== Rust tests"
+cargo test --workspace --locked
+
+echo "== Python client against the real wshardd"
+python3 -m pytest ingest-adapters/python/tests -q
+
+if [ "$fuzz_secs" != 0 ]; then
+    echo "== fuzz smoke run ($fuzz_secs s per target)"
+    bash fuzz/smoke.sh "$fuzz_secs"
+fi
+echo "tests/all.sh: every suite passed"
