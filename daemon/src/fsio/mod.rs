@@ -8,10 +8,11 @@
 //!   "fsyncgate" discussion in PostgreSQL and the USENIX ATC '20 paper on fsync failures);
 //! - a rename is durable only after `sync_dir` of the parent directory returns.
 //!
-//! [`sim::SimFs`] is an in-memory implementation with a separate durable image, power-cut
-//! and fault injection, for the crash-point and fault tests.
+//! `sim::SimFs` (feature `sim`, on for tests only) is an in-memory implementation with a
+//! separate durable image, power-cut and fault injection, for the crash-point and fault tests.
 
 pub mod direct;
+#[cfg(any(test, feature = "sim"))]
 pub mod sim;
 
 use std::fs::{File, OpenOptions};

@@ -1,7 +1,8 @@
 //! [`SimFs`]: an in-memory [`Fs`] that models what survives a power cut, counts every
 //! operation that changes state, can lose power after any of them, and can make chosen
-//! operations fail. Compiled into the library (not `cfg(test)`) so that integration tests,
-//! benches and tools can drive the real write path over it.
+//! operations fail. Compiled into the library only with the `sim` feature (the daemon's own
+//! tests enable it; release binaries do not), so integration tests can drive the real write
+//! path over it.
 //!
 //! ## Model
 //!
