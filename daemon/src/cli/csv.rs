@@ -33,16 +33,8 @@ pub fn format_value(dtype: &str, b: &[u8]) -> Option<String> {
     Some(s)
 }
 
-/// A CSV cell, quoted when it holds a comma, a quote or a line break.
-fn cell(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_owned()
-    }
-}
-
-/// Write `data` (`rows` steps of `per_step` elements of `dtype`, each `size` bytes) as CSV.
+/// Write `data` (`rows` steps of `per_step` elements of `dtype`, each `size` bytes) as CSV
+/// (quoting by the `csv` crate: a cell with a comma, a quote or a line break is quoted).
 ///
 /// # Errors
 /// Write errors; `InvalidInput` for an unknown dtype or a length that does not fit.
@@ -59,29 +51,27 @@ pub fn write_csv(
         .checked_mul(size)
         .filter(|&s| s > 0 && data.len() % s == 0)
         .ok_or_else(|| bad(format!("{} bytes are not whole steps", data.len())))?;
-    let mut line = String::from("t");
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(out);
+    let mut record: Vec<String> = Vec::with_capacity(per_step + 1);
+    record.push("t".to_owned());
     if per_step == 1 {
-        line.push(',');
-        line.push_str(&cell(name));
+        record.push(name.to_owned());
     } else {
-        for i in 0..per_step {
-            line.push(',');
-            line.push_str(&cell(&format!("{name}[{i}]")));
-        }
+        record.extend((0..per_step).map(|i| format!("{name}[{i}]")));
     }
-    writeln!(out, "{line}")?;
+    w.write_record(&record)?;
     for (t, row) in data.chunks_exact(step).enumerate() {
-        line.clear();
-        line.push_str(&t.to_string());
+        record.clear();
+        record.push(t.to_string());
         for v in row.chunks_exact(size) {
-            line.push(',');
-            line.push_str(
-                &format_value(dtype, v).ok_or_else(|| bad(format!("unknown dtype {dtype}")))?,
-            );
+            record
+                .push(format_value(dtype, v).ok_or_else(|| bad(format!("unknown dtype {dtype}")))?);
         }
-        writeln!(out, "{line}")?;
+        w.write_record(&record)?;
     }
-    Ok(())
+    w.flush()
 }
 
 #[cfg(test)]

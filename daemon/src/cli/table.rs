@@ -1,6 +1,9 @@
-//! A plain-text table: columns padded to their widest cell, two spaces apart.
+//! A plain-text table: columns padded to their widest cell, two spaces apart, no borders
+//! (laid out by `comfy-table`; trailing blanks trimmed so output diffs cleanly).
 
 use std::io::{self, Write};
+
+use comfy_table::{presets, CellAlignment, ColumnConstraint, ContentArrangement};
 
 /// How a column's cells are padded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -9,6 +12,9 @@ pub enum Align {
     /// For numbers.
     Right,
 }
+
+/// Blanks between two columns.
+const GAP: u16 = 2;
 
 /// A table with a header row.
 #[derive(Clone, Debug)]
@@ -35,35 +41,22 @@ impl Table {
         self.rows.push(row);
     }
 
-    fn widths(&self) -> Vec<usize> {
-        let mut w: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
-        for row in &self.rows {
-            for (wi, cell) in w.iter_mut().zip(row) {
-                *wi = (*wi).max(cell.chars().count());
-            }
+    fn layout(&self) -> comfy_table::Table {
+        let mut t = comfy_table::Table::new();
+        t.load_preset(presets::NOTHING)
+            .set_content_arrangement(ContentArrangement::Disabled)
+            .set_header(&self.headers)
+            .add_rows(&self.rows);
+        let last = self.aligns.len().saturating_sub(1);
+        for (i, (column, align)) in t.column_iter_mut().zip(&self.aligns).enumerate() {
+            column.set_padding((0, if i == last { 0 } else { GAP }));
+            column.set_cell_alignment(match align {
+                Align::Left => CellAlignment::Left,
+                Align::Right => CellAlignment::Right,
+            });
+            column.set_constraint(ColumnConstraint::ContentWidth);
         }
-        w
-    }
-
-    fn write_row(&self, out: &mut dyn Write, row: &[String], widths: &[usize]) -> io::Result<()> {
-        let mut line = String::new();
-        for (k, ((cell, &width), align)) in row.iter().zip(widths).zip(&self.aligns).enumerate() {
-            if k > 0 {
-                line.push_str("  ");
-            }
-            let pad = width.saturating_sub(cell.chars().count());
-            match align {
-                Align::Left => {
-                    line.push_str(cell);
-                    line.push_str(&" ".repeat(pad));
-                }
-                Align::Right => {
-                    line.push_str(&" ".repeat(pad));
-                    line.push_str(cell);
-                }
-            }
-        }
-        writeln!(out, "{}", line.trim_end())
+        t
     }
 
     /// Write the header row and every row.
@@ -71,10 +64,8 @@ impl Table {
     /// # Errors
     /// Errors writing to `out`.
     pub fn write(&self, out: &mut dyn Write) -> io::Result<()> {
-        let widths = self.widths();
-        self.write_row(out, &self.headers, &widths)?;
-        for row in &self.rows {
-            self.write_row(out, row, &widths)?;
+        for line in self.layout().lines() {
+            writeln!(out, "{}", line.trim_end())?;
         }
         Ok(())
     }
