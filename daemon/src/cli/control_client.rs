@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 use wshardd_config::Config;
 
+use super::control_connect::{connect_error, ConnectError};
 use crate::control::protocol::Request;
 
 /// Largest reply read (a status of many episodes is still far below).
@@ -19,12 +20,9 @@ const MAX_REPLY_BYTES: u64 = 64 << 20;
 pub enum ControlClientError {
     #[error("cannot load the config to find the control socket: {0}")]
     Config(#[from] wshardd_config::ConfigError),
-    #[error("cannot connect to the control socket {}: is wshardd running? ({source})", path.display())]
-    Connect {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// No socket file, a stale one, or a socket that refused this user.
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
     #[error("control socket {}: {op}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -70,10 +68,8 @@ pub fn request(path: &Path, req: &Request, timeout: Duration) -> Result<Reply, C
         op,
         source,
     };
-    let mut s = UnixStream::connect(path).map_err(|source| ControlClientError::Connect {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let mut s = UnixStream::connect(path)
+        .map_err(|source| connect_error(path, source, req.is_mutating()))?;
     s.set_read_timeout(Some(timeout))
         .and_then(|()| s.set_write_timeout(Some(timeout)))
         .map_err(|e| io("set timeouts", e))?;

@@ -1,4 +1,7 @@
 //! Printing the control socket's `status`, `episodes` and `close` results as text.
+//!
+//! The two episode tables use the same words for the same figures: `timesteps`,
+//! `received` (payload bytes received) and `on disk` (chunk files published).
 
 use std::io::{self, Write};
 
@@ -57,6 +60,20 @@ fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or(0)
 }
 
+/// A byte count, or `-` when the daemon does not know it (`null`).
+fn bytes_cell(v: &Value) -> String {
+    v.as_u64().map_or_else(|| "-".into(), human_bytes)
+}
+
+/// The column of an episode's timesteps (received so far while open, the manifest's
+/// total once finished), in both tables.
+const TIMESTEPS: &str = "timesteps";
+/// The column of the payload bytes received from the client (`received_bytes`), in both
+/// tables.
+const RECEIVED: &str = "received";
+/// The column of the published chunk files' size (`on_disk_bytes`), in both tables.
+const ON_DISK: &str = "on disk";
+
 /// The `status` result.
 ///
 /// # Errors
@@ -108,8 +125,9 @@ pub fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
         let mut t = Table::new(&[
             ("episode", Align::Left),
             ("was", Align::Left),
-            ("timesteps", Align::Right),
-            ("chunks", Align::Right),
+            ("timesteps replayed", Align::Right),
+            ("timesteps in episode", Align::Right),
+            ("chunks recovered", Align::Right),
             ("discarded", Align::Right),
             ("quarantined", Align::Right),
             ("lost data", Align::Left),
@@ -119,6 +137,7 @@ pub fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
                 num(&x["episode"]),
                 num(&x["previous_status"]),
                 num(&x["timesteps_recovered"]),
+                num(&x["total_timesteps"]),
                 num(&x["chunks_recovered"]),
                 human_bytes(u(&x["bytes_discarded"])),
                 num(&x["files_quarantined"]),
@@ -145,11 +164,12 @@ pub fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
         ("via", Align::Left),
         ("durab", Align::Left),
         ("age", Align::Right),
-        ("received", Align::Right),
+        (TIMESTEPS, Align::Right),
         ("durable", Align::Right),
         ("steps/s", Align::Right),
+        (RECEIVED, Align::Right),
         ("MiB/s", Align::Right),
-        ("bytes", Align::Right),
+        (ON_DISK, Align::Right),
         ("queue", Align::Right),
         ("chunks", Align::Right),
         ("fsync ms", Align::Right),
@@ -168,11 +188,12 @@ pub fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
             num(&e["received"]),
             num(&e["durable"]),
             format!("{:.1}", e["timesteps_per_s"].as_f64().unwrap_or(0.0)),
+            bytes_cell(&e["received_bytes"]),
             format!(
                 "{:.2}",
                 e["bytes_per_s"].as_f64().unwrap_or(0.0) / f64::from(1u32 << 20)
             ),
-            human_bytes(u(&e["bytes"])),
+            bytes_cell(&e["on_disk_bytes"]),
             num(&e["queue_depth"]),
             num(&e["chunks"]),
             format!("{:.2}", e["last_fsync_us"].as_f64().unwrap_or(0.0) / 1000.0),
@@ -195,9 +216,10 @@ pub fn render_episodes(r: &Value, out: &mut dyn Write) -> io::Result<()> {
     let mut t = Table::new(&[
         ("episode", Align::Left),
         ("status", Align::Left),
-        ("timesteps", Align::Right),
+        (TIMESTEPS, Align::Right),
         ("chunks", Align::Right),
-        ("bytes", Align::Right),
+        (RECEIVED, Align::Right),
+        (ON_DISK, Align::Right),
         ("reason", Align::Left),
     ]);
     for e in eps {
@@ -211,7 +233,8 @@ pub fn render_episodes(r: &Value, out: &mut dyn Write) -> io::Result<()> {
             status,
             num(&e["timesteps"]),
             num(&e["chunks"]),
-            e["bytes"].as_u64().map_or_else(|| "-".into(), human_bytes),
+            bytes_cell(&e["received_bytes"]),
+            bytes_cell(&e["on_disk_bytes"]),
             e["reason"].as_str().unwrap_or("").replace('\n', " "),
         ]);
     }
@@ -252,14 +275,26 @@ mod tests {
     #[test]
     fn control_render_episodes_table() {
         let r = json!({"episodes": [
-            {"episode": "a", "open": true, "status": "recording", "timesteps": 5, "chunks": 0, "bytes": 0, "reason": null},
-            {"episode": "b", "open": false, "status": "interrupted", "timesteps": 9, "chunks": 1, "bytes": 2048, "reason": "closed by operator (uid 0)"},
+            {"episode": "a", "open": true, "status": "recording", "timesteps": 5, "chunks": 0,
+             "received_bytes": 1536, "on_disk_bytes": 0, "reason": null},
+            {"episode": "b", "open": false, "status": "interrupted", "timesteps": 9, "chunks": 1,
+             "received_bytes": null, "on_disk_bytes": 2048, "reason": "closed by operator (uid 0)"},
         ]});
         let mut out = Vec::new();
         render_episodes(&r, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
-        assert!(text.contains("recording (open)"), "{text}");
-        assert!(text.contains("closed by operator (uid 0)"), "{text}");
-        assert!(text.contains("2.0 KiB"), "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0], "episode  status            timesteps  chunks  received  on disk  reason",
+            "{text}"
+        );
+        assert_eq!(
+            lines[1].trim_end(),
+            "a        recording (open)          5       0   1.5 KiB      0 B"
+        );
+        assert_eq!(
+            lines[2],
+            "b        interrupted               9       1         -  2.0 KiB  closed by operator (uid 0)"
+        );
     }
 }

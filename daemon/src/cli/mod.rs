@@ -17,6 +17,7 @@
 //! - [`table`]: a plain-text column table.
 //! - [`control`]: `wshard status`, `episodes`, `close`, `metrics` against a running daemon;
 //!   [`control_client`] finds its control socket and sends one request,
+//!   [`control_connect`] says why connecting failed (no daemon, stale socket, refused user),
 //!   [`control_render`] prints the replies as text.
 //! - [`Status`]: the exit status shared by `inspect`, `verify` and `cat` (`recover` has its own).
 
@@ -24,6 +25,7 @@ pub mod cat;
 pub mod check;
 pub mod control;
 pub mod control_client;
+pub mod control_connect;
 pub mod control_render;
 pub mod csv;
 pub mod deep;

@@ -1,5 +1,7 @@
 //! `episodes`: every episode of the data directory, open ones (from the registry, with live
-//! counters) merged with finished ones (from their manifests).
+//! counters) merged with finished ones (from their manifests). Bytes are named as in
+//! `status`: `received_bytes` (payload received, open episodes only) and `on_disk_bytes`
+//! (published chunk files).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -8,21 +10,18 @@ use std::sync::atomic::Ordering;
 use serde_json::{json, Value};
 use wshard::manifest::Manifest;
 
+use super::on_disk::{chunk_files_bytes, on_disk_bytes};
 use super::status::unix_seconds;
 use super::ControlState;
 use crate::episode::layout::{EpisodeLayout, QUARANTINE_DIR};
 
-/// What the manifest of one episode directory says.
+/// What the manifest of one episode directory says. A finished episode's received payload
+/// is not kept: `received_bytes` is `null`.
 fn from_manifest(data_dir: &Path, id: &str) -> Value {
     let layout = EpisodeLayout::new(data_dir, id);
     match Manifest::read_file(layout.manifest()) {
         Ok(m) => {
-            let bytes: u64 = m
-                .chunks
-                .iter()
-                .filter_map(|c| std::fs::metadata(layout.dir.join(&c.uri)).ok())
-                .map(|md| md.len())
-                .sum();
+            let on_disk = chunk_files_bytes(&layout, &m);
             json!({
                 "episode": id,
                 "open": false,
@@ -30,7 +29,10 @@ fn from_manifest(data_dir: &Path, id: &str) -> Value {
                 "reason": m.extra.get("reason").cloned().unwrap_or(Value::Null),
                 "timesteps": m.total_timesteps,
                 "chunks": m.chunks.len(),
-                "bytes": bytes,
+                "received_bytes": Value::Null,
+                "on_disk_bytes": on_disk,
+                // Deprecated alias of on_disk_bytes (protocol version 1).
+                "bytes": on_disk,
             })
         }
         Err(e) => json!({
@@ -40,6 +42,8 @@ fn from_manifest(data_dir: &Path, id: &str) -> Value {
             "reason": format!("manifest {}: {e}", layout.manifest().display()),
             "timesteps": Value::Null,
             "chunks": Value::Null,
+            "received_bytes": Value::Null,
+            "on_disk_bytes": Value::Null,
             "bytes": Value::Null,
         }),
     }
@@ -68,10 +72,8 @@ pub fn list(st: &ControlState) -> Value {
     }
     for e in st.ctx.registry.episodes() {
         let s = &e.stats;
-        let bytes_on_disk = all
-            .get(&e.episode_id)
-            .and_then(|v| v["bytes"].as_u64())
-            .unwrap_or(0);
+        // The same figure `status` reports for this episode.
+        let on_disk = on_disk_bytes(&st.ctx.data_dir, &e.episode_id);
         all.insert(
             e.episode_id.clone(),
             json!({
@@ -82,8 +84,10 @@ pub fn list(st: &ControlState) -> Value {
                 "timesteps": s.received.load(Ordering::Relaxed),
                 "durable": s.durable.load(Ordering::Relaxed),
                 "chunks": s.chunks.load(Ordering::Relaxed),
-                "bytes": bytes_on_disk,
                 "received_bytes": s.bytes.load(Ordering::Relaxed),
+                "on_disk_bytes": on_disk,
+                // Deprecated alias of on_disk_bytes (protocol version 1).
+                "bytes": on_disk,
                 "client": e.client_name,
                 "opened_at_unix_s": unix_seconds(e.opened_at),
             }),

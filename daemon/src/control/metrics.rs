@@ -241,7 +241,7 @@ pub fn render(st: &ControlState) -> String {
     x.single(
         "wshardd_recovery_timesteps",
         "gauge",
-        "Timesteps rebuilt from journals at startup.",
+        "Timesteps recovery replayed from journals at startup (not the recovered episodes' lengths).",
         ts as f64,
     );
 
@@ -262,7 +262,7 @@ pub fn render(st: &ControlState) -> String {
         (
             "wshardd_episode_received_bytes_total",
             "counter",
-            "Payload bytes accepted.",
+            "Payload bytes received from the client (not the size of the chunk files on disk).",
             |_, e| f(&e.stats.bytes),
         ),
         (

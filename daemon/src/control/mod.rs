@@ -5,6 +5,7 @@
 //! - [`request_io`]: reading one bounded request before a deadline.
 //! - [`server`]: the control socket's accept loop, access checks, dispatch.
 //! - [`status`]: the `status` snapshot. [`episodes`]: the `episodes` list.
+//! - [`on_disk`]: an episode's chunk-file bytes and length from its manifest, for both.
 //! - [`close`]: `close EPISODE`. [`metrics`]: the Prometheus text exposition.
 //! - [`rates`]: per-episode rates, from samples taken every second.
 //! - [`http`]: `GET /metrics` on `control.metrics_listen`.
@@ -18,6 +19,7 @@ pub mod close;
 pub mod episodes;
 pub mod http;
 pub mod metrics;
+pub mod on_disk;
 pub mod protocol;
 pub mod rates;
 pub mod request_io;

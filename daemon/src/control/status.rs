@@ -1,11 +1,13 @@
 //! `status`: a snapshot of the daemon (version, uptime, disk, counters, recovery) and of
 //! every open episode (counters and rates), as one JSON document.
 
-use std::sync::atomic::Ordering;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
+use super::on_disk::{on_disk_bytes, total_timesteps};
 use super::ControlState;
 use crate::recovery::RecoveryReport;
 use crate::registry::{DaemonCounters, LiveEpisode};
@@ -70,7 +72,7 @@ pub fn disk_state(st: &ControlState) -> (Option<u64>, DiskState) {
 /// The daemon counters as a JSON object.
 #[must_use]
 pub fn counters_json(c: &DaemonCounters) -> Value {
-    let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
     json!({
         "connections_accepted": l(&c.connections_accepted),
         "connections_refused": l(&c.connections_refused),
@@ -81,13 +83,16 @@ pub fn counters_json(c: &DaemonCounters) -> Value {
     })
 }
 
-/// One recovery result, summarized.
+/// One recovery result, summarized: `timesteps_recovered` is what recovery replayed from
+/// journals, `total_timesteps` the episode's length (its manifest's, `null` when it cannot
+/// be read).
 #[must_use]
-pub fn recovery_json(r: &RecoveryReport) -> Value {
+pub fn recovery_json(data_dir: &Path, r: &RecoveryReport) -> Value {
     json!({
         "episode": r.episode_id,
         "previous_status": r.previous_status,
         "timesteps_recovered": r.timesteps_recovered,
+        "total_timesteps": total_timesteps(data_dir, &r.episode_id),
         "chunks_recovered": r.chunks_recovered,
         "bytes_discarded": r.bytes_discarded(),
         "regions_discarded": r.discarded.len(),
@@ -96,11 +101,13 @@ pub fn recovery_json(r: &RecoveryReport) -> Value {
     })
 }
 
-/// One open episode with its counters and rates.
+/// One open episode with its counters and rates. Bytes are named as in `episodes`:
+/// `received_bytes` (payload received) and `on_disk_bytes` (published chunk files).
 #[must_use]
 pub fn episode_json(st: &ControlState, e: &LiveEpisode) -> Value {
     let s = &e.stats;
-    let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let received_bytes = l(&s.bytes);
     let rates = st.rates.rates(e);
     json!({
         "episode": e.episode_id,
@@ -115,7 +122,10 @@ pub fn episode_json(st: &ControlState, e: &LiveEpisode) -> Value {
         "age_s": e.opened.elapsed().as_secs_f64(),
         "received": l(&s.received),
         "durable": l(&s.durable),
-        "bytes": l(&s.bytes),
+        "received_bytes": received_bytes,
+        "on_disk_bytes": on_disk_bytes(&st.ctx.data_dir, &e.episode_id),
+        // Deprecated alias of received_bytes (protocol version 1).
+        "bytes": received_bytes,
         "queue_depth": l(&s.queue_depth),
         "chunks": l(&s.chunks),
         "last_fsync_us": l(&s.last_fsync_us),
@@ -135,7 +145,11 @@ pub fn snapshot(st: &ControlState) -> Value {
     let recovery: Vec<Value> = reg
         .recovery
         .lock()
-        .map(|r| r.iter().map(recovery_json).collect())
+        .map(|r| {
+            r.iter()
+                .map(|x| recovery_json(&st.ctx.data_dir, x))
+                .collect()
+        })
         .unwrap_or_default();
     let episodes: Vec<Value> = reg.episodes().iter().map(|e| episode_json(st, e)).collect();
     json!({
