@@ -499,7 +499,7 @@ impl Connection {
         batch: &wshard_ingest_proto::TimestepBatch,
         allow_gap: bool,
     ) -> Result<u64, Frame> {
-        let max_bytes = self.ctx.limits.max_episode_bytes;
+        let max_bytes = self.ctx.limits.max_episode_wire_bytes;
         let State::Recording {
             session,
             next_seq,
@@ -548,7 +548,7 @@ impl Connection {
         if bytes.saturating_add(size) > max_bytes {
             return Err(Frame::error(
                 ErrorCode::Limit,
-                format!("TIMESTEP seq {}: episode would reach {} bytes, limits.max_episode_bytes is {max_bytes}", batch.first_seq(), *bytes + size),
+                format!("TIMESTEP seq {}: the episode's timesteps would reach {} wire bytes, limits.max_episode_wire_bytes is {max_bytes}", batch.first_seq(), *bytes + size),
             ));
         }
         *next_seq = batch.end_seq();
