@@ -14,12 +14,18 @@
 //! [`Config::load`] and [`Config::from_file`] return absolute paths;
 //! [`Config::from_toml_str`] returns them as written.
 //!
+//! # Deprecated keys
+//! A renamed key ([`DEPRECATED_KEYS`]) is still read under its old name;
+//! [`Config::deprecations`] lists the ones a file used, for the daemon to warn about
+//! (`wshardd --check-config` prints them). Setting both names is an error.
+//!
 //! # SIGHUP
 //! [`Config::reloadable_diff`] splits the changed keys into those a reload applies
 //! (`log.level`, `fsync.*`, `rotation.*`, `codecs.*`, `limits.max_connections`) and those that
 //! need a restart (everything else).
 
 mod codecs;
+mod deprecated;
 mod error;
 mod kinds;
 mod load;
@@ -31,6 +37,7 @@ mod service;
 mod validate;
 
 pub use codecs::{codec_to_string, parse_codec, CodecsConfig};
+pub use deprecated::{Deprecation, DEPRECATED_KEYS};
 pub use error::ConfigError;
 pub use kinds::{Durability, FsyncMode, FsyncPolicy, LogLevel};
 pub use load::{
@@ -44,7 +51,7 @@ pub use schema::{
     RotationConfig, SocketConfig, GIB, MIB, TIB,
 };
 pub use service::{AccessConfig, ControlConfig, DiskConfig};
-pub use validate::MAX_SOCKET_PATH_BYTES;
+pub use validate::{MAX_EPISODE_ID_BYTES, MAX_SOCKET_PATH_BYTES};
 pub use wshard::codec::Codec;
 
 /// The commented default configuration file, every key at its default.

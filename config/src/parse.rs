@@ -7,6 +7,7 @@
 
 use toml::{Table, Value};
 
+use crate::deprecated::{name_old_key, rename_deprecated};
 use crate::error::ConfigError;
 use crate::schema::Config;
 
@@ -17,16 +18,25 @@ impl Config {
     /// # Errors
     /// [`ConfigError::Parse`] for invalid TOML or an unknown key, [`ConfigError::Invalid`] for a
     /// value of the wrong type or out of range.
+    ///
+    /// A deprecated key (see [`crate::DEPRECATED_KEYS`]) is read under its new name and
+    /// listed in [`Config::deprecations`]; giving both names is an error.
     pub fn from_toml_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
-        let table: Table = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let mut table: Table = toml::from_str(text).map_err(|e| ConfigError::Parse {
             origin: origin.to_owned(),
             message: with_line(e.message(), text, e.span()),
         })?;
-        let config = match toml::from_str::<Config>(text) {
+        let deprecations = rename_deprecated(&mut table, origin)?;
+        // From the text, so that errors keep their line; the schema reads old names as
+        // aliases. The diagnosis works on the renamed table.
+        let mut config = match toml::from_str::<Config>(text) {
             Ok(config) => config,
             Err(e) => return Err(diagnose(origin, text, &table, &e)),
         };
-        config.validate(origin)?;
+        config
+            .validate(origin)
+            .map_err(|e| name_old_key(e, &deprecations))?;
+        config.deprecations = deprecations;
         Ok(config)
     }
 }

@@ -36,7 +36,7 @@ static KEYS: &[KeyDiff] = &[
     key!(Restart, socket.mode),
     key!(Restart, limits.max_frame_bytes),
     key!(Restart, limits.max_channels),
-    key!(Restart, limits.max_episode_bytes),
+    key!(Restart, limits.max_episode_wire_bytes),
     key!(Applied, limits.max_connections),
     key!(Restart, limits.max_episode_id_bytes),
     key!(Applied, rotation.max_timesteps),

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::codecs::CodecsConfig;
+use crate::deprecated::Deprecation;
 use crate::kinds::{Durability, FsyncMode, FsyncPolicy, LogLevel};
 use crate::service::{AccessConfig, ControlConfig, DiskConfig};
 
@@ -38,6 +39,10 @@ pub struct Config {
     pub control: ControlConfig,
     pub access: AccessConfig,
     pub disk: DiskConfig,
+    /// Deprecated keys the file used (read under their new names), for the daemon to warn
+    /// about. Not a key.
+    #[serde(skip)]
+    pub deprecations: Vec<Deprecation>,
 }
 
 impl Default for Config {
@@ -56,6 +61,7 @@ impl Default for Config {
             control: ControlConfig::default(),
             access: AccessConfig::default(),
             disk: DiskConfig::default(),
+            deprecations: Vec::new(),
         }
     }
 }
@@ -102,8 +108,12 @@ pub struct LimitsConfig {
     pub max_frame_bytes: u32,
     /// Most channels per episode. 1..=4096, default 256.
     pub max_channels: u32,
-    /// Largest episode (sum of its chunk files). At least 1 MiB, default 1 TiB.
-    pub max_episode_bytes: u64,
+    /// Bytes of timestep records one episode may receive: per timestep 21 (seq, t_ns,
+    /// reward, done) plus its payload, uncompressed, as sent over the socket or the ring
+    /// (frame headers not counted). Further timesteps are refused with `LIMIT`. At least
+    /// 1 MiB, default 1 TiB. Formerly `max_episode_bytes`, still read (deprecated).
+    #[serde(alias = "max_episode_bytes")]
+    pub max_episode_wire_bytes: u64,
     /// Most simultaneous client connections. 1..=10000, default 64.
     pub max_connections: u32,
     /// Longest episode id in bytes. 1..=200, default 128.
@@ -115,7 +125,7 @@ impl Default for LimitsConfig {
         Self {
             max_frame_bytes: 64 << 20,
             max_channels: 256,
-            max_episode_bytes: TIB,
+            max_episode_wire_bytes: TIB,
             max_connections: 64,
             max_episode_id_bytes: 128,
         }

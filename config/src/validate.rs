@@ -11,6 +11,11 @@ use crate::octal::{format_mode, MAX_MODE};
 use crate::parse::key_path;
 use crate::schema::{Config, GIB, MIB};
 
+/// The largest `limits.max_episode_id_bytes`: an id is a directory name and the stem of
+/// file names such as `{id}_chunk_0000.wshard.partial`, which must stay under 255 bytes.
+/// The protocol crate's `MAX_EPISODE_ID_BYTES` is the same value (a daemon test checks).
+pub const MAX_EPISODE_ID_BYTES: u32 = 200;
+
 /// Longest Unix socket path in bytes (`sun_path` is 108 bytes including the NUL).
 pub const MAX_SOCKET_PATH_BYTES: usize = 107;
 
@@ -94,13 +99,18 @@ impl Config {
             64..=GIB,
         )?;
         range(o, "limits.max_channels", l.max_channels, 1..=4096)?;
-        at_least(o, "limits.max_episode_bytes", l.max_episode_bytes, MIB)?;
+        at_least(
+            o,
+            "limits.max_episode_wire_bytes",
+            l.max_episode_wire_bytes,
+            MIB,
+        )?;
         range(o, "limits.max_connections", l.max_connections, 1..=10_000)?;
         range(
             o,
             "limits.max_episode_id_bytes",
             l.max_episode_id_bytes,
-            1..=200,
+            1..=MAX_EPISODE_ID_BYTES,
         )?;
 
         let r = &self.rotation;

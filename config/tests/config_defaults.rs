@@ -42,7 +42,7 @@ fn config_defaults_match_the_brief() {
     assert_eq!(c.socket.mode, 0o660);
     assert_eq!(c.limits.max_frame_bytes, 67_108_864);
     assert_eq!(c.limits.max_channels, 256);
-    assert_eq!(c.limits.max_episode_bytes, 1 << 40);
+    assert_eq!(c.limits.max_episode_wire_bytes, 1 << 40);
     assert_eq!(c.limits.max_connections, 64);
     assert_eq!(c.limits.max_episode_id_bytes, 128);
     assert_eq!(c.rotation.max_timesteps, 100_000);

@@ -161,8 +161,15 @@ fn config_bad_limits() {
         "4097",
     );
     let message = assert_invalid(
+        "[limits]\nmax_episode_wire_bytes = 1048575\n",
+        "limits.max_episode_wire_bytes",
+        "1048575",
+    );
+    assert!(message.ends_with("must be at least 1048576"), "{message}");
+    // Set under its deprecated name, the error names that name.
+    let message = assert_invalid(
         "[limits]\nmax_episode_bytes = 1048575\n",
-        "limits.max_episode_bytes",
+        "limits.max_episode_bytes (deprecated name of limits.max_episode_wire_bytes)",
         "1048575",
     );
     assert!(message.ends_with("must be at least 1048576"), "{message}");

@@ -84,15 +84,13 @@ fn cli_deep_reports_a_shape_mismatch_that_crcs_do_not_catch() {
         line.contains("block `done`: 1 bytes are neither 0 nor 1 (first at t=7: 0x02)"),
         "{line}"
     );
-    let warn = run
-        .stdout
-        .lines()
-        .find(|l| l.starts_with("WARN "))
-        .unwrap_or_else(|| panic!("{run:?}"));
     assert!(
-        warn.contains("timestamps decrease 1 times (first at t=5: 1 after 400)"),
-        "{warn}"
+        line.contains(
+            "block `time/timestamps_ns`: timestamps decrease 1 times (first at t=5: 1 after 400)"
+        ),
+        "{line}"
     );
+    assert!(!run.stdout.contains("WARN "), "{run:?}");
 
     let run = wshard([
         "verify".as_ref(),
@@ -103,8 +101,98 @@ fn cli_deep_reports_a_shape_mismatch_that_crcs_do_not_catch() {
     assert_eq!(run.code, 1, "{run:?}");
     let v: Value = serde_json::from_str(run.stdout.trim()).expect("json");
     assert_eq!(v["ok"], false);
-    assert_eq!(v["errors"].as_array().map(Vec::len), Some(2), "{v}");
-    assert_eq!(v["warnings"].as_array().map(Vec::len), Some(1), "{v}");
+    assert_eq!(v["errors"].as_array().map(Vec::len), Some(3), "{v}");
+    assert_eq!(v["warnings"].as_array().map(Vec::len), Some(0), "{v}");
+}
+
+/// A file whose only fault is a timestamp going backwards (or a `bool` element of 2) is
+/// corrupt to `--deep`: a spec-based reader refuses it, and the recorder never writes one.
+#[test]
+fn cli_deep_fails_decreasing_timestamps_and_bad_bools() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut ep = small_episode("back");
+    let mut ts: Vec<i64> = (0..20).map(|i| i * 10).collect();
+    ts[12] = 105;
+    ep.timestamps_ns = Some(ts);
+    let f = dir.path().join("back.wshard");
+    ep.write_file(&f, &EpisodeWriteOptions::default())
+        .expect("write");
+    let run = wshard(["verify".as_ref(), "--deep".as_ref(), f.as_os_str()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("CORRUPT "))
+        .unwrap_or_else(|| panic!("{run:?}"));
+    assert!(
+        line.ends_with(
+            "back.wshard: block `time/timestamps_ns`: timestamps decrease 1 times (first at \
+             t=12: 105 after 110)"
+        ),
+        "{line}"
+    );
+    // Equal timestamps are allowed.
+    let mut ep = small_episode("flat");
+    ep.timestamps_ns = Some(vec![7; 20]);
+    let f = dir.path().join("flat.wshard");
+    ep.write_file(&f, &EpisodeWriteOptions::default())
+        .expect("write");
+    let run = wshard(["verify".as_ref(), "--deep".as_ref(), f.as_os_str()]);
+    assert_eq!(run.code, 0, "{run:?}");
+
+    let mut ep = small_episode("bools");
+    let mut grip = vec![0u8; 20];
+    grip[3] = 1;
+    grip[9] = 7;
+    ep.push_channel(wshard::episode::Channel::new(
+        "grip",
+        wshard::episode::Lane::Action,
+        wshard::episode::DType::Bool,
+        vec![],
+        grip,
+    ));
+    let f = dir.path().join("bools.wshard");
+    ep.write_file(&f, &EpisodeWriteOptions::default())
+        .expect("write");
+    let run = wshard(["verify".as_ref(), "--deep".as_ref(), f.as_os_str()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("block `action/grip`: 1 bytes are neither 0 nor 1 (first at t=9: 0x07)"),
+        "{run:?}"
+    );
+}
+
+/// Timestamps that go back across a chunk boundary make the manifest corrupt to `--deep`,
+/// though each chunk is fine on its own.
+#[test]
+fn cli_deep_fails_timestamps_decreasing_across_chunks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut ep = small_episode("cross");
+    // Chunks of 8: chunk 1 ends at t=15 with 150, chunk 2 starts at t=16 with 149.
+    let ts: Vec<i64> = (0..20)
+        .map(|i| if i >= 16 { i * 10 - 11 } else { i * 10 })
+        .collect();
+    ep.timestamps_ns = Some(ts);
+    wshard::manifest::write_episode_chunked(&ep, dir.path(), 8, &EpisodeWriteOptions::default())
+        .expect("write chunked");
+    let manifest = dir.path().join(manifest_file_name("cross"));
+    let run = wshard(["verify".as_ref(), manifest.as_os_str()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let run = wshard(["verify".as_ref(), "--deep".as_ref(), manifest.as_os_str()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stdout.contains(
+            "chunk 2 `cross_chunk_0002.wshard`: time/timestamps_ns starts at 149, below 150 \
+             at the end of chunk 1"
+        ),
+        "{run:?}"
+    );
+    assert_eq!(
+        run.stdout.lines().filter(|l| l.starts_with("OK ")).count(),
+        3,
+        "{run:?}"
+    );
 }
 
 #[test]

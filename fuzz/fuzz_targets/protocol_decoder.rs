@@ -83,6 +83,7 @@ fn round_trip(f: &Frame, len: usize) {
                 let _ = open.validate(&SchemaLimits {
                     max_channels,
                     max_frame_bytes: 64 << 20,
+                    max_episode_id_bytes: 128,
                 });
             }
             let _ = open.timebase.to_wshard();

@@ -562,9 +562,10 @@ fn control_close_refused_for_non_admin_peer() {
     );
 }
 
-/// Frames a client sent before it learned of the stop are dropped without an ERROR, its
-/// CLOSE is answered with the final count, and a new OPEN works: the race between an
-/// operator's `close` and a busy client leaves nothing pending on the connection.
+/// Timesteps a client sent before it learned of the stop are dropped without an ERROR, its
+/// FLUSH is answered with the final DURABLE and its CLOSE with the final count, and a new
+/// OPEN works: the race between an operator's `close` and a busy client leaves nothing
+/// pending on the connection.
 #[test]
 fn control_close_late_frames_are_dropped_and_close_is_accepted() {
     use wshard_e2e::abuse::small;
@@ -580,10 +581,10 @@ fn control_close_late_frames_are_dropped_and_close_is_accepted() {
     assert_eq!(r["timesteps"], 10, "{r}");
     let msg = c.expect_error(ErrorCode::Stopped);
     assert!(msg.contains("raw-stop"), "{msg}");
-    // Sent "before it knew": no NOT_OPEN for these.
+    // Sent "before it knew": no NOT_OPEN for these; FLUSH is answered all the same.
     c.timesteps(&ch, 10..15);
-    c.send(&Frame::Flush);
     c.expect_silence(Duration::from_millis(300));
+    assert_eq!(c.flush_until(10), 10);
     c.send(&Frame::Close {
         outcome: Outcome::Completed,
     });

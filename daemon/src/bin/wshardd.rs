@@ -35,10 +35,14 @@ fn main() -> ExitCode {
         println!("config ok: {source}");
         println!("data_dir = {}", cfg.data_dir.display());
         println!("socket.path = {}", cfg.socket.path.display());
+        for d in &cfg.deprecations {
+            println!("warning: {d}");
+        }
         return ExitCode::SUCCESS;
     }
     init_logging(&cfg);
     tracing::info!(config = %source, "starting wshardd {}", env!("CARGO_PKG_VERSION"));
+    warn_deprecated(&cfg);
     let control = wshard_recorder::runtime::Control::default();
     if let Err(e) = install_signals(&control) {
         eprintln!("wshardd: cannot install signal handlers: {e}");
@@ -64,11 +68,21 @@ fn reload_config(explicit: &Option<PathBuf>, source: &ConfigSource) -> Option<Co
         None => Config::load(None).map(|(c, _)| c),
     };
     match loaded {
-        Ok(c) => Some(c),
+        Ok(c) => {
+            warn_deprecated(&c);
+            Some(c)
+        }
         Err(e) => {
             tracing::error!("SIGHUP: config not reloaded, nothing changed: {e}");
             None
         }
+    }
+}
+
+/// One warning per deprecated key the config used (read under its new name).
+fn warn_deprecated(cfg: &Config) {
+    for d in &cfg.deprecations {
+        tracing::warn!("config: {d}");
     }
 }
 

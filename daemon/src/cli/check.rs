@@ -24,6 +24,9 @@ pub struct EpisodeFacts {
     /// The channel schema, one `block dtype [shape]` per channel in order; every chunk of
     /// an episode must have the same.
     pub channels: Vec<String>,
+    /// The first and last `time/timestamps_ns` value, when the block has any: the next
+    /// chunk of the episode must not start below the last.
+    pub timestamps: Option<[i64; 2]>,
 }
 
 impl EpisodeFacts {
@@ -37,6 +40,10 @@ impl EpisodeFacts {
                 .iter()
                 .map(|c| format!("{} {} {:?}", c.block_name(), c.dtype.code(), c.shape))
                 .collect(),
+            timestamps: ep
+                .timestamps_ns
+                .as_deref()
+                .and_then(|t| Some([*t.first()?, *t.last()?])),
         }
     }
 }

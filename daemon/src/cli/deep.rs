@@ -1,13 +1,14 @@
 //! `wshard verify --deep` on one episode file: every block's length against what the meta
-//! blocks say (channels `T x element size x prod(shape)`, `reward` 4T, `done` T bytes of
-//! 0 or 1, `time/timestamps_ns` 8T and non-decreasing), reporting every problem rather
-//! than the first one. Blocks that do not decode are skipped: their block check reports them.
+//! blocks say (channels `T x element size x prod(shape)`, `bool` channels 0 or 1, `reward`
+//! 4T, `done` T bytes of 0 or 1, `time/timestamps_ns` 8T and non-decreasing), reporting
+//! every problem rather than the first one. Blocks that do not decode are skipped: their
+//! block check reports them.
 
 use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 use wshard::episode::meta::{parse_channels_meta, parse_episode_meta, parse_object, ChannelDef};
-use wshard::episode::{names, Timebase};
+use wshard::episode::{names, DType, Timebase};
 use wshard::read::{ReadAt, ShardReader};
 
 use super::describe::is_block_read_error;
@@ -17,7 +18,7 @@ use super::describe::is_block_read_error;
 pub struct DeepFindings {
     /// Corruption: the file disagrees with its own meta blocks.
     pub problems: Vec<String>,
-    /// Suspicious but valid (decreasing timestamps, undescribed channel blocks).
+    /// Suspicious but valid (undescribed channel blocks).
     pub warnings: Vec<String>,
 }
 
@@ -105,6 +106,29 @@ impl<R: ReadAt> Deep<'_, R> {
         if let Some(t) = t {
             self.check_len(&def.block, bytes.len(), step, &what, t);
         }
+        if def.dtype == DType::Bool {
+            self.check_zero_one(&def.block, &bytes, step);
+        }
+    }
+
+    /// Every byte of a `bool` block (or `done`) is 0 or 1: readers disagree about any other
+    /// value. `step` is the bytes per timestep, to say where the first bad one is.
+    fn check_zero_one(&mut self, name: &str, bytes: &[u8], step: Option<u64>) {
+        let mut bad = bytes.iter().enumerate().filter(|(_, &b)| b > 1);
+        let Some((i, &b)) = bad.next() else {
+            return;
+        };
+        let n = 1 + bad.count();
+        let at = match step
+            .and_then(|s| usize::try_from(s).ok())
+            .filter(|&s| s > 0)
+        {
+            Some(s) if s > 1 => format!("t={} element {}", i / s, i % s),
+            _ => format!("t={i}"),
+        };
+        self.problem(format!(
+            "block `{name}`: {n} bytes are neither 0 nor 1 (first at {at}: {b:#04x})"
+        ));
     }
 
     fn check_done(&mut self, t: Option<u64>) {
@@ -114,19 +138,7 @@ impl<R: ReadAt> Deep<'_, R> {
         if let Some(t) = t {
             self.check_len(names::DONE, done.len(), Some(1), "1 byte per step", t);
         }
-        let bad: Vec<(usize, u8)> = done
-            .iter()
-            .enumerate()
-            .filter(|(_, &b)| b > 1)
-            .map(|(i, &b)| (i, b))
-            .collect();
-        if let Some(&(i, b)) = bad.first() {
-            self.problem(format!(
-                "block `{}`: {} bytes are neither 0 nor 1 (first at t={i}: {b:#04x})",
-                names::DONE,
-                bad.len()
-            ));
-        }
+        self.check_zero_one(names::DONE, &done, Some(1));
     }
 
     fn check_timestamps(&mut self, timebase: Option<Timebase>, t: Option<u64>) {
@@ -155,9 +167,10 @@ impl<R: ReadAt> Deep<'_, R> {
             .chunks_exact(8)
             .map(|c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
             .collect();
+        // Equal timestamps are allowed; a decrease is not (the recorder refuses one).
         let drops: Vec<usize> = (1..ts.len()).filter(|&i| ts[i] < ts[i - 1]).collect();
         if let Some(&i) = drops.first() {
-            self.out.warnings.push(format!(
+            self.problem(format!(
                 "block `{}`: timestamps decrease {} times (first at t={i}: {} after {})",
                 names::TIMESTAMPS_NS,
                 drops.len(),
@@ -267,14 +280,43 @@ mod tests {
     }
 
     #[test]
-    fn deep_good_episode_warns_only_about_timestamps() {
+    fn cli_deep_decreasing_timestamps_are_a_problem() {
         let bytes = episode()
             .to_bytes(&EpisodeWriteOptions::default())
             .expect("write");
         let r = ShardReader::from_bytes(bytes).expect("open");
         let f = check_episode(&r);
-        assert!(f.problems.is_empty(), "{f:?}");
-        assert_eq!(f.warnings.len(), 1, "{f:?}");
-        assert!(f.warnings[0].contains("first at t=2: 5 after 10"), "{f:?}");
+        assert!(f.warnings.is_empty(), "{f:?}");
+        assert_eq!(f.problems.len(), 1, "{f:?}");
+        assert!(f.problems[0].contains("first at t=2: 5 after 10"), "{f:?}");
+        // Equal timestamps are fine.
+        let mut ep = episode();
+        ep.timestamps_ns = Some(vec![0, 10, 10, 30]);
+        let r =
+            ShardReader::from_bytes(ep.to_bytes(&EpisodeWriteOptions::default()).expect("write"))
+                .expect("open");
+        assert_eq!(check_episode(&r), DeepFindings::default());
+    }
+
+    #[test]
+    fn cli_deep_bool_channels_hold_only_0_and_1() {
+        let mut ep = episode();
+        ep.push_channel(Channel::new(
+            "grip",
+            Lane::Action,
+            DType::Bool,
+            vec![2],
+            vec![0, 1, 1, 0, 0, 2, 1, 0xFF],
+        ));
+        ep.timestamps_ns = Some(vec![0, 10, 20, 30]);
+        let r =
+            ShardReader::from_bytes(ep.to_bytes(&EpisodeWriteOptions::default()).expect("write"))
+                .expect("open");
+        let f = check_episode(&r);
+        assert_eq!(
+            f.problems,
+            ["block `action/grip`: 2 bytes are neither 0 nor 1 (first at t=2 element 1: 0x02)"],
+            "{f:?}"
+        );
     }
 }

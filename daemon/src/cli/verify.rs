@@ -172,11 +172,11 @@ impl<'a> Verifier<'a> {
         let dir = path
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-        let mut first = None;
+        let mut chain = ChunkChain::default();
         for (c, hash) in m.chunks.iter().zip(m.check_chunk_files(&dir)) {
             if let Some(facts) = self.check_chunk(&dir, c, &hash, report)? {
                 if self.opts.deep {
-                    deep_chunk_checks(c, &facts, &mut first, report);
+                    deep_chunk_checks(c, &facts, &mut chain, report);
                 }
             }
         }
@@ -236,12 +236,22 @@ impl<'a> Verifier<'a> {
     }
 }
 
+/// What `--deep` carries from one good chunk of a manifest to the next.
+#[derive(Debug, Default)]
+struct ChunkChain {
+    /// The first good chunk's index and channel schema.
+    first: Option<(u64, Vec<String>)>,
+    /// The index and last timestamp of the latest good chunk with timestamps.
+    last_timestamp: Option<(u64, i64)>,
+}
+
 /// `--deep` for one good chunk of a manifest: its `meta/episode` must have the entry's
-/// chunk index and timestep range, and its channels must be those of the first good chunk.
+/// chunk index and timestep range, its channels must be those of the first good chunk, and
+/// its timestamps must not start below where the previous chunk's ended.
 fn deep_chunk_checks(
     c: &ChunkRef,
     facts: &EpisodeFacts,
-    first: &mut Option<(u64, Vec<String>)>,
+    chain: &mut ChunkChain,
     report: &mut FileReport,
 ) {
     let label = format!("chunk {} `{}`", c.chunk_index, c.uri);
@@ -256,8 +266,16 @@ fn deep_chunk_checks(
         Some(_) => {}
         None => report.warning(format!("{label}: its meta/episode has no timestep_range")),
     }
-    match first {
-        None => *first = Some((c.chunk_index, facts.channels.clone())),
+    if let Some([start, end]) = facts.timestamps {
+        if let Some((k, prev)) = chain.last_timestamp.filter(|&(_, prev)| start < prev) {
+            report.problem(format!(
+                "{label}: time/timestamps_ns starts at {start}, below {prev} at the end of chunk {k}"
+            ));
+        }
+        chain.last_timestamp = Some((c.chunk_index, end));
+    }
+    match &mut chain.first {
+        None => chain.first = Some((c.chunk_index, facts.channels.clone())),
         Some((k0, schema)) if *schema != facts.channels => report.problem(format!(
             "{label}: channel schema differs from chunk {k0}: [{}] vs [{}]",
             facts.channels.join(", "),

@@ -15,8 +15,10 @@ use std::path::{Path, PathBuf};
 
 use wshard::manifest::{chunk_file_name, manifest_file_name};
 
-/// Longest episode id accepted.
-pub const MAX_EPISODE_ID_BYTES: usize = 128;
+/// Longest episode id any configuration accepts (`limits.max_episode_id_bytes` is at most
+/// this). Recovery and the CLI take ids up to it: an episode recorded under a larger limit
+/// than the one configured now is still an episode.
+pub const MAX_EPISODE_ID_BYTES: usize = wshard_ingest_proto::MAX_EPISODE_ID_BYTES;
 /// Suffix of a chunk being written.
 pub const PARTIAL_SUFFIX: &str = ".partial";
 /// Prefix and suffix of journal segment files.
@@ -155,5 +157,22 @@ mod tests {
         for good in ["ep_0001", "2026-11-22T08.37.15Z", "a", &"x".repeat(128)] {
             assert!(validate_episode_id(good, 128).is_ok(), "{good:?}");
         }
+    }
+
+    /// The config's ceiling of `limits.max_episode_id_bytes` is the protocol's, and the
+    /// longest id still makes file names under 255 bytes.
+    #[test]
+    fn config_max_episode_id_bytes_ceiling_is_the_protocol_s() {
+        assert_eq!(
+            usize::try_from(wshardd_config::MAX_EPISODE_ID_BYTES).ok(),
+            Some(MAX_EPISODE_ID_BYTES)
+        );
+        let id = "x".repeat(MAX_EPISODE_ID_BYTES);
+        let l = EpisodeLayout::new(Path::new("/d"), &id);
+        for p in [l.partial(9999), l.manifest()] {
+            let name = p.file_name().map_or(0, std::ffi::OsStr::len);
+            assert!(name < 255, "{}", p.display());
+        }
+        assert!(validate_episode_id(&id, MAX_EPISODE_ID_BYTES).is_ok());
     }
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use wshard_ingest_proto::{
     AcceptedWhat, ErrorCode, Frame, FrameDecoder, OpenEpisode, Outcome, ProtoError, SchemaLimits,
-    TimebaseSpec, PROTOCOL_VERSION,
+    StepValues, TimebaseSpec, PROTOCOL_VERSION,
 };
 
 use super::context::ServerContext;
@@ -47,12 +47,17 @@ pub(super) enum State {
     /// episode's final count.
     Stopped {
         timesteps: u64,
+        /// The episode's final `DURABLE` watermark, the answer to a FLUSH or CLOSE.
+        durable: u64,
     },
     Recording {
         session: Session,
         next_seq: u64,
         bytes: u64,
         step_payload: usize,
+        /// `bool` elements and `t_ns` order, whichever transport brings the timesteps
+        /// (boxed: it would make this variant much larger than the others).
+        values: Box<StepValues>,
         /// The shared-memory ring, once `SHM_ATTACH` was accepted.
         ring: Option<Ring>,
         /// The episode's entry in the registry (status, metrics, stop requests); dropped
@@ -297,9 +302,7 @@ impl Connection {
             (State::Recording { .. }, Frame::Flush) => {
                 // Everything published in the ring before the FLUSH is covered by it.
                 if self.drain_published() {
-                    if let State::Recording { session, .. } = &self.state {
-                        session.flush();
-                    }
+                    self.flush();
                 }
                 None
             }
@@ -313,11 +316,24 @@ impl Connection {
                 }
                 None
             }
+            (State::Stopped { .. }, Frame::Timestep(_) | Frame::TimestepBatch(_)) => None,
+            (State::Stopped { durable, .. }, Frame::Flush) => {
+                // FLUSH is always answered: the stopped episode's final watermark.
+                self.responder.send(&Frame::Durable {
+                    up_to_seq: *durable,
+                });
+                None
+            }
             (
-                State::Stopped { .. },
-                Frame::Timestep(_) | Frame::TimestepBatch(_) | Frame::Flush,
-            ) => None,
-            (State::Stopped { timesteps }, Frame::Close { .. }) => {
+                State::Stopped {
+                    timesteps, durable, ..
+                },
+                Frame::Close { .. },
+            ) => {
+                // CLOSE is answered as always: DURABLE, then ACCEPTED{CLOSE}.
+                self.responder.send(&Frame::Durable {
+                    up_to_seq: *durable,
+                });
                 self.responder.send(&Frame::Accepted {
                     what: AcceptedWhat::Close,
                     up_to_seq: *timesteps,
@@ -355,11 +371,18 @@ impl Connection {
         let limits = SchemaLimits {
             max_channels: self.ctx.limits.max_channels,
             max_frame_bytes: self.ctx.limits.max_frame_bytes,
+            max_episode_id_bytes: self.ctx.limits.max_episode_id_bytes,
         };
-        if let Err(e) = open.validate(&limits) {
-            self.responder.send(&e.to_error_frame());
-            return;
-        }
+        let values = match open
+            .validate(&limits)
+            .and_then(|()| StepValues::new(&open.channels))
+        {
+            Ok(v) => Box::new(v),
+            Err(e) => {
+                self.responder.send(&e.to_error_frame());
+                return;
+            }
+        };
         if let Err(msg) =
             validate_episode_id(&open.episode_id, self.ctx.limits.max_episode_id_bytes)
         {
@@ -422,6 +445,7 @@ impl Connection {
                     next_seq: 0,
                     bytes: 0,
                     step_payload,
+                    values,
                     ring: None,
                     registration,
                 };
@@ -478,106 +502,6 @@ impl Connection {
         )
     }
 
-    /// Check `batch` like a `TIMESTEP_BATCH` (sizes, sequence, gaps when `allow_gap`, the
-    /// episode byte limit) and hand it to the episode's writer.
-    pub(super) fn submit(
-        &mut self,
-        batch: wshard_ingest_proto::TimestepBatch,
-        allow_gap: bool,
-    ) -> Result<(), Frame> {
-        let count = self.accept(&batch, allow_gap)?;
-        self.send_records(batch.into_records(), count)
-    }
-
-    /// The checks of [`Connection::submit`]; on success the batch counts as accepted (the
-    /// expected seq and the episode's bytes move on) and its step count is returned. The
-    /// caller must then send its records with [`Connection::send_records`], alone or
-    /// appended to the records of the batches accepted right before it (no seq gap between
-    /// them).
-    pub(super) fn accept(
-        &mut self,
-        batch: &wshard_ingest_proto::TimestepBatch,
-        allow_gap: bool,
-    ) -> Result<u64, Frame> {
-        let max_bytes = self.ctx.limits.max_episode_bytes;
-        let State::Recording {
-            session,
-            next_seq,
-            bytes,
-            step_payload,
-            ..
-        } = &mut self.state
-        else {
-            return Err(Frame::error(ErrorCode::NotOpen, "no open episode"));
-        };
-        if session.shared().is_failed() {
-            let why = session.shared().failure().unwrap_or_default();
-            return Err(Frame::error(
-                ErrorCode::Storage,
-                format!("episode failed earlier, frame refused: {why}"),
-            ));
-        }
-        batch
-            .steps(*step_payload)
-            .and_then(|_| {
-                if allow_gap && batch.first_seq() > *next_seq {
-                    Ok(())
-                } else {
-                    batch.check_sequence(*next_seq)
-                }
-            })
-            .map_err(|e| e.to_error_frame())?;
-        let dropped = batch.first_seq().saturating_sub(*next_seq);
-        if batch
-            .first_seq()
-            .checked_add(u64::from(batch.count()))
-            .is_none()
-        {
-            // Only a gap can get there: seqs stay below u64::MAX, so that the seq expected
-            // next always exists and no seq is accepted twice.
-            return Err(Frame::error(
-                ErrorCode::Sequence,
-                format!(
-                    "TIMESTEP seq {}: a batch of {} runs past the largest seq",
-                    batch.first_seq(),
-                    batch.count()
-                ),
-            ));
-        }
-        let size = batch.records().len() as u64;
-        if bytes.saturating_add(size) > max_bytes {
-            return Err(Frame::error(
-                ErrorCode::Limit,
-                format!("TIMESTEP seq {}: episode would reach {} bytes, limits.max_episode_bytes is {max_bytes}", batch.first_seq(), *bytes + size),
-            ));
-        }
-        *next_seq = batch.end_seq();
-        *bytes += size;
-        if dropped > 0 {
-            let stats = &session.shared().stats;
-            stats.dropped_steps.fetch_add(dropped, Ordering::Relaxed);
-            stats.gaps.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(u64::from(batch.count()))
-    }
-
-    /// Hand accepted records (`steps` timesteps) to the episode's writer; blocks while its
-    /// queue is full.
-    pub(super) fn send_records(&self, records: Vec<u8>, steps: u64) -> Result<(), Frame> {
-        let State::Recording { session, .. } = &self.state else {
-            return Err(Frame::error(ErrorCode::NotOpen, "no open episode"));
-        };
-        if session.submit(records, steps) {
-            Ok(())
-        } else {
-            let why = session
-                .shared()
-                .failure()
-                .unwrap_or_else(|| "the episode's writer stopped".into());
-            Err(Frame::error(ErrorCode::Storage, why))
-        }
-    }
-
     fn close(&mut self, status: FinalStatus) {
         self.note_ring_counters();
         let Some((session, registration, _)) = self.take_recording() else {
@@ -585,7 +509,7 @@ impl Connection {
         };
         let id = session.shared().schema.episode_id.clone();
         let stats = session.shared().stats.clone();
-        let summary = session.close(status);
+        let summary = session.close_answering(status);
         drop(registration);
         tracing::info!(peer = %self.peer, episode = %id, "episode counters: {}", stats.summary());
         match summary.failure {
@@ -664,8 +588,10 @@ impl Connection {
             return;
         };
         let id = session.shared().schema.episode_id.clone();
+        let shared = session.shared().clone();
         let why = reason.manifest_reason();
         let summary = session.close(FinalStatus::Interrupted(why.clone()));
+        let session_durable = shared.durable();
         self.ctx
             .registry
             .counters
@@ -675,6 +601,7 @@ impl Connection {
         tracing::warn!(peer = %self.peer, episode = %id, timesteps = summary.timesteps, "episode stopped: {why}");
         self.state = State::Stopped {
             timesteps: summary.timesteps,
+            durable: session_durable,
         };
         let kept = match &summary.failure {
             Some(f) => format!("it had failed earlier: {f}"),

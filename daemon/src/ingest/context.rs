@@ -20,7 +20,8 @@ use crate::session::{FsyncMode, Rotation, SessionSettings};
 pub struct Limits {
     pub max_frame_bytes: u32,
     pub max_channels: usize,
-    pub max_episode_bytes: u64,
+    /// `limits.max_episode_wire_bytes`: timestep record bytes one episode may receive.
+    pub max_episode_wire_bytes: u64,
     pub max_connections: usize,
     pub max_episode_id_bytes: usize,
 }
@@ -125,7 +126,7 @@ impl ServerContext {
             limits: Limits {
                 max_frame_bytes: cfg.limits.max_frame_bytes,
                 max_channels: usize::try_from(cfg.limits.max_channels).unwrap_or(256),
-                max_episode_bytes: cfg.limits.max_episode_bytes,
+                max_episode_wire_bytes: cfg.limits.max_episode_wire_bytes,
                 max_connections: usize::try_from(cfg.limits.max_connections).unwrap_or(64),
                 max_episode_id_bytes: usize::try_from(cfg.limits.max_episode_id_bytes)
                     .unwrap_or(128),

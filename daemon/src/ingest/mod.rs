@@ -8,5 +8,6 @@ pub mod listener;
 pub mod responder;
 pub mod shm;
 mod shm_session;
+mod steps;
 
 pub use context::ServerContext;

@@ -222,7 +222,8 @@ impl Session {
         self.recycled.take()
     }
 
-    /// Ask for an fsync now.
+    /// FLUSH: make everything submitted durable now, and answer with a `DURABLE` covering
+    /// it (see [`SessionShared::answer_durable`]).
     pub fn flush(&self) {
         if let Some(tx) = &self.tx {
             let _ = tx.send(WriterMsg::Flush);
@@ -231,9 +232,20 @@ impl Session {
 
     /// Finalize: last chunk, manifest with the final status. Returns when it is durable.
     #[must_use]
-    pub fn close(mut self, status: FinalStatus) -> CloseSummary {
+    pub fn close(self, status: FinalStatus) -> CloseSummary {
+        self.finalize(status, false)
+    }
+
+    /// [`Session::close`] for the client's CLOSE: before the manifest is final the client
+    /// gets a `DURABLE` covering every timestep (the caller then sends `ACCEPTED{CLOSE}`).
+    #[must_use]
+    pub fn close_answering(self, status: FinalStatus) -> CloseSummary {
+        self.finalize(status, true)
+    }
+
+    fn finalize(mut self, status: FinalStatus, answer: bool) -> CloseSummary {
         if let Some(tx) = self.tx.take() {
-            let _ = tx.send(WriterMsg::Close { status });
+            let _ = tx.send(WriterMsg::Close { status, answer });
         }
         self.join()
     }

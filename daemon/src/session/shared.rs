@@ -1,7 +1,7 @@
 //! State shared by a session's connection, writer and publisher threads.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use wshard_ingest_proto::RingPolicy;
 
@@ -54,6 +54,9 @@ pub struct SessionShared {
     pub failed: AtomicBool,
     failure: Mutex<Option<String>>,
     durable_mark: AtomicU64,
+    /// FLUSH and CLOSE answers owed: for each, the seq its `DURABLE` must reach. Also the
+    /// lock every `DURABLE` is sent under, so that they leave in order.
+    owed_durable: Mutex<Vec<u64>>,
     /// The shared-memory ring's backpressure policy (`RingPolicy::code`; 0 = block, also
     /// without a ring). Set by the connection when a ring is attached.
     ring_policy: AtomicU8,
@@ -90,6 +93,7 @@ impl SessionShared {
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),
             durable_mark: AtomicU64::new(0),
+            owed_durable: Mutex::new(Vec::new()),
             ring_policy: AtomicU8::new(0),
             producer_dropped: [AtomicU64::new(0), AtomicU64::new(0)],
         }
@@ -122,12 +126,41 @@ impl SessionShared {
         )
     }
 
-    /// Raise the durable watermark; tell the client only when it moved forward.
+    fn owed_durable(&self) -> MutexGuard<'_, Vec<u64>> {
+        // A poisoned lock only means a sender panicked; the list is still right.
+        self.owed_durable
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Raise the durable watermark; tell the client only when it moved forward. That
+    /// `DURABLE` also answers every FLUSH or CLOSE it covers.
     pub fn advance_durable(&self, up_to_seq: u64) {
+        let mut owed = self.owed_durable();
         let prev = self.durable_mark.fetch_max(up_to_seq, Ordering::AcqRel);
         if up_to_seq > prev {
             self.stats.durable.store(up_to_seq, Ordering::Relaxed);
             self.responder.durable(up_to_seq);
+            owed.retain(|&want| want > up_to_seq);
+        }
+    }
+
+    /// Answer a FLUSH or CLOSE: the client gets a `DURABLE` covering every timestep received
+    /// before it (`received_end`, one past the last seq), once they are durable. When they
+    /// already are, the watermark is sent now, even if it repeats the last `DURABLE` (or is
+    /// 0: no timestep yet); otherwise the [`SessionShared::advance_durable`] that reaches
+    /// `received_end` is the answer. A failed episode never gets there: its client got (or
+    /// is getting) `ERROR{STORAGE}` instead, which is the answer.
+    pub fn answer_durable(&self, received_end: u64) {
+        let mut owed = self.owed_durable();
+        if self.is_failed() {
+            return;
+        }
+        let mark = self.durable_mark.load(Ordering::Acquire);
+        if mark >= received_end {
+            self.responder.durable(mark);
+        } else {
+            owed.push(received_end);
         }
     }
 

@@ -35,10 +35,12 @@ pub enum WriterMsg {
     /// the interval sync's clock (not when the writer, maybe busy in an fdatasync, gets to
     /// them).
     Steps { records: Vec<u8>, arrived: Instant },
-    /// Make everything received durable now.
+    /// Make everything received durable now, and answer with a `DURABLE` covering it
+    /// (even when nothing was left to sync).
     Flush,
-    /// Finalize the episode (the session joins the threads to know it is done).
-    Close { status: FinalStatus },
+    /// Finalize the episode (the session joins the threads to know it is done); with
+    /// `answer`, the client's CLOSE gets a `DURABLE` covering everything, as FLUSH does.
+    Close { status: FinalStatus, answer: bool },
 }
 
 /// When the writer's thread leaves `run`, however it leaves: marks its heartbeat retired
@@ -146,7 +148,10 @@ impl Writer {
                         self.records_pool.put(records);
                     }
                     WriterMsg::Flush => self.flush(),
-                    WriterMsg::Close { status } => {
+                    WriterMsg::Close { status, answer } => {
+                        if answer {
+                            self.shared.answer_durable(self.received_end);
+                        }
                         self.finish(status);
                         return;
                     }
@@ -264,11 +269,12 @@ impl Writer {
         }
     }
 
-    /// fsync the journal and acknowledge what it covers.
     /// FLUSH: make everything received durable now, whatever the fsync policy. With a
     /// journal that is one fdatasync; without one (class `chunk`) the open chunk is sealed
-    /// and published, and DURABLE follows the manifest commit.
+    /// and published, and DURABLE follows the manifest commit. The answer is owed first, so
+    /// that the `DURABLE` the sync or the publication sends is the answer (one frame).
     fn flush(&mut self) {
+        self.shared.answer_durable(self.received_end);
         if self.journal.is_some() {
             self.sync_now();
         } else if !self.columns.is_empty() && !self.shared.is_failed() {
@@ -276,6 +282,7 @@ impl Writer {
         }
     }
 
+    /// fsync the journal and acknowledge what it covers.
     fn sync_now(&mut self) {
         let Some(j) = self.journal.as_mut() else {
             return;

@@ -210,9 +210,10 @@ impl Client {
         transport: Transport,
     ) -> Result<EpisodeWriter<'_>> {
         self.check_usable()?;
+        // What any server accepts: the server checks its own limits on channels and ids.
         let limits = SchemaLimits {
-            max_channels: usize::from(u16::MAX),
             max_frame_bytes: self.info.max_frame_bytes,
+            ..SchemaLimits::default()
         };
         spec.validate(&limits).map_err(ClientError::Schema)?;
         let opens = self.shared.lock().opens;

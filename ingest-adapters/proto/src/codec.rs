@@ -200,7 +200,7 @@ pub fn parse_payload(ty: FrameType, payload: &[u8]) -> Result<Frame, ProtoError>
         FrameType::Error => {
             let c = r.u16("code")?;
             let code = ErrorCode::from_u16(c)
-                .ok_or_else(|| r.bad_value("code", c.into(), "an error code 1..=18"))?;
+                .ok_or_else(|| r.bad_value("code", c.into(), ErrorCode::EXPECTED))?;
             Frame::Error {
                 code,
                 message: r.str16("message")?,

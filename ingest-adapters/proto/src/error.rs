@@ -27,11 +27,12 @@ pub enum ErrorCode {
     DiskLow = 19,
     Stopped = 20,
     PermissionDenied = 21,
+    TimestampOrder = 22,
 }
 
 impl ErrorCode {
-    /// All codes, in wire order.
-    pub const ALL: [ErrorCode; 21] = [
+    /// All codes, in wire order: every value from 1 to the last, without holes.
+    pub const ALL: [ErrorCode; 22] = [
         Self::MalformedFrame,
         Self::UnknownFrame,
         Self::FrameTooLarge,
@@ -53,7 +54,12 @@ impl ErrorCode {
         Self::DiskLow,
         Self::Stopped,
         Self::PermissionDenied,
+        Self::TimestampOrder,
     ];
+
+    /// What a decoder expects of an `ERROR.code` (the message of a code that does not
+    /// parse): the range of [`ErrorCode::ALL`], checked against it by a test.
+    pub const EXPECTED: &'static str = "an error code 1..=22";
 
     /// The `u16` written on the wire.
     #[must_use]
@@ -92,6 +98,7 @@ impl ErrorCode {
             Self::DiskLow => "DISK_LOW",
             Self::Stopped => "STOPPED",
             Self::PermissionDenied => "PERMISSION_DENIED",
+            Self::TimestampOrder => "TIMESTAMP_ORDER",
         }
     }
 
@@ -185,6 +192,26 @@ pub enum ProtoError {
         got: usize,
         want: usize,
     },
+    /// A `TIMESTEP_BATCH`'s records are shorter than `count` record headers, so they
+    /// cannot hold `count` steps of any schema (`PAYLOAD_SIZE`, as every batch whose
+    /// `count` does not match its bytes); `got` is the byte count of all records together.
+    #[error(
+        "TIMESTEP_BATCH (count {count}): steps are {got} bytes, less than the {count} x 21 \
+         bytes of their record headers alone"
+    )]
+    BatchTooShort { count: u32, got: usize },
+    /// A timestep's `t_ns` is below the previous timestep's (`TIMESTAMP_ORDER`): the
+    /// episode's `time/timestamps_ns` must not decrease.
+    #[error(
+        "TIMESTEP seq {seq}: t_ns {t_ns} is below t_ns {prev_t_ns} of seq {prev_seq} \
+         (t_ns must not decrease within an episode; equal is allowed)"
+    )]
+    TimestampOrder {
+        seq: u64,
+        t_ns: i64,
+        prev_seq: u64,
+        prev_t_ns: i64,
+    },
     /// A timestep carries a different seq than expected (`SEQUENCE`).
     #[error("TIMESTEP seq {got}: expected seq {expected}")]
     Sequence { expected: u64, got: u64 },
@@ -231,7 +258,10 @@ impl ProtoError {
             | Self::TooLong { .. } => ErrorCode::MalformedFrame,
             Self::BadSchema { .. } => ErrorCode::BadSchema,
             Self::BadEpisodeId { .. } => ErrorCode::BadEpisodeId,
-            Self::PayloadSize { .. } | Self::BatchSize { .. } => ErrorCode::PayloadSize,
+            Self::PayloadSize { .. } | Self::BatchSize { .. } | Self::BatchTooShort { .. } => {
+                ErrorCode::PayloadSize
+            }
+            Self::TimestampOrder { .. } => ErrorCode::TimestampOrder,
             Self::Sequence { .. } => ErrorCode::Sequence,
             Self::BadShm { .. } => ErrorCode::BadShm,
         }

@@ -10,6 +10,8 @@
 //!   [`BatchEncoder`] to write batches straight into a send buffer.
 //! - [`ring`]: the shared-memory ring's layout, geometry rules and header encodings
 //!   (`SHM_ATTACH`, docs/PROTOCOL.md "Shared-memory transport").
+//! - [`values`]: [`StepValues`], the checks of values inside timesteps (`bool` elements,
+//!   `t_ns` order).
 //! - [`ProtoError`], [`ErrorCode`].
 //!
 //! ```
@@ -30,6 +32,7 @@ pub mod ring;
 pub mod schema;
 pub mod timestep;
 pub mod validate;
+pub mod values;
 mod wire;
 
 pub use batch::{finish_batch, start_batch, BatchEncoder, BATCH_HEADER_BYTES};
@@ -47,4 +50,5 @@ pub use timestep::{
     check_sequence, push_step_record, Steps, Timestep, TimestepBatch, TimestepRef,
     BATCH_OVERHEAD_BYTES, RECORD_HEADER_BYTES,
 };
-pub use validate::{SchemaLimits, MAX_EPISODE_ID_BYTES, MAX_NDIM};
+pub use validate::{SchemaLimits, DEFAULT_MAX_EPISODE_ID_BYTES, MAX_EPISODE_ID_BYTES, MAX_NDIM};
+pub use values::{StepMark, StepValues};

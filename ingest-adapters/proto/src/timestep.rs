@@ -94,8 +94,10 @@ impl TimestepBatch {
     /// A batch from raw records (as [`push_step_record`] writes them).
     ///
     /// # Errors
-    /// [`ProtoError::BadValue`] when `count` is 0, [`ProtoError::Truncated`] when `records`
-    /// is shorter than `count` record headers.
+    /// [`ProtoError::BadValue`] when `count` is 0 (`MALFORMED_FRAME`),
+    /// [`ProtoError::BatchTooShort`] when `records` is shorter than `count` record headers
+    /// (`PAYLOAD_SIZE`, as [`TimestepBatch::steps`] answers any other `count` that does not
+    /// match the bytes).
     pub fn from_records(count: u32, records: Vec<u8>) -> Result<Self, ProtoError> {
         const FRAME: &str = "TIMESTEP_BATCH";
         if count == 0 {
@@ -108,11 +110,9 @@ impl TimestepBatch {
         }
         let need = u64::from(count) * RECORD_HEADER_BYTES as u64;
         if (records.len() as u64) < need {
-            return Err(ProtoError::Truncated {
-                frame: FRAME,
-                field: "steps".to_owned(),
-                need: usize::try_from(need).unwrap_or(usize::MAX),
-                have: records.len(),
+            return Err(ProtoError::BatchTooShort {
+                count,
+                got: records.len(),
             });
         }
         Ok(Self { count, records })

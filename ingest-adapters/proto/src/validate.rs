@@ -6,8 +6,13 @@ use crate::error::ProtoError;
 use crate::schema::{CodecChoice, OpenEpisode, TimebaseSpec};
 use crate::timestep::{BATCH_OVERHEAD_BYTES, RECORD_HEADER_BYTES};
 
-/// Longest episode id, in bytes.
-pub const MAX_EPISODE_ID_BYTES: usize = 128;
+/// Longest episode id any server accepts, in bytes: the ceiling of the server's
+/// `limits.max_episode_id_bytes` (an id is a directory name and the stem of file names
+/// such as `{id}_chunk_0000.wshard.partial`, which must stay under 255 bytes).
+pub const MAX_EPISODE_ID_BYTES: usize = 200;
+
+/// Longest episode id a server accepts by default (`limits.max_episode_id_bytes`).
+pub const DEFAULT_MAX_EPISODE_ID_BYTES: usize = 128;
 
 /// Most dimensions of a channel's per-timestep shape.
 pub const MAX_NDIM: usize = 8;
@@ -19,13 +24,19 @@ pub struct SchemaLimits {
     pub max_channels: usize,
     /// `limits.max_frame_bytes`: one timestep must fit a `TIMESTEP_BATCH` of one under it.
     pub max_frame_bytes: u32,
+    /// `limits.max_episode_id_bytes`: the longest episode id (at most
+    /// [`MAX_EPISODE_ID_BYTES`]; larger values count as that).
+    pub max_episode_id_bytes: usize,
 }
 
 impl Default for SchemaLimits {
+    /// What a client can check without knowing the server's config: the most channels and
+    /// the longest id any server accepts, the default `max_frame_bytes`.
     fn default() -> Self {
         Self {
             max_channels: usize::from(u16::MAX),
             max_frame_bytes: crate::frame::DEFAULT_MAX_FRAME_BYTES,
+            max_episode_id_bytes: MAX_EPISODE_ID_BYTES,
         }
     }
 }
@@ -34,15 +45,17 @@ fn bad(message: String) -> ProtoError {
     ProtoError::BadSchema { message }
 }
 
-/// Check an episode id: 1..=128 bytes of `[A-Za-z0-9._-]`, not starting with `.`.
+/// Check an episode id: 1..=`max` bytes (`max` capped at [`MAX_EPISODE_ID_BYTES`]) of
+/// `[A-Za-z0-9._-]`, not starting with `.`.
 ///
 /// # Errors
 /// [`ProtoError::BadEpisodeId`] saying which rule is broken.
-pub fn validate_episode_id(id: &str) -> Result<(), ProtoError> {
+pub fn validate_episode_id(id: &str, max: usize) -> Result<(), ProtoError> {
+    let max = max.min(MAX_EPISODE_ID_BYTES);
     let reason = if id.is_empty() {
-        Some("is empty (must be 1..=128 bytes)".to_owned())
-    } else if id.len() > MAX_EPISODE_ID_BYTES {
-        Some(format!("is {} bytes (must be 1..=128 bytes)", id.len()))
+        Some(format!("is empty (must be 1..={max} bytes)"))
+    } else if id.len() > max {
+        Some(format!("is {} bytes (must be 1..={max} bytes)", id.len()))
     } else if id.starts_with('.') {
         Some("starts with '.'".to_owned())
     } else {
@@ -105,7 +118,7 @@ impl OpenEpisode {
     /// [`ProtoError::BadEpisodeId`] for the id, [`ProtoError::BadSchema`] for everything
     /// else, naming the field and the values.
     pub fn validate(&self, limits: &SchemaLimits) -> Result<(), ProtoError> {
-        validate_episode_id(&self.episode_id)?;
+        validate_episode_id(&self.episode_id, limits.max_episode_id_bytes)?;
         match self.timebase {
             TimebaseSpec::Ticks { tick_hz } if !(tick_hz.is_finite() && tick_hz > 0.0) => {
                 return Err(bad(format!(

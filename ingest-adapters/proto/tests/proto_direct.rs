@@ -211,8 +211,8 @@ fn proto_direct_room_ends_at_the_batch_then_control_frame_follows() {
 fn proto_direct_malformed_frames_after_a_large_batch() {
     let mut s = wire(&Frame::TimestepBatch(sample_batch(0, 6)));
     s.extend_from_slice(&raw_frame(0x05, &[9])); // CLOSE with outcome 9: skipped
-                                                 // A large batch whose count is 0, one whose count needs more records than it has:
-                                                 // payload errors, each skips its frame.
+                                                 // A large batch whose count is 0 (does not parse), one whose count needs more records
+                                                 // than it has (PAYLOAD_SIZE): payload errors, each skips its frame.
     let records = sample_batch(10, 6).records().to_vec();
     for count in [0u32, 1_000] {
         let mut payload = count.to_le_bytes().to_vec();
@@ -242,7 +242,7 @@ fn proto_direct_malformed_frames_after_a_large_batch() {
                 None,
                 Some(ErrorCode::MalformedFrame),
                 Some(ErrorCode::MalformedFrame),
-                Some(ErrorCode::MalformedFrame),
+                Some(ErrorCode::PayloadSize),
                 None,
                 None
             ]

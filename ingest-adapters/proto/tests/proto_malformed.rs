@@ -37,7 +37,8 @@ fn proto_truncated_payload_fields_at_every_cut() {
         let (ty, p) = payload_of(&f);
         let min_valid = match f.frame_type() {
             FrameType::Timestep => 21,
-            FrameType::TimestepBatch => 4 + 4 * 21,
+            // After `count` the records are checked against it: PAYLOAD_SIZE, below.
+            FrameType::TimestepBatch => 4,
             // The trailing policy byte is optional: 8 bytes are a whole SHM_ATTACH.
             FrameType::ShmAttach => 8,
             _ => p.len(),
@@ -143,8 +144,12 @@ fn proto_bad_enum_values() {
         ("what".into(), 3)
     );
     assert_eq!(
-        bad_value(&parse_err(0x84, &[22, 0, 0, 0])),
-        ("code".into(), 22)
+        bad_value(&parse_err(0x84, &[23, 0, 0, 0])),
+        ("code".into(), 23)
+    );
+    assert_eq!(
+        parse_err(0x84, &[23, 0, 0, 0]).to_string(),
+        "ERROR: field code has value 23, expected an error code 1..=22"
     );
     assert_eq!(
         bad_value(&parse_err(0x84, &[0, 0, 0, 0])),
@@ -277,6 +282,7 @@ fn proto_error_codes_match_protocol_table() {
         "DISK_LOW",
         "STOPPED",
         "PERMISSION_DENIED",
+        "TIMESTAMP_ORDER",
     ];
     for (i, name) in names.iter().enumerate() {
         let code = ErrorCode::from_u16(i as u16 + 1).unwrap();
@@ -284,7 +290,7 @@ fn proto_error_codes_match_protocol_table() {
         assert_eq!(code.code(), i as u16 + 1);
     }
     assert_eq!(ErrorCode::from_u16(0), None);
-    assert_eq!(ErrorCode::from_u16(22), None);
+    assert_eq!(ErrorCode::from_u16(23), None);
     assert_eq!(ErrorCode::ALL.len(), names.len());
     let closing: Vec<u16> = ErrorCode::ALL
         .iter()

@@ -14,6 +14,7 @@ fn limits() -> SchemaLimits {
     SchemaLimits {
         max_channels: 16,
         max_frame_bytes: 1 << 20,
+        max_episode_id_bytes: 128,
     }
 }
 

@@ -224,3 +224,59 @@ def test_py_errors_daemon_shutdown(daemon: Daemon) -> None:
     e = daemon.episode("shutdown")
     assert e.status == "interrupted"
     assert e.timesteps >= 10
+
+
+def test_py_errors_timestamps_must_not_decrease(daemon: Daemon) -> None:
+    with Recorder.connect(daemon.socket) as rec:
+        ep = rec.episode("ts-back", CHANNELS, "", 10.0, timebase="timestamps_ns")
+        ep.push(100, 0.0, False, GOOD)
+        ep.push(100, 0.0, False, GOOD)  # equal is allowed
+        ep.push(99, 0.0, False, GOOD)
+        with pytest.raises(ServerError) as ei:
+            ep.flush()
+        assert ei.value.code == ErrorCode.TIMESTAMP_ORDER
+        assert ei.value.code.value == 22
+        assert "t_ns 99 is below t_ns 100 of seq 1" in ei.value.message
+        ep.close()
+    # The batch holding the decreasing step was refused whole.
+    assert daemon.episode("ts-back").timesteps == 0
+
+
+def test_py_errors_bool_values_must_be_0_or_1(daemon: Daemon) -> None:
+    channels = [Channel("grip", "bool", (2,), codec="none")]
+    with Recorder.connect(daemon.socket) as rec:
+        ep = rec.episode("bools", channels, "", 10.0)
+        ep.push(0, 0.0, False, [b"\x00\x01"])
+        ep.flush()
+        ep.push(1, 0.0, False, [b"\x01\x02"])
+        with pytest.raises(ServerError) as ei:
+            ep.flush()
+        assert ei.value.code == ErrorCode.MALFORMED_FRAME
+        assert "seq 1 channel grip element 1 has value 2" in ei.value.message
+        ep.close()
+    assert daemon.episode("bools").timesteps == 1
+
+
+def test_py_errors_long_episode_ids_follow_the_server_limit(start_daemon: Any) -> None:
+    d = start_daemon(limits={"max_episode_id_bytes": 200})
+    with Recorder.connect(d.socket) as rec:
+        with rec.episode("e" * 150, CHANNELS, "", 10.0) as ep:
+            ep.push(0, 0.0, False, GOOD)
+        with pytest.raises(SchemaError) as se:
+            rec.episode("e" * 201, CHANNELS, "", 10.0)  # no server takes more than 200
+        assert se.value.code == ErrorCode.BAD_EPISODE_ID
+    assert d.episode("e" * 150).timesteps == 1
+
+
+def test_py_errors_flush_and_close_answered_with_nothing_to_sync(daemon: Daemon) -> None:
+    with Recorder.connect(daemon.socket) as rec:
+        ep = rec.episode("nothing", CHANNELS, "", 10.0)
+        assert ep.flush(timeout=10) == 0
+        summary = ep.close()
+        assert (summary.timesteps, summary.durable_up_to) == (0, 0)
+        ep = rec.episode("all-durable", CHANNELS, "", 10.0)
+        ep.push(0, 0.0, False, GOOD)
+        assert ep.flush(timeout=10) == 1
+        assert ep.flush(timeout=10) == 1
+        summary = ep.close()
+        assert (summary.timesteps, summary.durable_up_to) == (1, 1)

@@ -146,6 +146,27 @@ def test_py_decode_refuses_bad_frames(raw: bytes) -> None:
         dec.next_frame()
 
 
+def test_py_decode_every_error_code() -> None:
+    for code in ErrorCode:
+        dec = wire.FrameDecoder()
+        dec.feed(struct.pack("<IBHH", 5 + 2, 0x84, code.value, 2) + b"hi")
+        assert dec.next_frame() == wire.ErrorFrame(code, "hi")
+    last = max(ErrorCode).value
+    dec = wire.FrameDecoder()
+    dec.feed(struct.pack("<IBHH", 5, 0x84, last + 1, 0))
+    with pytest.raises(ProtocolError) as ei:
+        dec.next_frame()
+    assert f"has value {last + 1}, expected an error code 1..={last}" in str(ei.value)
+
+
+def test_py_error_codes_match_protocol_md() -> None:
+    doc = _rust("docs/PROTOCOL.md")
+    rows = re.findall(r"^\| (\d+) \| ([A-Z_]+) \| ([^|]*) \|$", doc, re.M)
+    assert {name: int(code) for code, name, _ in rows} == {c.name: c.value for c in ErrorCode}
+    for code, name, connection in rows:
+        assert connection.strip().startswith("closed") == ErrorCode[name].closes_connection, name
+
+
 def test_py_client_frame_type_is_reported_not_parsed() -> None:
     dec = wire.FrameDecoder()
     dec.feed(wire.encode_flush())

@@ -168,6 +168,7 @@ fn serve(mut stream: UnixStream, cfg: &FakeConfig) -> Recorded {
                     let limits = SchemaLimits {
                         max_channels: 64,
                         max_frame_bytes: cfg.max_frame_bytes,
+                        max_episode_id_bytes: 128,
                     };
                     let reply = if open.is_some() {
                         Frame::error(ErrorCode::AlreadyOpen, "OPEN: an episode is open")

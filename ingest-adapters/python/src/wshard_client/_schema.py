@@ -29,8 +29,10 @@ __all__ = [
 
 #: Most dimensions of a channel's per-timestep shape.
 MAX_NDIM = 8
-#: Longest episode id the protocol allows (the server may be configured lower).
-MAX_EPISODE_ID_BYTES = 128
+#: Longest episode id any server accepts (its ``limits.max_episode_id_bytes``, default 128,
+#: is at most this; the server refuses a longer id than its own limit with
+#: ``BAD_EPISODE_ID``).
+MAX_EPISODE_ID_BYTES = 200
 
 
 class DType(enum.IntEnum):
@@ -302,8 +304,9 @@ class EpisodeSpec:
     """Everything ``OPEN`` carries.
 
     Args:
-        episode_id: 1..=128 bytes of ``[A-Za-z0-9._-]``, not starting with ``.``; becomes
-            the directory and file-name stem.
+        episode_id: 1..=128 bytes (the server's ``limits.max_episode_id_bytes``, at most
+            200) of ``[A-Za-z0-9._-]``, not starting with ``.``, not ``quarantine``;
+            becomes the directory and file-name stem.
         channels: the channels in schema order (the order of payloads in every step).
         env_id: free text.
         tick_hz: ticks: the rate (> 0); timestamps_ns: the nominal rate (0 = unknown).

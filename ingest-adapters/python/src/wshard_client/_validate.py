@@ -21,7 +21,9 @@ ONE_STEP_OVERHEAD = 5 + 21
 
 
 def validate_episode_id(episode_id: str) -> None:
-    """1..=128 bytes of ``[A-Za-z0-9._-]``, not starting with ``.``.
+    """1..=200 bytes of ``[A-Za-z0-9._-]``, not starting with ``.``: what any server may
+    accept. The server's own limit (``limits.max_episode_id_bytes``, default 128) and its
+    reserved ids are its to check.
 
     Raises:
         SchemaError: code ``BAD_EPISODE_ID``, saying which rule is broken.
@@ -29,9 +31,9 @@ def validate_episode_id(episode_id: str) -> None:
     n = len(episode_id.encode("utf-8"))
     reason = None
     if n == 0:
-        reason = "is empty (must be 1..=128 bytes)"
+        reason = f"is empty (must be 1..={MAX_EPISODE_ID_BYTES} bytes)"
     elif n > MAX_EPISODE_ID_BYTES:
-        reason = f"is {n} bytes (must be 1..=128 bytes)"
+        reason = f"is {n} bytes (must be 1..={MAX_EPISODE_ID_BYTES} bytes)"
     elif episode_id.startswith("."):
         reason = "starts with '.'"
     else:

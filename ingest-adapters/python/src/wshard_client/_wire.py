@@ -328,7 +328,8 @@ def parse_server_frame(frame_type: int, payload: bytes) -> ServerFrame:
         try:
             ecode = ErrorCode(code)
         except ValueError:
-            raise ProtocolError(f"ERROR: field code has value {code}, expected an error code 1..=18") from None
+            last = max(ErrorCode)
+            raise ProtocolError(f"ERROR: field code has value {code}, expected an error code 1..={last.value}") from None
         frame = ErrorFrame(ecode, r.string16("message"))
     r.finish()
     return frame

@@ -68,6 +68,9 @@ class ErrorCode(enum.IntEnum):
     #: The peer's uid/gid is not on the socket's allowlist (SO_PEERCRED). Closes the
     #: connection.
     PERMISSION_DENIED = 21
+    #: A timestep's ``t_ns`` is below the previous timestep's: ``t_ns`` must not decrease
+    #: within an episode (equal is allowed). The frame (or ring slot) is refused whole.
+    TIMESTAMP_ORDER = 22
 
     @property
     def closes_connection(self) -> bool:
