@@ -27,11 +27,12 @@ pub enum ErrorCode {
     DiskLow = 19,
     Stopped = 20,
     PermissionDenied = 21,
+    Timeout = 22,
 }
 
 impl ErrorCode {
     /// All codes, in wire order.
-    pub const ALL: [ErrorCode; 21] = [
+    pub const ALL: [ErrorCode; 22] = [
         Self::MalformedFrame,
         Self::UnknownFrame,
         Self::FrameTooLarge,
@@ -53,6 +54,7 @@ impl ErrorCode {
         Self::DiskLow,
         Self::Stopped,
         Self::PermissionDenied,
+        Self::Timeout,
     ];
 
     /// The `u16` written on the wire.
@@ -92,6 +94,7 @@ impl ErrorCode {
             Self::DiskLow => "DISK_LOW",
             Self::Stopped => "STOPPED",
             Self::PermissionDenied => "PERMISSION_DENIED",
+            Self::Timeout => "TIMEOUT",
         }
     }
 
@@ -110,6 +113,7 @@ impl ErrorCode {
                 | Self::ShuttingDown
                 | Self::Internal
                 | Self::PermissionDenied
+                | Self::Timeout
         )
     }
 }

@@ -143,8 +143,8 @@ fn proto_bad_enum_values() {
         ("what".into(), 3)
     );
     assert_eq!(
-        bad_value(&parse_err(0x84, &[22, 0, 0, 0])),
-        ("code".into(), 22)
+        bad_value(&parse_err(0x84, &[23, 0, 0, 0])),
+        ("code".into(), 23)
     );
     assert_eq!(
         bad_value(&parse_err(0x84, &[0, 0, 0, 0])),
@@ -277,6 +277,7 @@ fn proto_error_codes_match_protocol_table() {
         "DISK_LOW",
         "STOPPED",
         "PERMISSION_DENIED",
+        "TIMEOUT",
     ];
     for (i, name) in names.iter().enumerate() {
         let code = ErrorCode::from_u16(i as u16 + 1).unwrap();
@@ -284,14 +285,14 @@ fn proto_error_codes_match_protocol_table() {
         assert_eq!(code.code(), i as u16 + 1);
     }
     assert_eq!(ErrorCode::from_u16(0), None);
-    assert_eq!(ErrorCode::from_u16(22), None);
+    assert_eq!(ErrorCode::from_u16(23), None);
     assert_eq!(ErrorCode::ALL.len(), names.len());
     let closing: Vec<u16> = ErrorCode::ALL
         .iter()
         .filter(|c| c.closes_connection())
         .map(|c| c.code())
         .collect();
-    assert_eq!(closing, [2, 3, 4, 5, 14, 16, 17, 21]);
+    assert_eq!(closing, [2, 3, 4, 5, 14, 16, 17, 21, 22]);
 }
 
 #[test]

@@ -68,6 +68,11 @@ class ErrorCode(enum.IntEnum):
     #: The peer's uid/gid is not on the socket's allowlist (SO_PEERCRED). Closes the
     #: connection.
     PERMISSION_DENIED = 21
+    #: A server deadline passed: no complete HELLO within ``limits.handshake_timeout_ms``,
+    #: no open episode for ``limits.no_episode_timeout_ms``, or the client did not read
+    #: its socket for the server's write timeout; the message names which. Closes the
+    #: connection (an open episode is finalized ``interrupted``; what was DURABLE stays).
+    TIMEOUT = 22
 
     @property
     def closes_connection(self) -> bool:
@@ -92,6 +97,7 @@ _CLOSING = frozenset(
         ErrorCode.SHUTTING_DOWN,
         ErrorCode.INTERNAL,
         ErrorCode.PERMISSION_DENIED,
+        ErrorCode.TIMEOUT,
     }
 )
 
