@@ -14,7 +14,7 @@ use std::io::ErrorKind;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 use wshard_ingest_proto::{
@@ -23,6 +23,7 @@ use wshard_ingest_proto::{
 };
 
 use super::context::ServerContext;
+use super::deadline::{Deadlines, Phase};
 use super::responder::SocketResponder;
 use super::shm::{recv_with_fds, FdQueue, Ring};
 use super::shm_session::Pump;
@@ -69,6 +70,8 @@ enum Stop {
     Fatal,
     /// The daemon is shutting down.
     Shutdown,
+    /// A deadline of a connection without an open episode passed (`ERROR{TIMEOUT}` sent).
+    Deadline,
 }
 
 /// The peer's credentials (`SO_PEERCRED`), `None` when the kernel does not say.
@@ -84,8 +87,9 @@ pub fn peer_cred(stream: &UnixStream) -> Option<PeerCred> {
 
 /// Serve one connection until it closes. Never panics on client input.
 pub fn serve(stream: UnixStream, ctx: &Arc<ServerContext>, peer: &str) {
+    let since = Instant::now();
     let responder = match stream.try_clone() {
-        Ok(s) => Arc::new(SocketResponder::new(s)),
+        Ok(s) => Arc::new(SocketResponder::counted(s, ctx.registry.clone())),
         Err(e) => {
             tracing::warn!(peer, "cannot clone the connection: {e}");
             return;
@@ -103,6 +107,8 @@ pub fn serve(stream: UnixStream, ctx: &Arc<ServerContext>, peer: &str) {
         fds: FdQueue::default(),
         cred: peer_cred(&stream),
         client_name: String::new(),
+        deadlines: ctx.deadlines(),
+        since,
     };
     let stop = conn.read_loop(stream);
     conn.finish(&stop);
@@ -118,6 +124,11 @@ pub(super) struct Connection {
     pub(super) cred: Option<PeerCred>,
     /// From HELLO.
     pub(super) client_name: String,
+    /// `limits.handshake_timeout_ms` and `limits.no_episode_timeout_ms` at the accept.
+    deadlines: Deadlines,
+    /// When the connection was accepted, completed its HELLO, or its last episode ended:
+    /// what the deadlines count from.
+    since: Instant,
 }
 
 impl Connection {
@@ -125,6 +136,20 @@ impl Connection {
         let mut decoder =
             FrameDecoder::new(self.ctx.limits.max_frame_bytes).direct_batches(DIRECT_BATCH_BYTES);
         loop {
+            let phase = match self.state {
+                State::Handshake => Phase::Handshake,
+                State::Idle | State::Stopped { .. } => Phase::NoEpisode,
+                State::Recording { .. } => Phase::Recording,
+            };
+            if let Some(cut) = self.deadlines.passed(phase, self.since, Instant::now()) {
+                cut.close(
+                    &self.responder,
+                    &self.ctx.registry.counters,
+                    &self.peer,
+                    self.cred,
+                );
+                return Stop::Deadline;
+            }
             loop {
                 match decoder.next_frame() {
                     Ok(Some(frame)) => {
@@ -211,6 +236,7 @@ impl Connection {
                     max_frame_bytes: self.ctx.limits.max_frame_bytes,
                 });
                 self.state = State::Idle;
+                self.since = Instant::now();
                 None
             }
             (State::Handshake, other) => {
@@ -610,9 +636,14 @@ impl Connection {
         if let Some((session, registration, _)) = self.take_recording() {
             let id = session.shared().schema.episode_id.clone();
             let reason = match stop {
+                Stop::Eof if self.responder.write_timed_out() => {
+                    "the client did not read its socket (server write timeout)"
+                }
                 Stop::Eof => "client disconnected without CLOSE",
                 Stop::Fatal => "connection closed after a protocol error",
                 Stop::Shutdown => "daemon shutdown",
+                // Deadlines apply only without an open episode.
+                Stop::Deadline => "connection closed at a deadline",
             };
             let summary = session.close(FinalStatus::Interrupted(reason.into()));
             drop(registration);
@@ -639,7 +670,11 @@ impl Connection {
                 registration,
                 ring,
                 ..
-            } => Some((session, registration, ring)),
+            } => {
+                // The no-episode deadline counts from here.
+                self.since = Instant::now();
+                Some((session, registration, ring))
+            }
             other => {
                 self.state = other;
                 None
