@@ -23,7 +23,7 @@ use wshard_ingest_proto::{
 };
 
 use super::context::ServerContext;
-use super::deadline::{Deadlines, Phase};
+use super::deadline::{DeadlineClock, Phase};
 use super::responder::SocketResponder;
 use super::shm::{recv_with_fds, FdQueue, Ring};
 use super::shm_session::Pump;
@@ -87,7 +87,7 @@ pub fn peer_cred(stream: &UnixStream) -> Option<PeerCred> {
 
 /// Serve one connection until it closes. Never panics on client input.
 pub fn serve(stream: UnixStream, ctx: &Arc<ServerContext>, peer: &str) {
-    let since = Instant::now();
+    let accepted = Instant::now();
     let responder = match stream.try_clone() {
         Ok(s) => Arc::new(SocketResponder::counted(s, ctx.registry.clone())),
         Err(e) => {
@@ -107,8 +107,7 @@ pub fn serve(stream: UnixStream, ctx: &Arc<ServerContext>, peer: &str) {
         fds: FdQueue::default(),
         cred: peer_cred(&stream),
         client_name: String::new(),
-        deadlines: ctx.deadlines(),
-        since,
+        clock: DeadlineClock::new(ctx.deadlines(), accepted),
     };
     let stop = conn.read_loop(stream);
     conn.finish(&stop);
@@ -124,11 +123,8 @@ pub(super) struct Connection {
     pub(super) cred: Option<PeerCred>,
     /// From HELLO.
     pub(super) client_name: String,
-    /// `limits.handshake_timeout_ms` and `limits.no_episode_timeout_ms` at the accept.
-    deadlines: Deadlines,
-    /// When the connection was accepted, completed its HELLO, or its last episode ended:
-    /// what the deadlines count from.
-    since: Instant,
+    /// The deadlines without an open episode, as configured at the accept.
+    clock: DeadlineClock,
 }
 
 impl Connection {
@@ -136,20 +132,6 @@ impl Connection {
         let mut decoder =
             FrameDecoder::new(self.ctx.limits.max_frame_bytes).direct_batches(DIRECT_BATCH_BYTES);
         loop {
-            let phase = match self.state {
-                State::Handshake => Phase::Handshake,
-                State::Idle | State::Stopped { .. } => Phase::NoEpisode,
-                State::Recording { .. } => Phase::Recording,
-            };
-            if let Some(cut) = self.deadlines.passed(phase, self.since, Instant::now()) {
-                cut.close(
-                    &self.responder,
-                    &self.ctx.registry.counters,
-                    &self.peer,
-                    self.cred,
-                );
-                return Stop::Deadline;
-            }
             loop {
                 match decoder.next_frame() {
                     Ok(Some(frame)) => {
@@ -166,6 +148,17 @@ impl Connection {
                         }
                     }
                 }
+            }
+            // After the frames received so far: a HELLO or OPEN that arrived in time counts.
+            let phase = match self.state {
+                State::Handshake => Phase::Handshake,
+                State::Idle | State::Stopped { .. } => Phase::NoEpisode,
+                State::Recording { .. } => Phase::Recording,
+            };
+            if let Some(cut) = self.clock.check(phase) {
+                let counters = &self.ctx.registry.counters;
+                cut.close(&self.responder, counters, &self.peer, self.cred);
+                return Stop::Deadline;
             }
             if self.ctx.shutdown.load(Ordering::Acquire) {
                 return Stop::Shutdown;
@@ -236,7 +229,7 @@ impl Connection {
                     max_frame_bytes: self.ctx.limits.max_frame_bytes,
                 });
                 self.state = State::Idle;
-                self.since = Instant::now();
+                self.clock.restart();
                 None
             }
             (State::Handshake, other) => {
@@ -670,11 +663,7 @@ impl Connection {
                 registration,
                 ring,
                 ..
-            } => {
-                // The no-episode deadline counts from here.
-                self.since = Instant::now();
-                Some((session, registration, ring))
-            }
+            } => Some((session, registration, ring)),
             other => {
                 self.state = other;
                 None

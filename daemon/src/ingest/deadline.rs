@@ -54,6 +54,47 @@ impl Deadlines {
     }
 }
 
+/// A connection's deadlines and what they count from.
+#[derive(Clone, Copy, Debug)]
+pub struct DeadlineClock {
+    deadlines: Deadlines,
+    /// When the connection was accepted, completed its HELLO, or was first seen without
+    /// the episode it had; `None` while an episode is open.
+    since: Option<Instant>,
+}
+
+impl DeadlineClock {
+    /// The clock of a connection accepted at `accepted`.
+    #[must_use]
+    pub fn new(deadlines: Deadlines, accepted: Instant) -> Self {
+        Self {
+            deadlines,
+            since: Some(accepted),
+        }
+    }
+
+    /// Start over (the HELLO was accepted: the no-episode deadline counts from now).
+    pub fn restart(&mut self) {
+        self.since = Some(Instant::now());
+    }
+
+    /// Look at the connection in `phase`: the deadline it has passed, if any. While an
+    /// episode is open nothing counts; after it, the no-episode deadline counts from the
+    /// first look without it (the episode finalized, its last answer sent).
+    pub fn check(&mut self, phase: Phase) -> Option<Cut> {
+        self.check_at(phase, Instant::now())
+    }
+
+    fn check_at(&mut self, phase: Phase, now: Instant) -> Option<Cut> {
+        if phase == Phase::Recording {
+            self.since = None;
+            return None;
+        }
+        let since = *self.since.get_or_insert(now);
+        self.deadlines.passed(phase, since, now)
+    }
+}
+
 impl Cut {
     /// The config key of the deadline.
     #[must_use]
@@ -140,6 +181,27 @@ mod tests {
         assert_eq!(D.passed(Phase::Recording, t0, at(86_400_000)), None);
         // A clock read before `since` is no time at all.
         assert_eq!(D.passed(Phase::Handshake, at(50), t0), None);
+    }
+
+    #[test]
+    fn the_no_episode_deadline_restarts_after_each_episode() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let mut c = DeadlineClock::new(D, t0);
+        assert_eq!(c.check_at(Phase::Handshake, at(50)), None);
+        // HELLO at 90 ms (restart counts from the real now: use the fields directly).
+        c.since = Some(at(90));
+        assert_eq!(c.check_at(Phase::NoEpisode, at(500)), None);
+        // An episode from 550 ms to 5 s: never cut.
+        assert_eq!(c.check_at(Phase::Recording, at(550)), None);
+        assert_eq!(c.check_at(Phase::Recording, at(5_000)), None);
+        // Without it again from 5.2 s: the deadline counts from there.
+        assert_eq!(c.check_at(Phase::NoEpisode, at(5_200)), None);
+        assert_eq!(c.check_at(Phase::NoEpisode, at(5_699)), None);
+        assert_eq!(
+            c.check_at(Phase::NoEpisode, at(5_700)),
+            Some(Cut::NoEpisode(D.no_episode))
+        );
     }
 
     #[test]

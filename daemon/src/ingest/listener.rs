@@ -157,7 +157,7 @@ fn refuse(stream: UnixStream, max: usize) {
 
 /// Refuse a peer whose uid holds `limits.max_connections_per_uid` connections already.
 fn refuse_uid(stream: UnixStream, full: UidLimitReached) {
-    let UidLimitReached { uid, limit, .. } = full;
+    let UidLimitReached { uid, held, limit } = full;
     tracing::warn!(
         uid,
         limit,
@@ -167,7 +167,7 @@ fn refuse_uid(stream: UnixStream, full: UidLimitReached) {
     r.send(&Frame::error(
         ErrorCode::Overloaded,
         format!(
-            "limits.max_connections_per_uid ({limit}) reached: uid {uid} holds {limit} \
+            "limits.max_connections_per_uid ({limit}) reached: uid {uid} holds {held} \
              connections already; close one of them or try again later"
         ),
     ));
