@@ -21,8 +21,9 @@
 //!
 //! # SIGHUP
 //! [`Config::reloadable_diff`] splits the changed keys into those a reload applies
-//! (`log.level`, `fsync.*`, `rotation.*`, `codecs.*`, `limits.max_connections`) and those that
-//! need a restart (everything else).
+//! (`log.level`, `fsync.*`, `rotation.*`, `codecs.*`, `limits.max_connections`,
+//! `limits.max_connections_per_uid`, `limits.handshake_timeout_ms`,
+//! `limits.no_episode_timeout_ms`, ...) and those that need a restart; see [`schema_keys`].
 
 mod codecs;
 mod deprecated;

@@ -6,8 +6,9 @@ use crate::schema::Config;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReloadClass {
     /// SIGHUP applies it: log level at once; fsync, rotation and codecs to new chunks and
-    /// episodes; `limits.max_connections` and the allowlists to new connections; the disk
-    /// watermarks at the next check.
+    /// episodes; `limits.max_connections`, `limits.max_connections_per_uid`, the two
+    /// connection deadlines (`limits.handshake_timeout_ms`, `limits.no_episode_timeout_ms`)
+    /// and the allowlists to new connections; the disk watermarks at the next check.
     Applied,
     /// Only a restart applies it (the running value stays in force after SIGHUP).
     Restart,
@@ -39,6 +40,9 @@ static KEYS: &[KeyDiff] = &[
     key!(Restart, limits.max_episode_wire_bytes),
     key!(Applied, limits.max_connections),
     key!(Restart, limits.max_episode_id_bytes),
+    key!(Applied, limits.max_connections_per_uid),
+    key!(Applied, limits.handshake_timeout_ms),
+    key!(Applied, limits.no_episode_timeout_ms),
     key!(Applied, rotation.max_timesteps),
     key!(Applied, rotation.max_bytes),
     key!(Applied, rotation.max_seconds),

@@ -118,6 +118,18 @@ pub struct LimitsConfig {
     pub max_connections: u32,
     /// Longest episode id in bytes. 1..=200, default 128.
     pub max_episode_id_bytes: u32,
+    /// Most simultaneous connections of one peer uid (`SO_PEERCRED`), root and the
+    /// daemon's own uid included, so one local user cannot take every slot. 1..=10000,
+    /// default 32; a value at or above `max_connections` lets one uid take them all.
+    pub max_connections_per_uid: u32,
+    /// A new connection must complete its HELLO within this many milliseconds, else it gets
+    /// `ERROR{TIMEOUT}` and is closed. 10..=600000, default 5000.
+    pub handshake_timeout_ms: u64,
+    /// A connection with no open episode (after HELLO_OK, after its episode ended, however
+    /// many other frames it sends) is closed with `ERROR{TIMEOUT}` after this many
+    /// milliseconds. A connection with an open episode is never cut, however quiet.
+    /// 10..=86400000, default 60000.
+    pub no_episode_timeout_ms: u64,
 }
 
 impl Default for LimitsConfig {
@@ -128,7 +140,24 @@ impl Default for LimitsConfig {
             max_episode_wire_bytes: TIB,
             max_connections: 64,
             max_episode_id_bytes: 128,
+            max_connections_per_uid: 32,
+            handshake_timeout_ms: 5_000,
+            no_episode_timeout_ms: 60_000,
         }
+    }
+}
+
+impl LimitsConfig {
+    /// `handshake_timeout_ms` as a [`Duration`].
+    #[must_use]
+    pub fn handshake_timeout(&self) -> Duration {
+        Duration::from_millis(self.handshake_timeout_ms)
+    }
+
+    /// `no_episode_timeout_ms` as a [`Duration`].
+    #[must_use]
+    pub fn no_episode_timeout(&self) -> Duration {
+        Duration::from_millis(self.no_episode_timeout_ms)
     }
 }
 

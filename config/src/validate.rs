@@ -112,6 +112,24 @@ impl Config {
             l.max_episode_id_bytes,
             1..=MAX_EPISODE_ID_BYTES,
         )?;
+        range(
+            o,
+            "limits.max_connections_per_uid",
+            l.max_connections_per_uid,
+            1..=10_000,
+        )?;
+        range(
+            o,
+            "limits.handshake_timeout_ms",
+            l.handshake_timeout_ms,
+            10..=600_000,
+        )?;
+        range(
+            o,
+            "limits.no_episode_timeout_ms",
+            l.no_episode_timeout_ms,
+            10..=86_400_000,
+        )?;
 
         let r = &self.rotation;
         at_least(o, "rotation.max_timesteps", r.max_timesteps, 1)?;

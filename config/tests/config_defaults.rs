@@ -45,6 +45,12 @@ fn config_defaults_match_the_brief() {
     assert_eq!(c.limits.max_episode_wire_bytes, 1 << 40);
     assert_eq!(c.limits.max_connections, 64);
     assert_eq!(c.limits.max_episode_id_bytes, 128);
+    assert_eq!(c.limits.max_connections_per_uid, 32);
+    assert_eq!(c.limits.handshake_timeout_ms, 5_000);
+    assert_eq!(c.limits.handshake_timeout(), Duration::from_secs(5));
+    assert_eq!(c.limits.no_episode_timeout_ms, 60_000);
+    assert_eq!(c.limits.no_episode_timeout(), Duration::from_secs(60));
+    assert!(c.limits.max_connections_per_uid < c.limits.max_connections);
     assert_eq!(c.rotation.max_timesteps, 100_000);
     assert_eq!(c.rotation.max_bytes, 256 << 20);
     assert_eq!(c.rotation.max_seconds, 60);

@@ -196,6 +196,28 @@ fn config_bad_limits() {
 }
 
 #[test]
+fn config_bad_connection_limit_per_uid_and_deadlines() {
+    for (key, low, high, max) in [
+        ("max_connections_per_uid", "0", "10001", 10_000u64),
+        ("handshake_timeout_ms", "9", "600001", 600_000),
+        ("no_episode_timeout_ms", "9", "86400001", 86_400_000),
+    ] {
+        let path = format!("limits.{key}");
+        let message = assert_invalid(&format!("[limits]\n{key} = {low}\n"), &path, low);
+        assert!(message.ends_with(&format!("..={max}")), "{message}");
+        assert_invalid(&format!("[limits]\n{key} = {high}\n"), &path, high);
+        assert_invalid(&format!("[limits]\n{key} = -5\n"), &path, "-5");
+        let message = assert_invalid(&format!("[limits]\n{key} = \"1s\"\n"), &path, "\"1s\"");
+        assert!(message.contains("invalid type"), "{message}");
+        // Both ends of the range are accepted.
+        for ok in [if key.ends_with("_ms") { 10 } else { 1 }, max] {
+            let c = Config::from_toml_str(&format!("[limits]\n{key} = {ok}\n"), ORIGIN);
+            assert!(c.is_ok(), "{key} = {ok}: {c:?}");
+        }
+    }
+}
+
+#[test]
 fn config_bad_rotation() {
     assert_invalid(
         "[rotation]\nmax_timesteps = 0\n",

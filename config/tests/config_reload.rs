@@ -25,11 +25,17 @@ fn config_reload_applied_keys() {
     new.codecs.default = Codec::Lz4;
     new.codecs.channels.insert("cam*".into(), Codec::None);
     new.limits.max_connections = 3;
+    new.limits.max_connections_per_uid = 2;
+    new.limits.handshake_timeout_ms = 100;
+    new.limits.no_episode_timeout_ms = 100;
     let (applied, restart) = old.reloadable_diff(&new);
     assert_eq!(
         applied,
         [
             "limits.max_connections",
+            "limits.max_connections_per_uid",
+            "limits.handshake_timeout_ms",
+            "limits.no_episode_timeout_ms",
             "rotation.max_timesteps",
             "rotation.max_bytes",
             "rotation.max_seconds",
@@ -79,6 +85,9 @@ fn config_reload_classes_match_the_documented_rule() {
             || key.starts_with("codecs.")
             || key == "log.level"
             || key == "limits.max_connections"
+            || key == "limits.max_connections_per_uid"
+            || key == "limits.handshake_timeout_ms"
+            || key == "limits.no_episode_timeout_ms"
             || key.starts_with("disk.")
             || key.starts_with("access.allow_")
             || key.starts_with("control.admin_");

@@ -121,8 +121,15 @@ impl LiveEpisode {
 #[derive(Debug, Default)]
 pub struct DaemonCounters {
     pub connections_accepted: AtomicU64,
-    /// Refused by `limits.max_connections` or the access allowlist.
+    /// Refused by `limits.max_connections`, `limits.max_connections_per_uid` or the access
+    /// allowlist.
     pub connections_refused: AtomicU64,
+    /// Closed with `ERROR{TIMEOUT}`: no complete HELLO within `limits.handshake_timeout_ms`.
+    pub connections_cut_handshake: AtomicU64,
+    /// Closed with `ERROR{TIMEOUT}`: no open episode for `limits.no_episode_timeout_ms`.
+    pub connections_cut_no_episode: AtomicU64,
+    /// Closed because the client did not read its socket for the server's write timeout.
+    pub connections_cut_write: AtomicU64,
     pub episodes_opened: AtomicU64,
     /// Episodes finalized, whatever their status.
     pub episodes_finalized: AtomicU64,

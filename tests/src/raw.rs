@@ -108,6 +108,13 @@ impl RawConn {
             .unwrap_or_else(|e| panic!("sending {:?}: {e}", frame.frame_type()));
     }
 
+    /// A second handle on the socket, e.g. for writing from another thread while this one
+    /// does not read.
+    #[must_use]
+    pub fn stream_clone(&self) -> UnixStream {
+        self.stream.try_clone().expect("cannot clone the socket")
+    }
+
     /// Shut down the write half (the daemon sees EOF).
     pub fn shutdown_write(&self) {
         let _ = self.stream.shutdown(std::net::Shutdown::Write);

@@ -187,8 +187,9 @@ fn dribble(c: &mut RawConn, bytes: &[u8], rng: &mut Rng) {
 }
 
 /// A slowloris client: HELLO and one TIMESTEP dribbled a byte at a time, then FLUSH and
-/// CLOSE. The frames are processed once whole (the config has no read timeout, so a slow
-/// client keeps its connection): DURABLE 1, ACCEPTED{CLOSE, 1}.
+/// CLOSE. The frames are processed once whole (there is no read timeout: the HELLO, at most
+/// 3 s, is within limits.handshake_timeout_ms, and then an episode is open, which no
+/// deadline cuts): DURABLE 1, ACCEPTED{CLOSE, 1}.
 fn slowloris(socket: &Path, id: &str, seed: u64, done: &AtomicUsize) {
     let ch = vec![ChannelSpec::new("b", Lane::Signal, DType::U8, vec![])];
     let mut rng = Rng::new(seed);
@@ -280,8 +281,9 @@ fn connect_many(d: &Daemon, n: usize) -> (Vec<RawConn>, Vec<Recv>) {
 fn hostile_500_connections() {
     let _serial = serial();
     raise_nofile(4096);
-    // Default limits.max_connections (64): the 65th and later are refused and closed.
-    let d = Daemon::start(DaemonOptions::default());
+    // Default limits.max_connections (64): the 65th and later are refused and closed (the
+    // per-uid limit raised to match: every connection here is this test's uid).
+    let d = start_with_limits(DaemonOptions::default(), "max_connections_per_uid = 64");
     settle(&d); // the readiness probe's connection thread has ended
     let (fds0, threads0) = (open_fds(&d), proc_status(&d, "Threads"));
     let (mut conns, first) = connect_many(&d, 500);
@@ -325,7 +327,10 @@ fn hostile_500_connections() {
 
     // limits.max_connections = 600: 500 idle connections are all accepted, and a client
     // still records beside them.
-    let d = start_with_limits(DaemonOptions::default(), "max_connections = 600");
+    let d = start_with_limits(
+        DaemonOptions::default(),
+        "max_connections = 600\nmax_connections_per_uid = 600",
+    );
     let (conns, first) = connect_many(&d, 500);
     for (i, got) in first.iter().enumerate() {
         assert!(
@@ -509,7 +514,7 @@ fn hostile_large_frame_header_then_stall() {
     let t = Instant::now();
     d.record_ok("beside-stalled", 500);
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
-    // The stalled connections are kept (the config has no read timeout), silent.
+    // The stalled connections are kept (an open episode has no deadline), silent.
     for c in &mut stalled {
         expect_quiet(c, Duration::from_millis(50));
     }

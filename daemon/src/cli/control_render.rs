@@ -111,6 +111,13 @@ pub fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(
         out,
+        "connections cut {} no HELLO in time, {} without an episode too long, {} not reading",
+        num(&c["connections_cut_handshake"]),
+        num(&c["connections_cut_no_episode"]),
+        num(&c["connections_cut_write"])
+    )?;
+    writeln!(
+        out,
         "episodes        {} opened, {} finalized, {} stopped, {} refused (disk low)",
         num(&c["episodes_opened"]),
         num(&c["episodes_finalized"]),

@@ -143,7 +143,7 @@ pub fn render(st: &ControlState) -> String {
         ),
         (
             "wshardd_connections_refused_total",
-            "Ingest connections refused (max_connections or the access allowlist).",
+            "Ingest connections refused (max_connections, max_connections_per_uid or the access allowlist).",
             &c.connections_refused,
         ),
         (
@@ -168,6 +168,24 @@ pub fn render(st: &ControlState) -> String {
         ),
     ] {
         x.single(name, "counter", help, f(a));
+    }
+    x.family(
+        "wshardd_connections_cut_total",
+        "counter",
+        "Ingest connections closed with ERROR TIMEOUT, by deadline: handshake \
+         (limits.handshake_timeout_ms), no_episode (limits.no_episode_timeout_ms), write \
+         (the client did not read its socket).",
+    );
+    for (deadline, a) in [
+        ("handshake", &c.connections_cut_handshake),
+        ("no_episode", &c.connections_cut_no_episode),
+        ("write", &c.connections_cut_write),
+    ] {
+        x.sample(
+            "wshardd_connections_cut_total",
+            &[("deadline", deadline)],
+            f(a),
+        );
     }
     x.single(
         "wshardd_connections_active",

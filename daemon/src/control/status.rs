@@ -76,6 +76,9 @@ pub fn counters_json(c: &DaemonCounters) -> Value {
     json!({
         "connections_accepted": l(&c.connections_accepted),
         "connections_refused": l(&c.connections_refused),
+        "connections_cut_handshake": l(&c.connections_cut_handshake),
+        "connections_cut_no_episode": l(&c.connections_cut_no_episode),
+        "connections_cut_write": l(&c.connections_cut_write),
         "episodes_opened": l(&c.episodes_opened),
         "episodes_finalized": l(&c.episodes_finalized),
         "episodes_refused_disk": l(&c.episodes_refused_disk),

@@ -14,7 +14,7 @@ use std::io::ErrorKind;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 use wshard_ingest_proto::{
@@ -23,6 +23,7 @@ use wshard_ingest_proto::{
 };
 
 use super::context::ServerContext;
+use super::deadline::{DeadlineClock, Phase};
 use super::responder::SocketResponder;
 use super::shm::{recv_with_fds, FdQueue, Ring};
 use super::shm_session::Pump;
@@ -74,6 +75,8 @@ enum Stop {
     Fatal,
     /// The daemon is shutting down.
     Shutdown,
+    /// A deadline of a connection without an open episode passed (`ERROR{TIMEOUT}` sent).
+    Deadline,
 }
 
 /// The peer's credentials (`SO_PEERCRED`), `None` when the kernel does not say.
@@ -89,8 +92,9 @@ pub fn peer_cred(stream: &UnixStream) -> Option<PeerCred> {
 
 /// Serve one connection until it closes. Never panics on client input.
 pub fn serve(stream: UnixStream, ctx: &Arc<ServerContext>, peer: &str) {
+    let accepted = Instant::now();
     let responder = match stream.try_clone() {
-        Ok(s) => Arc::new(SocketResponder::new(s)),
+        Ok(s) => Arc::new(SocketResponder::counted(s, ctx.registry.clone())),
         Err(e) => {
             tracing::warn!(peer, "cannot clone the connection: {e}");
             return;
@@ -108,6 +112,7 @@ pub fn serve(stream: UnixStream, ctx: &Arc<ServerContext>, peer: &str) {
         fds: FdQueue::default(),
         cred: peer_cred(&stream),
         client_name: String::new(),
+        clock: DeadlineClock::new(ctx.deadlines(), accepted),
     };
     let stop = conn.read_loop(stream);
     conn.finish(&stop);
@@ -123,6 +128,8 @@ pub(super) struct Connection {
     pub(super) cred: Option<PeerCred>,
     /// From HELLO.
     pub(super) client_name: String,
+    /// The deadlines without an open episode, as configured at the accept.
+    clock: DeadlineClock,
 }
 
 impl Connection {
@@ -146,6 +153,17 @@ impl Connection {
                         }
                     }
                 }
+            }
+            // After the frames received so far: a HELLO or OPEN that arrived in time counts.
+            let phase = match self.state {
+                State::Handshake => Phase::Handshake,
+                State::Idle | State::Stopped { .. } => Phase::NoEpisode,
+                State::Recording { .. } => Phase::Recording,
+            };
+            if let Some(cut) = self.clock.check(phase) {
+                let counters = &self.ctx.registry.counters;
+                cut.close(&self.responder, counters, &self.peer, self.cred);
+                return Stop::Deadline;
             }
             if self.ctx.shutdown.load(Ordering::Acquire) {
                 return Stop::Shutdown;
@@ -216,6 +234,7 @@ impl Connection {
                     max_frame_bytes: self.ctx.limits.max_frame_bytes,
                 });
                 self.state = State::Idle;
+                self.clock.restart();
                 None
             }
             (State::Handshake, other) => {
@@ -534,9 +553,14 @@ impl Connection {
         if let Some((session, registration, _)) = self.take_recording() {
             let id = session.shared().schema.episode_id.clone();
             let reason = match stop {
+                Stop::Eof if self.responder.write_timed_out() => {
+                    "the client did not read its socket (server write timeout)"
+                }
                 Stop::Eof => "client disconnected without CLOSE",
                 Stop::Fatal => "connection closed after a protocol error",
                 Stop::Shutdown => "daemon shutdown",
+                // Deadlines apply only without an open episode.
+                Stop::Deadline => "connection closed at a deadline",
             };
             let summary = session.close(FinalStatus::Interrupted(reason.into()));
             drop(registration);

@@ -8,6 +8,8 @@ use std::sync::{Arc, RwLock};
 use wshard::codec::Codec;
 use wshardd_config::Config;
 
+use super::deadline::Deadlines;
+use super::slots::UidSlots;
 use crate::episode::Durability;
 use crate::fsio::Fs;
 use crate::registry::Registry;
@@ -26,12 +28,17 @@ pub struct Limits {
     pub max_episode_id_bytes: usize,
 }
 
-/// The parts of the config that SIGHUP may change, applied to new episodes.
+/// The parts of the config that SIGHUP may change, applied to new episodes (settings,
+/// codecs) and new connections (the connection limits and deadlines).
 #[derive(Clone, Debug)]
 pub struct Tunables {
     pub settings: SessionSettings,
     pub codecs: wshardd_config::CodecsConfig,
     pub max_connections: usize,
+    /// `limits.max_connections_per_uid`.
+    pub max_connections_per_uid: usize,
+    /// `limits.handshake_timeout_ms` and `limits.no_episode_timeout_ms`.
+    pub deadlines: Deadlines,
 }
 
 /// Shared by the listener and every connection.
@@ -43,6 +50,8 @@ pub struct ServerContext {
     pub tunables: RwLock<Tunables>,
     pub shutdown: Arc<AtomicBool>,
     pub active_connections: AtomicUsize,
+    /// The connections each peer uid holds (`limits.max_connections_per_uid`).
+    pub uid_slots: Arc<UidSlots>,
     /// Open episodes, counters and flags, for the control socket.
     pub registry: Arc<Registry>,
     /// The allowlists (SIGHUP replaces them).
@@ -107,6 +116,11 @@ pub fn tunables(cfg: &Config) -> Tunables {
         settings: session_settings(cfg),
         codecs: cfg.codecs.clone(),
         max_connections: usize::try_from(cfg.limits.max_connections).unwrap_or(64),
+        max_connections_per_uid: usize::try_from(cfg.limits.max_connections_per_uid).unwrap_or(32),
+        deadlines: Deadlines {
+            handshake: cfg.limits.handshake_timeout(),
+            no_episode: cfg.limits.no_episode_timeout(),
+        },
     }
 }
 
@@ -138,6 +152,7 @@ impl ServerContext {
             tunables: RwLock::new(tunables(cfg)),
             shutdown,
             active_connections: AtomicUsize::new(0),
+            uid_slots: Arc::new(UidSlots::default()),
             registry,
             access: RwLock::new(AccessPolicy::from_config(cfg)),
             disk,
@@ -150,6 +165,18 @@ impl ServerContext {
         self.tunables
             .read()
             .map_or(Codec::zstd(), |t| t.codecs.codec_for(channel))
+    }
+
+    /// The deadlines for a new connection.
+    #[must_use]
+    pub fn deadlines(&self) -> Deadlines {
+        self.tunables.read().map_or(
+            Deadlines {
+                handshake: wshardd_config::LimitsConfig::default().handshake_timeout(),
+                no_episode: wshardd_config::LimitsConfig::default().no_episode_timeout(),
+            },
+            |t| t.deadlines,
+        )
     }
 
     /// Settings for a new episode.

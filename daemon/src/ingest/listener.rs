@@ -1,5 +1,5 @@
 //! Binding the ingest socket and accepting connections, one thread each, up to
-//! `limits.max_connections`.
+//! `limits.max_connections` in all and `limits.max_connections_per_uid` per peer uid.
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -14,6 +14,7 @@ use wshard_ingest_proto::{ErrorCode, Frame};
 use super::connection;
 use super::context::ServerContext;
 use super::responder::SocketResponder;
+use super::slots::UidLimitReached;
 use crate::registry::PeerCred;
 
 /// How often the accept loop looks at the shutdown flag.
@@ -84,10 +85,10 @@ pub fn accept_loop(listener: &UnixListener, ctx: &Arc<ServerContext>) {
                     refuse_peer(stream, cred);
                     continue;
                 }
-                let max = ctx
-                    .tunables
-                    .read()
-                    .map_or(ctx.limits.max_connections, |t| t.max_connections);
+                let (max, per_uid) = ctx.tunables.read().map_or(
+                    (ctx.limits.max_connections, ctx.limits.max_connections),
+                    |t| (t.max_connections, t.max_connections_per_uid),
+                );
                 if ctx.active_connections.load(Ordering::Acquire) >= max {
                     ctx.registry
                         .counters
@@ -96,6 +97,17 @@ pub fn accept_loop(listener: &UnixListener, ctx: &Arc<ServerContext>) {
                     refuse(stream, max);
                     continue;
                 }
+                let slot = match ctx.uid_slots.take(cred.map(|c| c.uid), per_uid) {
+                    Ok(slot) => slot,
+                    Err(full) => {
+                        ctx.registry
+                            .counters
+                            .connections_refused
+                            .fetch_add(1, Ordering::Relaxed);
+                        refuse_uid(stream, full);
+                        continue;
+                    }
+                };
                 ctx.registry
                     .counters
                     .connections_accepted
@@ -111,6 +123,7 @@ pub fn accept_loop(listener: &UnixListener, ctx: &Arc<ServerContext>) {
                     .name(peer.clone())
                     .spawn(move || {
                         connection::serve(stream, &c, &peer);
+                        drop(slot);
                         c.active_connections.fetch_sub(1, Ordering::AcqRel);
                     });
                 match spawned {
@@ -139,6 +152,24 @@ fn refuse(stream: UnixStream, max: usize) {
     r.send(&Frame::error(
         ErrorCode::Overloaded,
         format!("limits.max_connections ({max}) reached; try again later"),
+    ));
+}
+
+/// Refuse a peer whose uid holds `limits.max_connections_per_uid` connections already.
+fn refuse_uid(stream: UnixStream, full: UidLimitReached) {
+    let UidLimitReached { uid, held, limit } = full;
+    tracing::warn!(
+        uid,
+        limit,
+        "refusing a connection: limits.max_connections_per_uid reached for this uid"
+    );
+    let r = SocketResponder::new(stream);
+    r.send(&Frame::error(
+        ErrorCode::Overloaded,
+        format!(
+            "limits.max_connections_per_uid ({limit}) reached: uid {uid} holds {held} \
+             connections already; close one of them or try again later"
+        ),
     ));
 }
 

@@ -1,13 +1,16 @@
-//! Unix-socket ingest: listener, per-connection protocol handling, responses, and the
+//! Unix-socket ingest: listener (with the per-uid connection slots, `slots`), per-connection
+//! protocol handling (with its deadlines, `deadline`), responses, and the
 //! shared-memory transport (`shm`: the ring consumer, the daemon's only `unsafe` code;
 //! `shm_session`: a connection's ring).
 
 pub mod connection;
 pub mod context;
+pub mod deadline;
 pub mod listener;
 pub mod responder;
 pub mod shm;
 mod shm_session;
 mod steps;
+pub mod slots;
 
 pub use context::ServerContext;

@@ -28,11 +28,12 @@ pub enum ErrorCode {
     Stopped = 20,
     PermissionDenied = 21,
     TimestampOrder = 22,
+    Timeout = 23,
 }
 
 impl ErrorCode {
     /// All codes, in wire order: every value from 1 to the last, without holes.
-    pub const ALL: [ErrorCode; 22] = [
+    pub const ALL: [ErrorCode; 23] = [
         Self::MalformedFrame,
         Self::UnknownFrame,
         Self::FrameTooLarge,
@@ -55,11 +56,12 @@ impl ErrorCode {
         Self::Stopped,
         Self::PermissionDenied,
         Self::TimestampOrder,
+        Self::Timeout,
     ];
 
     /// What a decoder expects of an `ERROR.code` (the message of a code that does not
     /// parse): the range of [`ErrorCode::ALL`], checked against it by a test.
-    pub const EXPECTED: &'static str = "an error code 1..=22";
+    pub const EXPECTED: &'static str = "an error code 1..=23";
 
     /// The `u16` written on the wire.
     #[must_use]
@@ -99,6 +101,7 @@ impl ErrorCode {
             Self::Stopped => "STOPPED",
             Self::PermissionDenied => "PERMISSION_DENIED",
             Self::TimestampOrder => "TIMESTAMP_ORDER",
+            Self::Timeout => "TIMEOUT",
         }
     }
 
@@ -117,6 +120,7 @@ impl ErrorCode {
                 | Self::ShuttingDown
                 | Self::Internal
                 | Self::PermissionDenied
+                | Self::Timeout
         )
     }
 }

@@ -144,12 +144,12 @@ fn proto_bad_enum_values() {
         ("what".into(), 3)
     );
     assert_eq!(
-        bad_value(&parse_err(0x84, &[23, 0, 0, 0])),
-        ("code".into(), 23)
+        bad_value(&parse_err(0x84, &[24, 0, 0, 0])),
+        ("code".into(), 24)
     );
     assert_eq!(
-        parse_err(0x84, &[23, 0, 0, 0]).to_string(),
-        "ERROR: field code has value 23, expected an error code 1..=22"
+        parse_err(0x84, &[24, 0, 0, 0]).to_string(),
+        "ERROR: field code has value 24, expected an error code 1..=23"
     );
     assert_eq!(
         bad_value(&parse_err(0x84, &[0, 0, 0, 0])),
@@ -283,6 +283,7 @@ fn proto_error_codes_match_protocol_table() {
         "STOPPED",
         "PERMISSION_DENIED",
         "TIMESTAMP_ORDER",
+        "TIMEOUT",
     ];
     for (i, name) in names.iter().enumerate() {
         let code = ErrorCode::from_u16(i as u16 + 1).unwrap();
@@ -290,14 +291,14 @@ fn proto_error_codes_match_protocol_table() {
         assert_eq!(code.code(), i as u16 + 1);
     }
     assert_eq!(ErrorCode::from_u16(0), None);
-    assert_eq!(ErrorCode::from_u16(23), None);
+    assert_eq!(ErrorCode::from_u16(24), None);
     assert_eq!(ErrorCode::ALL.len(), names.len());
     let closing: Vec<u16> = ErrorCode::ALL
         .iter()
         .filter(|c| c.closes_connection())
         .map(|c| c.code())
         .collect();
-    assert_eq!(closing, [2, 3, 4, 5, 14, 16, 17, 21]);
+    assert_eq!(closing, [2, 3, 4, 5, 14, 16, 17, 21, 23]);
 }
 
 #[test]

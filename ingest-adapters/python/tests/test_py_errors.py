@@ -235,7 +235,7 @@ def test_py_errors_timestamps_must_not_decrease(daemon: Daemon) -> None:
         with pytest.raises(ServerError) as ei:
             ep.flush()
         assert ei.value.code == ErrorCode.TIMESTAMP_ORDER
-        assert ei.value.code.value == 22
+        assert ei.value.code.value == 22  # TIMESTAMP_ORDER; 23 is TIMEOUT
         assert "t_ns 99 is below t_ns 100 of seq 1" in ei.value.message
         ep.close()
     # The batch holding the decreasing step was refused whole.

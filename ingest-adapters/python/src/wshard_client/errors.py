@@ -71,6 +71,11 @@ class ErrorCode(enum.IntEnum):
     #: A timestep's ``t_ns`` is below the previous timestep's: ``t_ns`` must not decrease
     #: within an episode (equal is allowed). The frame (or ring slot) is refused whole.
     TIMESTAMP_ORDER = 22
+    #: A server deadline passed: no complete HELLO within ``limits.handshake_timeout_ms``,
+    #: no open episode for ``limits.no_episode_timeout_ms``, or the client did not read
+    #: its socket for the server's write timeout; the message names which. Closes the
+    #: connection (an open episode is finalized ``interrupted``; what was DURABLE stays).
+    TIMEOUT = 23
 
     @property
     def closes_connection(self) -> bool:
@@ -95,6 +100,7 @@ _CLOSING = frozenset(
         ErrorCode.SHUTTING_DOWN,
         ErrorCode.INTERNAL,
         ErrorCode.PERMISSION_DENIED,
+        ErrorCode.TIMEOUT,
     }
 )
 
