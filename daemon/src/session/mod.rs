@@ -6,6 +6,7 @@
 //! [`recycle`]).
 
 pub mod budget;
+pub mod failure;
 pub mod publisher;
 pub mod recycle;
 pub mod settings;
@@ -21,9 +22,11 @@ use std::thread::JoinHandle;
 use crossbeam_channel::Sender;
 use wshard::manifest::Manifest;
 
-pub use settings::{FsyncMode, Rotation, SessionSettings};
+pub use failure::{SessionFailure, StorageFailure};
+pub use settings::{Rotation, SessionSettings};
 pub use shared::{FinalStatus, Responder, SessionShared};
 pub use stats::EpisodeStats;
+pub use wshardd_config::FsyncPolicy;
 
 use crate::chunk::publish::commit_manifest;
 use crate::episode::{Durability, EpisodeLayout, EpisodeSchema};
@@ -81,7 +84,7 @@ pub struct CloseSummary {
     pub chunks: u64,
     pub status: String,
     /// Set when the episode failed on storage (its files are left for recovery).
-    pub failure: Option<String>,
+    pub failure: Option<SessionFailure>,
 }
 
 /// A recording episode.
@@ -254,7 +257,7 @@ impl Session {
         self.tx = None;
         if let Some(w) = self.writer.take() {
             if w.join().is_err() {
-                self.shared.fail("the writer thread panicked".into());
+                self.shared.fail(SessionFailure::WriterPanicked);
             }
         }
         let manifest = self.publisher.take().map(JoinHandle::join);
@@ -265,7 +268,7 @@ impl Session {
                 m.status.unwrap_or_default(),
             ),
             Some(Err(_)) => {
-                self.shared.fail("the publisher thread panicked".into());
+                self.shared.fail(SessionFailure::PublisherPanicked);
                 (0, 0, String::new())
             }
             None => (0, 0, String::new()),
