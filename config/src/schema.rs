@@ -242,11 +242,11 @@ pub struct DurabilityConfig {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct QueuesConfig {
-    /// Frames buffered between a connection's reader and its episode writer. 1..=65536,
-    /// default 64.
+    /// Frames buffered between a connection's reader and its session's writer thread.
+    /// 1..=65536, default 64.
     pub max_pending_frames: u32,
-    /// Bytes buffered between a connection's reader and its episode writer. At least
-    /// `limits.max_frame_bytes` (one frame must fit), default 64 MiB.
+    /// Bytes buffered between a connection's reader and its session's writer thread. At
+    /// least `limits.max_frame_bytes` (one frame must fit), default 64 MiB.
     pub max_pending_bytes: u64,
     /// Threads compressing finalized chunks. 1..=64, default 2.
     pub compression_workers: u32,
