@@ -10,7 +10,7 @@ pub mod listener;
 pub mod responder;
 pub mod shm;
 mod shm_session;
-pub mod slots;
 mod steps;
+pub mod slots;
 
 pub use context::ServerContext;
