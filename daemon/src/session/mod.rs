@@ -77,9 +77,10 @@ fn slots_capacity() -> usize {
     usize::try_from(CHUNKS_IN_MEMORY).unwrap_or(2)
 }
 
-/// What CLOSE produced.
+/// What a session ended with (CLOSE, or finalized without one): the daemon's side; the
+/// client's is `wshard_client::CloseSummary`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CloseSummary {
+pub struct SessionSummary {
     pub timesteps: u64,
     pub chunks: u64,
     pub status: String,
@@ -235,25 +236,25 @@ impl Session {
 
     /// Finalize: last chunk, manifest with the final status. Returns when it is durable.
     #[must_use]
-    pub fn close(self, status: FinalStatus) -> CloseSummary {
+    pub fn close(self, status: FinalStatus) -> SessionSummary {
         self.finalize(status, false)
     }
 
     /// [`Session::close`] for the client's CLOSE: before the manifest is final the client
     /// gets a `DURABLE` covering every timestep (the caller then sends `ACCEPTED{CLOSE}`).
     #[must_use]
-    pub fn close_answering(self, status: FinalStatus) -> CloseSummary {
+    pub fn close_answering(self, status: FinalStatus) -> SessionSummary {
         self.finalize(status, true)
     }
 
-    fn finalize(mut self, status: FinalStatus, answer: bool) -> CloseSummary {
+    fn finalize(mut self, status: FinalStatus, answer: bool) -> SessionSummary {
         if let Some(tx) = self.tx.take() {
             let _ = tx.send(WriterMsg::Close { status, answer });
         }
         self.join()
     }
 
-    fn join(&mut self) -> CloseSummary {
+    fn join(&mut self) -> SessionSummary {
         self.tx = None;
         if let Some(w) = self.writer.take() {
             if w.join().is_err() {
@@ -273,7 +274,7 @@ impl Session {
             }
             None => (0, 0, String::new()),
         };
-        CloseSummary {
+        SessionSummary {
             timesteps,
             chunks,
             status,

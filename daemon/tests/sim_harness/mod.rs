@@ -17,7 +17,7 @@ use wshard_recorder::fsio::sim::{OpKind, PowerLoss, SimFs};
 use wshard_recorder::fsio::Fs;
 use wshard_recorder::recovery::{recover_all, RecoveryReport};
 use wshard_recorder::session::{
-    CloseSummary, FinalStatus, FsyncPolicy, Responder, Rotation, Session, SessionSettings,
+    FinalStatus, FsyncPolicy, Responder, Rotation, Session, SessionSettings, SessionSummary,
 };
 
 /// The data directory inside the sim.
@@ -203,7 +203,7 @@ pub fn records(from: u64, n: u64) -> Vec<u8> {
 pub struct Run {
     /// `Some` when `Session::open` failed.
     pub open_error: Option<String>,
-    pub summary: Option<CloseSummary>,
+    pub summary: Option<SessionSummary>,
     /// Highest DURABLE the client received.
     pub acked: u64,
     /// Highest DURABLE received while the sim had power.
