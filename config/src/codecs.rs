@@ -72,13 +72,22 @@ pub fn codec_to_string(codec: Codec) -> String {
     }
 }
 
-/// [`Codec::parse`] with a message fit for a config error (the caller names the value).
+/// Why a text is not a codec; the message is fit for a config error (the caller names the
+/// key and the value).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CodecTextError {
+    /// Not one of the codec names.
+    #[error("must be \"none\", \"lz4\", \"zstd\" or \"zstd-1\"..\"zstd-22\"")]
+    Unknown,
+}
+
+/// [`Codec::parse`] with an error fit for a config error (the caller names the value).
 ///
 /// # Errors
-/// The message says which names are accepted.
-pub fn parse_codec(text: &str) -> Result<Codec, String> {
-    Codec::parse(text)
-        .map_err(|_| "must be \"none\", \"lz4\", \"zstd\" or \"zstd-1\"..\"zstd-22\"".to_owned())
+/// [`CodecTextError::Unknown`], whose message says which names are accepted.
+pub fn parse_codec(text: &str) -> Result<Codec, CodecTextError> {
+    Codec::parse(text).map_err(|_| CodecTextError::Unknown)
 }
 
 mod codec_text {

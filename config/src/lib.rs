@@ -37,15 +37,15 @@ mod schema;
 mod service;
 mod validate;
 
-pub use codecs::{codec_to_string, parse_codec, CodecsConfig};
+pub use codecs::{codec_to_string, parse_codec, CodecTextError, CodecsConfig};
 pub use deprecated::{Deprecation, DEPRECATED_KEYS};
 pub use error::ConfigError;
-pub use kinds::{Durability, FsyncMode, FsyncPolicy, LogLevel};
+pub use kinds::{Durability, FsyncPolicy, FsyncPolicyKind, LogLevel};
 pub use load::{
     default_candidates, ConfigSource, DEFAULTS_ORIGIN, ENV_VAR, LOCAL_CONFIG_PATH,
     SYSTEM_CONFIG_PATH,
 };
-pub use octal::{format_mode, parse_mode, MAX_MODE};
+pub use octal::{format_mode, parse_mode, ModeTextError, MAX_MODE};
 pub use reload::{schema_keys, ReloadClass};
 pub use schema::{
     Config, DurabilityConfig, FsyncConfig, LimitsConfig, LogConfig, QueuesConfig, RecoveryConfig,

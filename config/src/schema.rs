@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::codecs::CodecsConfig;
 use crate::deprecated::Deprecation;
-use crate::kinds::{Durability, FsyncMode, FsyncPolicy, LogLevel};
+use crate::kinds::{durability_text, Durability, FsyncPolicy, FsyncPolicyKind, LogLevel};
 use crate::service::{AccessConfig, ControlConfig, DiskConfig};
 
 /// 1 MiB.
@@ -200,7 +200,7 @@ impl RotationConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct FsyncConfig {
     /// `always`, `interval` or `never`. Default `interval`.
-    pub policy: FsyncMode,
+    pub policy: FsyncPolicyKind,
     /// Period of the `interval` policy in milliseconds. 1..=1000, default 10. Checked even
     /// when another policy is chosen.
     pub interval_ms: u64,
@@ -209,7 +209,7 @@ pub struct FsyncConfig {
 impl Default for FsyncConfig {
     fn default() -> Self {
         Self {
-            policy: FsyncMode::Interval,
+            policy: FsyncPolicyKind::Interval,
             interval_ms: 10,
         }
     }
@@ -220,9 +220,11 @@ impl FsyncConfig {
     #[must_use]
     pub fn to_policy(&self) -> FsyncPolicy {
         match self.policy {
-            FsyncMode::Always => FsyncPolicy::Always,
-            FsyncMode::Interval => FsyncPolicy::Interval(Duration::from_millis(self.interval_ms)),
-            FsyncMode::Never => FsyncPolicy::Never,
+            FsyncPolicyKind::Always => FsyncPolicy::Always,
+            FsyncPolicyKind::Interval => {
+                FsyncPolicy::Interval(Duration::from_millis(self.interval_ms))
+            }
+            FsyncPolicyKind::Never => FsyncPolicy::Never,
         }
     }
 }
@@ -232,6 +234,7 @@ impl FsyncConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct DurabilityConfig {
     /// Class used when the client's OPEN does not choose one: `ack` or `chunk`. Default `ack`.
+    #[serde(with = "durability_text")]
     pub default: Durability,
 }
 
@@ -239,11 +242,11 @@ pub struct DurabilityConfig {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct QueuesConfig {
-    /// Frames buffered between a connection's reader and its episode writer. 1..=65536,
-    /// default 64.
+    /// Frames buffered between a connection's reader and its session's writer thread.
+    /// 1..=65536, default 64.
     pub max_pending_frames: u32,
-    /// Bytes buffered between a connection's reader and its episode writer. At least
-    /// `limits.max_frame_bytes` (one frame must fit), default 64 MiB.
+    /// Bytes buffered between a connection's reader and its session's writer thread. At
+    /// least `limits.max_frame_bytes` (one frame must fit), default 64 MiB.
     pub max_pending_bytes: u64,
     /// Threads compressing finalized chunks. 1..=64, default 2.
     pub compression_workers: u32,

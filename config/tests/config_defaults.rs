@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use toml::{Table, Value};
 use wshardd_config::{
-    schema_keys, Codec, Config, Durability, FsyncMode, FsyncPolicy, LogLevel, DEFAULT_CONFIG_TOML,
+    schema_keys, Codec, Config, Durability, FsyncPolicy, FsyncPolicyKind, LogLevel,
+    DEFAULT_CONFIG_TOML,
 };
 
 const README: &str = include_str!("../README.md");
@@ -57,7 +58,7 @@ fn config_defaults_match_the_brief() {
     assert_eq!(c.rotation.max_age(), Duration::from_secs(60));
     assert_eq!(c.codecs.default, Codec::Zstd { level: 3 });
     assert!(c.codecs.channels.is_empty());
-    assert_eq!(c.fsync.policy, FsyncMode::Interval);
+    assert_eq!(c.fsync.policy, FsyncPolicyKind::Interval);
     assert_eq!(c.fsync.interval_ms, 10);
     assert_eq!(
         c.fsync_policy(),

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use wshardd_config::{schema_keys, Codec, Config, FsyncMode, LogLevel, ReloadClass};
+use wshardd_config::{schema_keys, Codec, Config, FsyncPolicyKind, LogLevel, ReloadClass};
 
 #[test]
 fn config_reload_no_change() {
@@ -17,7 +17,7 @@ fn config_reload_applied_keys() {
     let old = Config::default();
     let mut new = old.clone();
     new.log.level = LogLevel::Debug;
-    new.fsync.policy = FsyncMode::Always;
+    new.fsync.policy = FsyncPolicyKind::Always;
     new.fsync.interval_ms = 5;
     new.rotation.max_timesteps = 10;
     new.rotation.max_bytes = 1 << 20;

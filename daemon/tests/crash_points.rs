@@ -17,7 +17,7 @@ use wshard_recorder::episode::Durability;
 use wshard_recorder::fsio::sim::{PowerLoss, SimFs};
 use wshard_recorder::fsio::Fs;
 use wshard_recorder::recovery::recover_all;
-use wshard_recorder::session::FsyncMode;
+use wshard_recorder::session::FsyncPolicy;
 
 /// Totals of one sweep, printed at the end.
 #[derive(Debug, Default)]
@@ -67,7 +67,11 @@ fn sweep(sc: &Scenario, torn: bool) -> Sweep {
         if crashed {
             // After the cut: the session failed cleanly (no panic) and said so.
             if let Some(sum) = &run.summary {
-                let why = sum.failure.as_deref().unwrap_or_default();
+                let why = sum
+                    .failure
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
                 assert!(
                     !why.contains("panicked"),
                     "{} k={k}: a thread panicked: {why}",
@@ -113,7 +117,7 @@ fn sweep(sc: &Scenario, torn: bool) -> Sweep {
 
 #[test]
 fn crash_point_every_syscall_of_a_recording_ack_always() {
-    let sc = Scenario::standard("ack/always", Durability::Ack, FsyncMode::Always);
+    let sc = Scenario::standard("ack/always", Durability::Ack, FsyncPolicy::Always);
     let s = sweep(&sc, true);
     // Acks arrive batch by batch: the sweep saw every intermediate watermark.
     assert!(s.acked_points.len() >= 6, "{:?}", s.acked_points);
@@ -124,20 +128,20 @@ fn crash_point_every_syscall_of_a_recording_ack_interval() {
     let sc = Scenario::standard(
         "ack/interval",
         Durability::Ack,
-        FsyncMode::Interval(Duration::from_millis(1)),
+        FsyncPolicy::Interval(Duration::from_millis(1)),
     );
     sweep(&sc, false);
 }
 
 #[test]
 fn crash_point_every_syscall_of_a_recording_ack_never() {
-    let sc = Scenario::standard("ack/never", Durability::Ack, FsyncMode::Never);
+    let sc = Scenario::standard("ack/never", Durability::Ack, FsyncPolicy::Never);
     sweep(&sc, true);
 }
 
 #[test]
 fn crash_point_every_syscall_of_a_recording_chunk() {
-    let sc = Scenario::standard("chunk/always", Durability::Chunk, FsyncMode::Always);
+    let sc = Scenario::standard("chunk/always", Durability::Chunk, FsyncPolicy::Always);
     let s = sweep(&sc, true);
     // Class `chunk` acknowledges only finalized chunks.
     assert!(
@@ -149,7 +153,7 @@ fn crash_point_every_syscall_of_a_recording_chunk() {
 
 #[test]
 fn crash_point_every_syscall_of_a_recording_chunk_never() {
-    let sc = Scenario::standard("chunk/never", Durability::Chunk, FsyncMode::Never);
+    let sc = Scenario::standard("chunk/never", Durability::Chunk, FsyncPolicy::Never);
     sweep(&sc, false);
 }
 
@@ -157,7 +161,7 @@ fn crash_point_every_syscall_of_a_recording_chunk_never() {
 fn crash_point_every_syscall_of_a_recording_unsettled() {
     // Batches submitted back to back: writer and publisher race, so the k-th operation
     // falls at different places from run to run.
-    let mut sc = Scenario::standard("ack/always unsettled", Durability::Ack, FsyncMode::Always);
+    let mut sc = Scenario::standard("ack/always unsettled", Durability::Ack, FsyncPolicy::Always);
     sc.settle = false;
     sweep(&sc, false);
 }
@@ -237,7 +241,7 @@ fn recovery_sweep(sc: &Scenario, image_mode: fn(u64) -> PowerLoss, decorate: fn(
 
 #[test]
 fn crash_point_during_recovery() {
-    let sc = Scenario::standard("recovery ack", Durability::Ack, FsyncMode::Always);
+    let sc = Scenario::standard("recovery ack", Durability::Ack, FsyncPolicy::Always);
     recovery_sweep(
         &sc,
         // Every other recording crash point leaves torn, garbage-ended journal tails.
@@ -258,7 +262,7 @@ fn crash_point_during_recovery_chunk_class() {
     // the middle of writing one leaves no durable name (its directory is synced only after
     // the rename), so each image gets a durable stray `.partial` as a real file system could
     // leave it (another thread's directory fsync made its name durable).
-    let sc = Scenario::standard("recovery chunk", Durability::Chunk, FsyncMode::Always);
+    let sc = Scenario::standard("recovery chunk", Durability::Chunk, FsyncPolicy::Always);
     recovery_sweep(
         &sc,
         |_| PowerLoss::DropUnsynced,

@@ -15,14 +15,14 @@ use sim_harness::{fresh_sim, layout, record, recover_and_check, Run, Scenario};
 use wshard_recorder::episode::Durability;
 use wshard_recorder::fsio::sim::{FaultKind, OpKind, OpRecord, Outcome, PowerLoss, SimFs};
 use wshard_recorder::fsio::Fs;
-use wshard_recorder::session::FsyncMode;
+use wshard_recorder::session::FsyncPolicy;
 
 fn ack() -> Scenario {
-    Scenario::standard("ack/always", Durability::Ack, FsyncMode::Always)
+    Scenario::standard("ack/always", Durability::Ack, FsyncPolicy::Always)
 }
 
 fn chunk() -> Scenario {
-    Scenario::standard("chunk/always", Durability::Chunk, FsyncMode::Always)
+    Scenario::standard("chunk/always", Durability::Chunk, FsyncPolicy::Always)
 }
 
 /// Record `sc` on a fresh sim armed by `arm`.
@@ -44,7 +44,7 @@ fn failure(run: &Run) -> String {
     run.open_error.clone().unwrap_or_else(|| {
         run.summary
             .as_ref()
-            .and_then(|s| s.failure.clone())
+            .and_then(|s| s.failure.as_ref().map(ToString::to_string))
             .unwrap_or_default()
     })
 }

@@ -22,7 +22,7 @@ use wshard_recorder::chunk::SeqGaps;
 use wshard_recorder::episode::Durability;
 use wshard_recorder::fsio::sim::{PowerLoss, SimFs};
 use wshard_recorder::fsio::Fs;
-use wshard_recorder::session::{FinalStatus, FsyncMode, Rotation, Session, SessionSettings};
+use wshard_recorder::session::{FinalStatus, FsyncPolicy, Rotation, Session, SessionSettings};
 
 /// Chunks of 8 timesteps.
 const CHUNK: u64 = 8;
@@ -47,7 +47,7 @@ fn truth() -> (Vec<u64>, Vec<Vec<[u64; 2]>>) {
     (seqs, gaps)
 }
 
-fn settings(fsync: FsyncMode) -> SessionSettings {
+fn settings(fsync: FsyncPolicy) -> SessionSettings {
     SessionSettings {
         fsync,
         rotation: Rotation {
@@ -72,7 +72,7 @@ fn wait(mut done: impl FnMut() -> bool) {
 /// Record [`BATCHES`] on `sim` (a crash may be armed), settling after each batch, then
 /// FLUSH and CLOSE. Returns the highest DURABLE received while the sim had power, and
 /// whether the episode was closed without a failure.
-fn record(sim: &SimFs, durability: Durability, fsync: FsyncMode) -> (u64, bool) {
+fn record(sim: &SimFs, durability: Durability, fsync: FsyncPolicy) -> (u64, bool) {
     let client = Arc::new(Client::new(sim));
     let Ok(session) = Session::open(
         Arc::new(sim.clone()),
@@ -83,7 +83,7 @@ fn record(sim: &SimFs, durability: Durability, fsync: FsyncMode) -> (u64, bool) 
     ) else {
         return (client.durable_before_crash.load(Ordering::SeqCst), false);
     };
-    let acks_at_sync = durability == Durability::Ack && fsync != FsyncMode::Never;
+    let acks_at_sync = durability == Durability::Ack && fsync != FsyncPolicy::Never;
     let mut timesteps = 0;
     for (first, n) in BATCHES {
         if !session.submit(records(first, n), n) {
@@ -190,7 +190,7 @@ fn check(fs: &SimFs, acked: u64, ctx: &str) -> u64 {
 
 /// Record once without a crash (everything there, nothing to recover), then cut the power
 /// after every operation of the recording, recover each image and check it.
-fn sweep(name: &str, durability: Durability, fsync: FsyncMode, torn: bool) {
+fn sweep(name: &str, durability: Durability, fsync: FsyncPolicy, torn: bool) {
     let st = settings(fsync);
     let probe = fresh_sim();
     let (acked, ok) = record(&probe, durability, fsync);
@@ -226,17 +226,17 @@ fn sweep(name: &str, durability: Durability, fsync: FsyncMode, torn: bool) {
 
 #[test]
 fn gaps_recorded_and_recovered_ack_always() {
-    sweep("ack/always", Durability::Ack, FsyncMode::Always, true);
+    sweep("ack/always", Durability::Ack, FsyncPolicy::Always, true);
 }
 
 #[test]
 fn gaps_recorded_and_recovered_ack_never() {
-    sweep("ack/never", Durability::Ack, FsyncMode::Never, false);
+    sweep("ack/never", Durability::Ack, FsyncPolicy::Never, false);
 }
 
 #[test]
 fn gaps_recorded_and_recovered_chunk() {
-    sweep("chunk", Durability::Chunk, FsyncMode::Always, false);
+    sweep("chunk", Durability::Chunk, FsyncPolicy::Always, false);
 }
 
 #[test]

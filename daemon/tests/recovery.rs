@@ -14,7 +14,7 @@ use wshard_recorder::episode::{Durability, EpisodeLayout, EpisodeSchema};
 use wshard_recorder::fsio::{Fs, RealFs};
 use wshard_recorder::recovery::recover_all;
 use wshard_recorder::session::{
-    FinalStatus, FsyncMode, Responder, Rotation, Session, SessionSettings,
+    FinalStatus, FsyncPolicy, Responder, Rotation, Session, SessionSettings,
 };
 
 #[derive(Default)]
@@ -51,7 +51,7 @@ fn open(dir: &Path, max_ts: u64) -> (Session, Arc<Acks>) {
     )
     .unwrap();
     let settings = SessionSettings {
-        fsync: FsyncMode::Always,
+        fsync: FsyncPolicy::Always,
         rotation: Rotation {
             max_timesteps: max_ts,
             max_bytes: 1 << 30,

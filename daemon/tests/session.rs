@@ -13,7 +13,7 @@ use wshard_recorder::chunk::step::encode_step;
 use wshard_recorder::episode::{Durability, EpisodeLayout, EpisodeSchema};
 use wshard_recorder::fsio::RealFs;
 use wshard_recorder::session::{
-    FinalStatus, FsyncMode, Responder, Rotation, Session, SessionSettings,
+    FinalStatus, FsyncPolicy, Responder, Rotation, Session, SessionSettings,
 };
 
 #[derive(Default)]
@@ -66,7 +66,7 @@ fn step_payload(i: u64) -> Vec<u8> {
         .collect()
 }
 
-fn settings(fsync: FsyncMode, max_timesteps: u64) -> SessionSettings {
+fn settings(fsync: FsyncPolicy, max_timesteps: u64) -> SessionSettings {
     SessionSettings {
         fsync,
         rotation: Rotation {
@@ -95,7 +95,7 @@ fn push(session: &Session, from: u64, n: u64) {
 
 fn record(
     durability: Durability,
-    fsync: FsyncMode,
+    fsync: FsyncPolicy,
     total: u64,
     batch: u64,
     max_ts: u64,
@@ -142,7 +142,7 @@ fn check_values(dir: &std::path::Path, total: u64) {
 
 #[test]
 fn session_records_rotates_and_acknowledges() {
-    let (dir, resp, m) = record(Durability::Ack, FsyncMode::Always, 2_500, 64, 1_000);
+    let (dir, resp, m) = record(Durability::Ack, FsyncPolicy::Always, 2_500, 64, 1_000);
     assert_eq!(m.status.as_deref(), Some("complete"));
     assert_eq!(
         m.chunks.iter().map(|c| c.length_t).collect::<Vec<_>>(),
@@ -174,7 +174,7 @@ fn session_records_rotates_and_acknowledges() {
 fn session_chunk_durability_writes_no_journal() {
     let (dir, resp, m) = record(
         Durability::Chunk,
-        FsyncMode::Interval(Duration::from_millis(5)),
+        FsyncPolicy::Interval(Duration::from_millis(5)),
         1_234,
         100,
         500,
@@ -191,7 +191,7 @@ fn session_chunk_durability_writes_no_journal() {
 #[test]
 fn session_batch_split_at_rotation_keeps_every_step() {
     // Batches of 7 against chunks of 10: every chunk boundary falls inside a batch.
-    let (dir, _, m) = record(Durability::Ack, FsyncMode::Never, 95, 7, 10);
+    let (dir, _, m) = record(Durability::Ack, FsyncPolicy::Never, 95, 7, 10);
     assert_eq!(m.chunks.len(), 10);
     assert!(m.chunks.iter().take(9).all(|c| c.length_t == 10));
     check_values(dir.path(), 95);
@@ -229,7 +229,7 @@ fn session_dropped_without_close_is_interrupted_and_complete_on_disk() {
         Arc::new(RealFs),
         dir.path(),
         schema("drop", Durability::Ack),
-        settings(FsyncMode::Always, 50),
+        settings(FsyncPolicy::Always, 50),
         resp,
     )
     .unwrap();
@@ -244,7 +244,7 @@ fn session_dropped_without_close_is_interrupted_and_complete_on_disk() {
 #[test]
 fn session_ack_without_fsync_acknowledges_published_chunks() {
     // fsync `never`: the journal is never synced, so DURABLE comes only with durable chunks.
-    let (dir, resp, m) = record(Durability::Ack, FsyncMode::Never, 250, 50, 100);
+    let (dir, resp, m) = record(Durability::Ack, FsyncPolicy::Never, 250, 50, 100);
     assert_eq!(m.chunks.len(), 3);
     check_values(dir.path(), 250);
     assert_eq!(resp.durable.lock().unwrap().clone(), vec![100, 200, 250]);
@@ -258,7 +258,7 @@ fn session_flush_without_journal_publishes_the_open_chunk() {
         Arc::new(RealFs),
         dir.path(),
         schema("fl", Durability::Chunk),
-        settings(FsyncMode::Interval(Duration::from_millis(5)), 1_000_000),
+        settings(FsyncPolicy::Interval(Duration::from_millis(5)), 1_000_000),
         resp.clone(),
     )
     .unwrap();
@@ -291,7 +291,7 @@ fn session_byte_budget_of_the_queue_holds_and_loses_nothing() {
         schema("ep", Durability::Ack),
         SessionSettings {
             queue_bytes: 1_000,
-            ..settings(FsyncMode::Interval(Duration::from_millis(2)), 700)
+            ..settings(FsyncPolicy::Interval(Duration::from_millis(2)), 700)
         },
         resp.clone(),
     )
@@ -351,7 +351,7 @@ fn session_compressed_chunks_reuse_buffers_early_and_keep_every_byte() {
             dir.path(),
             schema,
             // 16 steps = 1.5 MiB per chunk: more than an early release copies.
-            settings(FsyncMode::Interval(Duration::from_millis(5)), 16),
+            settings(FsyncPolicy::Interval(Duration::from_millis(5)), 16),
             Arc::new(Recorded::default()),
         )
         .unwrap();

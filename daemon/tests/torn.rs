@@ -33,7 +33,7 @@ use wshard_recorder::fsio::sim::{OpKind, PowerLoss, SimFs};
 use wshard_recorder::fsio::Fs;
 use wshard_recorder::journal::format::{scan, BLOCK_LEN};
 use wshard_recorder::recovery::{recover_episode, Action, RecoveryReport};
-use wshard_recorder::session::{FinalStatus, FsyncMode, Rotation, Session, SessionSettings};
+use wshard_recorder::session::{FinalStatus, FsyncPolicy, Rotation, Session, SessionSettings};
 
 /// Payload bytes of one timestep of the harness schema (`state` f32x4 + `cmd` u8x6).
 const PAYLOAD: usize = 16 + 6;
@@ -46,7 +46,7 @@ const REC: usize = STEP_HEADER_LEN + PAYLOAD;
 
 fn settings(max_ts: u64) -> SessionSettings {
     SessionSettings {
-        fsync: FsyncMode::Always,
+        fsync: FsyncPolicy::Always,
         rotation: Rotation {
             max_timesteps: max_ts,
             max_bytes: 1 << 30,

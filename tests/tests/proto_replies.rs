@@ -103,7 +103,7 @@ fn proto_flush_is_answered_even_with_nothing_to_sync() {
 
     // Durability `chunk`: DURABLE only with published chunks, FLUSH publishes the open one.
     let mut spec = small("flush-chunk");
-    spec.durability = wshard_ingest_proto::Durability::Chunk;
+    spec.durability = Some(wshard_ingest_proto::Durability::Chunk);
     c.open(&spec);
     flush_answered(&mut c, 0);
     c.timesteps(&ch, 0..5);
@@ -137,7 +137,7 @@ fn proto_close_is_always_durable_then_accepted() {
     // Durability `chunk`, with and without timesteps.
     for (id, n) in [("close-chunk-empty", 0), ("close-chunk", 4)] {
         let mut spec = small(id);
-        spec.durability = wshard_ingest_proto::Durability::Chunk;
+        spec.durability = Some(wshard_ingest_proto::Durability::Chunk);
         c.open(&spec);
         c.timesteps(&ch, 0..n);
         assert_eq!(close_answered(&mut c, n).len(), 2, "{id}");

@@ -127,11 +127,7 @@ impl CaseDef {
     }
 
     pub fn durability_name(&self) -> &'static str {
-        match self.durability {
-            Durability::Ack => "ack",
-            Durability::Chunk => "chunk",
-            Durability::ServerDefault => "default",
-        }
+        self.durability.as_str()
     }
 
     fn record_bytes(&self) -> u64 {

@@ -59,6 +59,29 @@ pub fn update_manifest(m: &mut Manifest, always: bool) {
 /// Bytes of one encoded range.
 pub const RANGE_BYTES: usize = 16;
 
+/// What is wrong with a dropped-seq-range list: a range added out of order, or a block that
+/// breaks a rule of the format.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GapsError {
+    /// A range starts before the end of the one held last.
+    #[error("dropped seq range [{start}, {end}) does not follow [{}, {})", last[0], last[1])]
+    OutOfOrder {
+        start: u64,
+        end: u64,
+        last: [u64; 2],
+    },
+    /// The block's length is not a whole number of ranges.
+    #[error("{} is {len} bytes, not a multiple of {}", BLOCK, RANGE_BYTES)]
+    BadLength { len: usize },
+    /// A stored range holds no seq.
+    #[error("{}: empty range [{start}, {end})", BLOCK)]
+    EmptyRange { start: u64, end: u64 },
+    /// A stored range overlaps or touches the one before it.
+    #[error("{}: range [{start}, {end}) overlaps or touches the one before", BLOCK)]
+    Overlap { start: u64, end: u64 },
+}
+
 /// The dropped seq ranges of one chunk, in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SeqGaps {
@@ -84,17 +107,18 @@ impl SeqGaps {
     /// already held; a range that starts where the last one ends is merged into it.
     ///
     /// # Errors
-    /// A message when the range goes backwards or overlaps.
-    pub fn push(&mut self, start: u64, end: u64) -> Result<(), String> {
+    /// [`GapsError::OutOfOrder`] when the range goes backwards or overlaps.
+    pub fn push(&mut self, start: u64, end: u64) -> Result<(), GapsError> {
         if end <= start {
             return Ok(());
         }
         match self.ranges.last_mut() {
             Some(last) if start < last[1] => {
-                return Err(format!(
-                    "dropped seq range [{start}, {end}) does not follow [{}, {})",
-                    last[0], last[1]
-                ))
+                return Err(GapsError::OutOfOrder {
+                    start,
+                    end,
+                    last: *last,
+                })
             }
             Some(last) if start == last[1] => last[1] = end,
             _ => self.ranges.push([start, end]),
@@ -141,13 +165,10 @@ impl SeqGaps {
     /// Parse the block's bytes, checking every rule of the format.
     ///
     /// # Errors
-    /// A message naming the problem.
-    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+    /// A [`GapsError`] naming the problem.
+    pub fn decode(bytes: &[u8]) -> Result<Self, GapsError> {
         if bytes.len() % RANGE_BYTES != 0 {
-            return Err(format!(
-                "{BLOCK} is {} bytes, not a multiple of {RANGE_BYTES}",
-                bytes.len()
-            ));
+            return Err(GapsError::BadLength { len: bytes.len() });
         }
         let mut out = Self::new();
         for pair in bytes.chunks_exact(RANGE_BYTES) {
@@ -157,12 +178,10 @@ impl SeqGaps {
             b.copy_from_slice(&pair[8..]);
             let (start, end) = (u64::from_le_bytes(a), u64::from_le_bytes(b));
             if end <= start {
-                return Err(format!("{BLOCK}: empty range [{start}, {end})"));
+                return Err(GapsError::EmptyRange { start, end });
             }
             if out.ranges.last().is_some_and(|l| start <= l[1]) {
-                return Err(format!(
-                    "{BLOCK}: range [{start}, {end}) overlaps or touches the one before"
-                ));
+                return Err(GapsError::Overlap { start, end });
             }
             out.push(start, end)?;
         }
@@ -179,7 +198,7 @@ impl SeqGaps {
     ///
     /// # Errors
     /// As [`SeqGaps::decode`].
-    pub fn of_episode(ep: &Episode) -> Result<Self, String> {
+    pub fn of_episode(ep: &Episode) -> Result<Self, GapsError> {
         ep.aux_block(BLOCK)
             .map_or_else(|| Ok(Self::new()), |b| Self::decode(&b.data))
     }
@@ -200,7 +219,10 @@ mod tests {
         assert_eq!(g.ranges(), &[[3, 6], [10, 12]]);
         assert_eq!(g.total(), 5);
         let e = g.push(11, 20).expect_err("overlap");
-        assert!(e.contains("[11, 20) does not follow [10, 12)"), "{e}");
+        assert!(
+            e.to_string().contains("[11, 20) does not follow [10, 12)"),
+            "{e}"
+        );
         assert!(g.push(0, 1).is_err());
         assert_eq!(g.total(), 5, "refused ranges do not count");
         g.clear();
@@ -242,7 +264,10 @@ mod tests {
         ];
         for (bytes, want) in cases {
             let e = SeqGaps::decode(&bytes).expect_err(want);
-            assert!(e.contains(want), "{e:?} should contain {want:?}");
+            assert!(
+                e.to_string().contains(want),
+                "{e:?} should contain {want:?}"
+            );
         }
     }
 

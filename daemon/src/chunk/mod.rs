@@ -8,4 +8,4 @@ pub mod publish;
 pub mod step;
 
 pub use columns::ChunkColumns;
-pub use gaps::SeqGaps;
+pub use gaps::{GapsError, SeqGaps};

@@ -158,8 +158,8 @@ fn write_out(
         (CatFormat::Raw, _) => sink.write_all(data).map_err(io_fail),
         (_, Holds::Json) => Err(not_json()),
         (CatFormat::Npy, Holds::Bytes) => {
-            let h =
-                npy::header("|u1", &[data.len() as u64]).map_err(|e| Failure(Status::Error, e))?;
+            let h = npy::header("|u1", &[data.len() as u64])
+                .map_err(|e| Failure(Status::Error, e.to_string()))?;
             sink.write_all(&h)
                 .and_then(|()| sink.write_all(data))
                 .map_err(io_fail)
@@ -176,7 +176,8 @@ fn write_out(
             let shape: Vec<u64> = std::iter::once(*rows)
                 .chain(step_shape.iter().copied())
                 .collect();
-            let h = npy::header(descr, &shape).map_err(|e| Failure(Status::Error, e))?;
+            let h =
+                npy::header(descr, &shape).map_err(|e| Failure(Status::Error, e.to_string()))?;
             sink.write_all(&h)
                 .and_then(|()| sink.write_all(data))
                 .map_err(io_fail)

@@ -56,15 +56,27 @@ impl BlockRow {
     }
 }
 
+/// Why a `meta/*` block could not be shown as JSON.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MetaBlockError {
+    /// The block could not be read (I/O, CRC, codec).
+    #[error(transparent)]
+    Read(#[from] wshard::FormatError),
+    /// The block's bytes are not JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
 /// A `meta/*` block decoded as JSON (or why it could not be).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct MetaBlock {
     pub name: String,
-    pub value: Result<Value, String>,
+    pub value: Result<Value, MetaBlockError>,
 }
 
 /// Everything `wshard inspect` shows about one file.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Inspection {
     pub path: PathBuf,
     pub header: ShardHeader,
@@ -144,22 +156,22 @@ impl Inspection {
                 }
             })
             .collect();
-        let meta =
-            if with_meta {
-                (0..index.len())
-                    .filter_map(|i| {
-                        let name = index.name(i)?;
-                        name.starts_with("meta/").then(|| MetaBlock {
-                            name: name.to_owned(),
-                            value: reader.read_entry(i).map_err(|e| e.to_string()).and_then(
-                                |bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()),
-                            ),
-                        })
+        let meta = if with_meta {
+            (0..index.len())
+                .filter_map(|i| {
+                    let name = index.name(i)?;
+                    name.starts_with("meta/").then(|| MetaBlock {
+                        name: name.to_owned(),
+                        value: reader
+                            .read_entry(i)
+                            .map_err(MetaBlockError::from)
+                            .and_then(|bytes| Ok(serde_json::from_slice(&bytes)?)),
                     })
-                    .collect()
-            } else {
-                Vec::new()
-            };
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         Ok(Self {
             path: path.to_path_buf(),
             header,

@@ -283,7 +283,7 @@ pub fn write_json(ins: &Inspection, verbose: bool, out: &mut dyn Write) -> io::R
             .map(|m| {
                 let v = match &m.value {
                     Ok(v) => v.clone(),
-                    Err(e) => json!({ "error": e }),
+                    Err(e) => json!({ "error": e.to_string() }),
                 };
                 (m.name.clone(), v)
             })

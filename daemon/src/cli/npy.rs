@@ -46,12 +46,21 @@ fn shape_tuple(shape: &[u64]) -> String {
     }
 }
 
+/// Why an `.npy` header cannot be written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NpyError {
+    /// The header does not fit the 16-bit length of version 1.0 (too many dimensions).
+    #[error("npy header of {len} bytes is too long for version 1.0")]
+    HeaderTooLong { len: usize },
+}
+
 /// The whole preamble (magic, version, header length, padded header) of a version 1.0
 /// file holding a C-order array of `descr` with `shape`.
 ///
 /// # Errors
-/// When the header does not fit the 16-bit length of version 1.0.
-pub fn header(descr: &str, shape: &[u64]) -> Result<Vec<u8>, String> {
+/// [`NpyError::HeaderTooLong`] when the header does not fit the 16-bit length of version 1.0.
+pub fn header(descr: &str, shape: &[u64]) -> Result<Vec<u8>, NpyError> {
     let dict = format!(
         "{{'descr': '{descr}', 'fortran_order': False, 'shape': {}, }}",
         shape_tuple(shape)
@@ -59,8 +68,8 @@ pub fn header(descr: &str, shape: &[u64]) -> Result<Vec<u8>, String> {
     let unpadded = MAGIC.len() + 2 + dict.len() + 1;
     let pad = (ALIGN - unpadded % ALIGN) % ALIGN;
     let header_len = dict.len() + pad + 1;
-    let len16 = u16::try_from(header_len)
-        .map_err(|_| format!("npy header of {header_len} bytes is too long for version 1.0"))?;
+    let len16 =
+        u16::try_from(header_len).map_err(|_| NpyError::HeaderTooLong { len: header_len })?;
     let mut out = Vec::with_capacity(MAGIC.len() + 2 + header_len);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&len16.to_le_bytes());

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::episode::layout::{
-    validate_episode_id, JOURNAL_PREFIX, JOURNAL_SUFFIX, MAX_EPISODE_ID_BYTES,
+    validate_episode_id, EpisodeIdError, JOURNAL_PREFIX, JOURNAL_SUFFIX, MAX_EPISODE_ID_BYTES,
 };
 use crate::error::StorageError;
 use crate::fsio::{Fs, RealFs};
@@ -110,6 +110,58 @@ impl RecoverRun {
     }
 }
 
+/// Why `wshard recover` could not run at all (exit status 2); each message names the path.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecoverError {
+    /// The directory (or one of its entries) could not be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// The path is not a directory.
+    #[error("{}: not a directory", path.display())]
+    NotADirectory { path: PathBuf },
+    /// An episode directory whose name cannot be read.
+    #[error("{}: cannot tell the episode id", path.display())]
+    NoEpisodeId { path: PathBuf },
+    /// Holds episode files but its name is not an episode id.
+    #[error("{}: not an episode directory: {source}", path.display())]
+    NotAnEpisodeDirectory {
+        path: PathBuf,
+        #[source]
+        source: EpisodeIdError,
+    },
+    /// A live `wshardd` (or another `wshard recover --apply`) holds the data directory.
+    #[error(
+        "{0}: a live wshardd is using it (it recovers its episodes itself on start); stop it first"
+    )]
+    Locked(#[source] LockError),
+    /// The lock file could not be opened or locked.
+    #[error(transparent)]
+    Lock(LockError),
+}
+
+impl RecoverError {
+    fn io(path: &Path) -> impl FnOnce(io::Error) -> Self + '_ {
+        move |source| Self::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+impl From<LockError> for RecoverError {
+    fn from(e: LockError) -> Self {
+        match e {
+            LockError::Held { .. } => Self::Locked(e),
+            LockError::Io { .. } => Self::Lock(e),
+        }
+    }
+}
+
 /// True when `name` is a file of an episode directory: its manifest, a journal segment, or
 /// a chunk (finished or partial).
 fn is_episode_file(name: &str) -> bool {
@@ -121,15 +173,17 @@ fn is_episode_file(name: &str) -> bool {
 
 /// `(data_dir, Some(episode_id))` for an episode directory, `(dir, None)` for a data
 /// directory.
-fn classify(dir: &Path) -> Result<(PathBuf, Option<String>), String> {
-    let md = fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+fn classify(dir: &Path) -> Result<(PathBuf, Option<String>), RecoverError> {
+    let md = fs::metadata(dir).map_err(RecoverError::io(dir))?;
     if !md.is_dir() {
-        return Err(format!("{}: not a directory", dir.display()));
+        return Err(RecoverError::NotADirectory {
+            path: dir.to_path_buf(),
+        });
     }
-    let entries = fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let entries = fs::read_dir(dir).map_err(RecoverError::io(dir))?;
     let mut episode = false;
     for entry in entries {
-        let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+        let entry = entry.map_err(RecoverError::io(dir))?;
         if is_episode_file(&entry.file_name().to_string_lossy()) {
             episode = true;
             break;
@@ -141,14 +195,20 @@ fn classify(dir: &Path) -> Result<(PathBuf, Option<String>), String> {
     // `.`, `..` or a path ending in them has no usable name or parent: resolve it first.
     let resolved = match (dir.file_name(), dir.parent()) {
         (Some(_), Some(_)) => dir.to_path_buf(),
-        _ => fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?,
+        _ => fs::canonicalize(dir).map_err(RecoverError::io(dir))?,
     };
     let id = resolved
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| format!("{}: cannot tell the episode id", dir.display()))?;
-    validate_episode_id(&id, MAX_EPISODE_ID_BYTES)
-        .map_err(|e| format!("{}: not an episode directory: {e}", dir.display()))?;
+        .ok_or_else(|| RecoverError::NoEpisodeId {
+            path: dir.to_path_buf(),
+        })?;
+    validate_episode_id(&id, MAX_EPISODE_ID_BYTES).map_err(|source| {
+        RecoverError::NotAnEpisodeDirectory {
+            path: dir.to_path_buf(),
+            source,
+        }
+    })?;
     let data_dir = match resolved.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -156,26 +216,18 @@ fn classify(dir: &Path) -> Result<(PathBuf, Option<String>), String> {
     Ok((data_dir, Some(id)))
 }
 
-fn recover(dir: &Path, opts: RecoverOptions) -> Result<RecoverRun, String> {
+fn recover(dir: &Path, opts: RecoverOptions) -> Result<RecoverRun, RecoverError> {
     let (data_dir, episode) = classify(dir)?;
     let mode = if opts.apply {
         RecoveryMode::Apply
     } else {
         RecoveryMode::DryRun
     };
-    let refuse = |e: LockError| {
-        match e {
-        LockError::Held { .. } => format!(
-            "{e}: a live wshardd is using it (it recovers its episodes itself on start); stop it first"
-        ),
-        LockError::Io { .. } => e.to_string(),
-    }
-    };
     // Held until the run is over.
     let _lock = if opts.apply {
-        Some(lock::acquire(&data_dir).map_err(refuse)?)
+        Some(lock::acquire(&data_dir)?)
     } else {
-        lock::ensure_free(&data_dir).map_err(refuse)?;
+        lock::ensure_free(&data_dir)?;
         None
     };
     let fs: Arc<dyn Fs> = Arc::new(RealFs);
@@ -191,7 +243,7 @@ fn recover(dir: &Path, opts: RecoverOptions) -> Result<RecoverRun, String> {
         None => {
             // recover_all skips a directory it cannot list; say so instead.
             fs.read_dir(&data_dir)
-                .map_err(|e| format!("{}: {e}", data_dir.display()))?;
+                .map_err(RecoverError::io(&data_dir))?;
             recover_all_with(&fs, &data_dir, &settings, mode)
                 .into_iter()
                 .map(|r| match r {

@@ -119,7 +119,7 @@ pub fn episode_json(st: &ControlState, e: &LiveEpisode) -> Value {
         "peer_uid": e.cred.map(|c| c.uid),
         "peer_gid": e.cred.map(|c| c.gid),
         "peer_pid": e.cred.map(|c| c.pid),
-        "durability": e.durability.name(),
+        "durability": e.durability.as_str(),
         "transport": e.transport().name(),
         "opened_at_unix_s": unix_seconds(e.opened_at),
         "age_s": e.opened.elapsed().as_secs_f64(),

@@ -27,30 +27,50 @@ pub const JOURNAL_SUFFIX: &str = ".wal";
 /// Name of the directory recovery moves unusable files into.
 pub const QUARANTINE_DIR: &str = "quarantine";
 
+/// What is wrong with an episode id; every message names the id.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EpisodeIdError {
+    /// Empty or longer than the limit.
+    #[error("episode id {id:?} must be 1..={max} bytes, is {len}")]
+    Length { id: String, max: usize, len: usize },
+    /// Starts with `.` (hidden files, `.` and `..`).
+    #[error("episode id {id:?} must not start with `.`")]
+    LeadingDot { id: String },
+    /// Holds a character outside `[A-Za-z0-9._-]`.
+    #[error("episode id {id:?} contains {found:?}: only A-Z a-z 0-9 . _ - are allowed")]
+    BadChar { id: String, found: char },
+    /// A name the daemon uses itself ([`QUARANTINE_DIR`]).
+    #[error("episode id {id:?} is reserved")]
+    Reserved { id: String },
+}
+
 /// Check an episode id: 1..=`max` bytes of `[A-Za-z0-9._-]`, not starting with `.`.
 ///
 /// # Errors
-/// A message naming the id and what is wrong with it.
-pub fn validate_episode_id(id: &str, max: usize) -> Result<(), String> {
+/// An [`EpisodeIdError`] naming the id and what is wrong with it.
+pub fn validate_episode_id(id: &str, max: usize) -> Result<(), EpisodeIdError> {
     if id.is_empty() || id.len() > max {
-        return Err(format!(
-            "episode id {id:?} must be 1..={max} bytes, is {}",
-            id.len()
-        ));
+        return Err(EpisodeIdError::Length {
+            id: id.to_owned(),
+            max,
+            len: id.len(),
+        });
     }
     if id.starts_with('.') {
-        return Err(format!("episode id {id:?} must not start with `.`"));
+        return Err(EpisodeIdError::LeadingDot { id: id.to_owned() });
     }
-    if let Some(c) = id
+    if let Some(found) = id
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
     {
-        return Err(format!(
-            "episode id {id:?} contains {c:?}: only A-Z a-z 0-9 . _ - are allowed"
-        ));
+        return Err(EpisodeIdError::BadChar {
+            id: id.to_owned(),
+            found,
+        });
     }
     if id == QUARANTINE_DIR {
-        return Err(format!("episode id {id:?} is reserved"));
+        return Err(EpisodeIdError::Reserved { id: id.to_owned() });
     }
     Ok(())
 }

@@ -3,5 +3,5 @@
 pub mod layout;
 pub mod schema;
 
-pub use layout::{validate_episode_id, EpisodeLayout};
-pub use schema::{ChannelDecl, ChannelSchema, Durability, EpisodeSchema};
+pub use layout::{validate_episode_id, EpisodeIdError, EpisodeLayout};
+pub use schema::{ChannelDecl, ChannelSchema, Durability, EpisodeSchema, SchemaError};

@@ -6,24 +6,47 @@ use serde_json::{json, Map, Value};
 use wshard::codec::Codec;
 use wshard::episode::{DType, Lane, Timebase};
 
-/// Durability class of an episode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Durability {
-    /// Every DURABLE-acknowledged timestep survives a crash (journal, group commit).
-    Ack,
-    /// No journal: only finalized chunks survive; loss bounded by the rotation limits.
-    Chunk,
+/// The durability class of an episode: the protocol crate's type, shared with the config
+/// (`durability.default`); spelled `ack` / `chunk` in the journal and the manifest.
+pub use wshard_ingest_proto::Durability;
+
+/// Why an episode schema could not be built (a channel's size overflows) or read back from
+/// its JSON form (a missing or bad field). The messages name the field or the channel.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// A channel's per-step size overflows.
+    #[error("channel `{name}`: shape {shape:?} overflows")]
+    ChannelTooLarge { name: String, shape: Vec<u64> },
+    /// The sum of the channels' step sizes overflows.
+    #[error("step size overflows")]
+    StepTooLarge,
+    /// A string field is missing or not a string.
+    #[error("schema: `{field}` missing or not a string")]
+    NotAString { field: String },
+    /// An object or list field is missing (`timebase`, `channels`).
+    #[error("schema: `{field}` missing")]
+    Missing { field: &'static str },
+    /// A field is missing or has the wrong JSON type (`tick_hz`, `dt_ns`, `shape`,
+    /// `shape entry`).
+    #[error("schema: {field}")]
+    BadField { field: &'static str },
+    /// `timebase.type` is not `ticks` or `timestamps_ns`.
+    #[error("schema: unknown timebase {found:?}")]
+    UnknownTimebase { found: Option<String> },
+    /// `durability` is not `ack` or `chunk`.
+    #[error("schema: unknown durability {found:?}")]
+    UnknownDurability { found: Option<String> },
+    /// A channel's `lane` is not `signal` or `action`.
+    #[error("schema: unknown lane {found:?}")]
+    UnknownLane { found: Option<String> },
+    /// A channel's `dtype` or `codec` is not one the format knows.
+    #[error(transparent)]
+    Format(#[from] wshard::FormatError),
 }
 
-impl Durability {
-    /// `ack` / `chunk`.
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Ack => "ack",
-            Self::Chunk => "chunk",
-        }
-    }
+fn found(v: Option<&str>) -> Option<String> {
+    v.map(str::to_owned)
 }
 
 /// One channel of the schema.
@@ -55,15 +78,12 @@ pub struct EpisodeSchema {
     pub step_payload_bytes: usize,
 }
 
-fn bad(msg: impl Into<String>) -> String {
-    msg.into()
-}
-
 impl EpisodeSchema {
     /// Build from parts, computing step sizes with checked arithmetic.
     ///
     /// # Errors
-    /// A message naming the channel whose size overflows.
+    /// [`SchemaError::ChannelTooLarge`] naming the channel whose size overflows,
+    /// [`SchemaError::StepTooLarge`].
     pub fn new(
         episode_id: String,
         env_id: String,
@@ -71,7 +91,7 @@ impl EpisodeSchema {
         durability: Durability,
         channels: Vec<ChannelDecl>,
         metadata: Map<String, Value>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, SchemaError> {
         let mut out = Vec::with_capacity(channels.len());
         let mut total = 0usize;
         for (name, lane, dtype, shape, codec, modality) in channels {
@@ -79,10 +99,11 @@ impl EpisodeSchema {
                 .iter()
                 .try_fold(dtype.size() as u64, |a, &d| a.checked_mul(d))
                 .and_then(|s| usize::try_from(s).ok())
-                .ok_or_else(|| bad(format!("channel `{name}`: shape {shape:?} overflows")))?;
-            total = total
-                .checked_add(step)
-                .ok_or_else(|| bad("step size overflows"))?;
+                .ok_or_else(|| SchemaError::ChannelTooLarge {
+                    name: name.clone(),
+                    shape: shape.clone(),
+                })?;
+            total = total.checked_add(step).ok_or(SchemaError::StepTooLarge)?;
             out.push(ChannelSchema {
                 name,
                 lane,
@@ -129,7 +150,7 @@ impl EpisodeSchema {
             "episode_id": self.episode_id,
             "env_id": self.env_id,
             "timebase": {"type": tb_type, "value": tb_val},
-            "durability": self.durability.name(),
+            "durability": self.durability.as_str(),
             "channels": channels,
             "metadata": Value::Object(self.metadata.clone()),
         })
@@ -138,57 +159,72 @@ impl EpisodeSchema {
     /// Parse the JSON form.
     ///
     /// # Errors
-    /// A message naming the missing or bad field.
-    pub fn from_json(v: &Value) -> Result<Self, String> {
+    /// A [`SchemaError`] naming the missing or bad field.
+    pub fn from_json(v: &Value) -> Result<Self, SchemaError> {
         let s = |v: &Value, k: &str| {
             v.get(k)
                 .and_then(Value::as_str)
                 .map(str::to_owned)
-                .ok_or_else(|| bad(format!("schema: `{k}` missing or not a string")))
+                .ok_or_else(|| SchemaError::NotAString {
+                    field: k.to_owned(),
+                })
         };
         let tb = v
             .get("timebase")
-            .ok_or_else(|| bad("schema: `timebase` missing"))?;
+            .ok_or(SchemaError::Missing { field: "timebase" })?;
         let timebase = match tb.get("type").and_then(Value::as_str) {
             Some("ticks") => Timebase::Ticks {
                 tick_hz: tb
                     .get("value")
                     .and_then(Value::as_f64)
-                    .ok_or_else(|| bad("schema: tick_hz"))?,
+                    .ok_or(SchemaError::BadField { field: "tick_hz" })?,
             },
             Some("timestamps_ns") => Timebase::TimestampsNs {
                 dt_ns: tb
                     .get("value")
                     .and_then(Value::as_u64)
-                    .ok_or_else(|| bad("schema: dt_ns"))?,
+                    .ok_or(SchemaError::BadField { field: "dt_ns" })?,
             },
-            other => return Err(bad(format!("schema: unknown timebase {other:?}"))),
+            other => {
+                return Err(SchemaError::UnknownTimebase {
+                    found: found(other),
+                })
+            }
         };
-        let durability = match v.get("durability").and_then(Value::as_str) {
-            Some("ack") => Durability::Ack,
-            Some("chunk") => Durability::Chunk,
-            other => return Err(bad(format!("schema: unknown durability {other:?}"))),
-        };
+        let durability_text = v.get("durability").and_then(Value::as_str);
+        let durability = durability_text.and_then(Durability::parse).ok_or_else(|| {
+            SchemaError::UnknownDurability {
+                found: found(durability_text),
+            }
+        })?;
         let mut channels = Vec::new();
         for c in v
             .get("channels")
             .and_then(Value::as_array)
-            .ok_or_else(|| bad("schema: `channels` missing"))?
+            .ok_or(SchemaError::Missing { field: "channels" })?
         {
             let lane = match c.get("lane").and_then(Value::as_str) {
                 Some("signal") => Lane::Signal,
                 Some("action") => Lane::Action,
-                other => return Err(bad(format!("schema: unknown lane {other:?}"))),
+                other => {
+                    return Err(SchemaError::UnknownLane {
+                        found: found(other),
+                    })
+                }
             };
-            let dtype = DType::parse(&s(c, "dtype")?).map_err(|e| e.to_string())?;
+            let dtype = DType::parse(&s(c, "dtype")?)?;
             let shape = c
                 .get("shape")
                 .and_then(Value::as_array)
-                .ok_or_else(|| bad("schema: shape"))?
+                .ok_or(SchemaError::BadField { field: "shape" })?
                 .iter()
-                .map(|d| d.as_u64().ok_or_else(|| bad("schema: shape entry")))
-                .collect::<Result<Vec<u64>, String>>()?;
-            let codec = Codec::parse(&s(c, "codec")?).map_err(|e| e.to_string())?;
+                .map(|d| {
+                    d.as_u64().ok_or(SchemaError::BadField {
+                        field: "shape entry",
+                    })
+                })
+                .collect::<Result<Vec<u64>, SchemaError>>()?;
+            let codec = Codec::parse(&s(c, "codec")?)?;
             let modality = c.get("modality").and_then(Value::as_str).map(str::to_owned);
             channels.push((s(c, "name")?, lane, dtype, shape, codec, modality));
         }

@@ -27,7 +27,7 @@ use super::deadline::{DeadlineClock, Phase};
 use super::responder::SocketResponder;
 use super::shm::{recv_with_fds, FdQueue, Ring};
 use super::shm_session::Pump;
-use crate::episode::{validate_episode_id, Durability, EpisodeSchema};
+use crate::episode::{validate_episode_id, EpisodeSchema};
 use crate::registry::{NewEpisode, PeerCred, Registration, StopReason};
 use crate::session::{FinalStatus, OpenError, Session};
 
@@ -446,7 +446,7 @@ impl Connection {
             self.responder.clone(),
         ) {
             Ok(session) => {
-                tracing::info!(peer = %self.peer, episode = %id, durability = durability.name(), "episode opened");
+                tracing::info!(peer = %self.peer, episode = %id, durability = durability.as_str(), "episode opened");
                 let registration = self.ctx.registry.register(NewEpisode {
                     episode_id: id.clone(),
                     peer: self.peer.clone(),
@@ -487,11 +487,7 @@ impl Connection {
                 Err(e) => return Err(format!("OPEN metadata_json: {e}")),
             }
         };
-        let durability = match open.durability {
-            wshard_ingest_proto::Durability::Ack => Durability::Ack,
-            wshard_ingest_proto::Durability::Chunk => Durability::Chunk,
-            wshard_ingest_proto::Durability::ServerDefault => self.ctx.default_durability,
-        };
+        let durability = open.durability.unwrap_or(self.ctx.default_durability);
         let timebase = match open.timebase {
             TimebaseSpec::Ticks { .. } | TimebaseSpec::TimestampsNs { .. } => {
                 open.timebase.to_wshard()
@@ -519,6 +515,7 @@ impl Connection {
             channels,
             metadata,
         )
+        .map_err(|e| e.to_string())
     }
 
     fn close(&mut self, status: FinalStatus) {

@@ -15,7 +15,7 @@ use crate::fsio::Fs;
 use crate::registry::Registry;
 use crate::runtime::access::AccessPolicy;
 use crate::runtime::disk::{DiskMonitor, Statvfs};
-use crate::session::{FsyncMode, Rotation, SessionSettings};
+use crate::session::{Rotation, SessionSettings};
 
 /// Limits enforced per connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,13 +81,8 @@ pub fn chunk_bytes(budget: u64) -> u64 {
 /// Session settings from the config.
 #[must_use]
 pub fn session_settings(cfg: &Config) -> SessionSettings {
-    let fsync = match cfg.fsync.to_policy() {
-        wshardd_config::FsyncPolicy::Always => FsyncMode::Always,
-        wshardd_config::FsyncPolicy::Interval(d) => FsyncMode::Interval(d),
-        wshardd_config::FsyncPolicy::Never => FsyncMode::Never,
-    };
     SessionSettings {
-        fsync,
+        fsync: cfg.fsync_policy(),
         rotation: Rotation {
             max_timesteps: cfg.rotation.max_timesteps,
             max_bytes: chunk_bytes(cfg.rotation.max_bytes),
@@ -145,10 +140,7 @@ impl ServerContext {
                 max_episode_id_bytes: usize::try_from(cfg.limits.max_episode_id_bytes)
                     .unwrap_or(128),
             },
-            default_durability: match cfg.durability.default {
-                wshardd_config::Durability::Ack => Durability::Ack,
-                wshardd_config::Durability::Chunk => Durability::Chunk,
-            },
+            default_durability: cfg.durability.default,
             tunables: RwLock::new(tunables(cfg)),
             shutdown,
             active_connections: AtomicUsize::new(0),

@@ -44,7 +44,11 @@ impl Connection {
             return Err(Frame::error(ErrorCode::NotOpen, "no open episode"));
         };
         if session.shared().is_failed() {
-            let why = session.shared().failure().unwrap_or_default();
+            let why = session
+                .shared()
+                .failure()
+                .map(|f| f.to_string())
+                .unwrap_or_default();
             return Err(Frame::error(
                 ErrorCode::Storage,
                 format!("episode failed earlier, frame refused: {why}"),
@@ -108,7 +112,7 @@ impl Connection {
             let why = session
                 .shared()
                 .failure()
-                .unwrap_or_else(|| "the episode's writer stopped".into());
+                .map_or_else(|| "the episode's writer stopped".into(), |f| f.to_string());
             Err(Frame::error(ErrorCode::Storage, why))
         }
     }

@@ -85,7 +85,8 @@ impl SegmentHeader {
             return Err("segment header: not a wshardd journal".into());
         }
         let schema =
-            EpisodeSchema::from_json(v.get("schema").ok_or("segment header: schema missing")?)?;
+            EpisodeSchema::from_json(v.get("schema").ok_or("segment header: schema missing")?)
+                .map_err(|e| e.to_string())?;
         Ok(Self {
             schema,
             chunk_index: v

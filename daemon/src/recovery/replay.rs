@@ -67,7 +67,13 @@ pub fn replay(
         }
         for [start, stop] in pending.drain(..) {
             if let Err(e) = columns.gaps.push(start, stop) {
-                return (end, Some(Stopped { at, reason: e }));
+                return (
+                    end,
+                    Some(Stopped {
+                        at,
+                        reason: e.to_string(),
+                    }),
+                );
             }
         }
         columns.push(&s);

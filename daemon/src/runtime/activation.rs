@@ -284,7 +284,7 @@ fn take_one(fd: RawFd, name: String, role: Role) -> Result<Passed, ActivationErr
     )
     .map_err(|e| bad(&name, format!("set close-on-exec: {e}")))?;
     let owned = own_passed_fd(fd);
-    check_listening_unix_stream(&owned).map_err(|problem| bad(&name, problem))?;
+    check_listening_unix_stream(&owned).map_err(|problem| bad(&name, problem.to_string()))?;
     let path = getsockname::<nix::sys::socket::UnixAddr>(owned.as_raw_fd())
         .ok()
         .and_then(|a| a.path().map(PathBuf::from));
@@ -312,29 +312,59 @@ fn own_passed_fd(fd: RawFd) -> OwnedFd {
     unsafe { OwnedFd::from_raw_fd(fd) }
 }
 
+/// Why a passed fd is not a listening `AF_UNIX` stream socket.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SocketProblem {
+    /// Not a socket at all.
+    #[error("not a socket")]
+    NotASocket,
+    /// A socket query failed (`call` names it).
+    #[error("{call}: {errno}")]
+    Query {
+        call: &'static str,
+        errno: nix::errno::Errno,
+    },
+    /// Not `AF_UNIX`.
+    #[error("address family {found:?}, expected AF_UNIX (ListenStream= must be a path)")]
+    Family {
+        found: Option<nix::sys::socket::AddressFamily>,
+    },
+    /// Not `SOCK_STREAM`.
+    #[error("socket type {found:?}, expected SOCK_STREAM (use ListenStream=)")]
+    Type { found: SockType },
+    /// A stream socket that is not listening.
+    #[error("not listening (Accept=yes passes connections; use Accept=no)")]
+    NotListening,
+}
+
 /// `Ok` for a listening `AF_UNIX` stream socket, else what it is instead.
-fn check_listening_unix_stream(fd: &OwnedFd) -> Result<(), String> {
+fn check_listening_unix_stream(fd: &OwnedFd) -> Result<(), SocketProblem> {
     let ty = getsockopt(fd, sockopt::SockType).map_err(|e| match e {
-        nix::errno::Errno::ENOTSOCK => "not a socket".to_string(),
-        e => format!("getsockopt(SO_TYPE): {e}"),
+        nix::errno::Errno::ENOTSOCK => SocketProblem::NotASocket,
+        errno => SocketProblem::Query {
+            call: "getsockopt(SO_TYPE)",
+            errno,
+        },
     })?;
     let family = getsockname::<SockaddrStorage>(fd.as_raw_fd())
-        .map_err(|e| format!("getsockname: {e}"))?
+        .map_err(|errno| SocketProblem::Query {
+            call: "getsockname",
+            errno,
+        })?
         .family();
     if family != Some(nix::sys::socket::AddressFamily::Unix) {
-        return Err(format!(
-            "address family {family:?}, expected AF_UNIX (ListenStream= must be a path)"
-        ));
+        return Err(SocketProblem::Family { found: family });
     }
     if ty != SockType::Stream {
-        return Err(format!(
-            "socket type {ty:?}, expected SOCK_STREAM (use ListenStream=)"
-        ));
+        return Err(SocketProblem::Type { found: ty });
     }
-    let listening = getsockopt(fd, sockopt::AcceptConn)
-        .map_err(|e| format!("getsockopt(SO_ACCEPTCONN): {e}"))?;
+    let listening = getsockopt(fd, sockopt::AcceptConn).map_err(|errno| SocketProblem::Query {
+        call: "getsockopt(SO_ACCEPTCONN)",
+        errno,
+    })?;
     if !listening {
-        return Err("not listening (Accept=yes passes connections; use Accept=no)".into());
+        return Err(SocketProblem::NotListening);
     }
     Ok(())
 }
@@ -455,13 +485,15 @@ mod tests {
         assert_eq!(check_listening_unix_stream(&OwnedFd::from(l)), Ok(()));
         let (a, _b) = std::os::unix::net::UnixDatagram::pair().unwrap();
         let e = check_listening_unix_stream(&OwnedFd::from(a)).unwrap_err();
-        assert!(e.contains("SOCK_STREAM"), "{e}");
+        assert!(e.to_string().contains("SOCK_STREAM"), "{e}");
         let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
         let e = check_listening_unix_stream(&OwnedFd::from(a)).unwrap_err();
-        assert!(e.contains("not listening"), "{e}");
+        assert!(e.to_string().contains("not listening"), "{e}");
         let f = std::fs::File::open("/dev/null").unwrap();
         assert_eq!(
-            check_listening_unix_stream(&OwnedFd::from(f)).unwrap_err(),
+            check_listening_unix_stream(&OwnedFd::from(f))
+                .unwrap_err()
+                .to_string(),
             "not a socket"
         );
     }

@@ -6,6 +6,7 @@
 //! [`recycle`]).
 
 pub mod budget;
+pub mod failure;
 pub mod publisher;
 pub mod recycle;
 pub mod settings;
@@ -21,9 +22,11 @@ use std::thread::JoinHandle;
 use crossbeam_channel::Sender;
 use wshard::manifest::Manifest;
 
-pub use settings::{FsyncMode, Rotation, SessionSettings};
+pub use failure::{SessionFailure, StorageFailure};
+pub use settings::{Rotation, SessionSettings};
 pub use shared::{FinalStatus, Responder, SessionShared};
 pub use stats::EpisodeStats;
+pub use wshardd_config::FsyncPolicy;
 
 use crate::chunk::publish::commit_manifest;
 use crate::episode::{Durability, EpisodeLayout, EpisodeSchema};
@@ -74,14 +77,15 @@ fn slots_capacity() -> usize {
     usize::try_from(CHUNKS_IN_MEMORY).unwrap_or(2)
 }
 
-/// What CLOSE produced.
+/// What a session ended with (CLOSE, or finalized without one): the daemon's side; the
+/// client's is `wshard_client::CloseSummary`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CloseSummary {
+pub struct SessionSummary {
     pub timesteps: u64,
     pub chunks: u64,
     pub status: String,
     /// Set when the episode failed on storage (its files are left for recovery).
-    pub failure: Option<String>,
+    pub failure: Option<SessionFailure>,
 }
 
 /// A recording episode.
@@ -232,29 +236,29 @@ impl Session {
 
     /// Finalize: last chunk, manifest with the final status. Returns when it is durable.
     #[must_use]
-    pub fn close(self, status: FinalStatus) -> CloseSummary {
+    pub fn close(self, status: FinalStatus) -> SessionSummary {
         self.finalize(status, false)
     }
 
     /// [`Session::close`] for the client's CLOSE: before the manifest is final the client
     /// gets a `DURABLE` covering every timestep (the caller then sends `ACCEPTED{CLOSE}`).
     #[must_use]
-    pub fn close_answering(self, status: FinalStatus) -> CloseSummary {
+    pub fn close_answering(self, status: FinalStatus) -> SessionSummary {
         self.finalize(status, true)
     }
 
-    fn finalize(mut self, status: FinalStatus, answer: bool) -> CloseSummary {
+    fn finalize(mut self, status: FinalStatus, answer: bool) -> SessionSummary {
         if let Some(tx) = self.tx.take() {
             let _ = tx.send(WriterMsg::Close { status, answer });
         }
         self.join()
     }
 
-    fn join(&mut self) -> CloseSummary {
+    fn join(&mut self) -> SessionSummary {
         self.tx = None;
         if let Some(w) = self.writer.take() {
             if w.join().is_err() {
-                self.shared.fail("the writer thread panicked".into());
+                self.shared.fail(SessionFailure::WriterPanicked);
             }
         }
         let manifest = self.publisher.take().map(JoinHandle::join);
@@ -265,12 +269,12 @@ impl Session {
                 m.status.unwrap_or_default(),
             ),
             Some(Err(_)) => {
-                self.shared.fail("the publisher thread panicked".into());
+                self.shared.fail(SessionFailure::PublisherPanicked);
                 (0, 0, String::new())
             }
             None => (0, 0, String::new()),
         };
-        CloseSummary {
+        SessionSummary {
             timesteps,
             chunks,
             status,

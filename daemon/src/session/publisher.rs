@@ -10,6 +10,7 @@ use crossbeam_channel::{Receiver, Sender};
 use serde_json::json;
 use wshard::manifest::Manifest;
 
+use super::failure::SessionFailure;
 use super::shared::{FinalStatus, SessionShared};
 use crate::chunk::gaps;
 use crate::chunk::publish::{commit_manifest, seal_chunk, write_chunk, ChunkTarget, WrittenChunk};
@@ -34,8 +35,10 @@ pub fn recorder_manifest(shared: &SessionShared) -> Manifest {
         shared.schema.env_id.clone(),
     );
     m.status = Some("recording".into());
-    m.extra
-        .insert("durability".into(), json!(shared.schema.durability.name()));
+    m.extra.insert(
+        "durability".into(),
+        json!(shared.schema.durability.as_str()),
+    );
     m.extra.insert(
         "recorder".into(),
         json!(concat!("wshardd/", env!("CARGO_PKG_VERSION"))),
@@ -83,7 +86,9 @@ pub fn run(
             Ok(f) => f,
             Err(e) => {
                 // Nothing is published; the journal stays for recovery.
-                shared.fail(format!("cannot start the chunk finisher thread: {e}"));
+                shared.fail(SessionFailure::FinisherNotStarted {
+                    reason: e.to_string(),
+                });
                 // Every sealed chunk's slot goes back, or the writer would wait for it.
                 for _ in rx {
                     let _ = recycle.try_send(Vec::new());
@@ -134,7 +139,7 @@ fn write_stage(shared: &SessionShared, sealed: Sealed, recycle: &Sender<Vec<Vec<
         };
         match write_chunk(&to, &mut ep, &crcs, &mut |ep| give_back(ep)) {
             Ok(w) => written = Some(w),
-            Err(e) => shared.fail(format!("publishing a chunk failed: {e}")),
+            Err(e) => shared.fail(SessionFailure::PublishChunk((&e).into())),
         }
     } else {
         let _ = recycle.try_send(Vec::new());
@@ -171,7 +176,7 @@ fn finish_loop(shared: &SessionShared, rx: &Receiver<Handoff>, mut manifest: Man
                     manifest.push_chunk(chunk);
                 }
                 Err(e) => {
-                    shared.fail(format!("publishing a chunk failed: {e}"));
+                    shared.fail(SessionFailure::PublishChunk((&e).into()));
                     continue;
                 }
             }
@@ -202,7 +207,7 @@ fn finish_loop(shared: &SessionShared, rx: &Receiver<Handoff>, mut manifest: Man
             }
         }
         if let Err(e) = commit_manifest(&*shared.fs, &shared.layout, &manifest) {
-            shared.fail(format!("committing the manifest failed: {e}"));
+            shared.fail(SessionFailure::CommitManifest((&e).into()));
             continue;
         }
         shared

@@ -3,17 +3,7 @@
 use std::time::Duration;
 
 use wshard::episode::EpisodeWriteOptions;
-
-/// When the journal is fsynced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FsyncMode {
-    /// After every batch of frames drained from the queue (group commit).
-    Always,
-    /// At most this long after the first unsynced write.
-    Interval(Duration),
-    /// Never: DURABLE acks come only with finalized chunks.
-    Never,
-}
+use wshardd_config::FsyncPolicy;
 
 /// When the open chunk is sealed and published.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +16,8 @@ pub struct Rotation {
 /// Everything a session needs besides its schema.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SessionSettings {
-    pub fsync: FsyncMode,
+    /// When the journal is fsynced (the config's `fsync.*`).
+    pub fsync: FsyncPolicy,
     pub rotation: Rotation,
     /// Frames queued between the connection and the writer before the reader blocks.
     pub queue_frames: usize,
@@ -42,7 +33,7 @@ pub struct SessionSettings {
 impl Default for SessionSettings {
     fn default() -> Self {
         Self {
-            fsync: FsyncMode::Interval(Duration::from_millis(10)),
+            fsync: FsyncPolicy::Interval(Duration::from_millis(10)),
             rotation: Rotation {
                 max_timesteps: 100_000,
                 max_bytes: 256 << 20,

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use wshard_ingest_proto::RingPolicy;
 
 use super::budget::ByteBudget;
+use super::failure::SessionFailure;
 use super::settings::SessionSettings;
 use super::stats::EpisodeStats;
 use crate::episode::{EpisodeLayout, EpisodeSchema};
@@ -52,7 +53,7 @@ pub struct SessionShared {
     pub responder: Arc<dyn Responder>,
     /// Set when a write, fsync or rename failed: no more data is accepted.
     pub failed: AtomicBool,
-    failure: Mutex<Option<String>>,
+    failure: Mutex<Option<SessionFailure>>,
     durable_mark: AtomicU64,
     /// FLUSH and CLOSE answers owed: for each, the seq its `DURABLE` must reach. Also the
     /// lock every `DURABLE` is sent under, so that they leave in order.
@@ -171,12 +172,13 @@ impl SessionShared {
     }
 
     /// Mark the session failed (first failure wins) and tell the client.
-    pub fn fail(&self, message: String) {
-        // The message is in place before the flag is raised: whoever sees `is_failed()`
+    pub fn fail(&self, failure: SessionFailure) {
+        // The failure is in place before the flag is raised: whoever sees `is_failed()`
         // (e.g. the connection refusing the next frame) also sees why.
+        let message = failure.to_string();
         let first = match self.failure.lock() {
             Ok(mut f) if f.is_none() => {
-                *f = Some(message.clone());
+                *f = Some(failure);
                 true
             }
             Ok(_) => false,
@@ -196,7 +198,7 @@ impl SessionShared {
 
     /// The first failure, if any.
     #[must_use]
-    pub fn failure(&self) -> Option<String> {
+    pub fn failure(&self) -> Option<SessionFailure> {
         self.failure.lock().ok().and_then(|f| f.clone())
     }
 }

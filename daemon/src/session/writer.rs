@@ -15,10 +15,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use wshardd_config::FsyncPolicy;
 
+use super::failure::SessionFailure;
 use super::publisher::Sealed;
 use super::recycle::RecordPool;
-use super::settings::FsyncMode;
 use super::shared::{FinalStatus, SessionShared};
 use super::stats::HEARTBEAT_EVERY;
 use crate::chunk::step::{steps, STEP_HEADER_LEN};
@@ -165,7 +166,7 @@ impl Writer {
     /// When the loop must wake up without a message: an interval sync or a time rotation.
     fn next_deadline(&self) -> Option<Instant> {
         let sync = match (self.shared.settings.fsync, self.dirty_since) {
-            (FsyncMode::Interval(d), Some(t)) => Some(t + self.sync_lead(d)),
+            (FsyncPolicy::Interval(d), Some(t)) => Some(t + self.sync_lead(d)),
             _ => None,
         };
         let rotate = (!self.columns.is_empty())
@@ -191,8 +192,8 @@ impl Writer {
             return;
         }
         match (self.shared.settings.fsync, self.dirty_since) {
-            (FsyncMode::Always, Some(_)) => self.sync_now(),
-            (FsyncMode::Interval(d), Some(t)) if t.elapsed() >= self.sync_lead(d) => {
+            (FsyncPolicy::Always, Some(_)) => self.sync_now(),
+            (FsyncPolicy::Interval(d), Some(t)) if t.elapsed() >= self.sync_lead(d) => {
                 self.sync_now()
             }
             _ => {}
@@ -205,7 +206,7 @@ impl Writer {
     }
 
     fn storage_failed(&mut self, e: &StorageError) {
-        self.shared.fail(e.to_string());
+        self.shared.fail(SessionFailure::Storage(e.into()));
         self.journal = None;
     }
 
@@ -243,7 +244,7 @@ impl Writer {
             let (now, later) = rest.split_at(n * rec_len);
             if let Some([start, end]) = gap.take() {
                 if let Err(e) = self.columns.gaps.push(start, end) {
-                    self.shared.fail(format!("seq bookkeeping: {e}"));
+                    self.shared.fail(SessionFailure::SeqBookkeeping(e));
                     return;
                 }
                 if let Some(j) = self.journal.as_mut() {
@@ -341,7 +342,7 @@ impl Writer {
             seq_end: self.received_end,
         };
         if self.to_publisher.send(sealed).is_err() {
-            self.shared.fail("the chunk publisher stopped".into());
+            self.shared.fail(SessionFailure::PublisherStopped);
             return;
         }
         // The new chunk needs a slot: a spare one, else the next one the publisher frees
@@ -352,7 +353,7 @@ impl Writer {
         } else {
             match self.recycled.recv() {
                 Ok(buffers) => self.columns.reuse_buffers(buffers),
-                Err(_) => self.shared.fail("the chunk publisher stopped".into()),
+                Err(_) => self.shared.fail(SessionFailure::PublisherStopped),
             }
         }
     }
@@ -373,7 +374,7 @@ impl Writer {
                 seq_end: self.received_end,
             };
             if self.to_publisher.send(sealed).is_err() {
-                self.shared.fail("the chunk publisher stopped".into());
+                self.shared.fail(SessionFailure::PublisherStopped);
             }
         }
         // Dropping the sender (with self) ends the publisher once it has drained.

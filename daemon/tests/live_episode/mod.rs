@@ -15,7 +15,7 @@ use wshard_recorder::chunk::step::encode_step;
 use wshard_recorder::episode::{Durability, EpisodeLayout, EpisodeSchema};
 use wshard_recorder::fsio::RealFs;
 use wshard_recorder::session::{
-    FinalStatus, FsyncMode, Responder, Rotation, Session, SessionSettings,
+    FinalStatus, FsyncPolicy, Responder, Rotation, Session, SessionSettings,
 };
 
 /// The episode id every helper here records.
@@ -70,7 +70,7 @@ pub fn record_and_crash(live: &Path, crashed: &Path, max_ts: u64, steps: u64, ba
     )
     .expect("schema");
     let settings = SessionSettings {
-        fsync: FsyncMode::Always,
+        fsync: FsyncPolicy::Always,
         rotation: Rotation {
             max_timesteps: max_ts,
             max_bytes: 1 << 30,

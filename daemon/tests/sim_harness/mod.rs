@@ -17,7 +17,7 @@ use wshard_recorder::fsio::sim::{OpKind, PowerLoss, SimFs};
 use wshard_recorder::fsio::Fs;
 use wshard_recorder::recovery::{recover_all, RecoveryReport};
 use wshard_recorder::session::{
-    CloseSummary, FinalStatus, FsyncMode, Responder, Rotation, Session, SessionSettings,
+    FinalStatus, FsyncPolicy, Responder, Rotation, Session, SessionSettings, SessionSummary,
 };
 
 /// The data directory inside the sim.
@@ -94,7 +94,7 @@ impl Responder for Client {
 pub struct Scenario {
     pub name: &'static str,
     pub durability: Durability,
-    pub fsync: FsyncMode,
+    pub fsync: FsyncPolicy,
     pub max_timesteps: u64,
     pub batches: Vec<u64>,
     /// Wait after each batch until the session is quiet (acks and publishing done), so the
@@ -123,7 +123,7 @@ impl Scenario {
 
     /// 30 timesteps in six batches of 5 against chunks of 8: four chunks, and rotation
     /// boundaries inside batches.
-    pub fn standard(name: &'static str, durability: Durability, fsync: FsyncMode) -> Self {
+    pub fn standard(name: &'static str, durability: Durability, fsync: FsyncPolicy) -> Self {
         Self {
             name,
             durability,
@@ -203,7 +203,7 @@ pub fn records(from: u64, n: u64) -> Vec<u8> {
 pub struct Run {
     /// `Some` when `Session::open` failed.
     pub open_error: Option<String>,
-    pub summary: Option<CloseSummary>,
+    pub summary: Option<SessionSummary>,
     /// Highest DURABLE the client received.
     pub acked: u64,
     /// Highest DURABLE received while the sim had power.
@@ -250,7 +250,7 @@ pub fn record(sim: &SimFs, sc: &Scenario) -> Run {
     };
     let max_ts = sc.max_timesteps;
     let journaled = sc.durability == Durability::Ack;
-    let acks_at_sync = journaled && sc.fsync != FsyncMode::Never;
+    let acks_at_sync = journaled && sc.fsync != FsyncPolicy::Never;
     let mut end = 0;
     for &n in &sc.batches {
         if !session.submit(records(end, n), n) {

@@ -4,7 +4,7 @@ use crate::error::{ErrorCode, ProtoError};
 use crate::frame::{AcceptedWhat, Frame, FrameType, Outcome, FRAME_HEADER_BYTES, LEN_BYTES};
 use crate::ring::RingPolicy;
 use crate::schema::{
-    dtype_from_code, lane_from_code, ChannelSpec, CodecChoice, Durability, OpenEpisode,
+    dtype_from_code, durability_from_code, lane_from_code, ChannelSpec, CodecChoice, OpenEpisode,
     TimebaseSpec,
 };
 use crate::timestep::{Timestep, TimestepBatch, RECORD_HEADER_BYTES};
@@ -255,7 +255,7 @@ fn parse_open(r: &mut Reader<'_>) -> Result<OpenEpisode, ProtoError> {
         v => return Err(r.bad_value("timebase_kind", v.into(), "0 (ticks) or 1 (timestamps_ns)")),
     };
     let d = r.u8("durability")?;
-    let durability = Durability::from_code(d)
+    let durability = durability_from_code(d)
         .ok_or_else(|| r.bad_value("durability", d.into(), "0 (ack) or 1 (chunk)"))?;
     let count = r.u16("channel_count")?;
     // Each channel is at least 9 bytes: never reserve more than the payload can hold.

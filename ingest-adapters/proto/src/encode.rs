@@ -2,7 +2,7 @@
 
 use crate::error::ProtoError;
 use crate::frame::{code, Frame, LEN_BYTES};
-use crate::schema::{dtype_code, lane_code, OpenEpisode};
+use crate::schema::{dtype_code, durability_code, lane_code, OpenEpisode};
 use crate::timestep::push_step_record;
 use crate::wire::{put_str16, put_str32, too_long};
 
@@ -97,7 +97,7 @@ fn encode_open(open: &OpenEpisode, out: &mut Vec<u8>) -> Result<(), ProtoError> 
     put_str16(out, &open.env_id, F, "env_id")?;
     out.push(open.timebase.kind_code());
     out.extend_from_slice(&open.timebase.hz().to_le_bytes());
-    out.push(open.durability.code());
+    out.push(durability_code(open.durability));
     let n = open.channels.len();
     let count = u16::try_from(n).map_err(|_| too_long(F, "channel_count", n, 0xFFFF))?;
     out.extend_from_slice(&count.to_le_bytes());

@@ -54,38 +54,45 @@ impl TimebaseSpec {
     }
 }
 
-/// `OPEN.durability`.
+/// The durability class of an episode: what survives a crash. The one type for the OPEN
+/// request ([`OpenEpisode::durability`], `None` = the server's `durability.default`), the
+/// config key `durability.default`, the daemon's episode schema and the manifest.
+///
+/// Spelled `ack` / `chunk` in the config file, the journal and the manifest
+/// ([`Durability::as_str`], [`Durability::parse`]); the wire codes (0 / 1, 2 = server
+/// default) belong to the frame codec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Durability {
-    /// 0: journaled; every DURABLE-acknowledged timestep survives a crash.
+    /// Journaled: every DURABLE-acknowledged timestep survives a crash.
     #[default]
     Ack,
-    /// 1: no journal; only finalized chunks survive.
+    /// No journal: only finalized chunks survive; loss bounded by the rotation limits.
     Chunk,
-    /// 2: whatever the server's `durability.default` says.
-    ServerDefault,
 }
 
 impl Durability {
-    /// The wire value.
+    /// Every class, in wire-code order.
+    pub const ALL: [Self; 2] = [Self::Ack, Self::Chunk];
+
+    /// `ack` / `chunk`: the spelling of the config file, the journal and the manifest.
     #[must_use]
-    pub fn code(self) -> u8 {
+    pub fn as_str(self) -> &'static str {
         match self {
-            Self::Ack => 0,
-            Self::Chunk => 1,
-            Self::ServerDefault => 2,
+            Self::Ack => "ack",
+            Self::Chunk => "chunk",
         }
     }
 
-    /// The value for a wire code.
+    /// The class spelled `text` (`ack` or `chunk`), the inverse of [`Durability::as_str`].
     #[must_use]
-    pub fn from_code(c: u8) -> Option<Self> {
-        match c {
-            0 => Some(Self::Ack),
-            1 => Some(Self::Chunk),
-            2 => Some(Self::ServerDefault),
-            _ => None,
-        }
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|d| d.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for Durability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -150,6 +157,31 @@ impl CodecChoice {
                 level: i32::from(level),
             },
         }
+    }
+}
+
+/// Wire `durability` of OPEN meaning "the server's `durability.default`".
+pub(crate) const DURABILITY_SERVER_DEFAULT: u8 = 2;
+
+/// Wire code of OPEN's durability: 0 = ack, 1 = chunk, 2 = `None` (the server's default).
+#[must_use]
+pub(crate) fn durability_code(durability: Option<Durability>) -> u8 {
+    match durability {
+        Some(Durability::Ack) => 0,
+        Some(Durability::Chunk) => 1,
+        None => DURABILITY_SERVER_DEFAULT,
+    }
+}
+
+/// OPEN's durability for a wire code (`Some(None)` for 2, the server's default); `None`
+/// for an unknown code.
+#[must_use]
+pub(crate) fn durability_from_code(c: u8) -> Option<Option<Durability>> {
+    match c {
+        0 => Some(Some(Durability::Ack)),
+        1 => Some(Some(Durability::Chunk)),
+        DURABILITY_SERVER_DEFAULT => Some(None),
+        _ => None,
     }
 }
 
@@ -254,7 +286,9 @@ pub struct OpenEpisode {
     pub episode_id: String,
     pub env_id: String,
     pub timebase: TimebaseSpec,
-    pub durability: Durability,
+    /// The durability class asked for; `None` leaves it to the server's
+    /// `durability.default` (wire code 2).
+    pub durability: Option<Durability>,
     /// Schema order: the order of payloads in every timestep.
     pub channels: Vec<ChannelSpec>,
     /// A JSON object, or empty (= `{}`).
@@ -273,7 +307,7 @@ impl OpenEpisode {
             episode_id: episode_id.into(),
             env_id: env_id.into(),
             timebase,
-            durability: Durability::Ack,
+            durability: Some(Durability::Ack),
             channels: Vec::new(),
             metadata_json: String::new(),
         }
@@ -286,10 +320,17 @@ impl OpenEpisode {
         self
     }
 
-    /// Set the durability.
+    /// Set the durability class.
     #[must_use]
     pub fn with_durability(mut self, durability: Durability) -> Self {
-        self.durability = durability;
+        self.durability = Some(durability);
+        self
+    }
+
+    /// Leave the durability class to the server's `durability.default`.
+    #[must_use]
+    pub fn with_server_default_durability(mut self) -> Self {
+        self.durability = None;
         self
     }
 

@@ -75,6 +75,37 @@ fn proto_known_bytes_hello_and_durable() {
     assert_eq!(accepted, [10, 0, 0, 0, 0x82, 7, 5, 0, 0, 0, 0, 0, 0, 0]);
 }
 
+/// OPEN's durability byte: 0 ack, 1 chunk, 2 the server's default (`None`), both ways; 3 is
+/// refused.
+#[test]
+fn proto_open_durability_codes() {
+    let cases = [
+        (Some(Durability::Ack), 0u8),
+        (Some(Durability::Chunk), 1),
+        (None, 2),
+    ];
+    for (durability, code) in cases {
+        let mut open = sample_open();
+        open.durability = durability;
+        let mut bytes = wire(&Frame::Open(open.clone()));
+        // Header, episode_id and env_id (u16 length each), timebase_kind, tick_hz.
+        let at = 5 + 2 + open.episode_id.len() + 2 + open.env_id.len() + 1 + 8;
+        assert_eq!(bytes[at], code, "{durability:?}");
+        assert_eq!(parse(&bytes).unwrap(), Frame::Open(open));
+        bytes[at] = 3;
+        let e = parse(&bytes).unwrap_err();
+        assert!(e.to_string().contains("durability"), "{e}");
+    }
+    assert_eq!(
+        sample_open().with_server_default_durability().durability,
+        None
+    );
+    for d in Durability::ALL {
+        assert_eq!(Durability::parse(d.as_str()), Some(d));
+    }
+    assert_eq!(Durability::parse("server"), None);
+}
+
 #[test]
 fn proto_batch_encoder_matches_frame_encoding() {
     let batch = sample_batch(10, 5);
@@ -189,11 +220,11 @@ fn arb_open() -> impl Strategy<Value = OpenEpisode> {
             } else {
                 TimebaseSpec::TimestampsNs { nominal_hz: hz }
             },
-            durability: if chunk {
+            durability: Some(if chunk {
                 Durability::Chunk
             } else {
                 Durability::Ack
-            },
+            }),
             channels,
             metadata_json: meta,
         })
