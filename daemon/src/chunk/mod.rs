@@ -5,7 +5,6 @@ pub mod digest;
 pub mod gaps;
 pub mod prealloc;
 pub mod publish;
-pub mod step;
 
 pub use columns::ChunkColumns;
 pub use gaps::SeqGaps;

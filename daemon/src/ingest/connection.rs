@@ -291,9 +291,9 @@ impl Connection {
                 None
             }
             (State::Recording { session, .. }, Frame::Timestep(t)) => {
-                let mut records = session
-                    .recycled_records()
-                    .unwrap_or_else(|| Vec::with_capacity(21 + t.payload.len()));
+                let mut records = session.recycled_records().unwrap_or_else(|| {
+                    Vec::with_capacity(wshard_ingest_proto::RECORD_HEADER_BYTES + t.payload.len())
+                });
                 records.clear();
                 wshard_ingest_proto::push_step_record(
                     &mut records,

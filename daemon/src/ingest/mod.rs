@@ -10,7 +10,7 @@ pub mod listener;
 pub mod responder;
 pub mod shm;
 mod shm_session;
-mod steps;
 pub mod slots;
+mod steps;
 
 pub use context::ServerContext;

@@ -21,11 +21,11 @@ use super::recycle::RecordPool;
 use super::settings::FsyncMode;
 use super::shared::{FinalStatus, SessionShared};
 use super::stats::HEARTBEAT_EVERY;
-use crate::chunk::step::{steps, STEP_HEADER_LEN};
 use crate::chunk::{ChunkColumns, SeqGaps};
 use crate::error::StorageError;
 use crate::journal::record::SegmentHeader;
 use crate::journal::segment::JournalSegment;
+use wshard_ingest_proto::{iter_records, RECORD_HEADER_BYTES};
 
 /// A message from the connection to the writer.
 pub enum WriterMsg {
@@ -105,7 +105,7 @@ impl Writer {
     }
 
     fn record_len(&self) -> usize {
-        STEP_HEADER_LEN + self.shared.schema.step_payload_bytes
+        RECORD_HEADER_BYTES + self.shared.schema.step_payload_bytes
     }
 
     /// Run until CLOSE or until the connection drops its sender (then: interrupted).
@@ -217,13 +217,13 @@ impl Writer {
         let rot = self.shared.settings.rotation;
         let mut rest = records;
         // Seqs the producer dropped before this batch: recorded with its first timestep.
-        let mut gap = steps(records, self.shared.schema.step_payload_bytes)
+        let mut gap = iter_records(records, self.shared.schema.step_payload_bytes)
             .next()
             .and_then(|s| SeqGaps::between(self.received_end, s.seq));
         while !rest.is_empty() {
             // How many records fit in the open chunk.
             let by_count = rot.max_timesteps.saturating_sub(self.columns.len());
-            let step_bytes = rec_len as u64 - STEP_HEADER_LEN as u64 + 8;
+            let step_bytes = rec_len as u64 - RECORD_HEADER_BYTES as u64 + 8;
             let by_bytes =
                 self.chunk_max_bytes.saturating_sub(self.columns.bytes) / step_bytes.max(1);
             // A chunk always takes at least one step, even one larger than the byte budget.
@@ -260,7 +260,7 @@ impl Writer {
                 }
                 self.dirty_since = Some(self.dirty_since.map_or(arrived, |d| d.min(arrived)));
             }
-            for s in steps(now, self.shared.schema.step_payload_bytes) {
+            for s in iter_records(now, self.shared.schema.step_payload_bytes) {
                 self.columns.push(&s);
                 self.received_end = s.seq.saturating_add(1);
                 self.timesteps += 1;
