@@ -24,4 +24,5 @@ pub mod journal;
 pub mod recovery;
 pub mod registry;
 pub mod runtime;
+pub mod server;
 pub mod session;

@@ -12,7 +12,7 @@
 //! - [`accept`]: the accept loop both listeners share.
 //!
 //! [`spawn`] starts everything in a [`std::thread::Scope`], from a listener bound with
-//! [`crate::ingest::listener::bind`] or handed over by socket activation.
+//! [`crate::runtime::listeners::bind`] or handed over by socket activation.
 
 pub mod accept;
 pub mod close;
@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use wshardd_config::Config;
 
-use crate::ingest::ServerContext;
+use crate::runtime::ServerContext;
 use rates::{RateSampler, SAMPLE_EVERY};
 
 /// What the control socket needs from the config besides the server context (the disk

@@ -22,13 +22,13 @@ use wshard_ingest_proto::{
     StepValues, TimebaseSpec, PROTOCOL_VERSION,
 };
 
-use super::context::ServerContext;
-use super::deadline::{DeadlineClock, Phase};
+use super::deadline::{DeadlineClock, Deadlines, Phase};
 use super::responder::SocketResponder;
 use super::shm::{recv_with_fds, FdQueue, Ring};
 use super::shm_session::Pump;
 use crate::episode::{validate_episode_id, Durability, EpisodeSchema};
 use crate::registry::{NewEpisode, PeerCred, Registration, StopReason};
+use crate::runtime::ServerContext;
 use crate::session::{FinalStatus, OpenError, Session};
 
 /// How often a blocked read wakes up to look at the shutdown flag.
@@ -112,7 +112,7 @@ pub fn serve(stream: UnixStream, ctx: &Arc<ServerContext>, peer: &str) {
         fds: FdQueue::default(),
         cred: peer_cred(&stream),
         client_name: String::new(),
-        clock: DeadlineClock::new(ctx.deadlines(), accepted),
+        clock: DeadlineClock::new(Deadlines::configured(ctx), accepted),
     };
     let stop = conn.read_loop(stream);
     conn.finish(&stop);

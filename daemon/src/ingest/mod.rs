@@ -4,7 +4,6 @@
 //! `shm_session`: a connection's ring).
 
 pub mod connection;
-pub mod context;
 pub mod deadline;
 pub mod listener;
 pub mod responder;
@@ -12,5 +11,3 @@ pub mod shm;
 mod shm_session;
 pub mod slots;
 mod steps;
-
-pub use context::ServerContext;

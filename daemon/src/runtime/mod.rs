@@ -3,13 +3,14 @@
 
 pub mod access;
 pub mod activation;
+pub mod context;
 pub mod disk;
 pub mod listeners;
 pub mod lock;
 pub mod logging;
 pub mod notify;
-pub mod server;
+pub mod settings;
 pub mod supervise;
 pub mod watchdog;
 
-pub use server::{run, Control, RunError};
+pub use context::ServerContext;

@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
+use super::memory::{chunk_byte_limit, CHUNKS_IN_MEMORY};
 use super::publisher::Sealed;
 use super::recycle::RecordPool;
 use super::settings::FsyncMode;
@@ -69,9 +70,9 @@ pub struct Writer {
     /// them (empty when it had none to give), reused by the next chunk.
     recycled: Receiver<Vec<Vec<u8>>>,
     /// Free chunk slots held here besides the open chunk's (see
-    /// [`super::CHUNKS_IN_MEMORY`]).
+    /// [`CHUNKS_IN_MEMORY`]).
     spare_slots: u64,
-    /// Raw bytes a chunk may hold ([`super::chunk_byte_limit`]).
+    /// Raw bytes a chunk may hold ([`chunk_byte_limit`]).
     chunk_max_bytes: u64,
     /// Where the records buffers of processed batches go, for the connection to reuse.
     records_pool: Arc<RecordPool>,
@@ -87,8 +88,7 @@ impl Writer {
         records_pool: Arc<RecordPool>,
     ) -> Self {
         let columns = ChunkColumns::new(shared.schema.clone(), 0, 0);
-        let chunk_max_bytes =
-            super::chunk_byte_limit(shared.settings.rotation.max_bytes, &shared.schema);
+        let chunk_max_bytes = chunk_byte_limit(shared.settings.rotation.max_bytes, &shared.schema);
         Self {
             chunk_max_bytes,
             shared,
@@ -99,7 +99,7 @@ impl Writer {
             dirty_since: None,
             to_publisher,
             recycled,
-            spare_slots: super::CHUNKS_IN_MEMORY.saturating_sub(1),
+            spare_slots: CHUNKS_IN_MEMORY.saturating_sub(1),
             records_pool,
         }
     }
