@@ -1,4 +1,5 @@
 //! Chunks: the open chunk's columns, and publishing a finished chunk durably.
+//! It may call `episode`, `fsio` and `error` only: no thread, no connection, no session.
 
 pub mod columns;
 pub mod digest;

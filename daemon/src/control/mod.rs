@@ -1,3 +1,6 @@
+//! The operator's control plane: the control socket and the optional Prometheus endpoint.
+//! It may call `ingest` (peer credentials), `runtime` (the server context) and what is below.
+//!
 //! The operator's control socket (`wshard status`, `episodes`, `close`, `metrics`) and the
 //! optional loopback TCP endpoint for Prometheus. The protocol is in `docs/CONTROL.md`.
 //!

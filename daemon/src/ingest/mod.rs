@@ -6,8 +6,8 @@
 //! - [`listener`]: accepting connections, within the connection limits ([`slots`]: per uid).
 //! - [`connection`]: one connection's read loop and states (handshake, idle, recording),
 //!   with its [`deadline`]s; [`responder`] writes its answers.
-//! - [`intake`]: an open episode's checks of every timestep, and the hand-off to its writer.
-//! - [`transport`]: where the timesteps come from: socket frames or a shared-memory ring.
+//! - `intake`: an open episode's checks of every timestep, and the hand-off to its writer.
+//! - `transport`: where the timesteps come from: socket frames or a shared-memory ring.
 //! - [`shm`]: the ring consumer, all of the daemon's `unsafe` code on the ring; [`fds`]:
 //!   receiving file descriptors (`SCM_RIGHTS`) and checking them (`/proc`, memfd seals).
 

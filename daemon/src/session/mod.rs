@@ -1,3 +1,6 @@
+//! An open episode's threads: the writer (journal, columns, group commit) and the publisher.
+//! It may call `journal`, `chunk`, `episode`, `fsio` and `error`; `ingest` drives it.
+//!
 //! One recording episode: a writer thread (journal + columns + group commit + rotation) and
 //! a publisher thread (chunk files + manifest), fed by the connection through a bounded
 //! queue. When the queue is full the connection blocks, so it stops reading its socket and

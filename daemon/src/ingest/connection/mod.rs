@@ -2,14 +2,14 @@
 //! It calls its state handlers, `intake`, `transport`, `fds`, `deadline`, `responder`.
 //!
 //! The read loop turns the socket's bytes into frames ([`FrameDecoder`]), sorts each one
-//! ([`request::Incoming`]) and hands it to the handler of the state the connection is in,
+//! (`request::Incoming`) and hands it to the handler of the state the connection is in,
 //! which answers it and says where the connection goes next (mini-redis's
 //! `Command::from_frame` then `apply`). Every check of docs/PROTOCOL.md happens on the way,
 //! so that the writer only ever sees valid records.
 //!
 //! The socket is read with `recvmsg` so that file descriptors passed with `SHM_ATTACH`
 //! arrive ([`crate::ingest::fds`]); once a ring is attached, the recording's transport
-//! takes the timesteps from it ([`crate::ingest::transport`]).
+//! takes the timesteps from it (`ingest::transport`).
 //!
 //! Large `TIMESTEP_BATCH` frames are read straight into their records buffer (the decoder's
 //! direct batches), and that buffer is one the episode's writer has finished with when
