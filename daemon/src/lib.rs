@@ -1,17 +1,26 @@
 //! `wshard-recorder`: the daemon `wshardd` and the operator CLI `wshard`.
 //!
 //! ## Layout
+//! Top to bottom: each module calls only modules listed after it (checked: no two modules
+//! use each other).
+//! - [`server`]: `run`, the daemon's main loop: recovery, the sockets, the ingest and control
+//!   threads, reload and shutdown.
 //! - [`cli`]: the `wshard` operator verbs (`inspect`, `verify`, `recover`, `cat`).
-//! - [`fsio`]: the only module that calls fsync / rename / fsync(dir), behind the [`fsio::Fs`] trait.
-//! - [`journal`]: the per-episode journal (LevelDB-log framing with CRC32C).
-//! - [`episode`]: an episode's schema and on-disk layout.
-//! - [`chunk`]: the open chunk's columns; publishing a chunk and the manifest.
-//! - [`session`]: one recording episode: writer and publisher threads.
-//! - [`recovery`]: replaying journals after a crash.
-//! - [`ingest`]: the Unix socket: listener, connections, responses.
-//! - [`registry`]: the open episodes and daemon counters, for status and metrics.
 //! - [`control`]: the operator's control socket (status, episodes, close, Prometheus metrics).
-//! - [`runtime`]: `run`, shutdown and reload, the data directory lock.
+//! - [`ingest`]: the Unix socket: listener, the connection state machine, the socket and
+//!   shared-memory transports.
+//! - [`runtime`]: process-level services ingest and control share: the server context and
+//!   the settings from the config, access, disk, sockets, the data directory lock, systemd.
+//! - [`registry`]: the open episodes and daemon counters, for status and metrics.
+//! - [`recovery`]: replaying journals after a crash.
+//! - [`session`]: one recording episode: writer and publisher threads, its memory budget.
+//! - [`journal`]: the per-episode journal (LevelDB-log framing with CRC32C).
+//! - [`chunk`]: the open chunk's columns; publishing a chunk and the manifest.
+//! - [`episode`]: an episode's schema and on-disk layout.
+//! - [`fsio`]: the only module that calls fsync / rename / fsync(dir), behind the [`fsio::Fs`] trait.
+//! - [`error`]: the storage errors of the write path.
+//!
+//! The timestep record layout is the protocol crate's ([`wshard_ingest_proto::timestep`]).
 
 pub mod chunk;
 pub mod cli;
@@ -24,4 +33,5 @@ pub mod journal;
 pub mod recovery;
 pub mod registry;
 pub mod runtime;
+pub mod server;
 pub mod session;

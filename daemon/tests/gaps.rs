@@ -17,7 +17,7 @@ use sim_harness::{data_dir, fresh_sim, layout, modes, records, recover, schema, 
 use wshard::episode::Episode;
 use wshard::manifest::Manifest;
 use wshard::read::ShardReader;
-use wshard_recorder::chunk::step::steps;
+use wshard_ingest_proto::iter_records;
 use wshard_recorder::chunk::SeqGaps;
 use wshard_recorder::episode::Durability;
 use wshard_recorder::fsio::sim::{PowerLoss, SimFs};
@@ -140,7 +140,7 @@ fn check(fs: &SimFs, acked: u64, ctx: &str) -> u64 {
             found.push(seq);
             // bit-exact against what was sent for that seq
             let rec = records(seq, 1);
-            let s = steps(&rec, 22).next().unwrap();
+            let s = iter_records(&rec, 22).next().unwrap();
             assert_eq!(t, s.t_ns, "{ctx}");
             assert_eq!(ep.reward[i].to_bits(), s.reward.to_bits(), "{ctx}");
             assert_eq!(ep.done[i], s.done, "{ctx}");

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use wshard::codec::Codec;
 use wshard::episode::{DType, Lane, Timebase};
 use wshard::manifest::{read_episode_chunked, Manifest};
-use wshard_recorder::chunk::step::encode_step;
+use wshard_ingest_proto::push_step_record;
 use wshard_recorder::episode::{Durability, EpisodeLayout, EpisodeSchema};
 use wshard_recorder::fsio::{Fs, RealFs};
 use wshard_recorder::recovery::recover_all;
@@ -69,7 +69,7 @@ fn open(dir: &Path, max_ts: u64) -> (Session, Arc<Acks>) {
 fn push(s: &Session, from: u64, n: u64) {
     let mut rec = Vec::new();
     for i in from..from + n {
-        encode_step(&mut rec, i, i as i64, 0.5, false, &payload(i));
+        push_step_record(&mut rec, i, i as i64, 0.5, false, &[&payload(i)]);
     }
     assert!(s.submit(rec, n));
 }

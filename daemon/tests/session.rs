@@ -9,7 +9,7 @@ use std::time::Duration;
 use wshard::codec::Codec;
 use wshard::episode::{DType, Lane, Timebase};
 use wshard::manifest::{read_episode_chunked, Manifest};
-use wshard_recorder::chunk::step::encode_step;
+use wshard_ingest_proto::push_step_record;
 use wshard_recorder::episode::{Durability, EpisodeLayout, EpisodeSchema};
 use wshard_recorder::fsio::RealFs;
 use wshard_recorder::session::{
@@ -81,13 +81,13 @@ fn settings(fsync: FsyncPolicy, max_timesteps: u64) -> SessionSettings {
 fn push(session: &Session, from: u64, n: u64) {
     let mut rec = Vec::new();
     for i in from..from + n {
-        encode_step(
+        push_step_record(
             &mut rec,
             i,
             1_700_000_000_000_000_000 + i as i64 * 1_000_000,
             i as f32,
             i % 100 == 99,
-            &step_payload(i),
+            &[&step_payload(i)],
         );
     }
     assert!(session.submit(rec, n));
@@ -358,7 +358,7 @@ fn session_compressed_chunks_reuse_buffers_early_and_keep_every_byte() {
         let total = 200u64;
         for i in 0..total {
             let mut rec = Vec::new();
-            encode_step(&mut rec, i, i as i64, 0.0, i + 1 == total, &frame(i));
+            push_step_record(&mut rec, i, i as i64, 0.0, i + 1 == total, &[&frame(i)]);
             assert!(s.submit(rec, 1));
         }
         let summary = s.close(FinalStatus::Complete);

@@ -24,7 +24,7 @@ use sim_harness::{data_dir, fresh_sim, layout, records, schema, Client, EP};
 use wshard::episode::Episode;
 use wshard::manifest::{sha256_hex, Manifest};
 use wshard::read::ShardReader;
-use wshard_recorder::chunk::step::{encode_step, STEP_HEADER_LEN};
+use wshard_ingest_proto::{push_step_record, RECORD_HEADER_BYTES};
 use wshard_recorder::cli::verify::{self, VerifyOptions};
 use wshard_recorder::cli::Status;
 use wshard_recorder::episode::layout::QUARANTINE_DIR;
@@ -38,7 +38,7 @@ use wshard_recorder::session::{FinalStatus, FsyncPolicy, Rotation, Session, Sess
 /// Payload bytes of one timestep of the harness schema (`state` f32x4 + `cmd` u8x6).
 const PAYLOAD: usize = 16 + 6;
 /// One timestep record as sent and journaled.
-const REC: usize = STEP_HEADER_LEN + PAYLOAD;
+const REC: usize = RECORD_HEADER_BYTES + PAYLOAD;
 
 // ---------------------------------------------------------------------------------------
 // Recording and damaging
@@ -215,7 +215,7 @@ fn wire_records(ep: &Episode, first: u64) -> Vec<u8> {
             let w = ch.data.len() / n;
             payload.extend_from_slice(&ch.data[i * w..(i + 1) * w]);
         }
-        encode_step(&mut out, first + i as u64, t, reward, done, &payload);
+        push_step_record(&mut out, first + i as u64, t, reward, done, &[&payload]);
     }
     out
 }

@@ -43,13 +43,13 @@ fn main() -> ExitCode {
     init_logging(&cfg);
     tracing::info!(config = %source, "starting wshardd {}", env!("CARGO_PKG_VERSION"));
     warn_deprecated(&cfg);
-    let control = wshard_recorder::runtime::Control::default();
+    let control = wshard_recorder::server::Control::default();
     if let Err(e) = install_signals(&control) {
         eprintln!("wshardd: cannot install signal handlers: {e}");
         return ExitCode::from(2);
     }
     let reload = || reload_config(&args.config, &source);
-    match wshard_recorder::runtime::run(&cfg, &control, &reload, &|_| {}) {
+    match wshard_recorder::server::run(&cfg, &control, &reload, &|_| {}) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");
@@ -92,7 +92,7 @@ fn init_logging(cfg: &Config) {
 
 /// SIGTERM / SIGINT: graceful shutdown; a second one exits at once (recovery covers it).
 /// SIGHUP: re-read the config.
-fn install_signals(control: &wshard_recorder::runtime::Control) -> std::io::Result<()> {
+fn install_signals(control: &wshard_recorder::server::Control) -> std::io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     for sig in [SIGTERM, SIGINT] {
         signal_hook::flag::register_conditional_shutdown(sig, 1, control.shutdown.clone())?;

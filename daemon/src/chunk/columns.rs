@@ -7,8 +7,8 @@ use std::time::Instant;
 use wshard::episode::{Channel, ChunkInfo, Episode};
 
 use super::gaps::SeqGaps;
-use super::step::StepRef;
 use crate::episode::EpisodeSchema;
+use wshard_ingest_proto::TimestepRef;
 
 /// The timesteps of one chunk, one growable buffer per channel.
 #[derive(Debug)]
@@ -81,7 +81,7 @@ impl ChunkColumns {
 
     /// Append one timestep whose payload has the schema's step size (checked by the caller).
     /// The chunk's age (for `rotation.max_seconds`) counts from its first timestep.
-    pub fn push(&mut self, step: &StepRef<'_>) {
+    pub fn push(&mut self, step: &TimestepRef<'_>) {
         if self.reward.is_empty() {
             self.opened = Instant::now();
         }
@@ -174,8 +174,8 @@ mod tests {
     use wshard::episode::{DType, Lane, Timebase};
 
     use super::*;
-    use crate::chunk::step::StepRef;
     use crate::episode::{Durability, EpisodeSchema};
+    use wshard_ingest_proto::TimestepRef;
 
     /// The running CRC of every channel equals the CRC32C of the block as published, also
     /// when the buffers of an earlier chunk are reused.
@@ -199,7 +199,7 @@ mod tests {
         cols.reuse_buffers(vec![vec![9; 40], vec![7; 3]]);
         for i in 0..17u8 {
             let payload: Vec<u8> = (0..8).map(|j| i.wrapping_mul(13) ^ j).collect();
-            cols.push(&StepRef {
+            cols.push(&TimestepRef {
                 seq: u64::from(i),
                 t_ns: i64::from(i),
                 reward: 0.0,

@@ -1,4 +1,5 @@
-//! The operator CLI `wshard`.
+//! The operator CLI `wshard`: inspect, verify, recover and read what the daemon wrote.
+//! It may call `control` (client side), `runtime` (the lock), `recovery` and everything below.
 //!
 //! - [`inspect`]: `wshard inspect FILE`, gathering what a shard holds into an [`inspect::Inspection`].
 //! - [`inspect_render`]: printing an inspection as a text table or as JSON.

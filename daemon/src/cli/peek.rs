@@ -11,10 +11,10 @@ use wshard::consts::MAGIC;
 
 use super::peek_render::{write_json, write_text};
 use super::Status;
-use crate::chunk::step::{steps, STEP_HEADER_LEN};
 use crate::journal::format::{scan, Corruption, BLOCK_LEN};
 use crate::journal::record::{kind, SegmentHeader};
 use crate::journal::segment::read_segment;
+use wshard_ingest_proto::{iter_records, RECORD_HEADER_BYTES};
 
 /// What one logical record is.
 #[derive(Clone, Debug, PartialEq)]
@@ -167,7 +167,7 @@ fn steps_kind(header: Option<&SegmentHeader>, body: &[u8]) -> RecordKind {
             contiguous: true,
         };
     };
-    let rec_len = STEP_HEADER_LEN + h.schema.step_payload_bytes;
+    let rec_len = RECORD_HEADER_BYTES + h.schema.step_payload_bytes;
     if body.len() % rec_len != 0 {
         return RecordKind::Steps {
             timesteps: None,
@@ -178,7 +178,7 @@ fn steps_kind(header: Option<&SegmentHeader>, body: &[u8]) -> RecordKind {
     let mut first = None;
     let mut last = None;
     let mut contiguous = true;
-    for s in steps(body, h.schema.step_payload_bytes) {
+    for s in iter_records(body, h.schema.step_payload_bytes) {
         if let Some(prev) = last {
             contiguous &= s.seq == prev + 1;
         }

@@ -1,3 +1,6 @@
+//! The operator's control plane: the control socket and the optional Prometheus endpoint.
+//! It may call `ingest` (peer credentials), `runtime` (the server context) and what is below.
+//!
 //! The operator's control socket (`wshard status`, `episodes`, `close`, `metrics`) and the
 //! optional loopback TCP endpoint for Prometheus. The protocol is in `docs/CONTROL.md`.
 //!
@@ -12,7 +15,7 @@
 //! - [`accept`]: the accept loop both listeners share.
 //!
 //! [`spawn`] starts everything in a [`std::thread::Scope`], from a listener bound with
-//! [`crate::ingest::listener::bind`] or handed over by socket activation.
+//! [`crate::runtime::listeners::bind`] or handed over by socket activation.
 
 pub mod accept;
 pub mod close;
@@ -36,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use wshardd_config::Config;
 
-use crate::ingest::ServerContext;
+use crate::runtime::ServerContext;
 use rates::{RateSampler, SAMPLE_EVERY};
 
 /// What the control socket needs from the config besides the server context (the disk

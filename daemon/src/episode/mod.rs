@@ -1,4 +1,5 @@
 //! What an episode is to the daemon: its schema and its files.
+//! A leaf: it calls nothing else of the daemon (only the `wshard` format crate).
 
 pub mod layout;
 pub mod schema;

@@ -1,3 +1,6 @@
+//! The file system seam: every durability syscall, behind the [`Fs`] trait.
+//! A leaf: it calls nothing else of the daemon; everything that writes files calls it.
+//!
 //! The only place that performs durability syscalls: create, write, fdatasync, fsync,
 //! rename, directory fsync, remove. Everything goes through the [`Fs`] trait so that fault
 //! injection (and a simulated power cut) can reach every step.

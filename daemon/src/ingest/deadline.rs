@@ -12,6 +12,7 @@ use wshard_ingest_proto::ErrorCode;
 
 use super::responder::SocketResponder;
 use crate::registry::{DaemonCounters, PeerCred};
+use crate::runtime::ServerContext;
 
 /// The two deadlines, as configured when the connection was accepted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +42,21 @@ pub enum Cut {
 }
 
 impl Deadlines {
+    /// The deadlines configured now (SIGHUP changes them for new connections).
+    #[must_use]
+    pub fn configured(ctx: &ServerContext) -> Self {
+        ctx.tunables.read().map_or(
+            Self {
+                handshake: wshardd_config::LimitsConfig::default().handshake_timeout(),
+                no_episode: wshardd_config::LimitsConfig::default().no_episode_timeout(),
+            },
+            |t| Self {
+                handshake: t.handshake_timeout,
+                no_episode: t.no_episode_timeout,
+            },
+        )
+    }
+
     /// The deadline `phase` has passed, `since` being when the phase began (the accept,
     /// the HELLO or the end of the last episode).
     #[must_use]

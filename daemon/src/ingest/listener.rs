@@ -1,9 +1,7 @@
-//! Binding the ingest socket and accepting connections, one thread each, up to
+//! Accepting connections on the ingest socket, one thread each, up to
 //! `limits.max_connections` in all and `limits.max_connections_per_uid` per peer uid.
 
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -12,60 +10,19 @@ use std::time::Duration;
 use wshard_ingest_proto::{ErrorCode, Frame};
 
 use super::connection;
-use super::context::ServerContext;
 use super::responder::SocketResponder;
-use super::slots::UidLimitReached;
+use super::slots::{UidLimitReached, UidSlots};
 use crate::registry::PeerCred;
+use crate::runtime::ServerContext;
 
 /// How often the accept loop looks at the shutdown flag.
 const ACCEPT_POLL: Duration = Duration::from_millis(50);
 
-/// Why the socket could not be bound.
-#[derive(Debug, thiserror::Error)]
-pub enum BindError {
-    #[error("socket {}: another wshardd is already listening there", .0.display())]
-    InUse(PathBuf),
-    #[error("socket {}: {op}: {source}", path.display())]
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-/// Bind `path` with file mode `mode`. A stale socket file (nobody listening) is replaced;
-/// a live one is an error.
-///
-/// # Errors
-/// [`BindError`] naming the path and step.
-pub fn bind(path: &Path, mode: u32) -> Result<UnixListener, BindError> {
-    let io = |op, source| BindError::Io {
-        op,
-        path: path.to_path_buf(),
-        source,
-    };
-    if path.exists() {
-        if UnixStream::connect(path).is_ok() {
-            return Err(BindError::InUse(path.to_path_buf()));
-        }
-        std::fs::remove_file(path).map_err(|e| io("remove stale socket", e))?;
-    }
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| io("create socket directory", e))?;
-    }
-    let listener = UnixListener::bind(path).map_err(|e| io("bind", e))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .map_err(|e| io("chmod", e))?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| io("set nonblocking", e))?;
-    Ok(listener)
-}
-
 /// Accept until shutdown, then wait for every connection to finish its episode.
 pub fn accept_loop(listener: &UnixListener, ctx: &Arc<ServerContext>) {
     let mut threads: Vec<JoinHandle<()>> = Vec::new();
+    // The connections each peer uid holds (`limits.max_connections_per_uid`).
+    let uid_slots = Arc::new(UidSlots::default());
     let mut n: u64 = 0;
     while !ctx.shutdown.load(Ordering::Acquire) {
         match listener.accept() {
@@ -97,7 +54,7 @@ pub fn accept_loop(listener: &UnixListener, ctx: &Arc<ServerContext>) {
                     refuse(stream, max);
                     continue;
                 }
-                let slot = match ctx.uid_slots.take(cred.map(|c| c.uid), per_uid) {
+                let slot = match uid_slots.take(cred.map(|c| c.uid), per_uid) {
                     Ok(slot) => slot,
                     Err(full) => {
                         ctx.registry

@@ -1,16 +1,22 @@
-//! Unix-socket ingest: listener (with the per-uid connection slots, `slots`), per-connection
-//! protocol handling (with its deadlines, `deadline`), responses, and the
-//! shared-memory transport (`shm`: the ring consumer, the daemon's only `unsafe` code;
-//! `shm_session`: a connection's ring).
+//! Ingest: the socket's accept loop, one thread per connection, every protocol check.
+//! It may call `runtime` (the server context), `session`, `registry` and `episode`.
+//!
+//! Timesteps come as socket frames or through a shared-memory ring (the two transports).
+//!
+//! - [`listener`]: accepting connections, within the connection limits ([`slots`]: per uid).
+//! - [`connection`]: one connection's read loop and states (handshake, idle, recording),
+//!   with its [`deadline`]s; [`responder`] writes its answers.
+//! - `intake`: an open episode's checks of every timestep, and the hand-off to its writer.
+//! - `transport`: where the timesteps come from: socket frames or a shared-memory ring.
+//! - [`shm`]: the ring consumer, all of the daemon's `unsafe` code on the ring; [`fds`]:
+//!   receiving file descriptors (`SCM_RIGHTS`) and checking them (`/proc`, memfd seals).
 
 pub mod connection;
-pub mod context;
 pub mod deadline;
+pub mod fds;
+mod intake;
 pub mod listener;
 pub mod responder;
 pub mod shm;
-mod shm_session;
 pub mod slots;
-mod steps;
-
-pub use context::ServerContext;
+mod transport;

@@ -69,7 +69,7 @@ impl SocketResponder {
     /// client is gone, or has not read for [`WRITE_TIMEOUT`]) the connection is shut down:
     /// its reader sees the end of the stream and the episode is finalized `interrupted`.
     /// A client that did not read gets the rest of the frame and an `ERROR{TIMEOUT}` first
-    /// when the kernel lets the send buffer grow (see [`last_word`]).
+    /// when the kernel lets the send buffer grow (see `last_word`).
     pub fn send(&self, frame: &Frame) {
         if self.broken.load(Ordering::Acquire) {
             return;

@@ -188,7 +188,8 @@ pub fn read_segment(bytes: &[u8]) -> SegmentContents {
                 .problems
                 .push((rec.offset, "second segment header ignored".into())),
             (kind::STEPS, Some(h)) => {
-                let rec_len = crate::chunk::step::STEP_HEADER_LEN + h.schema.step_payload_bytes;
+                let rec_len =
+                    wshard_ingest_proto::RECORD_HEADER_BYTES + h.schema.step_payload_bytes;
                 if body.len() % rec_len == 0 {
                     out.spans.push(StepsSpan {
                         offset: rec.offset,

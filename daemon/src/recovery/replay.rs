@@ -6,9 +6,9 @@
 //! `time/dropped_seq_ranges` with it, as in live recording. A GAP record with no timestep
 //! after it (its STEPS record was torn off) is not recorded: nothing it announced arrived.
 
-use crate::chunk::step::{steps, STEP_HEADER_LEN};
 use crate::chunk::ChunkColumns;
 use crate::journal::segment::SegmentContents;
+use wshard_ingest_proto::{iter_records, RECORD_HEADER_BYTES};
 
 /// Where and why replay stopped before the end of the segment's timesteps.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,12 +28,12 @@ pub fn replay(
     columns: &mut ChunkColumns,
     next_seq: u64,
 ) -> (u64, Option<Stopped>) {
-    let rec_len = STEP_HEADER_LEN + step_payload_bytes;
+    let rec_len = RECORD_HEADER_BYTES + step_payload_bytes;
     let mut end = next_seq;
     let mut expect = next_seq;
     let mut pending: Vec<[u64; 2]> = Vec::new();
     let mut marks = seg.gaps.iter().peekable();
-    for (i, s) in steps(&seg.steps, step_payload_bytes).enumerate() {
+    for (i, s) in iter_records(&seg.steps, step_payload_bytes).enumerate() {
         let at = i * rec_len;
         while let Some(m) = marks.next_if(|m| m.steps_at <= at) {
             let [start, stop] = m.range;
@@ -91,9 +91,9 @@ mod tests {
     use wshard::episode::{DType, Lane, Timebase};
 
     use super::*;
-    use crate::chunk::step::encode_step;
     use crate::episode::{Durability, EpisodeSchema};
     use crate::journal::segment::GapMark;
+    use wshard_ingest_proto::push_step_record;
 
     fn schema() -> Arc<EpisodeSchema> {
         Arc::new(
@@ -121,12 +121,12 @@ mod tests {
     fn segment(seqs: &[u64], gaps: &[(usize, u64, u64)]) -> SegmentContents {
         let mut seg = SegmentContents::default();
         for &s in seqs {
-            encode_step(&mut seg.steps, s, s as i64, 0.0, false, &[s as u8, 1]);
+            push_step_record(&mut seg.steps, s, s as i64, 0.0, false, &[&[s as u8, 1]]);
         }
         for &(i, start, end) in gaps {
             seg.gaps.push(GapMark {
                 offset: 0,
-                steps_at: i * (STEP_HEADER_LEN + 2),
+                steps_at: i * (RECORD_HEADER_BYTES + 2),
                 range: [start, end],
             });
         }

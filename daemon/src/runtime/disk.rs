@@ -69,7 +69,7 @@ struct State {
     failing: bool,
 }
 
-/// The disk monitor. One per daemon, in the [`crate::ingest::ServerContext`].
+/// The disk monitor. One per daemon, in the [`super::ServerContext`].
 pub struct DiskMonitor {
     source: Box<dyn FreeSpace>,
     /// SIGHUP replaces it; the next check uses the new watermarks.

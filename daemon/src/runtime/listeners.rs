@@ -5,14 +5,57 @@
 //! its file removed on exit; a passed socket belongs to the service manager (its unit sets
 //! `SocketMode=` / `SocketGroup=`), so the daemon leaves its file alone.
 
-use std::os::unix::net::UnixListener;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
 use wshardd_config::Config;
 
-use crate::ingest::listener::{bind, BindError};
-use crate::runtime::access::{set_socket_group, GroupError};
-use crate::runtime::activation::Passed;
+use super::access::{set_socket_group, GroupError};
+use super::activation::Passed;
+
+/// Why the socket could not be bound.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    #[error("socket {}: another wshardd is already listening there", .0.display())]
+    InUse(PathBuf),
+    #[error("socket {}: {op}: {source}", path.display())]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Bind `path` with file mode `mode`. A stale socket file (nobody listening) is replaced;
+/// a live one is an error.
+///
+/// # Errors
+/// [`BindError`] naming the path and step.
+pub fn bind(path: &Path, mode: u32) -> Result<UnixListener, BindError> {
+    let io = |op, source| BindError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    };
+    if path.exists() {
+        if UnixStream::connect(path).is_ok() {
+            return Err(BindError::InUse(path.to_path_buf()));
+        }
+        std::fs::remove_file(path).map_err(|e| io("remove stale socket", e))?;
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| io("create socket directory", e))?;
+    }
+    let listener = UnixListener::bind(path).map_err(|e| io("bind", e))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| io("chmod", e))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| io("set nonblocking", e))?;
+    Ok(listener)
+}
 
 /// The file of a listening socket, and whether it is ours to remove.
 #[derive(Debug)]

@@ -1,3 +1,6 @@
+//! An open episode's threads: the writer (journal, columns, group commit) and the publisher.
+//! It may call `journal`, `chunk`, `episode`, `fsio` and `error`; `ingest` drives it.
+//!
 //! One recording episode: a writer thread (journal + columns + group commit + rotation) and
 //! a publisher thread (chunk files + manifest), fed by the connection through a bounded
 //! queue. When the queue is full the connection blocks, so it stops reading its socket and
@@ -5,9 +8,10 @@
 //! idle record buffers kept for reuse, at most a quarter of the queue's bytes, see
 //! [`recycle`]).
 
-pub mod budget;
 pub mod failure;
+pub mod memory;
 pub mod publisher;
+pub mod queue_budget;
 pub mod recycle;
 pub mod settings;
 pub mod shared;
@@ -23,6 +27,7 @@ use crossbeam_channel::Sender;
 use wshard::manifest::Manifest;
 
 pub use failure::{SessionFailure, StorageFailure};
+pub use memory::{chunk_byte_limit, CHUNKS_IN_MEMORY};
 pub use settings::{Rotation, SessionSettings};
 pub use shared::{FinalStatus, Responder, SessionShared};
 pub use stats::EpisodeStats;
@@ -46,30 +51,6 @@ pub enum OpenError {
     Storage(#[from] StorageError),
     #[error("cannot start the episode's threads: {0}")]
     Spawn(std::io::Error),
-}
-
-/// Chunks of one episode held in memory at once (raw channel bytes): the open chunk, and the
-/// sealed one being compressed or written. The writer opens a chunk only with a free slot;
-/// the publisher frees a sealed chunk's slot right after compressing it when it no longer
-/// needs the raw bytes (see [`crate::chunk::publish::write_chunk`]), else once it is written.
-pub const CHUNKS_IN_MEMORY: u64 = 2;
-
-/// The raw bytes one chunk may hold. `per_chunk` is `rotation.max_bytes` split between the
-/// [`CHUNKS_IN_MEMORY`] chunks. When a channel is compressed, the sealed chunk's compressed
-/// copy is in memory as well while it is written (at most as large as the raw bytes: a block
-/// is stored compressed only when that is smaller), so the budget is split in three instead:
-/// two raw chunks and one compressed copy.
-#[must_use]
-pub fn chunk_byte_limit(per_chunk: u64, schema: &crate::episode::EpisodeSchema) -> u64 {
-    let compressed = schema
-        .channels
-        .iter()
-        .any(|c| c.codec != wshard::codec::Codec::None);
-    if compressed {
-        (per_chunk.saturating_mul(CHUNKS_IN_MEMORY) / (CHUNKS_IN_MEMORY + 1)).max(1)
-    } else {
-        per_chunk
-    }
 }
 
 /// Capacity of the channel returning slots (never full: at most every slot is in it).
@@ -289,51 +270,5 @@ impl Drop for Session {
         if self.writer.is_some() {
             let _ = self.join();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use serde_json::Map;
-    use wshard::codec::Codec;
-    use wshard::episode::{DType, Lane, Timebase};
-
-    use super::*;
-    use crate::episode::{Durability, EpisodeSchema};
-
-    fn schema(codecs: &[Codec]) -> EpisodeSchema {
-        let channels = codecs
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (format!("c{i}"), Lane::Signal, DType::U8, vec![4], *c, None))
-            .collect();
-        EpisodeSchema::new(
-            "e".into(),
-            String::new(),
-            Timebase::ticks(1.0),
-            Durability::Chunk,
-            channels,
-            Map::new(),
-        )
-        .unwrap()
-    }
-
-    /// Two raw chunks plus one compressed copy stay within the budget of two raw chunks.
-    #[test]
-    fn compressed_episodes_split_the_chunk_budget_in_three() {
-        let per_chunk = 32 << 20;
-        let budget = per_chunk * CHUNKS_IN_MEMORY;
-        assert_eq!(
-            chunk_byte_limit(per_chunk, &schema(&[Codec::None])),
-            per_chunk
-        );
-        for codecs in [&[Codec::zstd()][..], &[Codec::None, Codec::Lz4]] {
-            let limit = chunk_byte_limit(per_chunk, &schema(codecs));
-            assert!(limit * (CHUNKS_IN_MEMORY + 1) <= budget, "{codecs:?}");
-            assert!(limit * (CHUNKS_IN_MEMORY + 1) > budget - 3, "{codecs:?}");
-        }
-        assert_eq!(chunk_byte_limit(0, &schema(&[Codec::Lz4])), 1);
     }
 }

@@ -9,6 +9,8 @@ use wshardd_config::FsyncPolicy;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rotation {
     pub max_timesteps: u64,
+    /// `rotation.max_bytes`: the episode's chunk memory budget, which its chunks share
+    /// (what one chunk may hold is [`super::chunk_byte_limit`]).
     pub max_bytes: u64,
     pub max_age: Duration,
 }
@@ -36,6 +38,7 @@ impl Default for SessionSettings {
             fsync: FsyncPolicy::Interval(Duration::from_millis(10)),
             rotation: Rotation {
                 max_timesteps: 100_000,
+                // The config's default.
                 max_bytes: 256 << 20,
                 max_age: Duration::from_secs(60),
             },

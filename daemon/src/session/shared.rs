@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use wshard_ingest_proto::RingPolicy;
 
-use super::budget::ByteBudget;
 use super::failure::SessionFailure;
+use super::queue_budget::ByteBudget;
 use super::settings::SessionSettings;
 use super::stats::EpisodeStats;
 use crate::episode::{EpisodeLayout, EpisodeSchema};

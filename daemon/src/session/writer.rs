@@ -18,15 +18,16 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use wshardd_config::FsyncPolicy;
 
 use super::failure::SessionFailure;
+use super::memory::{chunk_byte_limit, CHUNKS_IN_MEMORY};
 use super::publisher::Sealed;
 use super::recycle::RecordPool;
 use super::shared::{FinalStatus, SessionShared};
 use super::stats::HEARTBEAT_EVERY;
-use crate::chunk::step::{steps, STEP_HEADER_LEN};
 use crate::chunk::{ChunkColumns, SeqGaps};
 use crate::error::StorageError;
 use crate::journal::record::SegmentHeader;
 use crate::journal::segment::JournalSegment;
+use wshard_ingest_proto::{iter_records, RECORD_HEADER_BYTES};
 
 /// A message from the connection to the writer.
 pub enum WriterMsg {
@@ -70,9 +71,9 @@ pub struct Writer {
     /// them (empty when it had none to give), reused by the next chunk.
     recycled: Receiver<Vec<Vec<u8>>>,
     /// Free chunk slots held here besides the open chunk's (see
-    /// [`super::CHUNKS_IN_MEMORY`]).
+    /// [`CHUNKS_IN_MEMORY`]).
     spare_slots: u64,
-    /// Raw bytes a chunk may hold ([`super::chunk_byte_limit`]).
+    /// Raw bytes a chunk may hold ([`chunk_byte_limit`]).
     chunk_max_bytes: u64,
     /// Where the records buffers of processed batches go, for the connection to reuse.
     records_pool: Arc<RecordPool>,
@@ -88,8 +89,7 @@ impl Writer {
         records_pool: Arc<RecordPool>,
     ) -> Self {
         let columns = ChunkColumns::new(shared.schema.clone(), 0, 0);
-        let chunk_max_bytes =
-            super::chunk_byte_limit(shared.settings.rotation.max_bytes, &shared.schema);
+        let chunk_max_bytes = chunk_byte_limit(shared.settings.rotation.max_bytes, &shared.schema);
         Self {
             chunk_max_bytes,
             shared,
@@ -100,13 +100,13 @@ impl Writer {
             dirty_since: None,
             to_publisher,
             recycled,
-            spare_slots: super::CHUNKS_IN_MEMORY.saturating_sub(1),
+            spare_slots: CHUNKS_IN_MEMORY.saturating_sub(1),
             records_pool,
         }
     }
 
     fn record_len(&self) -> usize {
-        STEP_HEADER_LEN + self.shared.schema.step_payload_bytes
+        RECORD_HEADER_BYTES + self.shared.schema.step_payload_bytes
     }
 
     /// Run until CLOSE or until the connection drops its sender (then: interrupted).
@@ -218,13 +218,13 @@ impl Writer {
         let rot = self.shared.settings.rotation;
         let mut rest = records;
         // Seqs the producer dropped before this batch: recorded with its first timestep.
-        let mut gap = steps(records, self.shared.schema.step_payload_bytes)
+        let mut gap = iter_records(records, self.shared.schema.step_payload_bytes)
             .next()
             .and_then(|s| SeqGaps::between(self.received_end, s.seq));
         while !rest.is_empty() {
             // How many records fit in the open chunk.
             let by_count = rot.max_timesteps.saturating_sub(self.columns.len());
-            let step_bytes = rec_len as u64 - STEP_HEADER_LEN as u64 + 8;
+            let step_bytes = rec_len as u64 - RECORD_HEADER_BYTES as u64 + 8;
             let by_bytes =
                 self.chunk_max_bytes.saturating_sub(self.columns.bytes) / step_bytes.max(1);
             // A chunk always takes at least one step, even one larger than the byte budget.
@@ -261,7 +261,7 @@ impl Writer {
                 }
                 self.dirty_since = Some(self.dirty_since.map_or(arrived, |d| d.min(arrived)));
             }
-            for s in steps(now, self.shared.schema.step_payload_bytes) {
+            for s in iter_records(now, self.shared.schema.step_payload_bytes) {
                 self.columns.push(&s);
                 self.received_end = s.seq.saturating_add(1);
                 self.timesteps += 1;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use wshard::codec::Codec;
 use wshard::episode::{DType, Lane, Timebase};
 use wshard::manifest::Manifest;
-use wshard_recorder::chunk::step::encode_step;
+use wshard_ingest_proto::push_step_record;
 use wshard_recorder::episode::{Durability, EpisodeLayout, EpisodeSchema};
 use wshard_recorder::fsio::RealFs;
 use wshard_recorder::session::{
@@ -86,7 +86,7 @@ pub fn record_and_crash(live: &Path, crashed: &Path, max_ts: u64, steps: u64, ba
         let mut rec = Vec::new();
         for i in seq..seq + n {
             #[allow(clippy::cast_possible_wrap)]
-            encode_step(&mut rec, i, i as i64 * 1000, 0.5, false, &payload(i));
+            push_step_record(&mut rec, i, i as i64 * 1000, 0.5, false, &[&payload(i)]);
         }
         assert!(s.submit(rec, n));
         seq += n;

@@ -11,7 +11,7 @@ use wshard::codec::Codec;
 use wshard::episode::{DType, Lane, Timebase};
 use wshard::manifest::{read_episode_chunked, Manifest};
 use wshard::read::ShardReader;
-use wshard_recorder::chunk::step::encode_step;
+use wshard_ingest_proto::push_step_record;
 use wshard_recorder::episode::{Durability, EpisodeLayout, EpisodeSchema};
 use wshard_recorder::fsio::sim::{OpKind, PowerLoss, SimFs};
 use wshard_recorder::fsio::Fs;
@@ -193,7 +193,7 @@ pub fn records(from: u64, n: u64) -> Vec<u8> {
     for i in from..from + n {
         let mut payload = state(i);
         payload.extend_from_slice(&cmd(i));
-        encode_step(&mut rec, i, t_ns(i), reward(i), done(i), &payload);
+        push_step_record(&mut rec, i, t_ns(i), reward(i), done(i), &[&payload]);
     }
     rec
 }

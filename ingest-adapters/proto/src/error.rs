@@ -188,7 +188,8 @@ pub enum ProtoError {
     /// (`PAYLOAD_SIZE`); `got` is the byte count of all records together.
     #[error(
         "TIMESTEP_BATCH seq {first_seq} (count {count}): steps are {got} bytes, \
-         schema needs {count} x (21 + {want}) bytes"
+         schema needs {count} x ({header} + {want}) bytes",
+        header = crate::timestep::RECORD_HEADER_BYTES
     )]
     BatchSize {
         first_seq: u64,
@@ -200,8 +201,9 @@ pub enum ProtoError {
     /// cannot hold `count` steps of any schema (`PAYLOAD_SIZE`, as every batch whose
     /// `count` does not match its bytes); `got` is the byte count of all records together.
     #[error(
-        "TIMESTEP_BATCH (count {count}): steps are {got} bytes, less than the {count} x 21 \
-         bytes of their record headers alone"
+        "TIMESTEP_BATCH (count {count}): steps are {got} bytes, less than the {count} x {header} \
+         bytes of their record headers alone",
+        header = crate::timestep::RECORD_HEADER_BYTES
     )]
     BatchTooShort { count: u32, got: usize },
     /// A timestep's `t_ns` is below the previous timestep's (`TIMESTAMP_ORDER`): the

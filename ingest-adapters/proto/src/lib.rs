@@ -47,8 +47,8 @@ pub use frame::{
 pub use ring::{RingHeader, RingPolicy, SlotHeader};
 pub use schema::{ChannelSpec, CodecChoice, Durability, OpenEpisode, TimebaseSpec};
 pub use timestep::{
-    check_sequence, push_step_record, Steps, Timestep, TimestepBatch, TimestepRef,
-    BATCH_OVERHEAD_BYTES, RECORD_HEADER_BYTES,
+    check_sequence, iter_records, push_step_record, Steps, Timestep, TimestepBatch, TimestepRef,
+    BATCH_OVERHEAD_BYTES, DONE_OFFSET, RECORD_HEADER_BYTES, REWARD_OFFSET, SEQ_OFFSET, T_NS_OFFSET,
 };
 pub use validate::{SchemaLimits, DEFAULT_MAX_EPISODE_ID_BYTES, MAX_EPISODE_ID_BYTES, MAX_NDIM};
 pub use values::{StepMark, StepValues};

@@ -25,7 +25,7 @@
 //! assert_eq!(RingHeader::parse(&bytes).unwrap(), header);
 //! assert_eq!(ring::ring_bytes(4096, 8), Some(4096 + 8 * 4096));
 //! assert_eq!(ring::slot_offset(9, 4096, 8), Some(4096 + 4096));
-//! ring::validate_geometry(4096, 8, 21 + 100, 1 << 20).unwrap();
+//! ring::validate_geometry(4096, 8, wshard_ingest_proto::RECORD_HEADER_BYTES + 100, 1 << 20).unwrap();
 //! ```
 
 use crate::error::ProtoError;
@@ -167,8 +167,9 @@ pub fn slot_offset(index: u64, slot_size: u32, slot_count: u32) -> Option<u64> {
         .checked_add(RING_HEADER_BYTES as u64)
 }
 
-/// The smallest valid `slot_size` for records of `record_len` bytes (`21 + step bytes`):
-/// `64 + record_len` rounded up to a multiple of 64; `None` when that exceeds `u32`.
+/// The smallest valid `slot_size` for records of `record_len` bytes
+/// (`RECORD_HEADER_BYTES + step bytes`): `64 + record_len` rounded up to a multiple of 64;
+/// `None` when that exceeds `u32`.
 #[must_use]
 pub fn min_slot_size(record_len: usize) -> Option<u32> {
     let need = record_len.checked_add(SLOT_MIN_OVERHEAD)?;
@@ -182,8 +183,8 @@ fn bad(message: String) -> ProtoError {
 }
 
 /// Check an `SHM_ATTACH` geometry: `slot_size` a multiple of 64, at least 64 + one record
-/// (`record_len = 21 + step bytes`), at most `max_frame_bytes`; `slot_count` in
-/// `2..=65536`; the ring size representable.
+/// (`record_len = RECORD_HEADER_BYTES + step bytes`), at most `max_frame_bytes`;
+/// `slot_count` in `2..=65536`; the ring size representable.
 ///
 /// # Errors
 /// [`ProtoError::BadShm`] (`BAD_SHM`) naming the value and the rule.

@@ -8,11 +8,34 @@
 use crate::error::ProtoError;
 use crate::wire::array_at;
 
+/// Offset of a record's `seq` (`u64`).
+pub const SEQ_OFFSET: usize = 0;
+/// Offset of a record's `t_ns` (`i64`).
+pub const T_NS_OFFSET: usize = 8;
+/// Offset of a record's `reward` (`f32`).
+pub const REWARD_OFFSET: usize = 16;
+/// Offset of a record's `done` (`u8`, 0 or 1).
+pub const DONE_OFFSET: usize = 20;
+
 /// Bytes of a record before its payload: seq 8 + t_ns 8 + reward 4 + done 1.
 pub const RECORD_HEADER_BYTES: usize = 21;
 
 /// Bytes of a `TIMESTEP_BATCH` body before its records: frame_type 1 + count 4.
 pub const BATCH_OVERHEAD_BYTES: usize = 5;
+
+// The record layout, checked at compile time: each field starts where the one before it
+// ends, and the header ends with `done`. A batch body starts with its frame type and count.
+const _: () = {
+    use std::mem::size_of;
+    assert!(SEQ_OFFSET == 0);
+    assert!(T_NS_OFFSET == SEQ_OFFSET + size_of::<u64>());
+    assert!(REWARD_OFFSET == T_NS_OFFSET + size_of::<i64>());
+    assert!(DONE_OFFSET == REWARD_OFFSET + size_of::<f32>());
+    assert!(RECORD_HEADER_BYTES == DONE_OFFSET + size_of::<u8>());
+    assert!(BATCH_OVERHEAD_BYTES == size_of::<u8>() + size_of::<u32>());
+    assert!(crate::frame::FRAME_HEADER_BYTES == crate::frame::LEN_BYTES + size_of::<u8>());
+    assert!(crate::batch::BATCH_HEADER_BYTES == crate::frame::LEN_BYTES + BATCH_OVERHEAD_BYTES);
+};
 
 /// One timestep, borrowed from a frame or a caller's buffer.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -161,7 +184,7 @@ impl TimestepBatch {
     /// The first record's seq.
     #[must_use]
     pub fn first_seq(&self) -> u64 {
-        u64::from_le_bytes(array_at(&self.records, 0))
+        u64::from_le_bytes(array_at(&self.records, SEQ_OFFSET))
     }
 
     /// The seq after the last step (`first_seq + count`, saturating).
@@ -199,7 +222,7 @@ impl TimestepBatch {
             });
         }
         for (i, rec) in self.records.chunks_exact(rec_len).enumerate() {
-            let seq = u64::from_le_bytes(array_at(rec, 0));
+            let seq = u64::from_le_bytes(array_at(rec, SEQ_OFFSET));
             match first_seq.checked_add(i as u64) {
                 Some(expected) if expected == seq => {}
                 expected => {
@@ -209,7 +232,7 @@ impl TimestepBatch {
                     })
                 }
             }
-            let done = rec[RECORD_HEADER_BYTES - 1];
+            let done = rec[DONE_OFFSET];
             if done > 1 {
                 return Err(ProtoError::BadValue {
                     frame: "TIMESTEP_BATCH",
@@ -253,7 +276,17 @@ pub fn check_sequence(expected: u64, got: u64) -> Result<(), ProtoError> {
     }
 }
 
-/// Iterator over the validated records of a [`TimestepBatch`].
+/// Iterate over back-to-back records of `RECORD_HEADER_BYTES + step_payload_bytes` bytes
+/// each, without checks (for records checked before, e.g. a journal's or the writer's). A
+/// trailing partial record is ignored: callers check `len % record_len` first.
+#[must_use]
+pub fn iter_records(records: &[u8], step_payload_bytes: usize) -> Steps<'_> {
+    Steps {
+        inner: records.chunks_exact(RECORD_HEADER_BYTES.saturating_add(step_payload_bytes)),
+    }
+}
+
+/// Iterator over the records of a [`TimestepBatch`] (validated) or of [`iter_records`].
 #[derive(Clone, Debug)]
 pub struct Steps<'a> {
     inner: std::slice::ChunksExact<'a, u8>,
@@ -265,10 +298,10 @@ impl<'a> Iterator for Steps<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         let rec = self.inner.next()?;
         Some(TimestepRef {
-            seq: u64::from_le_bytes(array_at(rec, 0)),
-            t_ns: i64::from_le_bytes(array_at(rec, 8)),
-            reward: f32::from_le_bytes(array_at(rec, 16)),
-            done: rec[RECORD_HEADER_BYTES - 1] != 0,
+            seq: u64::from_le_bytes(array_at(rec, SEQ_OFFSET)),
+            t_ns: i64::from_le_bytes(array_at(rec, T_NS_OFFSET)),
+            reward: f32::from_le_bytes(array_at(rec, REWARD_OFFSET)),
+            done: rec[DONE_OFFSET] != 0,
             payload: &rec[RECORD_HEADER_BYTES..],
         })
     }

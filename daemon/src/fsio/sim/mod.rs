@@ -1,3 +1,6 @@
+//! The simulated file system of the tests (feature `sim`): power cuts and injected faults.
+//! It calls only its parent, [`crate::fsio`] (the [`Fs`] trait it implements).
+//!
 //! [`SimFs`]: an in-memory [`Fs`] that models what survives a power cut, counts every
 //! operation that changes state, can lose power after any of them, and can make chosen
 //! operations fail. Compiled into the library only with the `sim` feature (the daemon's own

@@ -1,6 +1,8 @@
-//! The shared-memory ring consumer (docs/PROTOCOL.md, "Shared-memory transport"), and the
-//! only module of the daemon with `unsafe` code: receiving file descriptors (`SCM_RIGHTS`),
-//! mapping the client's memfd, and reading and writing the mapping.
+//! The shared-memory ring consumer (docs/PROTOCOL.md, "Shared-memory transport").
+//! It calls only [`super::fds`] (the fd checks); `transport` drives it.
+//!
+//! All of the daemon's `unsafe` code on the ring is here: mapping the client's memfd, and
+//! reading and writing the mapping. The fds are received and checked in [`super::fds`].
 //!
 //! Everything in the ring is untrusted: the producer is another process that may write
 //! anything at any time, also while we read. So the daemon
@@ -22,27 +24,21 @@
 //! so exactly one side wins: if we win, the producer had not touched the slot while we
 //! copied; if it wins, our copy (possibly torn) is discarded unread.
 //!
-//! Eventfd check: `/proc/self/fdinfo/N` of an eventfd has an `eventfd-count:` line (since
-//! Linux 3.8); nothing else has. `data_ready` is switched to `O_NONBLOCK` (it is only ever
-//! written by the client, so this cannot change what the client sees), so that reading
-//! it never blocks even if the producer reads it too. `space_ready` keeps its flags (the
-//! client may block reading it); the daemon writes it only after `poll(POLLOUT, 0)` says
-//! the write cannot block, and treats a saturated counter as a broken ring.
+//! `data_ready` is switched to `O_NONBLOCK` (it is only ever written by the client, so this
+//! cannot change what the client sees), so that reading it never blocks even if the
+//! producer reads it too. `space_ready` keeps its flags (the client may block reading it);
+//! the daemon writes it only after `poll(POLLOUT, 0)` says the write cannot block, and
+//! treats a saturated counter as a broken ring.
 #![allow(unsafe_code)]
 
-use std::collections::VecDeque;
-use std::io::{self, IoSliceMut};
 use std::num::NonZeroUsize;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::net::UnixStream;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
-use nix::fcntl::{fcntl, FcntlArg, OFlag, SealFlag};
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
-use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
-use nix::sys::stat::{fstat, SFlag};
 use wshard_ingest_proto::ring::{
     self, RingHeader, RingPolicy, SlotHeader, OFFSET_CONSUMER_SLEEPING, OFFSET_DROPPED_BATCHES,
     OFFSET_DROPPED_STEPS, OFFSET_HEAD, OFFSET_PRODUCER_SLEEPING, OFFSET_TAIL, RING_IDENT_BYTES,
@@ -50,93 +46,10 @@ use wshard_ingest_proto::ring::{
 };
 use wshard_ingest_proto::ProtoError;
 
-/// The most fds one `sendmsg` can pass (Linux `SCM_MAX_FD`): the control buffer holds
-/// that many, so the kernel never truncates it (a truncated `SCM_RIGHTS` could not be
-/// iterated and its fds would leak).
-const SCM_MAX_FD: usize = 253;
+use super::fds::{bad_shm as bad, check_eventfd, check_ring_fd};
 
-/// Received fds kept for the next `SHM_ATTACH` (exactly what it needs); more are closed at
-/// once and counted, so a client cannot pile up descriptors in the daemon.
-pub const MAX_QUEUED_FDS: usize = SHM_ATTACH_FDS;
-
-/// File descriptors received on a connection, in arrival order, for `SHM_ATTACH`.
-#[derive(Debug, Default)]
-pub struct FdQueue {
-    fds: VecDeque<OwnedFd>,
-    /// Fds closed unused because the queue was full or the control data was truncated.
-    dropped: usize,
-    cmsg: Vec<u8>,
-}
-
-impl FdQueue {
-    /// Take every queued fd (and the count of those dropped before), emptying the queue.
-    pub fn take_all(&mut self) -> (Vec<OwnedFd>, usize) {
-        let dropped = std::mem::take(&mut self.dropped);
-        (self.fds.drain(..).collect(), dropped)
-    }
-
-    fn push(&mut self, fd: OwnedFd) {
-        if self.fds.len() < MAX_QUEUED_FDS {
-            self.fds.push_back(fd);
-        } else {
-            self.dropped += 1; // closed here, by drop
-        }
-    }
-}
-
-/// Read from `stream` like `read(2)`, but with `recvmsg(2)`, so that file descriptors
-/// passed with `SCM_RIGHTS` are received (and queued in `queue`) instead of being
-/// silently closed by the kernel.
-///
-/// # Errors
-/// The socket error (a timeout is `WouldBlock`).
-pub fn recv_with_fds(
-    stream: &UnixStream,
-    buf: &mut [u8],
-    queue: &mut FdQueue,
-) -> io::Result<usize> {
-    if queue.cmsg.is_empty() {
-        queue.cmsg = nix::cmsg_space!([RawFd; SCM_MAX_FD]);
-    }
-    let mut iov = [IoSliceMut::new(buf)];
-    let mut cmsg = std::mem::take(&mut queue.cmsg);
-    let result = recvmsg::<()>(
-        stream.as_raw_fd(),
-        &mut iov,
-        Some(&mut cmsg),
-        MsgFlags::MSG_CMSG_CLOEXEC,
-    );
-    let outcome = match result {
-        Ok(msg) => {
-            let mut received = Vec::new();
-            match msg.cmsgs() {
-                Ok(cmsgs) => {
-                    for c in cmsgs {
-                        if let ControlMessageOwned::ScmRights(fds) = c {
-                            received.extend(fds);
-                        }
-                    }
-                }
-                Err(_) => {
-                    tracing::warn!("control data truncated: passed fds lost");
-                    queue.dropped += 1;
-                }
-            }
-            Ok((msg.bytes, received))
-        }
-        Err(e) => Err(io::Error::from(e)),
-    };
-    queue.cmsg = cmsg;
-    let (n, received) = outcome?;
-    for fd in received {
-        // SAFETY: `fd` was just installed in this process's fd table by the kernel for
-        // this `recvmsg` (SCM_RIGHTS); nothing else knows it, so taking ownership (and
-        // closing it on drop) is sound.
-        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-        queue.push(owned);
-    }
-    Ok(n)
-}
+#[cfg(test)]
+mod tests;
 
 /// A broken ring: the producer broke a rule. Sent as `ERROR{BAD_SHM}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -226,10 +139,6 @@ impl Word32 {
     }
 }
 
-fn bad(message: String) -> ProtoError {
-    ProtoError::BadShm { message }
-}
-
 /// A mapped, checked ring of one episode. Unmapped on drop.
 #[derive(Debug)]
 pub struct Ring {
@@ -247,55 +156,6 @@ pub struct Ring {
     taken_back: u64,
     data_ready: OwnedFd,
     space_ready: OwnedFd,
-}
-
-/// Check that `fd` is an eventfd: its `/proc/self/fdinfo` entry has `eventfd-count:`.
-fn check_eventfd(fd: &OwnedFd, what: &str) -> Result<(), ProtoError> {
-    let raw = fd.as_raw_fd();
-    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{raw}"))
-        .map_err(|e| bad(format!("SHM_ATTACH {what} fd: cannot read its fdinfo: {e}")))?;
-    if info.lines().any(|l| l.starts_with("eventfd-count:")) {
-        return Ok(());
-    }
-    let kind = std::fs::read_link(format!("/proc/self/fd/{raw}"))
-        .map_or_else(|_| "unknown".into(), |p| p.display().to_string());
-    Err(bad(format!(
-        "SHM_ATTACH {what} fd is not an eventfd (it is {kind})"
-    )))
-}
-
-/// Check the ring memfd: a regular file, sealed against shrinking and growing, of exactly
-/// `want` bytes. The size is read after the seals are seen: from then on it cannot change,
-/// so the mapping can never extend past the end of the file (no SIGBUS).
-fn check_ring_fd(fd: &OwnedFd, want: u64) -> Result<(), ProtoError> {
-    let stat = || fstat(fd.as_raw_fd()).map_err(|e| bad(format!("SHM_ATTACH ring fd: fstat: {e}")));
-    let st = stat()?;
-    let kind = SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits());
-    if kind != SFlag::S_IFREG {
-        return Err(bad(format!(
-            "SHM_ATTACH ring fd is not a memfd (st_mode {:#o})",
-            st.st_mode
-        )));
-    }
-    let seals = fcntl(fd.as_raw_fd(), FcntlArg::F_GET_SEALS).map_err(|e| {
-        bad(format!(
-            "SHM_ATTACH ring fd has no seals (not a memfd?): {e}"
-        ))
-    })?;
-    let seals = SealFlag::from_bits_truncate(seals);
-    let need = SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW;
-    if !seals.contains(need) {
-        return Err(bad(format!(
-            "SHM_ATTACH ring fd seals {seals:?} lack F_SEAL_SHRINK | F_SEAL_GROW"
-        )));
-    }
-    let size = u64::try_from(stat()?.st_size).unwrap_or(0);
-    if size != want {
-        return Err(bad(format!(
-            "SHM_ATTACH ring fd is {size} bytes, expected {want} (4096 + slot_size x slot_count)"
-        )));
-    }
-    Ok(())
 }
 
 impl Ring {
@@ -637,218 +497,5 @@ impl Drop for Ring {
         // SAFETY: `base`/`map_len` are exactly the mapping created in `attach`, unmapped
         // only here; no reference into it outlives `self` (the atomics borrow `self`).
         let _ = unsafe { munmap(self.base.cast(), self.map_len) };
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::fs::File;
-    use std::os::unix::fs::FileExt;
-
-    use nix::fcntl::{fcntl, FcntlArg, SealFlag};
-    use nix::sys::eventfd::{EfdFlags, EventFd};
-    use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
-    use wshard_ingest_proto::{push_step_record, RECORD_HEADER_BYTES};
-
-    use super::*;
-
-    const PAYLOAD: usize = 4;
-    const SLOT: u32 = 128;
-    const SLOTS: u32 = 2;
-
-    /// A ring attached by the daemon's code, and the memfd to play the producer through
-    /// (`pwrite`: the same pages the mapping shows).
-    struct Fixture {
-        ring: Ring,
-        file: File,
-        _data_ready: EventFd,
-        _space_ready: EventFd,
-    }
-
-    impl Fixture {
-        fn new(policy: RingPolicy) -> Self {
-            let fd = memfd_create(
-                c"shm-unit-ring",
-                MemFdCreateFlag::MFD_ALLOW_SEALING | MemFdCreateFlag::MFD_CLOEXEC,
-            )
-            .expect("memfd");
-            let file = File::from(fd);
-            file.set_len(ring::ring_bytes(SLOT, SLOTS).expect("size"))
-                .expect("set_len");
-            let header = RingHeader {
-                slot_size: SLOT,
-                slot_count: SLOTS,
-            }
-            .encode();
-            file.write_all_at(&header, 0).expect("header");
-            fcntl(
-                file.as_raw_fd(),
-                FcntlArg::F_ADD_SEALS(SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW),
-            )
-            .expect("seals");
-            let flags = EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK;
-            let data_ready = EventFd::from_flags(flags).expect("eventfd");
-            let space_ready = EventFd::from_flags(flags).expect("eventfd");
-            let dup = |fd: BorrowedFd<'_>| fd.try_clone_to_owned().expect("dup");
-            let fds = vec![
-                dup(file.as_fd()),
-                dup(data_ready.as_fd()),
-                dup(space_ready.as_fd()),
-            ];
-            let ring = Ring::attach(
-                fds,
-                SLOT,
-                SLOTS,
-                RECORD_HEADER_BYTES + PAYLOAD,
-                1 << 20,
-                policy,
-            )
-            .expect("attach");
-            Self {
-                ring,
-                file,
-                _data_ready: data_ready,
-                _space_ready: space_ready,
-            }
-        }
-
-        fn set(&self, offset: usize, value: u64) {
-            self.file
-                .write_all_at(&value.to_le_bytes(), offset as u64)
-                .expect("write word");
-        }
-
-        fn get(&self, offset: usize) -> u64 {
-            let mut b = [0u8; 8];
-            self.file
-                .read_exact_at(&mut b, offset as u64)
-                .expect("read");
-            u64::from_le_bytes(b)
-        }
-
-        /// Write slot `index` holding `seqs` (not published).
-        fn write_slot(&self, index: u64, seqs: std::ops::Range<u64>) {
-            let mut records = Vec::new();
-            for s in seqs.clone() {
-                push_step_record(&mut records, s, 0, 0.0, false, &[&[s as u8; PAYLOAD]]);
-            }
-            let header = SlotHeader {
-                len: records.len() as u32,
-                count: (seqs.end - seqs.start) as u32,
-            }
-            .encode();
-            let off = ring::slot_offset(index, SLOT, SLOTS).expect("offset");
-            self.file.write_all_at(&header, off).expect("slot header");
-            self.file.write_all_at(&records, off + 8).expect("records");
-        }
-
-        fn poll(&mut self) -> (Result<Polled, RingError>, Vec<u64>) {
-            let mut out = Vec::new();
-            let r = self.ring.poll_slots(&mut out);
-            let seqs = out
-                .chunks_exact(RECORD_HEADER_BYTES + PAYLOAD)
-                .map(|r| u64::from_le_bytes(r[..8].try_into().expect("8 bytes")))
-                .collect();
-            (r, seqs)
-        }
-    }
-
-    #[test]
-    fn ring_block_consumes_in_order() {
-        let mut f = Fixture::new(RingPolicy::Block);
-        assert_eq!(f.poll().0, Ok(Polled::Empty));
-        f.write_slot(0, 0..2);
-        f.write_slot(1, 2..5);
-        f.set(OFFSET_HEAD, 2);
-        assert_eq!(f.poll(), (Ok(Polled::Slot(2)), vec![0, 1]));
-        assert_eq!(f.poll(), (Ok(Polled::Slot(3)), vec![2, 3, 4]));
-        assert_eq!(f.poll().0, Ok(Polled::Empty));
-        assert_eq!(f.get(OFFSET_TAIL), 2);
-        // Without drop_oldest the shared tail is never read back.
-        f.set(OFFSET_TAIL, 7);
-        assert_eq!(f.poll().0, Ok(Polled::Empty));
-        f.set(OFFSET_HEAD, 5);
-        assert_eq!(
-            f.poll().0,
-            Err(RingError::HeadTooFar {
-                head: 5,
-                tail: 2,
-                slot_count: 2
-            })
-        );
-    }
-
-    #[test]
-    fn ring_drop_oldest_follows_slots_taken_back() {
-        let mut f = Fixture::new(RingPolicy::DropOldest);
-        f.write_slot(0, 0..2);
-        f.write_slot(1, 2..4);
-        f.set(OFFSET_HEAD, 2);
-        // The producer takes slot 0 back (tail 0 -> 1) and publishes slot 2 in its place.
-        f.set(OFFSET_TAIL, 1);
-        f.write_slot(2, 4..6);
-        f.set(OFFSET_HEAD, 3);
-        assert_eq!(f.poll(), (Ok(Polled::Slot(2)), vec![2, 3]));
-        assert_eq!(f.ring.taken_back(), 1);
-        assert_eq!(f.get(OFFSET_TAIL), 2, "claimed by compare-and-swap");
-        assert_eq!(f.poll(), (Ok(Polled::Slot(2)), vec![4, 5]));
-        assert_eq!(f.poll().0, Ok(Polled::Empty));
-        assert_eq!(f.get(OFFSET_TAIL), 3);
-        // head - tail beyond slot_count is not a broken ring here (the loads are not one
-        // snapshot); the slot is claimed as usual.
-        f.write_slot(3, 6..7);
-        f.set(OFFSET_HEAD, 6);
-        assert_eq!(f.poll(), (Ok(Polled::Slot(1)), vec![6]));
-        assert_eq!(f.ring.taken_back(), 1);
-    }
-
-    #[test]
-    fn ring_drop_oldest_never_follows_tail_backwards_or_past_head() {
-        let mut f = Fixture::new(RingPolicy::DropOldest);
-        f.write_slot(0, 0..1);
-        f.write_slot(1, 1..2);
-        f.set(OFFSET_HEAD, 2);
-        assert_eq!(f.poll().0, Ok(Polled::Slot(1)));
-        f.set(OFFSET_TAIL, 0);
-        let e = f.poll().0.expect_err("backwards");
-        assert_eq!(
-            e,
-            RingError::TailBackwards {
-                tail: 0,
-                consumed: 1
-            }
-        );
-        assert!(e.to_string().contains("ring tail 0 moved backwards"));
-
-        let mut f = Fixture::new(RingPolicy::DropOldest);
-        f.write_slot(0, 0..1);
-        f.set(OFFSET_HEAD, 1);
-        f.set(OFFSET_TAIL, 2);
-        assert_eq!(f.poll().0, Err(RingError::TailAhead { tail: 2, head: 1 }));
-
-        // A bad slot header that nobody took back is a broken ring.
-        let mut f = Fixture::new(RingPolicy::DropOldest);
-        f.file
-            .write_all_at(
-                &SlotHeader {
-                    len: 9999,
-                    count: 1,
-                }
-                .encode(),
-                4096,
-            )
-            .expect("header");
-        f.set(OFFSET_HEAD, 1);
-        assert!(matches!(f.poll().0, Err(RingError::Slot(_))));
-    }
-
-    #[test]
-    fn ring_producer_counters() {
-        let f = Fixture::new(RingPolicy::DropNewest);
-        assert_eq!(f.ring.producer_dropped(), (0, 0));
-        f.set(OFFSET_DROPPED_STEPS, 12);
-        f.set(OFFSET_DROPPED_BATCHES, 3);
-        assert_eq!(f.ring.producer_dropped(), (12, 3));
-        assert_eq!(f.ring.policy(), RingPolicy::DropNewest);
     }
 }

@@ -1,4 +1,5 @@
-//! `run`: recovery, bind, accept until shutdown, finalize everything, return.
+//! The daemon's main loop, `run`: recovery, the sockets, the ingest and control threads,
+//! reload and shutdown. The top layer: it calls `runtime`, `recovery`, `ingest` and `control`.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -7,15 +8,15 @@ use std::sync::Arc;
 use wshardd_config::Config;
 
 use crate::fsio::{Fs, RealFs};
-use crate::ingest::context::{session_settings, tunables};
-use crate::ingest::listener::{accept_loop, BindError};
-use crate::ingest::ServerContext;
+use crate::ingest::listener::accept_loop;
 use crate::recovery::{recover_all, RecoveryReport};
 use crate::runtime::access::{AccessPolicy, GroupError};
 use crate::runtime::activation::{self, ActivationError, ListenEnv};
-use crate::runtime::listeners::{self, SocketError};
+use crate::runtime::listeners::{self, BindError, SocketError};
 use crate::runtime::lock::{self, LockError};
+use crate::runtime::settings::{session_settings, tunables};
 use crate::runtime::supervise::Service;
+use crate::runtime::ServerContext;
 
 /// Why the daemon could not start.
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,68 @@
+//! A connection past its handshake without an open episode: idle, or just after the daemon
+//! stopped the client's episode on its own. Only `OPEN` starts something.
+
+use wshard_ingest_proto::{AcceptedWhat, ErrorCode, Frame};
+
+use super::link::Link;
+use super::open::open;
+use super::recording::{Recording, Stopped};
+use super::request::Request;
+
+/// Where a request without an open episode leads.
+pub(super) enum Next {
+    /// Stay in this state.
+    Stay,
+    /// Idle (the stopped episode's CLOSE was answered).
+    Idle,
+    /// The episode the `OPEN` opened.
+    Record(Recording),
+}
+
+/// Handle `request` while idle (`stopped` is `None`) or after a stopped episode.
+pub(super) fn on_request(stopped: Option<Stopped>, request: Request, link: &mut Link) -> Next {
+    match (stopped, request) {
+        (_, Request::Open(o)) => open(o, link).map_or(Next::Stay, Next::Record),
+        (_, Request::ShmAttach { .. }) => {
+            // Every fd received so far belongs to this SHM_ATTACH: closed unused (here, at
+            // the end of the arm).
+            let _unused = link.fds.take_all();
+            link.error(
+                ErrorCode::NotOpen,
+                "SHM_ATTACH without an open episode: send OPEN first",
+            );
+            Next::Stay
+        }
+        (Some(_), Request::Timestep(_) | Request::Batch(_)) => Next::Stay,
+        (Some(s), Request::Flush) => {
+            // FLUSH is always answered: the stopped episode's final watermark.
+            link.responder.send(&Frame::Durable {
+                up_to_seq: s.durable,
+            });
+            Next::Stay
+        }
+        (Some(s), Request::Close(_)) => {
+            // CLOSE is answered as always: DURABLE, then ACCEPTED{CLOSE}.
+            link.responder.send(&Frame::Durable {
+                up_to_seq: s.durable,
+            });
+            link.responder.send(&Frame::Accepted {
+                what: AcceptedWhat::Close,
+                up_to_seq: s.timesteps,
+            });
+            Next::Idle
+        }
+        (
+            None,
+            r @ (Request::Timestep(_) | Request::Batch(_) | Request::Flush | Request::Close(_)),
+        ) => {
+            link.error(
+                ErrorCode::NotOpen,
+                format!(
+                    "{} without an open episode: send OPEN first",
+                    r.frame_type().name()
+                ),
+            );
+            Next::Stay
+        }
+    }
+}

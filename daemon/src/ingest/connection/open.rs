@@ -1,0 +1,163 @@
+//! `OPEN`: check the schema and the episode id, refuse while the disk is low, create the
+//! episode durably and register it; the connection then records it.
+
+use std::sync::atomic::Ordering;
+
+use serde_json::{Map, Value};
+use wshard_ingest_proto::{
+    AcceptedWhat, ErrorCode, Frame, OpenEpisode, SchemaLimits, StepValues, TimebaseSpec,
+};
+
+use super::link::Link;
+use super::recording::Recording;
+use crate::episode::{validate_episode_id, EpisodeSchema, SchemaError};
+use crate::ingest::intake::Intake;
+use crate::registry::NewEpisode;
+use crate::runtime::ServerContext;
+use crate::session::{OpenError, Session};
+
+/// Open the episode `open` describes and answer `ACCEPTED{OPEN}`; `None` when it was
+/// refused (the `ERROR` was sent).
+pub(super) fn open(open: OpenEpisode, link: &Link) -> Option<Recording> {
+    let ctx = &link.ctx;
+    let limits = SchemaLimits {
+        max_channels: ctx.limits.max_channels,
+        max_frame_bytes: ctx.limits.max_frame_bytes,
+        max_episode_id_bytes: ctx.limits.max_episode_id_bytes,
+    };
+    let values = match open
+        .validate(&limits)
+        .and_then(|()| StepValues::new(&open.channels))
+    {
+        Ok(v) => Box::new(v),
+        Err(e) => {
+            link.responder.send(&e.to_error_frame());
+            return None;
+        }
+    };
+    if let Err(msg) = validate_episode_id(&open.episode_id, ctx.limits.max_episode_id_bytes) {
+        link.error(ErrorCode::BadEpisodeId, format!("OPEN episode_id: {msg}"));
+        return None;
+    }
+    let schema = match schema(ctx, &open) {
+        Ok(s) => s,
+        Err(e) => {
+            link.error(ErrorCode::BadSchema, e.to_string());
+            return None;
+        }
+    };
+    // One statvfs: the decision uses the free space of now, not of the last tick.
+    ctx.disk.check_now();
+    if ctx.registry.disk_low.load(Ordering::Acquire) {
+        let free = ctx.registry.disk_free_bytes.load(Ordering::Relaxed);
+        ctx.registry
+            .counters
+            .episodes_refused_disk
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(peer = %link.peer, episode = %open.episode_id, free, "OPEN refused: disk below the low watermark");
+        link.error(
+            ErrorCode::DiskLow,
+            format!(
+                "OPEN `{}`: {free} bytes free on the data directory's filesystem, below \
+                 disk.low_watermark_free_bytes; new episodes are refused until space returns",
+                open.episode_id
+            ),
+        );
+        return None;
+    }
+    let step_payload = schema.step_payload_bytes;
+    let id = schema.episode_id.clone();
+    let durability = schema.durability;
+    match Session::open(
+        ctx.fs.clone(),
+        &ctx.data_dir,
+        schema,
+        ctx.settings(),
+        link.responder.clone(),
+    ) {
+        Ok(session) => {
+            tracing::info!(peer = %link.peer, episode = %id, durability = durability.as_str(), "episode opened");
+            let registration = ctx.registry.register(NewEpisode {
+                episode_id: id.clone(),
+                peer: link.peer.clone(),
+                client_name: link.client_name.clone(),
+                cred: link.cred,
+                durability,
+                stats: session.shared().stats.clone(),
+            });
+            link.responder.send(&Frame::Accepted {
+                what: AcceptedWhat::Open,
+                up_to_seq: 0,
+            });
+            let max_bytes = ctx.limits.max_episode_wire_bytes;
+            Some(Recording::new(Intake::new(
+                session,
+                registration,
+                step_payload,
+                values,
+                max_bytes,
+            )))
+        }
+        Err(OpenError::Exists(id)) => {
+            link.error(
+                ErrorCode::EpisodeExists,
+                format!("OPEN episode_id `{id}`: an episode with this id already exists"),
+            );
+            None
+        }
+        Err(e) => {
+            link.error(ErrorCode::Storage, format!("OPEN `{id}`: {e}"));
+            None
+        }
+    }
+}
+
+/// Why an OPEN's schema is refused (`ERROR{BAD_SCHEMA}` with this text).
+#[derive(Debug, thiserror::Error)]
+enum OpenSchemaError {
+    #[error("OPEN metadata_json: must be a JSON object")]
+    MetadataNotAnObject,
+    #[error("OPEN metadata_json: {0}")]
+    MetadataJson(#[source] serde_json::Error),
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+}
+
+/// The episode's schema from `OPEN`, the server's defaults filled in.
+fn schema(ctx: &ServerContext, open: &OpenEpisode) -> Result<EpisodeSchema, OpenSchemaError> {
+    let metadata = if open.metadata_json.trim().is_empty() {
+        Map::new()
+    } else {
+        match serde_json::from_str::<Value>(&open.metadata_json) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => return Err(OpenSchemaError::MetadataNotAnObject),
+            Err(e) => return Err(OpenSchemaError::MetadataJson(e)),
+        }
+    };
+    let durability = open.durability.unwrap_or(ctx.default_durability);
+    let timebase = match open.timebase {
+        TimebaseSpec::Ticks { .. } | TimebaseSpec::TimestampsNs { .. } => open.timebase.to_wshard(),
+    };
+    let channels = open
+        .channels
+        .iter()
+        .map(|c| {
+            (
+                c.name.clone(),
+                c.lane,
+                c.dtype,
+                c.shape.iter().map(|&d| u64::from(d)).collect(),
+                c.codec.resolve(ctx.default_codec(&c.name)),
+                c.modality.clone(),
+            )
+        })
+        .collect();
+    Ok(EpisodeSchema::new(
+        open.episode_id.clone(),
+        open.env_id.clone(),
+        timebase,
+        durability,
+        channels,
+        metadata,
+    )?)
+}

@@ -1,0 +1,320 @@
+//! A connection with an open episode: its [`Intake`] (the checks every timestep passes on
+//! the way to the writer) and its [`Transport`] (socket frames, or a shared-memory ring once
+//! `SHM_ATTACH` was accepted). Every way the recording ends is here: the client's CLOSE, a
+//! transport that broke a rule, the connection going away, and a stop request.
+
+use wshard_ingest_proto::{
+    push_step_record, AcceptedWhat, ErrorCode, Frame, FrameDecoder, Outcome, RingPolicy,
+    TimestepBatch, RECORD_HEADER_BYTES,
+};
+
+use super::link::{Link, Stop};
+use super::request::Request;
+use crate::ingest::intake::Intake;
+use crate::ingest::transport::{Pump, Transport};
+use crate::registry::StopReason;
+use crate::session::FinalStatus;
+
+/// An open episode on a connection.
+pub(super) struct Recording {
+    intake: Intake,
+    transport: Transport,
+}
+
+/// The daemon finalized the open episode on its own (`ERROR{STOPPED}` was sent). Until
+/// the client's next OPEN, its frames for that episode, sent before it learned, are
+/// dropped without an error, and its CLOSE is answered `ACCEPTED{CLOSE}` with the
+/// episode's final count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Stopped {
+    pub(super) timesteps: u64,
+    /// The episode's final `DURABLE` watermark, the answer to a FLUSH or CLOSE.
+    pub(super) durable: u64,
+}
+
+/// How a request ended the recording; the connection then calls [`Recording::end`].
+pub(super) enum Ending {
+    /// The client's CLOSE: answered `DURABLE`, then `ACCEPTED{CLOSE}`.
+    Close(FinalStatus),
+    /// The transport broke a rule (or the episode failed on storage while taking it in):
+    /// this `ERROR` is sent and the episode finalized `interrupted`.
+    Failed(Frame),
+}
+
+impl Recording {
+    /// A just-opened episode; its timesteps come on the socket until `SHM_ATTACH`.
+    pub(super) fn new(intake: Intake) -> Self {
+        Self {
+            intake,
+            transport: Transport::Socket,
+        }
+    }
+
+    /// Handle `request`; `Some` when it ends the recording.
+    pub(super) fn on_request(&mut self, request: Request, link: &mut Link) -> Option<Ending> {
+        match request {
+            Request::ShmAttach {
+                slot_size,
+                slot_count,
+                policy,
+            } => self.attach(slot_size, slot_count, policy, link),
+            Request::Open(open) => link.error(
+                ErrorCode::AlreadyOpen,
+                format!(
+                    "OPEN `{}`: episode `{}` is still open on this connection; CLOSE it first",
+                    open.episode_id,
+                    self.intake.episode_id()
+                ),
+            ),
+            r @ (Request::Timestep(_) | Request::Batch(_)) if !self.transport.is_socket() => {
+                link.error(
+                    ErrorCode::MalformedFrame,
+                    format!(
+                        "{} on the socket after SHM_ATTACH: timesteps of this episode travel through the ring",
+                        r.frame_type().name()
+                    ),
+                );
+            }
+            Request::Timestep(t) => {
+                let mut records = self
+                    .intake
+                    .recycled_records()
+                    .unwrap_or_else(|| Vec::with_capacity(RECORD_HEADER_BYTES + t.payload.len()));
+                records.clear();
+                push_step_record(&mut records, t.seq, t.t_ns, t.reward, t.done, &[&t.payload]);
+                let refused = match TimestepBatch::from_records(1, records) {
+                    Ok(b) => self.intake.submit(b, false).err(),
+                    Err(e) => Some(e.to_error_frame()),
+                };
+                if let Some(f) = refused {
+                    link.responder.send(&f);
+                }
+            }
+            Request::Batch(b) => {
+                if let Err(f) = self.intake.submit(b, false) {
+                    link.responder.send(&f);
+                }
+            }
+            Request::Flush => {
+                // Everything published in the ring before the FLUSH is covered by it.
+                if let Err(f) = self.transport.catch_up(&mut self.intake) {
+                    return Some(Ending::Failed(f));
+                }
+                if let Err(f) = self.intake.flush() {
+                    link.responder.send(&f);
+                }
+            }
+            Request::Close(outcome) => {
+                let status = match outcome {
+                    Outcome::Completed => FinalStatus::Complete,
+                    Outcome::Aborted => FinalStatus::Aborted,
+                };
+                if let Err(f) = self.transport.catch_up(&mut self.intake) {
+                    return Some(Ending::Failed(f));
+                }
+                return Some(Ending::Close(status));
+            }
+        }
+        None
+    }
+
+    /// `SHM_ATTACH`: take the fds received with it, check and map the ring, answer
+    /// `ACCEPTED{SHM_ATTACH, next seq}` or `ERROR{BAD_SHM}` (the episode then carries on
+    /// over the socket).
+    fn attach(&mut self, slot_size: u32, slot_count: u32, policy: RingPolicy, link: &mut Link) {
+        // Every fd received so far belongs to this SHM_ATTACH; unused ones are closed here.
+        let (fds, dropped) = link.fds.take_all();
+        let id = self.intake.episode_id().to_owned();
+        let refused = if !self.transport.is_socket() {
+            Some(format!(
+                "SHM_ATTACH: episode `{id}` already has a ring attached"
+            ))
+        } else if dropped > 0 {
+            Some(format!(
+                "SHM_ATTACH needs exactly 3 fds (ring, data_ready, space_ready), received \
+                 {} ({dropped} more than 3 were closed unused)",
+                fds.len() + dropped
+            ))
+        } else {
+            None
+        };
+        if let Some(msg) = refused {
+            tracing::warn!(peer = %link.peer, episode = %id, "{msg}");
+            link.error(ErrorCode::BadShm, msg);
+            return;
+        }
+        let record_len = RECORD_HEADER_BYTES.saturating_add(self.intake.step_payload());
+        let max_frame = link.ctx.limits.max_frame_bytes;
+        match Transport::attach_ring(fds, slot_size, slot_count, record_len, max_frame, policy) {
+            Ok(ring) => {
+                self.transport = ring;
+                self.intake.session().shared().set_ring_policy(policy);
+                self.intake
+                    .registration()
+                    .live
+                    .set_transport(crate::registry::Transport::Shm);
+                tracing::info!(peer = %link.peer, episode = %id, slot_size, slot_count, policy = policy.name(), "shared-memory ring attached");
+                link.responder.send(&Frame::Accepted {
+                    what: AcceptedWhat::ShmAttach,
+                    up_to_seq: self.intake.next_seq(),
+                });
+            }
+            Err(e) => {
+                tracing::warn!(peer = %link.peer, episode = %id, "SHM_ATTACH refused: {e}");
+                link.responder.send(&e.to_error_frame());
+            }
+        }
+    }
+
+    /// Before the connection reads its socket: let the transport take in what it brings.
+    ///
+    /// # Errors
+    /// The `ERROR` frame that ends the recording ([`Ending::Failed`]).
+    pub(super) fn pump(&mut self, stream: &std::os::unix::net::UnixStream) -> Result<Pump, Frame> {
+        self.transport.pump(&mut self.intake, stream)
+    }
+
+    /// Take in everything the transport has so far (before the episode is finalized).
+    ///
+    /// # Errors
+    /// The `ERROR` frame that ends the recording ([`Ending::Failed`]).
+    pub(super) fn catch_up(&mut self) -> Result<(), Frame> {
+        self.transport.catch_up(&mut self.intake)
+    }
+
+    /// Lend the decoder a records buffer the writer is done with, for the next batch
+    /// (when the timesteps come on the socket).
+    pub(super) fn lend_records_buffer(&self, decoder: &mut FrameDecoder) {
+        if !decoder.needs_records_buffer() || !self.transport.is_socket() {
+            return;
+        }
+        if let Some(buf) = self.intake.recycled_records() {
+            decoder.give_records_buffer(buf);
+        }
+    }
+
+    /// The stop request the registry holds for this episode (an operator's `wshard
+    /// close`, the disk's high watermark), taken.
+    pub(super) fn take_stop_request(&self) -> Option<StopReason> {
+        self.intake.registration().live.take_stop()
+    }
+
+    /// End the recording as a request decided.
+    pub(super) fn end(self, ending: Ending, link: &Link) {
+        match ending {
+            Ending::Close(status) => self.close(status, link),
+            Ending::Failed(error) => self.fail(&error, link),
+        }
+    }
+
+    /// CLOSE: finalize, then `ACCEPTED{CLOSE}` (or `ERROR{STORAGE}` when the episode had
+    /// failed).
+    fn close(self, status: FinalStatus, link: &Link) {
+        self.transport.note_counters(&self.intake, &link.peer);
+        let Self { intake, transport } = self;
+        drop(transport);
+        let (session, registration) = intake.into_parts();
+        let id = session.shared().schema.episode_id.clone();
+        let stats = session.shared().stats.clone();
+        let summary = session.close_answering(status);
+        drop(registration);
+        tracing::info!(peer = %link.peer, episode = %id, "episode counters: {}", stats.summary());
+        match summary.failure {
+            Some(why) => link.error(
+                ErrorCode::Storage,
+                format!("CLOSE `{id}`: the episode failed earlier: {why}"),
+            ),
+            None => {
+                tracing::info!(peer = %link.peer, episode = %id, status = %summary.status, timesteps = summary.timesteps, chunks = summary.chunks, "episode closed");
+                link.responder.send(&Frame::Accepted {
+                    what: AcceptedWhat::Close,
+                    up_to_seq: summary.timesteps,
+                });
+            }
+        }
+    }
+
+    /// Send `error`, stop reading the transport and finalize the episode `interrupted`.
+    fn fail(self, error: &Frame, link: &Link) {
+        link.responder.send(error);
+        self.transport.note_counters(&self.intake, &link.peer);
+        let Self { intake, transport } = self;
+        drop(transport);
+        let reason = match error {
+            Frame::Error { code, message } => {
+                format!("shared-memory ring: {}: {message}", code.name())
+            }
+            _ => "shared-memory ring refused".to_owned(),
+        };
+        let (session, registration) = intake.into_parts();
+        let id = session.shared().schema.episode_id.clone();
+        let summary = session.close(FinalStatus::Interrupted(reason.clone()));
+        drop(registration);
+        tracing::warn!(peer = %link.peer, episode = %id, timesteps = summary.timesteps, "episode interrupted: {reason}");
+    }
+
+    /// The connection ends (`stop`) with the episode open: finalize it `interrupted`.
+    pub(super) fn interrupt(self, stop: Stop, link: &Link) {
+        self.transport.note_counters(&self.intake, &link.peer);
+        let Self { intake, transport } = self;
+        drop(transport);
+        let (session, registration) = intake.into_parts();
+        let id = session.shared().schema.episode_id.clone();
+        let reason = match stop {
+            Stop::Eof if link.responder.write_timed_out() => {
+                "the client did not read its socket (server write timeout)"
+            }
+            Stop::Eof => "client disconnected without CLOSE",
+            Stop::Fatal => "connection closed after a protocol error",
+            Stop::Shutdown => "daemon shutdown",
+            // Deadlines apply only without an open episode.
+            Stop::Deadline => "connection closed at a deadline",
+        };
+        let summary = session.close(FinalStatus::Interrupted(reason.into()));
+        drop(registration);
+        tracing::info!(peer = %link.peer, episode = %id, timesteps = summary.timesteps, "episode interrupted: {reason}");
+        if stop == Stop::Shutdown {
+            link.error(
+                ErrorCode::ShuttingDown,
+                format!("episode `{id}` finalized as interrupted: the daemon is shutting down"),
+            );
+        }
+    }
+
+    /// Obey the registry's stop request `reason`: finalize the episode `interrupted`; the
+    /// client gets `ERROR{STOPPED}` naming the reason and may OPEN again.
+    pub(super) fn stop(self, reason: &StopReason, link: &Link) -> Stopped {
+        self.transport.note_counters(&self.intake, &link.peer);
+        let Self { intake, transport } = self;
+        drop(transport);
+        let (session, registration) = intake.into_parts();
+        let id = session.shared().schema.episode_id.clone();
+        let shared = session.shared().clone();
+        let why = reason.manifest_reason();
+        let summary = session.close(FinalStatus::Interrupted(why.clone()));
+        let session_durable = shared.durable();
+        link.ctx
+            .registry
+            .counters
+            .episodes_stopped
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        drop(registration);
+        tracing::warn!(peer = %link.peer, episode = %id, timesteps = summary.timesteps, "episode stopped: {why}");
+        let kept = match &summary.failure {
+            Some(f) => format!("it had failed earlier: {f}"),
+            None => format!("{} timesteps kept", summary.timesteps),
+        };
+        let advice = match reason {
+            StopReason::Operator { .. } => "",
+            StopReason::Disk { .. } => "; new episodes are refused until space returns",
+        };
+        link.error(
+            ErrorCode::Stopped,
+            format!("episode `{id}` finalized as interrupted ({why}); {kept}{advice}"),
+        );
+        Stopped {
+            timesteps: summary.timesteps,
+            durable: session_durable,
+        }
+    }
+}

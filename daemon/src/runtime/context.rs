@@ -1,0 +1,103 @@
+//! What the ingest connections and the control socket share: limits, the settings for
+//! new episodes (replaced by SIGHUP), codec defaults, the registry and the shutdown flag.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, RwLock};
+
+use wshard::codec::Codec;
+use wshardd_config::Config;
+
+use super::access::AccessPolicy;
+use super::disk::{DiskMonitor, Statvfs};
+use super::settings::{tunables, Tunables};
+use crate::episode::Durability;
+use crate::fsio::Fs;
+use crate::registry::Registry;
+use crate::session::SessionSettings;
+
+/// Limits enforced per connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub max_frame_bytes: u32,
+    pub max_channels: usize,
+    /// `limits.max_episode_wire_bytes`: timestep record bytes one episode may receive.
+    pub max_episode_wire_bytes: u64,
+    pub max_connections: usize,
+    pub max_episode_id_bytes: usize,
+}
+
+/// Shared by the listener, every connection and the control socket.
+pub struct ServerContext {
+    pub fs: Arc<dyn Fs>,
+    pub data_dir: PathBuf,
+    pub limits: Limits,
+    pub default_durability: Durability,
+    pub tunables: RwLock<Tunables>,
+    pub shutdown: Arc<AtomicBool>,
+    pub active_connections: AtomicUsize,
+    /// Open episodes, counters and flags, for the control socket.
+    pub registry: Arc<Registry>,
+    /// The allowlists (SIGHUP replaces them).
+    pub access: RwLock<AccessPolicy>,
+    /// Free space against the `[disk]` watermarks (SIGHUP replaces them).
+    pub disk: DiskMonitor,
+}
+
+impl std::fmt::Debug for ServerContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerContext")
+            .field("data_dir", &self.data_dir)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerContext {
+    /// A context for `cfg`.
+    #[must_use]
+    pub fn new(cfg: &Config, fs: Arc<dyn Fs>, shutdown: Arc<AtomicBool>) -> Self {
+        let registry = Arc::new(Registry::default());
+        let disk = DiskMonitor::new(
+            Box::new(Statvfs(cfg.data_dir.clone())),
+            cfg.disk.clone(),
+            registry.clone(),
+        );
+        Self {
+            fs,
+            data_dir: cfg.data_dir.clone(),
+            limits: Limits {
+                max_frame_bytes: cfg.limits.max_frame_bytes,
+                max_channels: usize::try_from(cfg.limits.max_channels).unwrap_or(256),
+                max_episode_wire_bytes: cfg.limits.max_episode_wire_bytes,
+                max_connections: usize::try_from(cfg.limits.max_connections).unwrap_or(64),
+                max_episode_id_bytes: usize::try_from(cfg.limits.max_episode_id_bytes)
+                    .unwrap_or(128),
+            },
+            default_durability: cfg.durability.default,
+            tunables: RwLock::new(tunables(cfg)),
+            shutdown,
+            active_connections: AtomicUsize::new(0),
+            registry,
+            access: RwLock::new(AccessPolicy::from_config(cfg)),
+            disk,
+        }
+    }
+
+    /// The codec a channel gets when the client leaves it to the server.
+    #[must_use]
+    pub fn default_codec(&self, channel: &str) -> Codec {
+        self.tunables
+            .read()
+            .map_or(Codec::zstd(), |t| t.codecs.codec_for(channel))
+    }
+
+    /// Settings for a new episode.
+    #[must_use]
+    pub fn settings(&self) -> SessionSettings {
+        self.tunables
+            .read()
+            .map(|t| t.settings.clone())
+            .unwrap_or_default()
+    }
+}
