@@ -31,7 +31,8 @@ use wshard_recorder::episode::layout::QUARANTINE_DIR;
 use wshard_recorder::episode::Durability;
 use wshard_recorder::fsio::sim::{OpKind, PowerLoss, SimFs};
 use wshard_recorder::fsio::Fs;
-use wshard_recorder::journal::format::{scan, BLOCK_LEN};
+use wshard_recorder::journal::format::BLOCK_LEN;
+use wshard_recorder::journal::scan::scan;
 use wshard_recorder::recovery::{recover_episode, Action, RecoveryReport};
 use wshard_recorder::session::{FinalStatus, FsyncMode, Rotation, Session, SessionSettings};
 

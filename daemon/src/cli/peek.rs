@@ -12,8 +12,9 @@ use wshard::consts::MAGIC;
 use super::peek_render::{write_json, write_text};
 use super::Status;
 use crate::chunk::step::{steps, STEP_HEADER_LEN};
-use crate::journal::format::{scan, Corruption, BLOCK_LEN};
+use crate::journal::format::BLOCK_LEN;
 use crate::journal::record::{kind, SegmentHeader};
+use crate::journal::scan::{scan, Corruption};
 use crate::journal::segment::read_segment;
 
 /// What one logical record is.

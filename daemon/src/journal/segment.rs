@@ -4,8 +4,9 @@
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-use super::format::{scan, JournalScan, JournalWriter};
+use super::format::JournalWriter;
 use super::record::{decode_gap, encode_gap, kind, SegmentHeader};
+use super::scan::{scan, JournalScan};
 use crate::error::StorageError;
 use crate::fsio::{DurableFile, FailStop, Fs};
 
