@@ -280,6 +280,15 @@ fn crash_kill_during_recovery() {
     for (id, n) in acked {
         let st = check_episode(&dd, id, &ch).unwrap();
         assert_eq!((st.status.as_str(), st.timesteps), ("recovered", n), "{id}");
+        // The report adds up over the killed runs: every timestep came from the journal,
+        // whichever run rebuilt it.
+        let report = &st.manifest.extra["recovery"];
+        assert_eq!(
+            workload::rebuilt_from_journal(&st),
+            n,
+            "{id}: recovery report {report}"
+        );
+        assert_eq!(report["previous_status"], "recording", "{id}: {report}");
     }
     for suffix in [".partial", ".wal", ".tmp"] {
         assert!(

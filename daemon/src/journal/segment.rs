@@ -155,21 +155,6 @@ pub struct SegmentContents {
     pub problems: Vec<(u64, String)>,
 }
 
-impl SegmentContents {
-    /// True when intact records could not all be used: a corrupt region lies before the
-    /// last intact record, or an intact record could not be decoded. Such a file may hold
-    /// the only copy of data, so recovery keeps it (quarantine) instead of removing it.
-    #[must_use]
-    pub fn holds_unused_records(&self) -> bool {
-        !self.problems.is_empty()
-            || self
-                .scan
-                .corruptions
-                .iter()
-                .any(|c| c.offset < self.scan.valid_end)
-    }
-}
-
 /// Decode a segment's bytes.
 #[must_use]
 pub fn read_segment(bytes: &[u8]) -> SegmentContents {
