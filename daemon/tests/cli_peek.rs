@@ -77,7 +77,7 @@ fn cli_peek_lists_every_record_of_a_journal() {
 }
 
 #[test]
-fn cli_peek_reports_a_corrupt_block_and_keeps_the_rest() {
+fn cli_peek_reports_a_corrupt_record_and_keeps_the_rest() {
     let dir = tempfile::tempdir().expect("tempdir");
     let j = journal(dir.path());
     let mut bytes = std::fs::read(&j).expect("read");
@@ -98,10 +98,21 @@ fn cli_peek_reports_a_corrupt_block_and_keeps_the_rest() {
     let offset: u64 = cells[1].parse().expect("offset");
     let len: u64 = cells[2].parse().expect("len");
     assert!(offset <= 5000 && offset + len > 5000, "{crc}");
-    assert_eq!(
-        offset + len,
-        BLOCK_LEN as u64,
-        "the rest of the block is dropped"
+    // Reading resumed at the next record inside the damaged block: the region ends where
+    // that record starts, and the record is listed.
+    let next = offset + len;
+    assert!(
+        next < BLOCK_LEN as u64,
+        "only the damaged record is dropped: {crc}"
+    );
+    assert!(
+        crc.contains(&format!("the next record starts at offset {next}")),
+        "{crc}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with(&format!("{next} "))),
+        "record at {next} not listed:\n{out}"
     );
     // Records after the damaged block survive.
     assert!(out.contains("950..=999"), "{out}");

@@ -253,3 +253,81 @@ fn cli_recover_lock_is_the_one_wshardd_takes() {
         "a refused daemon must not bind"
     );
 }
+
+/// A listed chunk that rotted while its journal still exists (a crash between the manifest
+/// commit and the journal's removal, then bit rot): `wshard recover` plans to quarantine
+/// the bad file and rebuild the chunk from the journal, and does so with `--apply`; the
+/// episode then verifies and reads back bit-exact.
+#[test]
+fn cli_recover_rebuilds_a_rotted_listed_chunk_from_its_journal() {
+    // Chunk 0 (timesteps 0..100) listed, 50 more timesteps in journal_0001.wal.
+    let live = tempfile::tempdir().expect("tempdir");
+    let dir = tempfile::tempdir().expect("tempdir");
+    record_and_crash(live.path(), dir.path(), 100, 150, 10);
+    // The journal of chunk 0 as it was before its removal: the same 100 timesteps, in the
+    // same batches, recorded without rotation.
+    let live2 = tempfile::tempdir().expect("tempdir");
+    let dir2 = tempfile::tempdir().expect("tempdir");
+    record_and_crash(live2.path(), dir2.path(), 1000, 100, 10);
+    let layout = EpisodeLayout::new(dir.path(), EPISODE);
+    std::fs::copy(
+        EpisodeLayout::new(dir2.path(), EPISODE).journal(0),
+        layout.journal(0),
+    )
+    .expect("copy journal");
+    let mut chunk = std::fs::read(layout.chunk(0)).expect("chunk 0");
+    let at = chunk.len() / 2;
+    chunk[at] ^= 0x10;
+    std::fs::write(layout.chunk(0), &chunk).expect("rot chunk 0");
+    let ep = dir.path().join(EPISODE);
+
+    let run = wshard(["recover".as_ref(), ep.as_os_str()]);
+    assert_eq!(run.code, 3, "{run:?}");
+    for needle in [
+        "recovered 150 timesteps in 2 chunks (1 rebuilt from the journal)",
+        "(listed chunk 0 fails verification (ep_chunk_0000.wshard has sha256",
+        "rebuild chunk 0 (100 timesteps) from ",
+        "publish chunk 1 (50 timesteps from 100)",
+    ] {
+        assert!(
+            run.stdout.contains(needle),
+            "missing {needle:?} in:\n{}",
+            run.stdout
+        );
+    }
+
+    let run = wshard([
+        "recover".as_ref(),
+        ep.as_os_str(),
+        "--apply".as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(run.code, 3, "{run:?}");
+    let v = json(&run.stdout);
+    let report = &v["episodes"][0]["report"];
+    assert_eq!(report["chunks_rebuilt"], 1, "{report}");
+    assert_eq!(report["timesteps_recovered"], 150, "{report}");
+    let actions = v["episodes"][0]["actions"].as_array().expect("actions");
+    let rebuilt = actions
+        .iter()
+        .find(|a| a["action"] == "rebuild_chunk")
+        .expect("a rebuild_chunk action");
+    assert_eq!(rebuilt["chunk_index"], 0);
+    assert_eq!(rebuilt["timesteps"], 100);
+    assert!(actions.iter().any(|a| a["action"] == "remove"
+        && a["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("journal_0000.wal"))));
+    let quarantined = dir
+        .path()
+        .join("quarantine")
+        .join(EPISODE)
+        .join("ep_chunk_0000.wshard");
+    assert_eq!(std::fs::read(quarantined).expect("bad chunk kept"), chunk);
+
+    let verify = wshard(["verify".as_ref(), "--deep".as_ref(), ep.as_os_str()]);
+    assert_eq!(verify.code, 0, "{verify:?}");
+    let joined = read_episode_chunked(&layout.manifest()).expect("read recovered episode");
+    let want: Vec<u8> = (0..150).flat_map(live_episode::payload).collect();
+    assert_eq!(joined.channel("state").expect("state").data, want);
+}

@@ -1,4 +1,4 @@
-//! The daemon's journal reader (`journal::format::scan`, `journal::segment::read_segment`).
+//! The daemon's journal reader (`journal::scan::scan`, `journal::segment::read_segment`).
 //!
 //! The first byte picks the mode:
 //!
@@ -12,15 +12,17 @@
 //!   (bit flips, zeroed ranges, whole zeroed blocks, PRNG garbage, truncation). The clean
 //!   file must scan back exactly; the damaged one must report only records that were
 //!   written, byte for byte at their original offsets (no damaged record reported as good),
-//!   and must still report every record whose bytes, from the start of its first block to
-//!   its end, are untouched.
+//!   and must still report every record whose own bytes are untouched (reading resumes at
+//!   the next record inside a damaged block), and report intact bytes after the first
+//!   damage when such a record follows it.
 
 #![no_main]
 
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use wshard_recorder::journal::format::{scan, JournalScan, JournalWriter, BLOCK_LEN, HEADER_LEN};
+use wshard_recorder::journal::format::{JournalWriter, BLOCK_LEN, HEADER_LEN};
+use wshard_recorder::journal::scan::{scan, JournalScan};
 use wshard_recorder::journal::segment::read_segment;
 
 /// Upper bound on the bytes the structured mode writes, to keep executions fast.
@@ -258,14 +260,22 @@ fn structured(mut inp: Input<'_>) {
         );
     }
     for w in &written {
-        let block_start = w.offset as usize / BLOCK_LEN * BLOCK_LEN;
-        if intact(block_start, w.end as usize) {
+        if intact(w.offset as usize, w.end as usize) {
             assert!(
                 s.records.iter().any(|r| r.offset == w.offset),
                 "intact record {}..{} not reported",
                 w.offset,
                 w.end
             );
+            if s.first_damage.is_some_and(|d| d < w.offset) {
+                assert!(
+                    s.intact_after_damage(),
+                    "intact record {}..{} after the damage at {:?} not counted",
+                    w.offset,
+                    w.end,
+                    s.first_damage
+                );
+            }
         }
     }
     if bytes == original {

@@ -257,9 +257,16 @@ fn crash_kill_during_recovery() {
     let dd = d.data_dir();
     assert_eq!(files(&dd, ".wal").len(), 2);
 
-    // Kill at moments recovery is known to be in: a partial chunk being written; a chunk
+    // Kill at moments recovery is known to be in: a manifest committed `recovering` (a chunk
+    // recovered, the report so far in the manifest); a partial chunk being written; a chunk
     // published while its journal still exists; then at fixed small delays.
+    let recovering = |dd: &Path| {
+        ["big-a", "big-b"].iter().any(|id| {
+            check::read_manifest(dd, id).is_ok_and(|m| m.status.as_deref() == Some("recovering"))
+        })
+    };
     let mut hits = Vec::new();
+    hits.push(kill_when(&mut d, &recovering));
     hits.push(kill_when(&mut d, &|dd| !files(dd, ".partial").is_empty()));
     hits.push(kill_when(&mut d, &|dd| {
         !files(dd, "_chunk_0000.wshard").is_empty() && !files(dd, ".wal").is_empty()
@@ -272,7 +279,9 @@ fn crash_kill_during_recovery() {
     }
     d.spawn();
     d.wait_ready();
-    println!("kills during recovery (partial, published+journal, 1/5/20/60 ms): {hits:?}");
+    println!(
+        "kills during recovery (recovering, partial, published+journal, 1/5/20/60 ms): {hits:?}"
+    );
     assert!(
         hits.iter().any(|h| *h),
         "no kill landed before the daemon was ready"
@@ -280,6 +289,15 @@ fn crash_kill_during_recovery() {
     for (id, n) in acked {
         let st = check_episode(&dd, id, &ch).unwrap();
         assert_eq!((st.status.as_str(), st.timesteps), ("recovered", n), "{id}");
+        // The report adds up over the killed runs: every timestep came from the journal,
+        // whichever run rebuilt it.
+        let report = &st.manifest.extra["recovery"];
+        assert_eq!(
+            workload::rebuilt_from_journal(&st),
+            n,
+            "{id}: recovery report {report}"
+        );
+        assert_eq!(report["previous_status"], "recording", "{id}: {report}");
     }
     for suffix in [".partial", ".wal", ".tmp"] {
         assert!(

@@ -11,8 +11,9 @@ use wshard::consts::MAGIC;
 
 use super::peek_render::{write_json, write_text};
 use super::Status;
-use crate::journal::format::{scan, Corruption, BLOCK_LEN};
+use crate::journal::format::BLOCK_LEN;
 use crate::journal::record::{kind, SegmentHeader};
+use crate::journal::scan::{scan, Corruption};
 use crate::journal::segment::read_segment;
 use wshard_ingest_proto::{iter_records, RECORD_HEADER_BYTES};
 

@@ -3,4 +3,6 @@
 
 pub mod format;
 pub mod record;
+pub mod resync;
+pub mod scan;
 pub mod segment;

@@ -4,8 +4,9 @@
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-use super::format::{scan, JournalScan, JournalWriter};
+use super::format::JournalWriter;
 use super::record::{decode_gap, encode_gap, kind, SegmentHeader};
+use super::scan::{scan, JournalScan};
 use crate::error::StorageError;
 use crate::fsio::{DurableFile, FailStop, Fs};
 
@@ -152,21 +153,6 @@ pub struct SegmentContents {
     pub scan: JournalScan,
     /// Problems above the framing: a bad header, a STEPS record of the wrong size, ...
     pub problems: Vec<(u64, String)>,
-}
-
-impl SegmentContents {
-    /// True when intact records could not all be used: a corrupt region lies before the
-    /// last intact record, or an intact record could not be decoded. Such a file may hold
-    /// the only copy of data, so recovery keeps it (quarantine) instead of removing it.
-    #[must_use]
-    pub fn holds_unused_records(&self) -> bool {
-        !self.problems.is_empty()
-            || self
-                .scan
-                .corruptions
-                .iter()
-                .any(|c| c.offset < self.scan.valid_end)
-    }
 }
 
 /// Decode a segment's bytes.

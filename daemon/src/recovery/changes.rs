@@ -1,18 +1,28 @@
 //! The steps of recovery that change files, each honouring the [`RecoveryMode`]: applied,
-//! or only recorded as an [`Action`] in a dry run.
+//! or only recorded as an [`Action`] in a dry run. [`Run`] holds what one recovery of an
+//! episode carries from step to step: the manifest being rebuilt and the report.
+//!
+//! The report survives a recovery that is cut: every manifest commit carries it, and before
+//! a step makes evidence disappear (a file moved to quarantine, a journal whose damage was
+//! reported removed) the report is committed first when it changed
+//! ([`Run::save_progress`]).
 
 use std::path::Path;
 
+use serde_json::Value;
 use wshard::episode::Episode;
 use wshard::manifest::{ChunkRef, Manifest};
 
 use super::plan::{Action, RecoveryMode};
-use super::report::RecoveryReport;
+use super::report::{RecoveryReport, MANIFEST_KEY};
 use crate::chunk::publish::{commit_manifest, publish_chunk};
 use crate::episode::layout::{EpisodeLayout, QUARANTINE_DIR};
 use crate::error::StorageError;
 use crate::fsio::Fs;
 use crate::session::SessionSettings;
+
+/// Manifest status while recovery is under way.
+pub const RECOVERING: &str = "recovering";
 
 pub(super) fn file_name(p: &Path) -> String {
     p.file_name()
@@ -20,113 +30,166 @@ pub(super) fn file_name(p: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// Move `path` into `data_dir/quarantine/{episode}/`, never overwriting.
-pub(super) fn quarantine(
-    fs: &dyn Fs,
-    data_dir: &Path,
-    episode: &str,
-    path: &Path,
-    report: &mut RecoveryReport,
-    mode: RecoveryMode,
-) -> Result<(), StorageError> {
-    let qdir = data_dir.join(QUARANTINE_DIR).join(episode);
-    if mode.applies() {
-        fs.create_dir_all(&qdir)
-            .map_err(|e| StorageError::io("create quarantine directory", &qdir, e))?;
-        // The quarantine directories themselves must survive a power cut.
-        let qroot = data_dir.join(QUARANTINE_DIR);
-        for dir in [&qroot, data_dir] {
-            fs.sync_dir(dir)
-                .map_err(|e| StorageError::io("fsync directory", dir, e))?;
+/// One recovery of one episode.
+pub(super) struct Run<'a> {
+    pub fs: &'a dyn Fs,
+    pub data_dir: &'a Path,
+    pub layout: EpisodeLayout,
+    pub settings: &'a SessionSettings,
+    pub mode: RecoveryMode,
+    pub manifest: Manifest,
+    pub report: RecoveryReport,
+    /// The report as last committed (or as found in the manifest).
+    saved: Option<Value>,
+    /// Chunks listed so far.
+    pub listed: u64,
+    /// Global index of the next timestep.
+    pub next_timestep: u64,
+    /// Seq of the next timestep (timesteps plus the seqs dropped before it).
+    pub next_seq: u64,
+}
+
+impl<'a> Run<'a> {
+    pub fn new(
+        fs: &'a dyn Fs,
+        data_dir: &'a Path,
+        layout: EpisodeLayout,
+        settings: &'a SessionSettings,
+        mode: RecoveryMode,
+        manifest: Manifest,
+        report: RecoveryReport,
+    ) -> Self {
+        let saved = manifest.extra.get(MANIFEST_KEY).cloned();
+        Self {
+            fs,
+            data_dir,
+            layout,
+            settings,
+            mode,
+            manifest,
+            report,
+            saved,
+            listed: 0,
+            next_timestep: 0,
+            next_seq: 0,
         }
     }
-    let mut target = qdir.join(file_name(path));
-    let mut n = 1;
-    while fs.exists(&target) {
-        target = qdir.join(format!("{}.{n}", file_name(path)));
-        n += 1;
-    }
-    if mode.applies() {
-        fs.move_aside(path, &target)
-            .map_err(|e| StorageError::io("move to quarantine", path, e))?;
-        // The new name is made durable before anything (the next fsync of the episode
-        // directory) can make the old one's removal durable: else a power cut in between
-        // loses the file, which may hold data that exists nowhere else.
-        fs.sync_dir(&qdir)
-            .map_err(|e| StorageError::io("fsync directory", &qdir, e))?;
-    }
-    report.quarantined.push(target.display().to_string());
-    report.actions.push(Action::Quarantine {
-        from: path.to_path_buf(),
-        to: target,
-    });
-    Ok(())
-}
 
-pub(super) fn remove(
-    fs: &dyn Fs,
-    path: &Path,
-    report: &mut RecoveryReport,
-    mode: RecoveryMode,
-) -> Result<(), StorageError> {
-    if mode.applies() {
-        fs.remove_file(path)
-            .map_err(|e| StorageError::io("remove", path, e))?;
+    /// Move `path` into `data_dir/quarantine/{episode}/`, never overwriting. The report
+    /// naming it is committed first, so that a cut after the move cannot lose the record
+    /// of it (except for the manifest itself, which is what a commit would replace).
+    pub fn quarantine(&mut self, path: &Path, reason: &str) -> Result<(), StorageError> {
+        let qdir = self
+            .data_dir
+            .join(QUARANTINE_DIR)
+            .join(&self.layout.episode_id);
+        let mut target = qdir.join(file_name(path));
+        let mut n = 1;
+        while self.fs.exists(&target) {
+            target = qdir.join(format!("{}.{n}", file_name(path)));
+            n += 1;
+        }
+        self.report.note_quarantined(target.display().to_string());
+        let is_manifest = path == self.layout.manifest();
+        if !is_manifest {
+            self.save_progress()?;
+        }
+        if self.mode.applies() {
+            self.fs
+                .create_dir_all(&qdir)
+                .map_err(|e| StorageError::io("create quarantine directory", &qdir, e))?;
+            // The quarantine directories themselves must survive a power cut.
+            let qroot = self.data_dir.join(QUARANTINE_DIR);
+            for dir in [&qroot, self.data_dir] {
+                self.fs
+                    .sync_dir(dir)
+                    .map_err(|e| StorageError::io("fsync directory", dir, e))?;
+            }
+            self.fs
+                .move_aside(path, &target)
+                .map_err(|e| StorageError::io("move to quarantine", path, e))?;
+            // The new name is made durable before anything (the next fsync of the episode
+            // directory) can make the old one's removal durable: else a power cut in
+            // between loses the file, which may hold data that exists nowhere else.
+            self.fs
+                .sync_dir(&qdir)
+                .map_err(|e| StorageError::io("fsync directory", &qdir, e))?;
+        }
+        self.report.actions.push(Action::Quarantine {
+            from: path.to_path_buf(),
+            to: target,
+            reason: reason.to_owned(),
+        });
+        Ok(())
     }
-    report.removed.push(file_name(path));
-    report.actions.push(Action::Remove {
-        path: path.to_path_buf(),
-    });
-    Ok(())
-}
 
-/// Replace the manifest with `manifest` (in a dry run, only record that it would be).
-pub(super) fn commit(
-    fs: &dyn Fs,
-    layout: &EpisodeLayout,
-    manifest: &Manifest,
-    report: &mut RecoveryReport,
-    mode: RecoveryMode,
-) -> Result<(), StorageError> {
-    if mode.applies() {
-        commit_manifest(fs, layout, manifest)?;
+    /// Remove a file whose content exists elsewhere.
+    pub fn remove(&mut self, path: &Path) -> Result<(), StorageError> {
+        if self.mode.applies() {
+            self.fs
+                .remove_file(path)
+                .map_err(|e| StorageError::io("remove", path, e))?;
+        }
+        self.report.note_removed(file_name(path));
+        self.report.actions.push(Action::Remove {
+            path: path.to_path_buf(),
+        });
+        Ok(())
     }
-    report.actions.push(Action::CommitManifest {
-        path: layout.manifest(),
-        status: manifest.status.clone().unwrap_or_default(),
-    });
-    Ok(())
-}
 
-/// Publish chunk `ep` durably; in a dry run, validate it as publishing would and describe
-/// the chunk without writing it (its `sha256` is left empty).
-pub(super) fn publish(
-    fs: &dyn Fs,
-    layout: &EpisodeLayout,
-    ep: &mut Episode,
-    settings: &SessionSettings,
-    mode: RecoveryMode,
-) -> Result<ChunkRef, StorageError> {
-    if mode.applies() {
-        return publish_chunk(
-            fs,
-            layout,
-            ep,
-            &settings.write_options,
-            settings.compression_workers,
-            settings.preallocate,
-        );
+    /// Replace the manifest with the one being rebuilt, with `status` and the report so
+    /// far (in a dry run, only record that it would be).
+    pub fn commit(&mut self, status: &str) -> Result<(), StorageError> {
+        self.manifest.status = Some(status.to_owned());
+        let report = self.report.to_json();
+        self.manifest
+            .extra
+            .insert(MANIFEST_KEY.into(), report.clone());
+        if self.mode.applies() {
+            commit_manifest(self.fs, &self.layout, &self.manifest)?;
+        }
+        self.saved = Some(report);
+        self.report.actions.push(Action::CommitManifest {
+            path: self.layout.manifest(),
+            status: status.to_owned(),
+        });
+        Ok(())
     }
-    let k = ep.chunk.map_or(0, |c| c.chunk_index);
-    ep.validate()
-        .map_err(|e| StorageError::format(format!("chunk {k}"), e))?;
-    let start = ep.timestep_range.map_or(0, |r| r[0]);
-    Ok(ChunkRef {
-        chunk_index: k,
-        uri: file_name(&layout.chunk(k)),
-        sha256: String::new(),
-        timestep_range: [start, (start + ep.length).saturating_sub(1)],
-        length_t: ep.length,
-        extra: serde_json::Map::new(),
-    })
+
+    /// Commit the manifest as `recovering` when the report changed since it was last
+    /// committed: what a cut recovery must not forget.
+    pub fn save_progress(&mut self) -> Result<(), StorageError> {
+        if self.saved.as_ref() == Some(&self.report.to_json()) {
+            return Ok(());
+        }
+        self.commit(RECOVERING)
+    }
+
+    /// Publish chunk `ep` durably; in a dry run, validate it as publishing would and
+    /// describe the chunk without writing it (its `sha256` is left empty).
+    pub fn publish(&self, ep: &mut Episode) -> Result<ChunkRef, StorageError> {
+        let settings = self.settings;
+        if self.mode.applies() {
+            return publish_chunk(
+                self.fs,
+                &self.layout,
+                ep,
+                &settings.write_options,
+                settings.compression_workers,
+                settings.preallocate,
+            );
+        }
+        let k = ep.chunk.map_or(0, |c| c.chunk_index);
+        ep.validate()
+            .map_err(|e| StorageError::format(format!("chunk {k}"), e))?;
+        let start = ep.timestep_range.map_or(0, |r| r[0]);
+        Ok(ChunkRef {
+            chunk_index: k,
+            uri: file_name(&self.layout.chunk(k)),
+            sha256: String::new(),
+            timestep_range: [start, (start + ep.length).saturating_sub(1)],
+            length_t: ep.length,
+            extra: serde_json::Map::new(),
+        })
+    }
 }

@@ -30,8 +30,13 @@ impl RecoveryMode {
 pub enum Action {
     /// A file whose content exists elsewhere is removed.
     Remove { path: PathBuf },
-    /// A file that may hold data is moved into the quarantine directory.
-    Quarantine { from: PathBuf, to: PathBuf },
+    /// A file that may hold data is moved into the quarantine directory, with why it
+    /// could not be removed.
+    Quarantine {
+        from: PathBuf,
+        to: PathBuf,
+        reason: String,
+    },
     /// A finalized chunk file the manifest did not list is verified and listed.
     AdoptChunk { chunk_index: u64, path: PathBuf },
     /// A journal segment's timesteps become a published chunk file.
@@ -41,6 +46,15 @@ pub enum Action {
         chunk: PathBuf,
         first_timestep: u64,
         timesteps: u64,
+    },
+    /// A listed chunk failed verification and is published again from its journal
+    /// segment, which holds exactly its timesteps (the bad file is quarantined first).
+    RebuildChunk {
+        chunk_index: u64,
+        journal: PathBuf,
+        chunk: PathBuf,
+        timesteps: u64,
+        reason: String,
     },
     /// The manifest is replaced atomically with this status.
     CommitManifest { path: PathBuf, status: String },
@@ -52,8 +66,12 @@ impl Action {
     pub fn describe(&self) -> String {
         match self {
             Self::Remove { path } => format!("remove {}", path.display()),
-            Self::Quarantine { from, to } => {
-                format!("quarantine {} -> {}", from.display(), to.display())
+            Self::Quarantine { from, to, reason } => {
+                format!(
+                    "quarantine {} -> {} ({reason})",
+                    from.display(),
+                    to.display()
+                )
             }
             Self::AdoptChunk { chunk_index, path } => {
                 format!("adopt chunk {chunk_index} {}", path.display())
@@ -69,6 +87,17 @@ impl Action {
                 journal.display(),
                 chunk.display()
             ),
+            Self::RebuildChunk {
+                chunk_index,
+                journal,
+                chunk,
+                timesteps,
+                reason,
+            } => format!(
+                "rebuild chunk {chunk_index} ({timesteps} timesteps) from {} as {}: {reason}",
+                journal.display(),
+                chunk.display()
+            ),
             Self::CommitManifest { path, status } => {
                 format!("commit manifest {} (status {status})", path.display())
             }
@@ -76,14 +105,15 @@ impl Action {
     }
 
     /// A JSON object with an `action` key (`remove`, `quarantine`, `adopt_chunk`,
-    /// `publish_chunk`, `commit_manifest`) and the paths and numbers above.
+    /// `publish_chunk`, `rebuild_chunk`, `commit_manifest`) and the paths, numbers and
+    /// reasons above.
     #[must_use]
     pub fn to_json(&self) -> Value {
         let p = |p: &PathBuf| p.display().to_string();
         match self {
             Self::Remove { path } => json!({"action": "remove", "path": p(path)}),
-            Self::Quarantine { from, to } => {
-                json!({"action": "quarantine", "from": p(from), "to": p(to)})
+            Self::Quarantine { from, to, reason } => {
+                json!({"action": "quarantine", "from": p(from), "to": p(to), "reason": reason})
             }
             Self::AdoptChunk { chunk_index, path } => {
                 json!({"action": "adopt_chunk", "chunk_index": chunk_index, "path": p(path)})
@@ -102,6 +132,20 @@ impl Action {
                 "first_timestep": first_timestep,
                 "timesteps": timesteps,
             }),
+            Self::RebuildChunk {
+                chunk_index,
+                journal,
+                chunk,
+                timesteps,
+                reason,
+            } => json!({
+                "action": "rebuild_chunk",
+                "chunk_index": chunk_index,
+                "journal": p(journal),
+                "chunk": p(chunk),
+                "timesteps": timesteps,
+                "reason": reason,
+            }),
             Self::CommitManifest { path, status } => {
                 json!({"action": "commit_manifest", "path": p(path), "status": status})
             }
@@ -118,10 +162,11 @@ mod tests {
         let a = Action::Quarantine {
             from: "d/ep/x.partial".into(),
             to: "d/quarantine/ep/x.partial".into(),
+            reason: "no journal to re-derive it from".into(),
         };
         assert_eq!(
             a.describe(),
-            "quarantine d/ep/x.partial -> d/quarantine/ep/x.partial"
+            "quarantine d/ep/x.partial -> d/quarantine/ep/x.partial (no journal to re-derive it from)"
         );
         assert_eq!(a.to_json()["action"], "quarantine");
         assert!(!RecoveryMode::DryRun.applies());
