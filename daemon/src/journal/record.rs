@@ -8,7 +8,28 @@
 
 use serde_json::{json, Value};
 
-use crate::episode::EpisodeSchema;
+use crate::episode::{EpisodeSchema, SchemaError};
+
+/// Why a journal record's body does not decode.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    #[error("GAP record of {len} bytes, expected {GAP_BODY_BYTES}")]
+    GapSize { len: usize },
+    #[error("GAP record [{start}, {end}) is empty")]
+    EmptyGap { start: u64, end: u64 },
+    #[error("segment header is not JSON: {0}")]
+    HeaderNotJson(String),
+    #[error("segment header: not a wshardd journal")]
+    NotAJournal,
+    #[error("segment header: {0} missing")]
+    HeaderFieldMissing(&'static str),
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+}
+
+/// Bytes of a GAP record's body: `start u64 | end u64`.
+pub const GAP_BODY_BYTES: usize = 16;
 
 /// Record kind bytes.
 pub mod kind {
@@ -19,8 +40,8 @@ pub mod kind {
 
 /// A GAP record body (after the kind byte): `start u64 | end u64`.
 #[must_use]
-pub fn encode_gap(start: u64, end: u64) -> [u8; 16] {
-    let mut out = [0u8; 16];
+pub fn encode_gap(start: u64, end: u64) -> [u8; GAP_BODY_BYTES] {
+    let mut out = [0u8; GAP_BODY_BYTES];
     out[..8].copy_from_slice(&start.to_le_bytes());
     out[8..].copy_from_slice(&end.to_le_bytes());
     out
@@ -29,13 +50,13 @@ pub fn encode_gap(start: u64, end: u64) -> [u8; 16] {
 /// Decode a GAP record body (after the kind byte): `[start, end)` with `start < end`.
 ///
 /// # Errors
-/// A message naming the size or the values.
-pub fn decode_gap(body: &[u8]) -> Result<[u64; 2], String> {
-    let (Some(a), Some(b)) = (body.get(..8), body.get(8..16)) else {
-        return Err(format!("GAP record of {} bytes, expected 16", body.len()));
+/// [`RecordError::GapSize`] or [`RecordError::EmptyGap`].
+pub fn decode_gap(body: &[u8]) -> Result<[u64; 2], RecordError> {
+    let (Some(a), Some(b)) = (body.get(..8), body.get(8..GAP_BODY_BYTES)) else {
+        return Err(RecordError::GapSize { len: body.len() });
     };
-    if body.len() != 16 {
-        return Err(format!("GAP record of {} bytes, expected 16", body.len()));
+    if body.len() != GAP_BODY_BYTES {
+        return Err(RecordError::GapSize { len: body.len() });
     }
     let mut x = [0u8; 8];
     x.copy_from_slice(a);
@@ -43,7 +64,7 @@ pub fn decode_gap(body: &[u8]) -> Result<[u64; 2], String> {
     x.copy_from_slice(b);
     let end = u64::from_le_bytes(x);
     if end <= start {
-        return Err(format!("GAP record [{start}, {end}) is empty"));
+        return Err(RecordError::EmptyGap { start, end });
     }
     Ok([start, end])
 }
@@ -77,26 +98,26 @@ impl SegmentHeader {
     /// Decode a SEGMENT record body (after the kind byte).
     ///
     /// # Errors
-    /// A message naming what is missing.
-    pub fn decode(body: &[u8]) -> Result<Self, String> {
+    /// A [`RecordError`] naming what is missing or bad.
+    pub fn decode(body: &[u8]) -> Result<Self, RecordError> {
         let v: Value =
-            serde_json::from_slice(body).map_err(|e| format!("segment header is not JSON: {e}"))?;
+            serde_json::from_slice(body).map_err(|e| RecordError::HeaderNotJson(e.to_string()))?;
         if v.get("format").and_then(Value::as_str) != Some("wshardd-journal") {
-            return Err("segment header: not a wshardd journal".into());
+            return Err(RecordError::NotAJournal);
         }
-        let schema =
-            EpisodeSchema::from_json(v.get("schema").ok_or("segment header: schema missing")?)
-                .map_err(|e| e.to_string())?;
+        let field = |name: &'static str| {
+            v.get(name)
+                .and_then(Value::as_u64)
+                .ok_or(RecordError::HeaderFieldMissing(name))
+        };
+        let schema = EpisodeSchema::from_json(
+            v.get("schema")
+                .ok_or(RecordError::HeaderFieldMissing("schema"))?,
+        )?;
         Ok(Self {
             schema,
-            chunk_index: v
-                .get("chunk_index")
-                .and_then(Value::as_u64)
-                .ok_or("segment header: chunk_index missing")?,
-            first_timestep: v
-                .get("first_timestep")
-                .and_then(Value::as_u64)
-                .ok_or("segment header: first_timestep missing")?,
+            chunk_index: field("chunk_index")?,
+            first_timestep: field("first_timestep")?,
         })
     }
 }
@@ -108,16 +129,16 @@ mod tests {
     #[test]
     fn gap_record_round_trip() {
         let body = encode_gap(7, 19);
-        assert_eq!(decode_gap(&body), Ok([7, 19]));
+        assert_eq!(decode_gap(&body).ok(), Some([7, 19]));
         assert_eq!(
-            decode_gap(&body[..15]),
+            decode_gap(&body[..15]).map_err(|e| e.to_string()),
             Err("GAP record of 15 bytes, expected 16".to_owned())
         );
         let mut long = body.to_vec();
         long.push(0);
         assert!(decode_gap(&long).is_err());
         assert_eq!(
-            decode_gap(&encode_gap(5, 5)),
+            decode_gap(&encode_gap(5, 5)).map_err(|e| e.to_string()),
             Err("GAP record [5, 5) is empty".to_owned())
         );
         assert!(decode_gap(&encode_gap(6, 5)).is_err());

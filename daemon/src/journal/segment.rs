@@ -168,7 +168,7 @@ pub fn read_segment(bytes: &[u8]) -> SegmentContents {
         match (k, &out.header) {
             (kind::SEGMENT, None) => match SegmentHeader::decode(body) {
                 Ok(h) => out.header = Some(h),
-                Err(e) => out.problems.push((rec.offset, e)),
+                Err(e) => out.problems.push((rec.offset, e.to_string())),
             },
             (kind::SEGMENT, Some(_)) => out
                 .problems
@@ -202,7 +202,7 @@ pub fn read_segment(bytes: &[u8]) -> SegmentContents {
                     steps_at: out.steps.len(),
                     range,
                 }),
-                Err(e) => out.problems.push((rec.offset, e)),
+                Err(e) => out.problems.push((rec.offset, e.to_string())),
             },
             (kind::GAP, None) => out
                 .problems
