@@ -32,21 +32,45 @@ pub(super) fn read_chunk(fs: &dyn Fs, path: &Path) -> Option<Episode> {
     Episode::read(&r).ok()
 }
 
+/// What is wrong with a chunk file a manifest lists.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ListedChunkProblem {
+    #[error(transparent)]
+    BadUri(#[from] wshard::FormatError),
+    #[error("{uri} is missing")]
+    Missing { uri: String },
+    #[error(transparent)]
+    Unreadable(#[from] StorageError),
+    #[error("{uri} has sha256 {found}, the manifest lists {listed}")]
+    Sha256 {
+        uri: String,
+        found: String,
+        listed: String,
+    },
+}
+
 /// Whether the file a manifest entry lists is the one that was published: it exists and
 /// its SHA-256 is the one listed (which `wshard verify` checks too). `Err` says what is
 /// wrong with it.
-pub(super) fn check_listed(fs: &dyn Fs, dir: &Path, entry: &ChunkRef) -> Result<(), String> {
-    wshard::manifest::validate_uri(&entry.uri).map_err(|e| e.to_string())?;
+pub(super) fn check_listed(
+    fs: &dyn Fs,
+    dir: &Path,
+    entry: &ChunkRef,
+) -> Result<(), ListedChunkProblem> {
+    wshard::manifest::validate_uri(&entry.uri)?;
     let path = dir.join(&entry.uri);
     if !fs.exists(&path) {
-        return Err(format!("{} is missing", entry.uri));
+        return Err(ListedChunkProblem::Missing {
+            uri: entry.uri.clone(),
+        });
     }
-    let sha = sha256_of(fs, &path).map_err(|e| e.to_string())?;
+    let sha = sha256_of(fs, &path)?;
     if sha != entry.sha256 {
-        return Err(format!(
-            "{} has sha256 {sha}, the manifest lists {}",
-            entry.uri, entry.sha256
-        ));
+        return Err(ListedChunkProblem::Sha256 {
+            uri: entry.uri.clone(),
+            found: sha,
+            listed: entry.sha256.clone(),
+        });
     }
     Ok(())
 }

@@ -117,7 +117,7 @@ pub(super) fn settle_listed(
         journal: path.to_path_buf(),
         chunk: run.layout.chunk(k),
         timesteps: n,
-        reason: why,
+        reason: why.to_string(),
     });
     run.manifest.chunks[idx] = ChunkRef {
         extra: entry.extra,
