@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::accept::AcceptLoop;
-use super::metrics::{self, CONTENT_TYPE};
+use super::metrics::{self, Format};
 use super::request_io::{drain, read_request, ReadFailure, READ_SLICE};
 use super::server::{DRAIN_BYTES, DRAIN_TIME};
 use super::ControlState;
@@ -48,7 +48,7 @@ pub fn bind(addr: &str) -> Result<TcpListener, MetricsBindError> {
 
 /// The status line, content type and body answering one request head.
 #[must_use]
-pub fn route(head: &[u8], st: &ControlState) -> (&'static str, &'static str, String) {
+pub fn route(head: &[u8], st: &Arc<ControlState>) -> (&'static str, &'static str, String) {
     let text = String::from_utf8_lossy(head);
     let mut parts = text.lines().next().unwrap_or("").split_whitespace();
     let (method, target, version) = (parts.next(), parts.next(), parts.next());
@@ -78,10 +78,14 @@ pub fn route(head: &[u8], st: &ControlState) -> (&'static str, &'static str, Str
             format!("no {path} here: GET /metrics\n"),
         );
     }
-    ("200 OK", CONTENT_TYPE, metrics::render(st))
+    (
+        "200 OK",
+        Format::Prometheus.content_type(),
+        metrics::render(st, Format::Prometheus),
+    )
 }
 
-fn handle(mut stream: TcpStream, st: &ControlState) {
+fn handle(mut stream: TcpStream, st: &Arc<ControlState>) {
     let _ = stream.set_nonblocking(false);
     if stream.set_read_timeout(Some(READ_SLICE)).is_err()
         || stream.set_write_timeout(Some(REQUEST_TIMEOUT)).is_err()

@@ -62,7 +62,7 @@ fn reply_error(stream: UnixStream, e: &ControlError) {
 }
 
 /// Serve one control connection: read, check, answer, close. Never panics on input.
-fn handle(mut stream: UnixStream, st: &ControlState) {
+fn handle(mut stream: UnixStream, st: &Arc<ControlState>) {
     let setup = stream
         .set_nonblocking(false)
         .and_then(|()| stream.set_read_timeout(Some(READ_SLICE)))
@@ -120,7 +120,7 @@ fn handle(mut stream: UnixStream, st: &ControlState) {
 /// # Errors
 /// The [`ControlError`] to send instead.
 pub fn respond(
-    st: &ControlState,
+    st: &Arc<ControlState>,
     line: &[u8],
     cred: Option<&PeerCred>,
 ) -> Result<String, ControlError> {
@@ -129,7 +129,7 @@ pub fn respond(
     check_access(st, &req, cred)?;
     let verb = req.verb();
     let doc = match req {
-        Request::Metrics => return Ok(metrics::render(st)),
+        Request::Metrics => return Ok(metrics::render(st, metrics::Format::Prometheus)),
         Request::Status => ok_reply(verb, status::snapshot(st)),
         Request::Episodes => ok_reply(verb, episodes::list(st)),
         Request::Close {
