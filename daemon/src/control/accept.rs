@@ -1,4 +1,4 @@
-//! The accept loop shared by the control socket and the metrics endpoint: a thread per
+//! The control socket's accept loop: a thread per
 //! connection, at most `max` at once, until the daemon shuts down; then it waits for the
 //! connections being served (each is bounded by its own timeouts).
 

@@ -26,8 +26,8 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long writing the reply may block.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// After the reply, unread input is discarded up to this much, for at most this long.
-pub const DRAIN_BYTES: usize = 1 << 20;
-pub const DRAIN_TIME: Duration = Duration::from_millis(500);
+const DRAIN_BYTES: usize = 1 << 20;
+const DRAIN_TIME: Duration = Duration::from_millis(500);
 
 /// Accept on `listener` until the daemon shuts down, then wait for the connections being
 /// served (each is bounded by [`REQUEST_TIMEOUT`] and its verb's own timeout).
