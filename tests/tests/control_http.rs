@@ -318,3 +318,27 @@ fn control_http_sigterm_with_a_client_connected() {
         "the endpoint still accepts after exit"
     );
 }
+
+#[test]
+fn control_http_port_taken_is_a_startup_error_naming_the_option() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let opts = DaemonOptions {
+        extra_toml: format!("[control]\nmetrics_listen = {addr:?}\n"),
+        ..DaemonOptions::default()
+    };
+    let mut d = Daemon::new(opts);
+    d.spawn();
+    let status = d.wait_exit(TIMEOUT);
+    assert!(!status.success(), "log:\n{}", d.log());
+    let log = d.log();
+    assert!(
+        log.contains(&format!("control.metrics_listen `{addr}`: bind:")),
+        "{log}"
+    );
+    assert!(
+        !d.socket().exists(),
+        "ingest socket left behind: {}",
+        d.socket().display()
+    );
+}
