@@ -10,7 +10,7 @@
 #
 # Prerequisites it checks first (and says how to install): systemd-analyze and
 # systemd-socket-activate, python3 with
-# pytest, numpy and zstandard, a C++ compiler for libFuzzer. The upstream golden files are
+# pytest, numpy, zstandard and prometheus_client, a C++ compiler for libFuzzer. The upstream golden files are
 # read from ../shared/golden-upstream or $WSHARD_UPSTREAM_GOLDEN.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,8 +20,8 @@ missing=()
 for t in systemd-analyze systemd-socket-activate; do
     command -v "$t" >/dev/null 2>&1 || missing+=("$t (apt-get install systemd)")
 done
-if ! python3 -c 'import pytest, numpy, zstandard' >/dev/null 2>&1; then
-    missing+=("python3 modules pytest, numpy, zstandard (python3 -m pip install pytest numpy zstandard)")
+if ! python3 -c 'import pytest, numpy, zstandard, prometheus_client' >/dev/null 2>&1; then
+    missing+=("python3 modules pytest, numpy, zstandard, prometheus_client (python3 -m pip install pytest numpy zstandard prometheus-client)")
 fi
 if [ "$fuzz_secs" != 0 ] && ! command -v "${CXX:-c++}" >/dev/null 2>&1; then
     missing+=("a C++ compiler for the fuzz smoke run (apt-get install g++), or FUZZ_SMOKE_SECONDS=0")

@@ -1,6 +1,6 @@
-//! The accept loop shared by the control socket and the metrics endpoint: a thread per
-//! connection, at most `max` at once, until the daemon shuts down; then it waits for the
-//! connections being served (each is bounded by its own timeouts).
+//! The control socket's accept loop: a thread per connection, at most `max` at once, until
+//! the daemon shuts down; then it waits for the connections being served (each is bounded
+//! by its own timeouts). The metrics endpoint has its own, on tokio (`http`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;

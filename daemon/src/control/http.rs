@@ -1,24 +1,48 @@
-//! The optional loopback TCP endpoint `control.metrics_listen`: a minimal HTTP/1.1 server
-//! answering `GET /metrics` with the Prometheus exposition; `404` for other paths, `405`
-//! for other methods. One request per connection (`Connection: close`), bounded in size and
-//! time.
+//! The optional loopback TCP endpoint `control.metrics_listen`: HTTP/1.1 by `hyper` on a
+//! small tokio runtime of its own (one thread, `metrics-http`), started only when the option
+//! is set; the data path never runs on it. `GET /metrics` (or `HEAD`) answers the
+//! exposition in the format the scraper's `Accept` asks for ([`negotiate`]); other paths
+//! get `404`, other methods `405`. One request per connection, its head bounded in size
+//! ([`MAX_HEAD_BYTES`], else `431`) and time ([`REQUEST_TIMEOUT`]), the whole exchange in
+//! time ([`CONNECTION_DEADLINE`]), at most [`MAX_CONNECTIONS`] at once.
 
-use std::io::Write;
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::convert::Infallible;
+use std::net::TcpListener as StdListener;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::accept::AcceptLoop;
-use super::metrics::{self, CONTENT_TYPE};
-use super::request_io::{drain, read_request, ReadFailure, READ_SLICE};
-use super::server::{DRAIN_BYTES, DRAIN_TIME};
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{HeaderValue, ACCEPT, ALLOW, CONTENT_TYPE};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::Runtime;
+use tokio::task::JoinSet;
+
+use super::metrics::{self, Format};
 use super::ControlState;
 
-/// Longest request head accepted.
+/// Longest request head accepted (request line and headers).
 pub const MAX_HEAD_BYTES: usize = 8192;
 /// Scrapes served at once; more are closed at once.
-const MAX_CONNECTIONS: usize = 8;
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+pub const MAX_CONNECTIONS: usize = 8;
+/// How long a client has to send its request head.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one connection may last in all, the reply included.
+pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(10);
+/// How often the accept loop looks at the shutdown flag.
+const SHUTDOWN_POLL: Duration = Duration::from_millis(50);
+/// At shutdown, how long the scrapes in progress may take to finish before they are cut.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+/// The pause after a failed `accept` (out of file descriptors, say).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+/// The name of the endpoint's thread.
+pub const THREAD_NAME: &str = "metrics-http";
+const PLAIN: &str = "text/plain; charset=utf-8";
 
 /// Why the metrics listener could not be bound.
 #[derive(Debug, thiserror::Error)]
@@ -30,110 +54,207 @@ pub struct MetricsBindError {
     pub source: std::io::Error,
 }
 
-/// Bind `addr` (already validated as a loopback `host:port`), nonblocking.
+/// The bound listener and the runtime that will serve it.
+#[derive(Debug)]
+pub struct Endpoint {
+    listener: TcpListener,
+    runtime: Runtime,
+}
+
+/// Bind `addr` (already validated as a loopback `host:port`) and build the runtime serving
+/// it, so that every failure shows at startup.
 ///
 /// # Errors
 /// [`MetricsBindError`] naming the address.
-pub fn bind(addr: &str) -> Result<TcpListener, MetricsBindError> {
+pub fn bind(addr: &str) -> Result<Endpoint, MetricsBindError> {
     let err = |op, source| MetricsBindError {
         addr: addr.to_owned(),
         op,
         source,
     };
-    let l = TcpListener::bind(addr).map_err(|e| err("bind", e))?;
+    let l = StdListener::bind(addr).map_err(|e| err("bind", e))?;
     l.set_nonblocking(true)
         .map_err(|e| err("set nonblocking", e))?;
-    Ok(l)
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .thread_name(THREAD_NAME)
+        .build()
+        .map_err(|e| err("start the HTTP runtime", e))?;
+    let listener = {
+        let _in_runtime = runtime.enter();
+        TcpListener::from_std(l).map_err(|e| err("register with the HTTP runtime", e))?
+    };
+    Ok(Endpoint { listener, runtime })
 }
 
-/// The status line, content type and body answering one request head.
-#[must_use]
-pub fn route(head: &[u8], st: &ControlState) -> (&'static str, &'static str, String) {
-    let text = String::from_utf8_lossy(head);
-    let mut parts = text.lines().next().unwrap_or("").split_whitespace();
-    let (method, target, version) = (parts.next(), parts.next(), parts.next());
-    let plain = "text/plain; charset=utf-8";
-    let (Some(method), Some(target), Some(v)) = (method, target, version) else {
-        return ("400 Bad Request", plain, "malformed request line\n".into());
-    };
-    if !v.starts_with("HTTP/1.") {
-        return (
-            "400 Bad Request",
-            plain,
-            format!("unsupported version {v}\n"),
-        );
+/// Serve scrapes on the current thread until the daemon shuts down; then give the scrapes
+/// in progress [`SHUTDOWN_GRACE`] to finish and cut the rest (a scrape changes nothing).
+pub fn serve(endpoint: Endpoint, st: &Arc<ControlState>) {
+    let Endpoint { listener, runtime } = endpoint;
+    runtime.block_on(accept_loop(listener, st.clone()));
+}
+
+async fn accept_loop(listener: TcpListener, st: Arc<ControlState>) {
+    let mut scrapes = JoinSet::new();
+    while !st.ctx.shutdown.load(Ordering::Acquire) {
+        // `accept` is cancel-safe: a timeout loses no connection.
+        let Ok(accepted) = tokio::time::timeout(SHUTDOWN_POLL, listener.accept()).await else {
+            continue;
+        };
+        while scrapes.try_join_next().is_some() {}
+        match accepted {
+            Ok((stream, _)) if scrapes.len() < MAX_CONNECTIONS => {
+                scrapes.spawn(scrape(stream, st.clone()));
+            }
+            Ok((stream, peer)) => {
+                tracing::debug!(%peer, "{THREAD_NAME}: {MAX_CONNECTIONS} scrapes in progress, connection closed");
+                drop(stream);
+            }
+            Err(e) => {
+                tracing::warn!("{THREAD_NAME}: accept failed: {e}");
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+            }
+        }
     }
-    let path = target.split('?').next().unwrap_or(target);
-    if method != "GET" && method != "HEAD" {
-        return (
-            "405 Method Not Allowed",
-            plain,
+    let finished = async { while scrapes.join_next().await.is_some() {} };
+    if tokio::time::timeout(SHUTDOWN_GRACE, finished)
+        .await
+        .is_err()
+    {
+        tracing::debug!("{THREAD_NAME}: scrapes still in progress at shutdown were cut");
+    }
+    scrapes.shutdown().await;
+}
+
+/// Serve one connection: one request, one reply, close.
+async fn scrape(stream: TcpStream, st: Arc<ControlState>) {
+    let service = service_fn(move |req: Request<Incoming>| {
+        std::future::ready(Ok::<_, Infallible>(respond(&req, &st)))
+    });
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(REQUEST_TIMEOUT)
+        .max_header_size(MAX_HEAD_BYTES)
+        .keep_alive(false)
+        .title_case_headers(true)
+        .serve_connection(TokioIo::new(stream), service);
+    match tokio::time::timeout(CONNECTION_DEADLINE, conn).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::debug!("{THREAD_NAME}: connection ended: {e}"),
+        Err(_) => tracing::debug!(
+            "{THREAD_NAME}: connection cut after {} s",
+            CONNECTION_DEADLINE.as_secs()
+        ),
+    }
+}
+
+fn reply(status: StatusCode, content_type: &'static str, body: String) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+/// The reply to one request.
+fn respond<B>(req: &Request<B>, st: &Arc<ControlState>) -> Response<Full<Bytes>> {
+    let method = req.method();
+    if method != Method::GET && method != Method::HEAD {
+        let mut r = reply(
+            StatusCode::METHOD_NOT_ALLOWED,
+            PLAIN,
             format!("method {method} not allowed: GET /metrics\n"),
         );
+        r.headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return r;
     }
+    let path = req.uri().path();
     if path != "/metrics" {
-        return (
-            "404 Not Found",
-            plain,
+        return reply(
+            StatusCode::NOT_FOUND,
+            PLAIN,
             format!("no {path} here: GET /metrics\n"),
         );
     }
-    ("200 OK", CONTENT_TYPE, metrics::render(st))
+    let accept = req
+        .headers()
+        .get_all(ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(",");
+    let format = negotiate(&accept);
+    reply(
+        StatusCode::OK,
+        format.content_type(),
+        metrics::render(st, format),
+    )
 }
 
-fn handle(mut stream: TcpStream, st: &ControlState) {
-    let _ = stream.set_nonblocking(false);
-    if stream.set_read_timeout(Some(READ_SLICE)).is_err()
-        || stream.set_write_timeout(Some(REQUEST_TIMEOUT)).is_err()
-    {
-        return;
+/// The format an `Accept` header asks for: OpenMetrics when it names
+/// `application/openmetrics-text` with a quality at least that of every range admitting
+/// the Prometheus text format (`text/plain`, `text/*`, `*/*`); that format otherwise,
+/// also when `Accept` is absent or names neither (as the Go client does).
+#[must_use]
+pub fn negotiate(accept: &str) -> Format {
+    let (mut openmetrics, mut text) = (0.0_f32, 0.0_f32);
+    for range in accept.split(',') {
+        let mut parts = range.split(';');
+        let media = parts.next().unwrap_or_default().trim();
+        let q = parts
+            .filter_map(|p| p.split_once('='))
+            .find(|(k, _)| k.trim().eq_ignore_ascii_case("q"))
+            .map_or(1.0, |(_, v)| v.trim().parse().unwrap_or(0.0));
+        if media.eq_ignore_ascii_case("application/openmetrics-text") {
+            openmetrics = openmetrics.max(q);
+        } else if ["text/plain", "text/*", "*/*"]
+            .iter()
+            .any(|m| media.eq_ignore_ascii_case(m))
+        {
+            text = text.max(q);
+        }
     }
-    let (status, ctype, body, head_only) =
-        match read_request(&mut stream, b"\r\n\r\n", MAX_HEAD_BYTES, REQUEST_TIMEOUT) {
-            Ok(head) => {
-                let (s, c, b) = route(&head, st);
-                (s, c, b, head.starts_with(b"HEAD "))
-            }
-            Err(ReadFailure::TooLarge { max }) => (
-                "431 Request Header Fields Too Large",
-                "text/plain; charset=utf-8",
-                format!("request head larger than {max} bytes\n"),
-                false,
-            ),
-            Err(ReadFailure::TimedOut { .. }) => (
-                "408 Request Timeout",
-                "text/plain; charset=utf-8",
-                "request head not received in time\n".into(),
-                false,
-            ),
-            Err(ReadFailure::Closed | ReadFailure::Io(_)) => return,
-        };
-    let mut out = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    if !head_only {
-        out.push_str(&body);
-    }
-    if stream
-        .write_all(out.as_bytes())
-        .and_then(|()| stream.flush())
-        .is_ok()
-    {
-        let _ = stream.shutdown(Shutdown::Write);
-        drain(&mut stream, DRAIN_BYTES, DRAIN_TIME);
+    if openmetrics > 0.0 && openmetrics >= text {
+        Format::OpenMetrics
+    } else {
+        Format::Prometheus
     }
 }
 
-/// Serve scrapes on `listener` until the daemon shuts down.
-pub fn serve(listener: &TcpListener, st: &Arc<ControlState>) {
-    let st2 = st.clone();
-    AcceptLoop {
-        name: "metrics-http",
-        max: MAX_CONNECTIONS,
-        shutdown: &st.ctx.shutdown,
-        accept: &|| listener.accept().map(|(s, _)| s),
-        refuse: &drop,
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_http_negotiate_format() {
+        // Prometheus 2 and 3 by default: OpenMetrics first.
+        let prom2 = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;\
+                     version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        let prom3 = "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,\
+                     application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;\
+                     escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2";
+        assert_eq!(negotiate(prom2), Format::OpenMetrics);
+        assert_eq!(negotiate(prom3), Format::OpenMetrics);
+        assert_eq!(
+            negotiate("Application/OpenMetrics-Text ; Q = 0.9"),
+            Format::OpenMetrics
+        );
+        // A scraper configured for the text format first.
+        let text_first = "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;q=0.5";
+        assert_eq!(negotiate(text_first), Format::Prometheus);
+        // curl, no Accept, refusals, nonsense.
+        assert_eq!(negotiate("*/*"), Format::Prometheus);
+        assert_eq!(negotiate(""), Format::Prometheus);
+        assert_eq!(
+            negotiate("application/openmetrics-text;q=0"),
+            Format::Prometheus
+        );
+        assert_eq!(
+            negotiate("application/openmetrics-text;q=x"),
+            Format::Prometheus
+        );
+        assert_eq!(negotiate("application/json"), Format::Prometheus);
     }
-    .run(move |stream| handle(stream, &st2));
 }

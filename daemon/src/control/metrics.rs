@@ -1,384 +1,454 @@
-//! The Prometheus text exposition (format 0.0.4) of the daemon's counters and of every open
-//! episode's, served by the control socket's `metrics` verb and by the optional TCP
-//! endpoint. Names start with `wshardd_`; counters end in `_total`; per-episode series carry
-//! an `episode="..."` label.
+//! The daemon's metrics, encoded by `prometheus-client` (the official Rust client) from the
+//! live state on each scrape: [`Live`] is a prometheus-client `Collector` that reads the
+//! registry's atomic counters and every open episode's stats as it encodes, so no counter is
+//! kept twice. Served by the control socket's `metrics` verb (Prometheus text 0.0.4) and by
+//! the optional HTTP endpoint (0.0.4 or OpenMetrics 1.0, as the scraper asks).
+//!
+//! Names start with `wshardd_`; counter samples end in `_total` (the crate appends it to the
+//! family names below); per-episode series carry `episode` and `transport` labels.
 
-use std::fmt::Write as _;
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{
+    prometheus_text, text, DescriptorEncoder, EncodeLabelSet, EncodeMetric,
+};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::TypedMetric;
+use prometheus_client::registry::Registry as Exposition;
 
 use super::status::{disk_state, unix_seconds, DiskState};
 use super::ControlState;
+use crate::registry::LiveEpisode;
 
-/// The `Content-Type` of the exposition.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+/// The text formats of the exposition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// The Prometheus text format 0.0.4: the control socket's `metrics` verb, and HTTP
+    /// scrapers that do not ask for OpenMetrics.
+    Prometheus,
+    /// OpenMetrics 1.0 text (ends with `# EOF`): HTTP scrapers whose `Accept` prefers it.
+    OpenMetrics,
+}
 
-/// Escape a label value: backslash, double quote and newline.
-#[must_use]
-pub fn escape_label(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for c in v.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
+impl Format {
+    /// The `Content-Type` of the format.
+    #[must_use]
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Self::Prometheus => prometheus_text::CONTENT_TYPE,
+            Self::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
         }
+    }
+}
+
+/// The exposition of `st`'s daemon and open episodes in `format`.
+#[must_use]
+pub fn render(st: &Arc<ControlState>, format: Format) -> String {
+    let mut exposition = Exposition::default();
+    exposition.register_collector(Box::new(Live(st.clone())));
+    encode(&exposition, format)
+}
+
+/// Encode `exposition` in `format`.
+fn encode(exposition: &Exposition, format: Format) -> String {
+    let mut out = String::new();
+    let written = match format {
+        Format::Prometheus => prometheus_text::encode(&mut out, exposition),
+        Format::OpenMetrics => text::encode(&mut out, exposition),
+    };
+    // Writing to a String does not fail, and the collector only fails when writing does.
+    if written.is_err() {
+        tracing::error!("metrics: encoding the exposition failed");
     }
     out
 }
 
-/// Escape `# HELP` text: backslash and newline.
-#[must_use]
-pub fn escape_help(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('\n', "\\n")
-}
+/// The collector reading `ControlState` on each scrape.
+#[derive(Debug)]
+pub struct Live(pub Arc<ControlState>);
 
-/// A metric family being written: HELP and TYPE once, then its samples.
-pub struct Exposition {
-    text: String,
-}
-
-impl Default for Exposition {
-    fn default() -> Self {
-        Self::new()
+impl Collector for Live {
+    fn encode(&self, mut enc: DescriptorEncoder<'_>) -> fmt::Result {
+        daemon(&self.0, &mut enc)?;
+        episodes(&self.0, &mut enc)
     }
 }
 
-impl Exposition {
-    /// An empty exposition.
-    #[must_use]
-    pub fn new() -> Self {
-        Self {
-            text: String::new(),
-        }
-    }
-
-    /// Start a family: `kind` is `counter` or `gauge`.
-    pub fn family(&mut self, name: &str, kind: &str, help: &str) {
-        let _ = writeln!(self.text, "# HELP {name} {}", escape_help(help));
-        let _ = writeln!(self.text, "# TYPE {name} {kind}");
-    }
-
-    /// One sample; `labels` are `(name, value)` pairs, values escaped here.
-    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
-        self.text.push_str(name);
-        if !labels.is_empty() {
-            self.text.push('{');
-            for (k, (l, v)) in labels.iter().enumerate() {
-                if k > 0 {
-                    self.text.push(',');
-                }
-                let _ = write!(self.text, "{l}=\"{}\"", escape_label(v));
-            }
-            self.text.push('}');
-        }
-        let _ = writeln!(self.text, " {}", format_value(value));
-    }
-
-    /// A family with one unlabelled sample.
-    pub fn single(&mut self, name: &str, kind: &str, help: &str, value: f64) {
-        self.family(name, kind, help);
-        self.sample(name, &[], value);
-    }
-
-    /// The text.
-    #[must_use]
-    pub fn finish(self) -> String {
-        self.text
-    }
+/// One family of one metric, without labels.
+fn single<M: EncodeMetric + TypedMetric>(
+    enc: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    metric: &M,
+) -> fmt::Result {
+    metric.encode(enc.encode_descriptor(name, help, None, M::TYPE)?)
 }
 
-/// A sample value: integers without a fraction, `NaN` / `+Inf` / `-Inf` as Prometheus
-/// writes them.
-#[must_use]
-pub fn format_value(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
-    } else {
-        format!("{v}")
+/// One family, a metric per label set.
+fn family<L: EncodeLabelSet, M: EncodeMetric + TypedMetric>(
+    enc: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    samples: impl IntoIterator<Item = (L, M)>,
+) -> fmt::Result {
+    let mut m = enc.encode_descriptor(name, help, None, M::TYPE)?;
+    for (labels, metric) in samples {
+        metric.encode(m.encode_family(&labels)?)?;
     }
+    Ok(())
 }
 
-#[allow(clippy::cast_precision_loss)] // exposition values are f64 by definition
-fn f(a: &AtomicU64) -> f64 {
-    a.load(Ordering::Relaxed) as f64
+fn counter(a: &AtomicU64) -> ConstCounter<u64> {
+    ConstCounter::new(a.load(Ordering::Relaxed))
 }
 
-/// The exposition of `st`'s daemon and open episodes.
-#[must_use]
-#[allow(clippy::cast_precision_loss)] // exposition values are f64 by definition
-pub fn render(st: &ControlState) -> String {
+fn level(a: &AtomicU64) -> ConstGauge<u64> {
+    ConstGauge::new(a.load(Ordering::Relaxed))
+}
+
+#[allow(clippy::cast_precision_loss)] // microseconds: exact far beyond any fsync's length
+fn seconds_from_us(a: &AtomicU64) -> f64 {
+    a.load(Ordering::Relaxed) as f64 / 1e6
+}
+
+fn count(n: usize) -> ConstGauge<u64> {
+    ConstGauge::new(u64::try_from(n).unwrap_or(u64::MAX))
+}
+
+/// The daemon-wide families.
+fn daemon(st: &ControlState, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
     let reg = &st.ctx.registry;
     let c = &reg.counters;
-    let mut x = Exposition::new();
-    x.family(
+    family(
+        enc,
         "wshardd_build_info",
-        "gauge",
         "Build information; always 1.",
-    );
-    x.sample(
-        "wshardd_build_info",
-        &[("version", env!("CARGO_PKG_VERSION"))],
-        1.0,
-    );
-    x.single(
+        [(
+            [("version", env!("CARGO_PKG_VERSION"))],
+            ConstGauge::new(1_u64),
+        )],
+    )?;
+    single(
+        enc,
         "wshardd_start_time_seconds",
-        "gauge",
         "Unix time the daemon started.",
-        unix_seconds(reg.started_at),
-    );
-    x.single(
+        &ConstGauge::new(unix_seconds(reg.started_at)),
+    )?;
+    single(
+        enc,
         "wshardd_uptime_seconds",
-        "gauge",
         "Seconds since the daemon started.",
-        reg.started.elapsed().as_secs_f64(),
-    );
+        &ConstGauge::new(reg.started.elapsed().as_secs_f64()),
+    )?;
+    // Counter families are named without `_total`: the encoder appends it to the samples.
     for (name, help, a) in [
         (
-            "wshardd_connections_accepted_total",
+            "wshardd_connections_accepted",
             "Ingest connections accepted.",
             &c.connections_accepted,
         ),
         (
-            "wshardd_connections_refused_total",
+            "wshardd_connections_refused",
             "Ingest connections refused (max_connections, max_connections_per_uid or the access allowlist).",
             &c.connections_refused,
         ),
         (
-            "wshardd_episodes_opened_total",
+            "wshardd_episodes_opened",
             "Episodes opened.",
             &c.episodes_opened,
         ),
         (
-            "wshardd_episodes_finalized_total",
+            "wshardd_episodes_finalized",
             "Episodes finalized, whatever their status.",
             &c.episodes_finalized,
         ),
         (
-            "wshardd_episodes_refused_disk_total",
+            "wshardd_episodes_refused_disk",
             "OPENs refused below the disk low watermark.",
             &c.episodes_refused_disk,
         ),
         (
-            "wshardd_episodes_stopped_total",
+            "wshardd_episodes_stopped",
             "Episodes finalized by a stop request (operator close or disk high watermark).",
             &c.episodes_stopped,
         ),
     ] {
-        x.single(name, "counter", help, f(a));
+        single(enc, name, help, &counter(a))?;
     }
-    x.family(
-        "wshardd_connections_cut_total",
-        "counter",
+    family(
+        enc,
+        "wshardd_connections_cut",
         "Ingest connections closed with ERROR TIMEOUT, by deadline: handshake \
          (limits.handshake_timeout_ms), no_episode (limits.no_episode_timeout_ms), write \
          (the client did not read its socket).",
-    );
-    for (deadline, a) in [
-        ("handshake", &c.connections_cut_handshake),
-        ("no_episode", &c.connections_cut_no_episode),
-        ("write", &c.connections_cut_write),
-    ] {
-        x.sample(
-            "wshardd_connections_cut_total",
-            &[("deadline", deadline)],
-            f(a),
-        );
-    }
-    x.single(
+        [
+            ("handshake", &c.connections_cut_handshake),
+            ("no_episode", &c.connections_cut_no_episode),
+            ("write", &c.connections_cut_write),
+        ]
+        .map(|(deadline, a)| ([("deadline", deadline)], counter(a))),
+    )?;
+    single(
+        enc,
         "wshardd_connections_active",
-        "gauge",
         "Ingest connections open now.",
-        st.ctx.active_connections.load(Ordering::Relaxed) as f64,
-    );
-    let open = reg.episodes();
-    x.single(
+        &count(st.ctx.active_connections.load(Ordering::Relaxed)),
+    )?;
+    single(
+        enc,
         "wshardd_episodes_open",
-        "gauge",
         "Episodes recording now.",
-        open.len() as f64,
-    );
-    let (free, disk) = disk_state(st);
+        &count(reg.episodes().len()),
+    )?;
+    disk(st, enc)?;
+    recovery(st, enc)
+}
+
+/// Free space and the watermarks.
+fn disk(st: &ControlState, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
+    let (free, state) = disk_state(st);
     if let Some(free) = free {
-        x.single(
+        single(
+            enc,
             "wshardd_disk_free_bytes",
-            "gauge",
             "Free bytes of the data directory's filesystem at the last check.",
-            free as f64,
-        );
+            &ConstGauge::new(free),
+        )?;
     }
-    x.single(
+    let flag = |on: bool| ConstGauge::new(u64::from(on));
+    single(
+        enc,
         "wshardd_disk_low",
-        "gauge",
         "1 while free space is below the low watermark (new episodes refused).",
-        if matches!(disk, DiskState::Low | DiskState::High) {
-            1.0
-        } else {
-            0.0
-        },
-    );
-    x.single(
+        &flag(matches!(state, DiskState::Low | DiskState::High)),
+    )?;
+    single(
+        enc,
         "wshardd_disk_high",
-        "gauge",
         "1 while free space is below the high watermark (open episodes stopped).",
-        if disk == DiskState::High { 1.0 } else { 0.0 },
-    );
-    x.single(
+        &flag(state == DiskState::High),
+    )?;
+    let cfg = st.ctx.disk.config();
+    single(
+        enc,
         "wshardd_disk_low_watermark_bytes",
-        "gauge",
         "disk.low_watermark_free_bytes.",
-        st.ctx.disk.config().low_watermark_free_bytes as f64,
-    );
-    x.single(
+        &ConstGauge::new(cfg.low_watermark_free_bytes),
+    )?;
+    single(
+        enc,
         "wshardd_disk_high_watermark_bytes",
-        "gauge",
         "disk.high_watermark_free_bytes.",
-        st.ctx.disk.config().high_watermark_free_bytes as f64,
-    );
-    let (recovered, lost, ts) = reg.recovery.lock().map_or((0, 0, 0), |r| {
+        &ConstGauge::new(cfg.high_watermark_free_bytes),
+    )
+}
+
+/// What recovery did at startup.
+fn recovery(st: &ControlState, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
+    let (recovered, lost, timesteps) = st.ctx.registry.recovery.lock().map_or((0, 0, 0), |r| {
         (
             r.len(),
             r.iter().filter(|r| r.lost_data()).count(),
             r.iter().map(|r| r.timesteps_recovered).sum::<u64>(),
         )
     });
-    x.single(
+    single(
+        enc,
         "wshardd_recovery_episodes",
-        "gauge",
         "Episodes recovery acted on at startup.",
-        recovered as f64,
-    );
-    x.single(
+        &count(recovered),
+    )?;
+    single(
+        enc,
         "wshardd_recovery_episodes_lost_data",
-        "gauge",
         "Episodes where startup recovery discarded or quarantined data.",
-        lost as f64,
-    );
-    x.single(
+        &count(lost),
+    )?;
+    single(
+        enc,
         "wshardd_recovery_timesteps",
-        "gauge",
         "Timesteps recovery replayed from journals at startup (not the recovered episodes' lengths).",
-        ts as f64,
-    );
+        &ConstGauge::new(timesteps),
+    )
+}
 
-    type Get = fn(&ControlState, &crate::registry::LiveEpisode) -> f64;
-    let per_episode: [(&str, &str, &str, Get); 11] = [
-        (
-            "wshardd_episode_received_timesteps_total",
-            "counter",
-            "Timesteps accepted from the client.",
-            |_, e| f(&e.stats.received),
-        ),
-        (
-            "wshardd_episode_durable_timesteps_total",
-            "counter",
-            "Timesteps covered by a DURABLE ack.",
-            |_, e| f(&e.stats.durable),
-        ),
-        (
-            "wshardd_episode_received_bytes_total",
-            "counter",
-            "Payload bytes received from the client (not the size of the chunk files on disk).",
-            |_, e| f(&e.stats.bytes),
-        ),
-        (
-            "wshardd_episode_chunks_total",
-            "counter",
-            "Chunks finalized.",
-            |_, e| f(&e.stats.chunks),
-        ),
-        (
-            "wshardd_episode_dropped_steps_total",
-            "counter",
-            "Timesteps the shared-memory producer dropped.",
-            |_, e| f(&e.stats.dropped_steps),
-        ),
-        (
-            "wshardd_episode_gaps_total",
-            "counter",
-            "Gaps accepted (dropped ranges).",
-            |_, e| f(&e.stats.gaps),
-        ),
-        (
-            "wshardd_episode_queue_depth",
-            "gauge",
-            "Frames queued between the connection and the writer.",
-            |_, e| f(&e.stats.queue_depth),
-        ),
-        (
-            "wshardd_episode_last_fsync_seconds",
-            "gauge",
-            "Duration of the last journal fsync.",
-            |_, e| f(&e.stats.last_fsync_us) / 1e6,
-        ),
-        (
-            "wshardd_episode_timesteps_per_second",
-            "gauge",
-            "Timesteps received per second over the last few seconds.",
-            |st, e| st.rates.rates(e).timesteps_per_s,
-        ),
-        (
-            "wshardd_episode_bytes_per_second",
-            "gauge",
-            "Payload bytes received per second over the last few seconds.",
-            |st, e| st.rates.rates(e).bytes_per_s,
-        ),
-        (
-            "wshardd_episode_open_time_seconds",
-            "gauge",
-            "Unix time the episode opened.",
-            |_, e| unix_seconds(e.opened_at),
-        ),
-    ];
-    for (name, kind, help, get) in per_episode {
-        if open.is_empty() {
-            break;
-        }
-        x.family(name, kind, help);
-        for e in &open {
-            x.sample(
-                name,
-                &[
-                    ("episode", &e.episode_id),
-                    ("transport", e.transport().name()),
-                ],
-                get(st, e),
-            );
-        }
+/// How a per-episode family reads its value.
+#[derive(Clone, Copy)]
+enum Read {
+    /// A counter of the episode's stats.
+    Counter(fn(&LiveEpisode) -> &AtomicU64),
+    /// A whole-number gauge of the episode's stats.
+    Level(fn(&LiveEpisode) -> &AtomicU64),
+    /// A measured gauge.
+    Gauge(fn(&ControlState, &LiveEpisode) -> f64),
+}
+
+/// The per-episode families: name (counters without `_total`), help, value.
+const PER_EPISODE: [(&str, &str, Read); 11] = [
+    (
+        "wshardd_episode_received_timesteps",
+        "Timesteps accepted from the client.",
+        Read::Counter(|e| &e.stats.received),
+    ),
+    (
+        "wshardd_episode_durable_timesteps",
+        "Timesteps covered by a DURABLE ack.",
+        Read::Counter(|e| &e.stats.durable),
+    ),
+    (
+        "wshardd_episode_received_bytes",
+        "Payload bytes received from the client (not the size of the chunk files on disk).",
+        Read::Counter(|e| &e.stats.bytes),
+    ),
+    (
+        "wshardd_episode_chunks",
+        "Chunks finalized.",
+        Read::Counter(|e| &e.stats.chunks),
+    ),
+    (
+        "wshardd_episode_dropped_steps",
+        "Timesteps the shared-memory producer dropped.",
+        Read::Counter(|e| &e.stats.dropped_steps),
+    ),
+    (
+        "wshardd_episode_gaps",
+        "Gaps accepted (dropped ranges).",
+        Read::Counter(|e| &e.stats.gaps),
+    ),
+    (
+        "wshardd_episode_queue_depth",
+        "Frames queued between the connection and the writer.",
+        Read::Level(|e| &e.stats.queue_depth),
+    ),
+    (
+        "wshardd_episode_last_fsync_seconds",
+        "Duration of the last journal fsync.",
+        Read::Gauge(|_, e| seconds_from_us(&e.stats.last_fsync_us)),
+    ),
+    (
+        "wshardd_episode_timesteps_per_second",
+        "Timesteps received per second over the last few seconds.",
+        Read::Gauge(|st, e| st.rates.rates(e).timesteps_per_s),
+    ),
+    (
+        "wshardd_episode_bytes_per_second",
+        "Payload bytes received per second over the last few seconds.",
+        Read::Gauge(|st, e| st.rates.rates(e).bytes_per_s),
+    ),
+    (
+        "wshardd_episode_open_time_seconds",
+        "Unix time the episode opened.",
+        Read::Gauge(|_, e| unix_seconds(e.opened_at)),
+    ),
+];
+
+/// The per-episode families, absent while no episode is open.
+fn episodes(st: &ControlState, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
+    let open = st.ctx.registry.episodes();
+    if open.is_empty() {
+        return Ok(());
     }
-    x.finish()
+    let labels = |e: &LiveEpisode| {
+        [
+            ("episode", e.episode_id.clone()),
+            ("transport", e.transport().name().to_owned()),
+        ]
+    };
+    for (name, help, read) in PER_EPISODE {
+        let each = open.iter();
+        match read {
+            Read::Counter(get) => {
+                family(enc, name, help, each.map(|e| (labels(e), counter(get(e)))))
+            }
+            Read::Level(get) => family(enc, name, help, each.map(|e| (labels(e), level(get(e))))),
+            Read::Gauge(get) => family(
+                enc,
+                name,
+                help,
+                each.map(|e| (labels(e), ConstGauge::new(get(st, e)))),
+            ),
+        }?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn control_metrics_label_escaping() {
-        assert_eq!(escape_label(r#"a"b\c"#), r#"a\"b\\c"#);
-        assert_eq!(escape_label("x\ny"), "x\\ny");
-        assert_eq!(escape_label("ep_01.é"), "ep_01.é");
-        assert_eq!(escape_help("a\\b\nc\"d"), "a\\\\b\\nc\"d");
+    /// A collector of fixed values, to show the encoder's form.
+    #[derive(Debug)]
+    struct Fixed;
+
+    impl Collector for Fixed {
+        fn encode(&self, mut enc: DescriptorEncoder<'_>) -> fmt::Result {
+            single(&mut enc, "wshardd_up", "Up.", &ConstGauge::new(1_u64))?;
+            single(
+                &mut enc,
+                "wshardd_half",
+                "Half.",
+                &ConstGauge::new(0.25_f64),
+            )?;
+            family(
+                &mut enc,
+                "wshardd_x",
+                "X.",
+                [
+                    (
+                        [("episode", "a\"b\\c\nd"), ("t", "s")],
+                        ConstCounter::new(3_u64),
+                    ),
+                    (
+                        [("episode", "ep_01.é"), ("t", "s")],
+                        ConstCounter::new(0_u64),
+                    ),
+                ],
+            )
+        }
+    }
+
+    fn fixed(format: Format) -> String {
+        let mut x = Exposition::default();
+        x.register_collector(Box::new(Fixed));
+        encode(&x, format)
     }
 
     #[test]
-    fn control_metrics_format() {
-        let mut x = Exposition::new();
-        x.single("wshardd_up", "gauge", "Up.\nline two", 1.0);
-        x.family("wshardd_x_total", "counter", "X.");
-        x.sample("wshardd_x_total", &[("episode", "a\"b"), ("t", "s")], 3.0);
-        x.sample("wshardd_x_total", &[], 0.25);
+    fn control_metrics_prometheus_text_form() {
         assert_eq!(
-            x.finish(),
-            "# HELP wshardd_up Up.\\nline two\n# TYPE wshardd_up gauge\nwshardd_up 1\n\
+            fixed(Format::Prometheus),
+            "# HELP wshardd_up Up.\n# TYPE wshardd_up gauge\nwshardd_up 1\n\
+             # HELP wshardd_half Half.\n# TYPE wshardd_half gauge\nwshardd_half 0.25\n\
              # HELP wshardd_x_total X.\n# TYPE wshardd_x_total counter\n\
-             wshardd_x_total{episode=\"a\\\"b\",t=\"s\"} 3\nwshardd_x_total 0.25\n"
+             wshardd_x_total{episode=\"a\\\"b\\\\c\\nd\",t=\"s\"} 3\n\
+             wshardd_x_total{episode=\"ep_01.é\",t=\"s\"} 0\n"
         );
-        assert_eq!(format_value(f64::NAN), "NaN");
-        assert_eq!(format_value(f64::INFINITY), "+Inf");
-        assert_eq!(format_value(-2.5), "-2.5");
-        assert_eq!(format_value(1e20), "100000000000000000000");
+    }
+
+    #[test]
+    fn control_metrics_openmetrics_form() {
+        assert_eq!(
+            fixed(Format::OpenMetrics),
+            "# HELP wshardd_up Up.\n# TYPE wshardd_up gauge\nwshardd_up 1\n\
+             # HELP wshardd_half Half.\n# TYPE wshardd_half gauge\nwshardd_half 0.25\n\
+             # HELP wshardd_x X.\n# TYPE wshardd_x counter\n\
+             wshardd_x_total{episode=\"a\\\"b\\\\c\\nd\",t=\"s\"} 3\n\
+             wshardd_x_total{episode=\"ep_01.é\",t=\"s\"} 0\n# EOF\n"
+        );
+    }
+
+    #[test]
+    fn control_metrics_family_names() {
+        // Counter families are named without `_total` (the encoder adds it); every help
+        // text is one plain line, as both formats need.
+        for (name, help, _) in PER_EPISODE {
+            assert!(name.starts_with("wshardd_episode_"), "{name}");
+            assert!(!name.ends_with("_total"), "{name}");
+            assert!(!help.contains(['\n', '\\', '"']), "{name}: {help}");
+        }
     }
 }

@@ -2,20 +2,22 @@
 //! It may call `ingest` (peer credentials), `runtime` (the server context) and what is below.
 //!
 //! The operator's control socket (`wshard status`, `episodes`, `close`, `metrics`) and the
-//! optional loopback TCP endpoint for Prometheus. The protocol is in `docs/CONTROL.md`.
+//! optional loopback HTTP endpoint for Prometheus. The protocol is in `docs/CONTROL.md`.
 //!
 //! - [`protocol`]: requests, replies, typed error codes.
 //! - [`request_io`]: reading one bounded request before a deadline.
 //! - [`server`]: the control socket's accept loop, access checks, dispatch.
 //! - [`status`]: the `status` snapshot. [`episodes`]: the `episodes` list.
 //! - [`on_disk`]: an episode's chunk-file bytes and length from its manifest, for both.
-//! - [`close`]: `close EPISODE`. [`metrics`]: the Prometheus text exposition.
+//! - [`close`]: `close EPISODE`. [`metrics`]: the exposition (prometheus-client).
 //! - [`rates`]: per-episode rates, from samples taken every second.
-//! - [`http`]: `GET /metrics` on `control.metrics_listen`.
-//! - [`accept`]: the accept loop both listeners share.
+//! - [`http`]: `GET /metrics` on `control.metrics_listen` (hyper on a one-thread tokio
+//!   runtime of its own).
+//! - [`accept`]: the control socket's accept loop (a thread per request).
 //!
 //! [`spawn`] starts everything in a [`std::thread::Scope`], from a listener bound with
-//! [`crate::runtime::listeners::bind`] or handed over by socket activation.
+//! [`crate::runtime::listeners::bind`] or handed over by socket activation. The control socket
+//! stays on threads: its `close` verb blocks while an episode is finalized.
 
 pub mod accept;
 pub mod close;
@@ -29,7 +31,6 @@ pub mod request_io;
 pub mod server;
 pub mod status;
 
-use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -97,16 +98,21 @@ pub fn sample_loop(st: &ControlState) {
 pub fn spawn<'scope>(
     scope: &'scope Scope<'scope, '_>,
     socket: UnixListener,
-    metrics: Option<TcpListener>,
+    metrics: Option<http::Endpoint>,
     ctx: Arc<ServerContext>,
     settings: ControlSettings,
 ) {
     let st = Arc::new(ControlState::new(ctx, settings));
     let sampler = st.clone();
     scope.spawn(move || sample_loop(&sampler));
-    if let Some(l) = metrics {
+    if let Some(endpoint) = metrics {
         let s = st.clone();
-        scope.spawn(move || http::serve(&l, &s));
+        let started = std::thread::Builder::new()
+            .name(http::THREAD_NAME.into())
+            .spawn_scoped(scope, move || http::serve(endpoint, &s));
+        if let Err(e) = started {
+            tracing::error!("control.metrics_listen: cannot start its thread: {e}");
+        }
     }
     scope.spawn(move || server::serve(&socket, &st));
 }

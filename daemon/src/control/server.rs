@@ -26,8 +26,8 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long writing the reply may block.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// After the reply, unread input is discarded up to this much, for at most this long.
-pub const DRAIN_BYTES: usize = 1 << 20;
-pub const DRAIN_TIME: Duration = Duration::from_millis(500);
+const DRAIN_BYTES: usize = 1 << 20;
+const DRAIN_TIME: Duration = Duration::from_millis(500);
 
 /// Accept on `listener` until the daemon shuts down, then wait for the connections being
 /// served (each is bounded by [`REQUEST_TIMEOUT`] and its verb's own timeout).
@@ -62,7 +62,7 @@ fn reply_error(stream: UnixStream, e: &ControlError) {
 }
 
 /// Serve one control connection: read, check, answer, close. Never panics on input.
-fn handle(mut stream: UnixStream, st: &ControlState) {
+fn handle(mut stream: UnixStream, st: &Arc<ControlState>) {
     let setup = stream
         .set_nonblocking(false)
         .and_then(|()| stream.set_read_timeout(Some(READ_SLICE)))
@@ -120,7 +120,7 @@ fn handle(mut stream: UnixStream, st: &ControlState) {
 /// # Errors
 /// The [`ControlError`] to send instead.
 pub fn respond(
-    st: &ControlState,
+    st: &Arc<ControlState>,
     line: &[u8],
     cred: Option<&PeerCred>,
 ) -> Result<String, ControlError> {
@@ -129,7 +129,7 @@ pub fn respond(
     check_access(st, &req, cred)?;
     let verb = req.verb();
     let doc = match req {
-        Request::Metrics => return Ok(metrics::render(st)),
+        Request::Metrics => return Ok(metrics::render(st, metrics::Format::Prometheus)),
         Request::Status => ok_reply(verb, status::snapshot(st)),
         Request::Episodes => ok_reply(verb, episodes::list(st)),
         Request::Close {
