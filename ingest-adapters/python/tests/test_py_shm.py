@@ -367,3 +367,36 @@ def test_py_shm_drop_policies(start_daemon: Any, np: Any, policy: str) -> None:
     assert e.manifest.get("dropped_steps") == dropped
     assert e.manifest.get("producer_dropped_steps") == dropped
     d.assert_verified()
+
+
+def test_py_shm_plain_head_is_never_seen_torn() -> None:
+    """A consumer polling ``head`` while a plain-stores producer publishes must never see
+    it go backwards (``struct.pack_into`` zero-fills before it writes, so it shows ``0`` in
+    between: the daemon then refuses the ring with "head moved backwards")."""
+    import mmap
+
+    mm = mmap.mmap(-1, ring_mod.RING_HEADER_BYTES)
+    words = ring_mod.make_words(mm, "plain")
+    reader = memoryview(mm)[: ring_mod.RING_HEADER_BYTES].cast("Q")
+    stores = 2_000_000
+    pid = os.fork()
+    if pid == 0:  # the producer: head 1, 2, ... crossing every byte boundary up to 2^21
+        try:
+            for head in range(1, stores + 1):
+                words.store_u64(ring_mod.OFFSET_HEAD, head)
+        finally:
+            os._exit(0)
+    last, backwards, reads = 0, [], 0
+    try:
+        while last < stores:
+            head = int(reader[ring_mod.OFFSET_HEAD // 8])
+            reads += 1
+            if head < last:
+                backwards.append((last, head))
+            last = max(last, head)
+    finally:
+        os.waitpid(pid, 0)
+        reader.release()
+        words.close()
+        mm.close()
+    assert not backwards, f"{len(backwards)} of {reads} reads went backwards, e.g. {backwards[:3]}"

@@ -24,10 +24,13 @@ so there are two implementations of :class:`Words`:
   :mod:`ctypes`): real ``__atomic_load_8`` / ``__atomic_store_8`` / ``__atomic_compare_exchange_8``
   calls with the orderings the protocol names, correct on every architecture. It is the
   only one that can do ``drop_oldest``, which needs a compare-and-swap of ``tail``.
-- ``plain`` (the fallback): ``struct.pack_into`` / ``unpack_from`` through the mapping.
-  An aligned 8-byte ``'<Q'`` pack is a single 8-byte store on little-endian x86-64 and
-  aarch64 in practice (CPython packs native-order integers with one ``memcpy``), so
-  ``head`` is never seen torn. Ordering: the slot's bytes are written before ``head``
+- ``plain`` (the fallback): loads and stores through a ``memoryview`` of the control
+  words cast to native ``Q`` / ``I`` items. CPython reads and writes such an item with one
+  fixed-size ``memcpy``, i.e. one aligned 8-byte (or 4-byte) load or store, so ``head`` is
+  never seen torn. (Not ``struct.pack_into``: it zero-fills the destination before it
+  writes the value, so a consumer polling the word can see ``0`` in between. Native order
+  is the ring's little-endian only on a little-endian host: ``plain`` refuses others.)
+  Ordering: the slot's bytes are written before ``head``
   (program order), which x86-64 (TSO) keeps for other cores; weakly ordered CPUs
   (aarch64) give no such guarantee for plain stores, so use ``libatomic`` there. The
   "store a flag, then load the other side's word" steps are separated by a
@@ -43,6 +46,7 @@ import ctypes.util
 import enum
 import mmap
 import struct
+import sys
 import threading
 from typing import Any, List, Optional, Union
 
@@ -71,6 +75,8 @@ OFFSET_CONSUMER_SLEEPING = 192
 OFFSET_PRODUCER_SLEEPING = 256
 OFFSET_DROPPED_STEPS = 320
 OFFSET_DROPPED_BATCHES = 384
+#: The ring header's bytes up to the end of its last control word (a multiple of 8).
+CONTROL_BYTES = OFFSET_DROPPED_BATCHES + 8
 #: ``magic | version | slot_size | slot_count``, written before ``SHM_ATTACH``.
 RING_IDENT = struct.Struct("<8sIII")
 #: A slot's header: ``len u32 | count u32``.
@@ -190,32 +196,45 @@ class Words:
 
     def __init__(self, mm: mmap.mmap) -> None:
         self._mm = mm
+        # The control words, as native 8-byte and 4-byte items (see the module docstring).
+        self._u64: Optional[memoryview] = memoryview(mm)[:CONTROL_BYTES].cast("Q")
+        self._u32: Optional[memoryview] = memoryview(mm)[:CONTROL_BYTES].cast("I")
         self._fence_lock = threading.Lock()
+
+    def _words64(self) -> memoryview:
+        if self._u64 is None:
+            raise ValueError("the ring is closed")
+        return self._u64
+
+    def _words32(self) -> memoryview:
+        if self._u32 is None:
+            raise ValueError("the ring is closed")
+        return self._u32
 
     def load_tail(self) -> int:
         """``tail`` (acquire)."""
-        return int(_U64.unpack_from(self._mm, OFFSET_TAIL)[0])
+        return int(self._words64()[OFFSET_TAIL // 8])
 
     def store_u64(self, offset: int, value: int) -> None:
         """Store a ``u64`` word (release): ``head`` and the dropped counters."""
-        _U64.pack_into(self._mm, offset, value)
+        self._words64()[offset // 8] = value
 
     def store_flag_then_load_tail(self, offset: int, value: int) -> int:
         """Store a ``*_sleeping`` word, then load ``tail``, with a full fence between."""
-        _U32.pack_into(self._mm, offset, value)
+        self._words32()[offset // 4] = value
         self.fence()
         return self.load_tail()
 
     def store_flag(self, offset: int, value: int) -> None:
         """Store a ``*_sleeping`` word."""
-        _U32.pack_into(self._mm, offset, value)
+        self._words32()[offset // 4] = value
 
     def publish_head(self, head: int) -> bool:
         """Store ``head`` (release), then load ``consumer_sleeping`` with a full fence
         between; returns whether the consumer sleeps."""
-        _U64.pack_into(self._mm, OFFSET_HEAD, head)
+        self._words64()[OFFSET_HEAD // 8] = head
         self.fence()
-        return bool(_U32.unpack_from(self._mm, OFFSET_CONSUMER_SLEEPING)[0])
+        return bool(self._words32()[OFFSET_CONSUMER_SLEEPING // 4])
 
     def cas_tail(self, expected: int, new: int) -> bool:
         """Compare-and-swap ``tail``; only with real atomics."""
@@ -229,6 +248,11 @@ class Words:
 
     def close(self) -> None:
         """Drop the references into the mapping (so that it can be unmapped)."""
+        for view in (self._u64, self._u32):
+            if view is not None:
+                view.release()
+        self._u64 = None
+        self._u32 = None
 
 
 class Libatomic:
@@ -305,6 +329,7 @@ class LibatomicWords(Words):
 
     def close(self) -> None:
         self._anchor = None
+        super().close()
 
 
 def make_words(mm: mmap.mmap, atomics: Optional[str] = None) -> Words:
@@ -321,4 +346,6 @@ def make_words(mm: mmap.mmap, atomics: Optional[str] = None) -> Words:
         return LibatomicWords(mm, lib)
     if atomics == "libatomic":
         raise OSError("libatomic.so.1 cannot be loaded")
+    if sys.byteorder != "little":
+        raise OSError("plain control words need a little-endian host, and libatomic.so.1 cannot be loaded")
     return Words(mm)
