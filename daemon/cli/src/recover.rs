@@ -1,5 +1,5 @@
 //! `wshard recover DIR [--apply]`: offline recovery of one episode directory or of a whole
-//! data directory, with the daemon's own code ([`crate::recovery`]). A dry run by default:
+//! data directory, with the daemon's own code ([`wshard_recorder::recovery`]). A dry run by default:
 //! every decision is made and reported, nothing is changed. Refuses to run while a live
 //! `wshardd` (or another `wshard recover --apply`) holds the data directory's lock.
 
@@ -8,14 +8,14 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::episode::layout::{
+use wshard_recorder::episode::layout::{
     validate_episode_id, EpisodeIdError, JOURNAL_PREFIX, JOURNAL_SUFFIX, MAX_EPISODE_ID_BYTES,
 };
-use crate::error::StorageError;
-use crate::fsio::{Fs, RealFs};
-use crate::recovery::{recover_all_with, recover_episode_with, RecoveryMode, RecoveryReport};
-use crate::runtime::lock::{self, LockError};
-use crate::session::SessionSettings;
+use wshard_recorder::error::StorageError;
+use wshard_recorder::fsio::{Fs, RealFs};
+use wshard_recorder::recovery::{recover_all_with, recover_episode_with, RecoveryMode, RecoveryReport};
+use wshard_recorder::runtime::lock::{self, LockError};
+use wshard_recorder::session::SessionSettings;
 
 use super::recover_render::{write_json, write_text};
 

@@ -1,5 +1,6 @@
 //! The operator CLI `wshard`: inspect, verify, recover and read what the daemon wrote.
-//! It may call `control` (client side), `runtime` (the lock), `recovery` and everything below.
+//! It calls the daemon library `wshard_recorder` (`control::protocol` for the requests,
+//! `runtime::lock`, `recovery`, `journal`, `episode::layout`, `fsio`) and never the reverse.
 //!
 //! - [`inspect`]: `wshard inspect FILE`, gathering what a shard holds into an [`inspect::Inspection`].
 //! - [`inspect_render`]: printing an inspection as a text table or as JSON.

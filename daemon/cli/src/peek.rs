@@ -11,10 +11,10 @@ use wshard::consts::MAGIC;
 
 use super::peek_render::{write_json, write_text};
 use super::Status;
-use crate::journal::format::BLOCK_LEN;
-use crate::journal::record::{kind, SegmentHeader};
-use crate::journal::scan::{scan, Corruption};
-use crate::journal::segment::read_segment;
+use wshard_recorder::journal::format::BLOCK_LEN;
+use wshard_recorder::journal::record::{kind, SegmentHeader};
+use wshard_recorder::journal::scan::{scan, Corruption};
+use wshard_recorder::journal::segment::read_segment;
 use wshard_ingest_proto::{iter_records, RECORD_HEADER_BYTES};
 
 /// What one logical record is.
