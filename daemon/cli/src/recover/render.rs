@@ -6,8 +6,8 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
-use super::recover::{EpisodeOutcome, RecoverRun};
-use super::table::{Align, Table};
+use super::model::{EpisodeOutcome, RecoverRun};
+use crate::table::{Align, Table};
 use wshard_recorder::recovery::{RecoveryMode, RecoveryReport};
 
 fn write_report(r: &RecoveryReport, dry: bool, out: &mut dyn Write) -> io::Result<()> {

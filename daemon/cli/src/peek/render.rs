@@ -5,8 +5,8 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
-use super::peek::{block_of, JournalPeek, RecordKind, RecordRow};
-use super::table::{Align, Table};
+use super::model::{block_of, JournalPeek, RecordKind, RecordRow};
+use crate::table::{Align, Table};
 use wshard_recorder::journal::format::BLOCK_LEN;
 use wshard_recorder::journal::record::SegmentHeader;
 
