@@ -34,7 +34,7 @@ use crossbeam_channel::{Receiver, Sender};
 use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 
-use super::DurableFile;
+use super::file::{fallocate_keep_size, DurableFile};
 
 /// Alignment of the staging buffers, of every direct write's length and of its offset.
 pub const DIRECT_ALIGN: usize = 4096;
@@ -464,7 +464,7 @@ impl DurableFile for DirectFile {
     }
 
     fn preallocate(&mut self, len: u64) -> io::Result<()> {
-        super::fallocate_keep_size(&self.file, len)
+        fallocate_keep_size(&self.file, len)
     }
 }
 
