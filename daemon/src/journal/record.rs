@@ -14,12 +14,12 @@ use crate::episode::EpisodeSchema;
 pub mod kind {
     pub const SEGMENT: u8 = 1;
     pub const STEPS: u8 = 2;
-    pub const GAP: u8 = 3;
+    pub(crate) const GAP: u8 = 3;
 }
 
 /// A GAP record body (after the kind byte): `start u64 | end u64`.
 #[must_use]
-pub fn encode_gap(start: u64, end: u64) -> [u8; 16] {
+pub(crate) fn encode_gap(start: u64, end: u64) -> [u8; 16] {
     let mut out = [0u8; 16];
     out[..8].copy_from_slice(&start.to_le_bytes());
     out[8..].copy_from_slice(&end.to_le_bytes());
@@ -30,7 +30,7 @@ pub fn encode_gap(start: u64, end: u64) -> [u8; 16] {
 ///
 /// # Errors
 /// A message naming the size or the values.
-pub fn decode_gap(body: &[u8]) -> Result<[u64; 2], String> {
+pub(crate) fn decode_gap(body: &[u8]) -> Result<[u64; 2], String> {
     let (Some(a), Some(b)) = (body.get(..8), body.get(8..16)) else {
         return Err(format!("GAP record of {} bytes, expected 16", body.len()));
     };
