@@ -13,7 +13,7 @@ if ! command -v systemd-analyze >/dev/null 2>&1; then
 fi
 for b in wshardd wshard; do
     if [ ! -x "$bin_dir/$b" ]; then
-        echo "systemd check: $bin_dir/$b not found (cargo build -p wshard-recorder --bins)" >&2
+        echo "systemd check: $bin_dir/$b not found (cargo build -p wshard-recorder -p wshard-cli --bins)" >&2
         exit 2
     fi
 done

@@ -90,17 +90,17 @@ fi
 
 # 1. The binaries.
 if [ "$build" = yes ]; then
-    echo "== building release binaries (cargo build --release --locked -p wshard-recorder)"
+    echo "== building release binaries (cargo build --release --locked -p wshard-recorder -p wshard-cli)"
     if [ "$(id -u)" = 0 ] && [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ]; then
         # Under sudo: build as the invoking user, so target/ stays theirs.
         sudo -u "$SUDO_USER" -H -- sh -c \
-            'PATH="$HOME/.cargo/bin:$PATH"; cd "$1" && cargo build --release --locked -p wshard-recorder' \
+            'PATH="$HOME/.cargo/bin:$PATH"; cd "$1" && cargo build --release --locked -p wshard-recorder -p wshard-cli' \
             sh "$repo" ||
-            die "the build failed; build as your user with 'cargo build --release --locked -p wshard-recorder', then run 'sudo systemd/install.sh --no-build'"
+            die "the build failed; build as your user with 'cargo build --release --locked -p wshard-recorder -p wshard-cli', then run 'sudo systemd/install.sh --no-build'"
     else
         command -v cargo >/dev/null 2>&1 ||
-            die "cargo not found: build first with 'cargo build --release --locked -p wshard-recorder' and run 'systemd/install.sh --no-build'"
-        (cd "$repo" && cargo build --release --locked -p wshard-recorder)
+            die "cargo not found: build first with 'cargo build --release --locked -p wshard-recorder -p wshard-cli' and run 'systemd/install.sh --no-build'"
+        (cd "$repo" && cargo build --release --locked -p wshard-recorder -p wshard-cli)
     fi
 fi
 [ -n "$bin_dir" ] || bin_dir="$repo/target/release"

@@ -27,7 +27,7 @@ pub enum StorageError {
 
 impl StorageError {
     /// Wrap an I/O error with the step and the path.
-    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io {
             op,
             path: path.into(),
@@ -36,7 +36,7 @@ impl StorageError {
     }
 
     /// Wrap a format error with context.
-    pub fn format(context: impl Into<String>, source: wshard::FormatError) -> Self {
+    pub(crate) fn format(context: impl Into<String>, source: wshard::FormatError) -> Self {
         Self::Format {
             context: context.into(),
             source,

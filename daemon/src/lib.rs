@@ -1,11 +1,11 @@
-//! `wshard-recorder`: the daemon `wshardd` and the operator CLI `wshard`.
+//! `wshard-recorder`: the daemon `wshardd`. The operator CLI `wshard` is the `wshard-cli`
+//! package (`daemon/cli`), which calls this library's recovery, journal and layout code.
 //!
 //! ## Layout
 //! Top to bottom: each module calls only modules listed after it (checked: no two modules
 //! use each other).
 //! - [`server`]: `run`, the daemon's main loop: recovery, the sockets, the ingest and control
 //!   threads, reload and shutdown.
-//! - [`cli`]: the `wshard` operator verbs (`inspect`, `verify`, `recover`, `cat`).
 //! - [`control`]: the operator's control socket (status, episodes, close, Prometheus metrics).
 //! - [`ingest`]: the Unix socket: listener, the connection state machine, the socket and
 //!   shared-memory transports.
@@ -23,15 +23,14 @@
 //! The timestep record layout is the protocol crate's ([`wshard_ingest_proto::timestep`]).
 
 pub mod chunk;
-pub mod cli;
 pub mod control;
 pub mod episode;
 pub mod error;
 pub mod fsio;
-pub mod ingest;
+pub(crate) mod ingest;
 pub mod journal;
 pub mod recovery;
-pub mod registry;
+pub(crate) mod registry;
 pub mod runtime;
 pub mod server;
 pub mod session;

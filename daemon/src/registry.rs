@@ -15,14 +15,14 @@ use crate::session::EpisodeStats;
 /// The credentials of a connected peer, from `SO_PEERCRED`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PeerCred {
-    pub pid: i32,
-    pub uid: u32,
-    pub gid: u32,
+    pub(crate) pid: i32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
 }
 
 /// Why the daemon finalizes an episode its client did not close.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StopReason {
+pub(crate) enum StopReason {
     /// `wshard close EPISODE` from an operator with this uid.
     Operator { uid: u32 },
     /// Free space fell below the high watermark.
@@ -32,7 +32,7 @@ pub enum StopReason {
 impl StopReason {
     /// The reason written to the manifest (`interrupted`, `reason`).
     #[must_use]
-    pub fn manifest_reason(&self) -> String {
+    pub(crate) fn manifest_reason(&self) -> String {
         match self {
             Self::Operator { uid } => format!("closed by operator (uid {uid})"),
             Self::Disk {
@@ -48,7 +48,7 @@ impl StopReason {
 /// How an episode's timesteps arrive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-pub enum Transport {
+pub(crate) enum Transport {
     Socket = 0,
     Shm = 1,
 }
@@ -56,7 +56,7 @@ pub enum Transport {
 impl Transport {
     /// `socket` or `shm`.
     #[must_use]
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Socket => "socket",
             Self::Shm => "shm",
@@ -67,15 +67,15 @@ impl Transport {
 /// One open episode as the control socket sees it.
 #[derive(Debug)]
 pub struct LiveEpisode {
-    pub episode_id: String,
+    pub(crate) episode_id: String,
     /// The connection's name in the logs (`conn-7`).
-    pub peer: String,
-    pub client_name: String,
-    pub cred: Option<PeerCred>,
-    pub durability: Durability,
-    pub opened_at: SystemTime,
-    pub opened: Instant,
-    pub stats: Arc<EpisodeStats>,
+    pub(crate) peer: String,
+    pub(crate) client_name: String,
+    pub(crate) cred: Option<PeerCred>,
+    pub(crate) durability: Durability,
+    pub(crate) opened_at: SystemTime,
+    pub(crate) opened: Instant,
+    pub(crate) stats: Arc<EpisodeStats>,
     transport: AtomicU8,
     stop_requested: AtomicBool,
     stop: Mutex<Option<StopReason>>,
@@ -84,7 +84,7 @@ pub struct LiveEpisode {
 impl LiveEpisode {
     /// The transport in use (socket until a ring is attached).
     #[must_use]
-    pub fn transport(&self) -> Transport {
+    pub(crate) fn transport(&self) -> Transport {
         if self.transport.load(Ordering::Relaxed) == Transport::Shm as u8 {
             Transport::Shm
         } else {
@@ -93,12 +93,12 @@ impl LiveEpisode {
     }
 
     /// Record that the episode now reads a shared-memory ring.
-    pub fn set_transport(&self, t: Transport) {
+    pub(crate) fn set_transport(&self, t: Transport) {
         self.transport.store(t as u8, Ordering::Relaxed);
     }
 
     /// Ask the owning connection to finalize the episode. The first reason wins.
-    pub fn request_stop(&self, reason: StopReason) {
+    pub(crate) fn request_stop(&self, reason: StopReason) {
         if let Ok(mut s) = self.stop.lock() {
             if s.is_none() {
                 *s = Some(reason);
@@ -109,7 +109,7 @@ impl LiveEpisode {
 
     /// The pending stop request, taken (for the owning connection).
     #[must_use]
-    pub fn take_stop(&self) -> Option<StopReason> {
+    pub(crate) fn take_stop(&self) -> Option<StopReason> {
         if !self.stop_requested.load(Ordering::Acquire) {
             return None;
         }
@@ -120,38 +120,38 @@ impl LiveEpisode {
 /// Counters of the daemon as a whole (monotonic unless said otherwise).
 #[derive(Debug, Default)]
 pub struct DaemonCounters {
-    pub connections_accepted: AtomicU64,
+    pub(crate) connections_accepted: AtomicU64,
     /// Refused by `limits.max_connections`, `limits.max_connections_per_uid` or the access
     /// allowlist.
-    pub connections_refused: AtomicU64,
+    pub(crate) connections_refused: AtomicU64,
     /// Closed with `ERROR{TIMEOUT}`: no complete HELLO within `limits.handshake_timeout_ms`.
-    pub connections_cut_handshake: AtomicU64,
+    pub(crate) connections_cut_handshake: AtomicU64,
     /// Closed with `ERROR{TIMEOUT}`: no open episode for `limits.no_episode_timeout_ms`.
-    pub connections_cut_no_episode: AtomicU64,
+    pub(crate) connections_cut_no_episode: AtomicU64,
     /// Closed because the client did not read its socket for the server's write timeout.
-    pub connections_cut_write: AtomicU64,
-    pub episodes_opened: AtomicU64,
+    pub(crate) connections_cut_write: AtomicU64,
+    pub(crate) episodes_opened: AtomicU64,
     /// Episodes finalized, whatever their status.
-    pub episodes_finalized: AtomicU64,
+    pub(crate) episodes_finalized: AtomicU64,
     /// OPENs refused below the low watermark.
-    pub episodes_refused_disk: AtomicU64,
+    pub(crate) episodes_refused_disk: AtomicU64,
     /// Episodes finalized by a stop request (operator or disk).
-    pub episodes_stopped: AtomicU64,
+    pub(crate) episodes_stopped: AtomicU64,
 }
 
 /// The registry of open episodes, daemon counters and flags.
 #[derive(Debug)]
 pub struct Registry {
     episodes: Mutex<BTreeMap<String, Arc<LiveEpisode>>>,
-    pub counters: DaemonCounters,
+    pub(crate) counters: DaemonCounters,
     /// Set by the disk monitor while free space is below the low watermark: OPEN is refused.
-    pub disk_low: AtomicBool,
+    pub(crate) disk_low: AtomicBool,
     /// Free bytes at the last check (`u64::MAX` before the first).
-    pub disk_free_bytes: AtomicU64,
+    pub(crate) disk_free_bytes: AtomicU64,
     /// What recovery did at startup.
-    pub recovery: Mutex<Vec<RecoveryReport>>,
-    pub started_at: SystemTime,
-    pub started: Instant,
+    pub(crate) recovery: Mutex<Vec<RecoveryReport>>,
+    pub(crate) started_at: SystemTime,
+    pub(crate) started: Instant,
 }
 
 impl Default for Registry {
@@ -170,20 +170,20 @@ impl Default for Registry {
 
 /// What a connection gives when its episode opens.
 #[derive(Debug)]
-pub struct NewEpisode {
-    pub episode_id: String,
-    pub peer: String,
-    pub client_name: String,
-    pub cred: Option<PeerCred>,
-    pub durability: Durability,
-    pub stats: Arc<EpisodeStats>,
+pub(crate) struct NewEpisode {
+    pub(crate) episode_id: String,
+    pub(crate) peer: String,
+    pub(crate) client_name: String,
+    pub(crate) cred: Option<PeerCred>,
+    pub(crate) durability: Durability,
+    pub(crate) stats: Arc<EpisodeStats>,
 }
 
 /// Removes its episode from the registry when dropped.
 #[derive(Debug)]
-pub struct Registration {
+pub(crate) struct Registration {
     registry: Arc<Registry>,
-    pub live: Arc<LiveEpisode>,
+    pub(crate) live: Arc<LiveEpisode>,
 }
 
 impl Drop for Registration {
@@ -201,7 +201,7 @@ impl Drop for Registration {
 impl Registry {
     /// Add an open episode; it leaves the registry when the returned guard is dropped.
     #[must_use]
-    pub fn register(self: &Arc<Self>, e: NewEpisode) -> Registration {
+    pub(crate) fn register(self: &Arc<Self>, e: NewEpisode) -> Registration {
         let live = Arc::new(LiveEpisode {
             episode_id: e.episode_id,
             peer: e.peer,
@@ -229,7 +229,7 @@ impl Registry {
 
     /// The open episodes, by id.
     #[must_use]
-    pub fn episodes(&self) -> Vec<Arc<LiveEpisode>> {
+    pub(crate) fn episodes(&self) -> Vec<Arc<LiveEpisode>> {
         self.episodes
             .lock()
             .map(|m| m.values().cloned().collect())
@@ -238,12 +238,12 @@ impl Registry {
 
     /// One open episode.
     #[must_use]
-    pub fn episode(&self, id: &str) -> Option<Arc<LiveEpisode>> {
+    pub(crate) fn episode(&self, id: &str) -> Option<Arc<LiveEpisode>> {
         self.episodes.lock().ok().and_then(|m| m.get(id).cloned())
     }
 
     /// Ask every open episode to stop; returns how many were asked.
-    pub fn stop_all(&self, reason: &StopReason) -> usize {
+    pub(crate) fn stop_all(&self, reason: &StopReason) -> usize {
         let all = self.episodes();
         for e in &all {
             e.request_stop(reason.clone());

@@ -27,8 +27,8 @@ use torn_harness::{
 };
 use wshard::manifest::Manifest;
 use wshard::read::ShardReader;
-use wshard_recorder::cli::verify::{self, VerifyOptions};
-use wshard_recorder::cli::Status;
+use wshard_cli::verify::{self, VerifyOptions};
+use wshard_cli::Status;
 use wshard_recorder::episode::layout::QUARANTINE_DIR;
 use wshard_recorder::episode::Durability;
 use wshard_recorder::fsio::sim::PowerLoss;

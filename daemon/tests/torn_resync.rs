@@ -24,8 +24,8 @@ use torn_harness::{
     check_recovered, flipped, journal, manifest_of, quarantined, record_on, recover, with_file,
     FlipTally, Journal, Recording, Rng, JOURNAL_FILE,
 };
-use wshard_recorder::cli::verify::{self, VerifyOptions};
-use wshard_recorder::cli::Status;
+use wshard_cli::verify::{self, VerifyOptions};
+use wshard_cli::Status;
 use wshard_recorder::episode::Durability;
 use wshard_recorder::fsio::sim::{FaultKind, OpKind};
 use wshard_recorder::fsio::Fs;

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 /// What to do when a binary is missing.
 pub const BUILD_HINT: &str =
-    "build them first: cargo build -p wshard-recorder --bins; `cargo test --workspace` does this";
+    "build them first: cargo build -p wshard-recorder -p wshard-cli --bins; `cargo test --workspace` does this";
 
 /// `target/<profile>/`: the test binary runs from `target/<profile>/deps/`. The environment
 /// variable `WSHARD_BIN_DIR` overrides it.

@@ -12,33 +12,33 @@ use wshard_ingest_proto::TimestepRef;
 
 /// The timesteps of one chunk, one growable buffer per channel.
 #[derive(Debug)]
-pub struct ChunkColumns {
-    pub schema: Arc<EpisodeSchema>,
-    pub chunk_index: u64,
+pub(crate) struct ChunkColumns {
+    pub(crate) schema: Arc<EpisodeSchema>,
+    pub(crate) chunk_index: u64,
     /// Global index of the chunk's first timestep (its first seq, unless seqs were
     /// dropped before it: see [`SeqGaps`]).
-    pub first_timestep: u64,
-    pub channels: Vec<Vec<u8>>,
+    pub(crate) first_timestep: u64,
+    pub(crate) channels: Vec<Vec<u8>>,
     /// The CRC32C of each channel column so far and the bytes it covers, extended as each
     /// timestep's bytes are appended (while they are in cache), so publishing does not read
     /// the columns again for it.
     crcs: Vec<(u32, usize)>,
-    pub reward: Vec<f32>,
-    pub done: Vec<bool>,
-    pub t_ns: Vec<i64>,
+    pub(crate) reward: Vec<f32>,
+    pub(crate) done: Vec<bool>,
+    pub(crate) t_ns: Vec<i64>,
     /// Payload bytes held (channels + 8-byte timestamp per step).
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// When the first timestep arrived (creation time while empty).
-    pub opened: Instant,
+    pub(crate) opened: Instant,
     /// Seqs dropped before this chunk's timesteps (shared-memory drop policies), stored as
     /// the block `time/dropped_seq_ranges` when there are any.
-    pub gaps: SeqGaps,
+    pub(crate) gaps: SeqGaps,
 }
 
 impl ChunkColumns {
     /// An empty chunk.
     #[must_use]
-    pub fn new(schema: Arc<EpisodeSchema>, chunk_index: u64, first_timestep: u64) -> Self {
+    pub(crate) fn new(schema: Arc<EpisodeSchema>, chunk_index: u64, first_timestep: u64) -> Self {
         let n = schema.channels.len();
         Self {
             schema,
@@ -58,7 +58,7 @@ impl ChunkColumns {
     /// Take over `buffers` (emptied; their capacity is kept) as the channel columns, when
     /// there is one per channel and nothing is held yet. Reusing the previous chunk's
     /// buffers spares the page faults and zeroing of fresh memory for every chunk.
-    pub fn reuse_buffers(&mut self, mut buffers: Vec<Vec<u8>>) {
+    pub(crate) fn reuse_buffers(&mut self, mut buffers: Vec<Vec<u8>>) {
         if self.is_empty() && buffers.len() == self.channels.len() {
             for b in &mut buffers {
                 b.clear();
@@ -69,19 +69,19 @@ impl ChunkColumns {
 
     /// Number of timesteps held.
     #[must_use]
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.reward.len() as u64
     }
 
     /// True when no timestep is held.
     #[must_use]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.reward.is_empty()
     }
 
     /// Append one timestep whose payload has the schema's step size (checked by the caller).
     /// The chunk's age (for `rotation.max_seconds`) counts from its first timestep.
-    pub fn push(&mut self, step: &TimestepRef<'_>) {
+    pub(crate) fn push(&mut self, step: &TimestepRef<'_>) {
         if self.reward.is_empty() {
             self.opened = Instant::now();
         }
@@ -105,14 +105,14 @@ impl ChunkColumns {
 
     /// The chunk as a WShard episode (moves the buffers; no copy).
     #[must_use]
-    pub fn into_episode(self) -> Episode {
+    pub(crate) fn into_episode(self) -> Episode {
         self.into_episode_with_crcs().0
     }
 
     /// [`ChunkColumns::into_episode`], plus the CRC32C of every channel block, by block
     /// name, for [`crate::chunk::publish::write_chunk`].
     #[must_use]
-    pub fn into_episode_with_crcs(self) -> (Episode, BlockCrcs) {
+    pub(crate) fn into_episode_with_crcs(self) -> (Episode, BlockCrcs) {
         let crcs = self.crcs.clone();
         let s = &self.schema;
         let mut ep = Episode::new(s.episode_id.clone(), s.env_id.clone(), s.timebase);
@@ -149,18 +149,18 @@ impl ChunkColumns {
 
 /// CRC32C values of blocks already computed, by block name.
 #[derive(Clone, Debug, Default)]
-pub struct BlockCrcs(HashMap<String, u32>);
+pub(crate) struct BlockCrcs(HashMap<String, u32>);
 
 impl BlockCrcs {
     /// None known.
     #[must_use]
-    pub fn none() -> Self {
+    pub(crate) fn none() -> Self {
         Self::default()
     }
 
     /// The CRC32C of block `name`, if known.
     #[must_use]
-    pub fn get(&self, name: &str) -> Option<u32> {
+    pub(crate) fn get(&self, name: &str) -> Option<u32> {
         self.0.get(name).copied()
     }
 }

@@ -17,18 +17,18 @@ use crate::error::StorageError;
 const ZEROS: [u8; 4096] = [0; 4096];
 
 /// Bytes written, then hashed while still in cache, at a time (well inside a core's L2).
-pub const HASH_PIECE: usize = 256 << 10;
+pub(crate) const HASH_PIECE: usize = 256 << 10;
 
 /// One block as written: its stored (possibly compressed) bytes and where they went.
 #[derive(Clone, Copy, Debug)]
-pub struct StoredAt<'a> {
-    pub offset: u64,
-    pub stored: &'a [u8],
+pub(crate) struct StoredAt<'a> {
+    pub(crate) offset: u64,
+    pub(crate) stored: &'a [u8],
 }
 
 /// Lowercase hex of a digest.
 #[must_use]
-pub fn hex(digest: &[u8]) -> String {
+pub(crate) fn hex(digest: &[u8]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -37,7 +37,7 @@ pub fn hex(digest: &[u8]) -> String {
 ///
 /// # Errors
 /// [`StorageError`] when the two lists disagree in length or size (a bug, never input).
-pub fn pair<'a>(
+pub(crate) fn pair<'a>(
     written: &[WrittenBlock],
     stored: impl ExactSizeIterator<Item = &'a [u8]>,
 ) -> Result<Vec<StoredAt<'a>>, StorageError> {
@@ -72,7 +72,7 @@ pub fn pair<'a>(
 /// The bytes of a chunk file, from memory: `region` at offset 0, then every block at its
 /// offset, zero-filled between them, `total_len` bytes in all.
 #[derive(Debug)]
-pub struct Image<'a> {
+pub(crate) struct Image<'a> {
     region: &'a [u8],
     /// Sorted by offset, checked not to overlap.
     blocks: Vec<StoredAt<'a>>,
@@ -85,7 +85,7 @@ impl<'a> Image<'a> {
     /// # Errors
     /// [`StorageError::Internal`] when the blocks overlap the region or each other, or run
     /// past `total_len` (the writer never produces such a layout).
-    pub fn new(
+    pub(crate) fn new(
         region: &'a [u8],
         mut blocks: Vec<StoredAt<'a>>,
         total_len: u64,
@@ -113,23 +113,11 @@ impl<'a> Image<'a> {
         })
     }
 
-    /// The file length.
-    #[must_use]
-    pub fn len(&self) -> u64 {
-        self.total_len
-    }
-
-    /// Whether the file is empty (never, for a shard).
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.total_len == 0
-    }
-
     /// Feed the file's bytes, in order, to `f`.
     ///
     /// # Errors
     /// The first error of `f`.
-    pub fn for_each<E>(&self, mut f: impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
+    pub(crate) fn for_each<E>(&self, mut f: impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
         f(self.region)?;
         let mut pos = self.region.len() as u64;
         for b in &self.blocks {
@@ -140,9 +128,10 @@ impl<'a> Image<'a> {
         feed_zeros(&mut f, self.total_len - pos)
     }
 
-    /// SHA-256 of the file, lowercase hex.
+    /// SHA-256 of the file, lowercase hex (the tests' reference for [`Image::write_hashed`]).
+    #[cfg(test)]
     #[must_use]
-    pub fn sha256(&self) -> String {
+    pub(crate) fn sha256(&self) -> String {
         let mut h = Sha256::new();
         let fed: Result<(), std::convert::Infallible> = self.for_each(|b| {
             h.update(b);
@@ -160,7 +149,7 @@ impl<'a> Image<'a> {
     ///
     /// # Errors
     /// The first write error.
-    pub fn write_hashed(&self, out: &mut dyn std::io::Write) -> std::io::Result<String> {
+    pub(crate) fn write_hashed(&self, out: &mut dyn std::io::Write) -> std::io::Result<String> {
         let mut h = Sha256::new();
         self.for_each(|b| -> std::io::Result<()> {
             for piece in b.chunks(HASH_PIECE) {
@@ -172,11 +161,12 @@ impl<'a> Image<'a> {
         Ok(hex(&h.finalize()))
     }
 
-    /// Write the file's bytes to `out`, sequentially.
+    /// Write the file's bytes to `out`, sequentially (the tests' reference).
+    #[cfg(test)]
     ///
     /// # Errors
     /// The first write error.
-    pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    pub(crate) fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         self.for_each(|b| out.write_all(b))
     }
 }

@@ -15,15 +15,15 @@ use wshard::episode::{names, AuxBlock, Episode};
 use wshard::manifest::{ChunkRef, Manifest};
 
 /// Name of the block.
-pub const BLOCK: &str = names::DROPPED_SEQ_RANGES;
+pub(crate) const BLOCK: &str = names::DROPPED_SEQ_RANGES;
 
 /// Manifest key, in a chunk's entry (seqs dropped before that chunk's timesteps, when
 /// any) and at the top level (all chunks listed).
-pub const MANIFEST_KEY: &str = "dropped_steps";
+pub(crate) const MANIFEST_KEY: &str = "dropped_steps";
 
 /// The `dropped_steps` of a chunk's manifest entry (0 when absent).
 #[must_use]
-pub fn chunk_dropped(c: &ChunkRef) -> u64 {
+pub(crate) fn chunk_dropped(c: &ChunkRef) -> u64 {
     c.extra
         .get(MANIFEST_KEY)
         .and_then(Value::as_u64)
@@ -31,7 +31,7 @@ pub fn chunk_dropped(c: &ChunkRef) -> u64 {
 }
 
 /// Note `dropped` in a chunk's manifest entry (nothing when 0).
-pub fn set_chunk_dropped(c: &mut ChunkRef, dropped: u64) {
+pub(crate) fn set_chunk_dropped(c: &mut ChunkRef, dropped: u64) {
     if dropped > 0 {
         c.extra.insert(MANIFEST_KEY.into(), json!(dropped));
     }
@@ -39,7 +39,7 @@ pub fn set_chunk_dropped(c: &mut ChunkRef, dropped: u64) {
 
 /// Seqs dropped before the timesteps of every chunk the manifest lists.
 #[must_use]
-pub fn manifest_dropped(m: &Manifest) -> u64 {
+pub(crate) fn manifest_dropped(m: &Manifest) -> u64 {
     m.chunks
         .iter()
         .map(chunk_dropped)
@@ -49,7 +49,7 @@ pub fn manifest_dropped(m: &Manifest) -> u64 {
 /// Set the manifest's top-level `dropped_steps` to the sum over its chunks, when it is
 /// not 0, when the key is there already, or when `always` (an episode with a drop
 /// policy says so even when nothing was dropped).
-pub fn update_manifest(m: &mut Manifest, always: bool) {
+pub(crate) fn update_manifest(m: &mut Manifest, always: bool) {
     let total = manifest_dropped(m);
     if always || total > 0 || m.extra.contains_key(MANIFEST_KEY) {
         m.extra.insert(MANIFEST_KEY.into(), json!(total));
@@ -57,7 +57,7 @@ pub fn update_manifest(m: &mut Manifest, always: bool) {
 }
 
 /// Bytes of one encoded range.
-pub const RANGE_BYTES: usize = 16;
+pub(crate) const RANGE_BYTES: usize = 16;
 
 /// What is wrong with a dropped-seq-range list: a range added out of order, or a block that
 /// breaks a rule of the format.
@@ -92,14 +92,14 @@ pub struct SeqGaps {
 impl SeqGaps {
     /// No gaps.
     #[must_use]
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// The gap between the seq expected next and the seq that arrived, if any:
     /// `[expected, got)` when `got > expected`.
     #[must_use]
-    pub fn between(expected: u64, got: u64) -> Option<[u64; 2]> {
+    pub(crate) fn between(expected: u64, got: u64) -> Option<[u64; 2]> {
         (got > expected).then_some([expected, got])
     }
 
@@ -108,7 +108,7 @@ impl SeqGaps {
     ///
     /// # Errors
     /// [`GapsError::OutOfOrder`] when the range goes backwards or overlaps.
-    pub fn push(&mut self, start: u64, end: u64) -> Result<(), GapsError> {
+    pub(crate) fn push(&mut self, start: u64, end: u64) -> Result<(), GapsError> {
         if end <= start {
             return Ok(());
         }
@@ -141,19 +141,13 @@ impl SeqGaps {
 
     /// True when no seq was dropped.
     #[must_use]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.ranges.is_empty()
-    }
-
-    /// Forget every range (keeping the allocation).
-    pub fn clear(&mut self) {
-        self.ranges.clear();
-        self.total = 0;
     }
 
     /// The block's bytes.
     #[must_use]
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.ranges.len() * RANGE_BYTES);
         for [start, end] in &self.ranges {
             out.extend_from_slice(&start.to_le_bytes());
@@ -166,7 +160,7 @@ impl SeqGaps {
     ///
     /// # Errors
     /// A [`GapsError`] naming the problem.
-    pub fn decode(bytes: &[u8]) -> Result<Self, GapsError> {
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, GapsError> {
         if bytes.len() % RANGE_BYTES != 0 {
             return Err(GapsError::BadLength { len: bytes.len() });
         }
@@ -190,7 +184,7 @@ impl SeqGaps {
 
     /// The block for a chunk, `None` when there is no gap (the block is then omitted).
     #[must_use]
-    pub fn to_block(&self) -> Option<AuxBlock> {
+    pub(crate) fn to_block(&self) -> Option<AuxBlock> {
         (!self.is_empty()).then(|| AuxBlock::new(BLOCK, self.encode()))
     }
 
@@ -225,8 +219,6 @@ mod tests {
         );
         assert!(g.push(0, 1).is_err());
         assert_eq!(g.total(), 5, "refused ranges do not count");
-        g.clear();
-        assert!(g.is_empty() && g.total() == 0);
     }
 
     #[test]

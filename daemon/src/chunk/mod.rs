@@ -1,11 +1,11 @@
 //! Chunks: the open chunk's columns, and publishing a finished chunk durably.
 //! It may call `episode`, `fsio` and `error` only: no thread, no connection, no session.
 
-pub mod columns;
-pub mod digest;
-pub mod gaps;
-pub mod prealloc;
-pub mod publish;
+pub(crate) mod columns;
+pub(crate) mod digest;
+pub(crate) mod gaps;
+pub(crate) mod prealloc;
+pub(crate) mod publish;
 
-pub use columns::ChunkColumns;
+pub(crate) use columns::ChunkColumns;
 pub use gaps::{GapsError, SeqGaps};

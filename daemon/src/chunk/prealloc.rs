@@ -16,7 +16,7 @@ use crate::fsio::DurableFile;
 /// The length of the shard the reserve-write-finalize writer produces from `blocks` (in
 /// order, with an exact reserve for their names) at `alignment`; `None` on overflow.
 #[must_use]
-pub fn shard_len(blocks: &[PreparedBlock<'_>], alignment: u8) -> Option<u64> {
+pub(crate) fn shard_len(blocks: &[PreparedBlock<'_>], alignment: u8) -> Option<u64> {
     let names: u64 = blocks.iter().map(|b| b.name.len() as u64).sum();
     let tight = HEADER_LEN
         .checked_add((blocks.len() as u64).checked_mul(INDEX_ENTRY_LEN)?)?
@@ -32,7 +32,7 @@ pub fn shard_len(blocks: &[PreparedBlock<'_>], alignment: u8) -> Option<u64> {
 ///
 /// # Errors
 /// [`StorageError`] `preallocate chunk` naming `path` (e.g. `ENOSPC`).
-pub fn reserve_chunk(
+pub(crate) fn reserve_chunk(
     file: &mut dyn DurableFile,
     path: &Path,
     blocks: &[PreparedBlock<'_>],

@@ -58,7 +58,7 @@ fn compression_pool(workers: usize) -> Option<&'static rayon::ThreadPool> {
 ///
 /// # Errors
 /// The first compression error, naming the block.
-pub fn prepare_blocks<'a>(
+pub(crate) fn prepare_blocks<'a>(
     plan: &'a [PlannedBlock<'a>],
     policy: &CompressionPolicy,
     workers: usize,
@@ -105,7 +105,7 @@ pub fn prepare_blocks<'a>(
 ///
 /// # Errors
 /// Read errors.
-pub fn sha256_of(fs: &dyn Fs, path: &Path) -> Result<String, StorageError> {
+pub(crate) fn sha256_of(fs: &dyn Fs, path: &Path) -> Result<String, StorageError> {
     let mut f = fs
         .open_read(path)
         .map_err(|e| StorageError::io("open for hashing", path, e))?;
@@ -126,11 +126,11 @@ pub fn sha256_of(fs: &dyn Fs, path: &Path) -> Result<String, StorageError> {
 /// A chunk written in full to its `.partial` and hashed, not yet durable: the first half of
 /// [`publish_chunk`]. [`seal_chunk`] finishes it; dropping it leaves the `.partial` for
 /// recovery.
-pub struct WrittenChunk {
+pub(crate) struct WrittenChunk {
     file: Box<dyn DurableFile>,
     partial: PathBuf,
     /// The manifest entry, `sha256` included.
-    pub chunk: ChunkRef,
+    pub(crate) chunk: ChunkRef,
 }
 
 impl std::fmt::Debug for WrittenChunk {
@@ -190,20 +190,20 @@ fn write_shard<W: std::io::Write + std::io::Seek>(
 
 /// Where and how chunk files are written.
 #[derive(Clone, Copy)]
-pub struct ChunkTarget<'a> {
-    pub fs: &'a dyn Fs,
-    pub layout: &'a EpisodeLayout,
-    pub opts: &'a EpisodeWriteOptions,
+pub(crate) struct ChunkTarget<'a> {
+    pub(crate) fs: &'a dyn Fs,
+    pub(crate) layout: &'a EpisodeLayout,
+    pub(crate) opts: &'a EpisodeWriteOptions,
     /// Compression threads.
-    pub workers: usize,
+    pub(crate) workers: usize,
     /// Reserve each file's exact length before writing it.
-    pub preallocate: bool,
+    pub(crate) preallocate: bool,
 }
 
 /// Raw bytes at most copied so that a compressed chunk can give its channel buffers back
 /// before it is written (the blocks stored uncompressed are copied; typically timestamps,
 /// rewards and small channels).
-pub const EARLY_RELEASE_MAX_COPY: usize = 1 << 20;
+pub(crate) const EARLY_RELEASE_MAX_COPY: usize = 1 << 20;
 
 /// Compress chunk `ep` (its `chunk` info says which), write it to its `.partial` through
 /// the reserve-write-finalize writer, and compute its SHA-256 from the bytes as they are
@@ -217,7 +217,7 @@ pub const EARLY_RELEASE_MAX_COPY: usize = 1 << 20;
 ///
 /// # Errors
 /// The failing step, naming the file.
-pub fn write_chunk(
+pub(crate) fn write_chunk(
     to: &ChunkTarget<'_>,
     ep: &mut Episode,
     known: &BlockCrcs,
@@ -332,7 +332,7 @@ fn write_prepared(
 ///
 /// # Errors
 /// The failing step, naming the file.
-pub fn seal_chunk(
+pub(crate) fn seal_chunk(
     fs: &dyn Fs,
     layout: &EpisodeLayout,
     written: WrittenChunk,
@@ -358,7 +358,7 @@ pub fn seal_chunk(
 ///
 /// # Errors
 /// The failing step, naming the file.
-pub fn publish_chunk(
+pub(crate) fn publish_chunk(
     fs: &dyn Fs,
     layout: &EpisodeLayout,
     ep: &mut Episode,
@@ -381,7 +381,7 @@ pub fn publish_chunk(
 ///
 /// # Errors
 /// The failing step, naming the file.
-pub fn commit_manifest(
+pub(crate) fn commit_manifest(
     fs: &dyn Fs,
     layout: &EpisodeLayout,
     manifest: &Manifest,

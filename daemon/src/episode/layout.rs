@@ -20,7 +20,7 @@ use wshard::manifest::{chunk_file_name, manifest_file_name};
 /// than the one configured now is still an episode.
 pub const MAX_EPISODE_ID_BYTES: usize = wshard_ingest_proto::MAX_EPISODE_ID_BYTES;
 /// Suffix of a chunk being written.
-pub const PARTIAL_SUFFIX: &str = ".partial";
+pub(crate) const PARTIAL_SUFFIX: &str = ".partial";
 /// Prefix and suffix of journal segment files.
 pub const JOURNAL_PREFIX: &str = "journal_";
 pub const JOURNAL_SUFFIX: &str = ".wal";
@@ -78,7 +78,7 @@ pub fn validate_episode_id(id: &str, max: usize) -> Result<(), EpisodeIdError> {
 /// The paths of one episode.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EpisodeLayout {
-    pub episode_id: String,
+    pub(crate) episode_id: String,
     pub dir: PathBuf,
 }
 
@@ -122,7 +122,7 @@ impl EpisodeLayout {
 
     /// Chunk index of a journal segment file name, if it is one.
     #[must_use]
-    pub fn journal_index(path: &Path) -> Option<u64> {
+    pub(crate) fn journal_index(path: &Path) -> Option<u64> {
         let name = path.file_name()?.to_str()?;
         name.strip_prefix(JOURNAL_PREFIX)?
             .strip_suffix(JOURNAL_SUFFIX)?
@@ -132,7 +132,7 @@ impl EpisodeLayout {
 
     /// Chunk index of a `.partial` file of this episode, if it is one.
     #[must_use]
-    pub fn partial_index(&self, path: &Path) -> Option<u64> {
+    pub(crate) fn partial_index(&self, path: &Path) -> Option<u64> {
         let name = path.file_name()?.to_str()?;
         let stem = name.strip_suffix(PARTIAL_SUFFIX)?;
         stem.strip_prefix(&format!("{}_chunk_", self.episode_id))?

@@ -2,7 +2,7 @@
 //! A leaf: it calls nothing else of the daemon (only the `wshard` format crate).
 
 pub mod layout;
-pub mod schema;
+pub(crate) mod schema;
 
 pub use layout::{validate_episode_id, EpisodeIdError, EpisodeLayout};
 pub use schema::{ChannelDecl, ChannelSchema, Durability, EpisodeSchema, SchemaError};

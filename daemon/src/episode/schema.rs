@@ -56,10 +56,10 @@ pub struct ChannelSchema {
     pub lane: Lane,
     pub dtype: DType,
     pub shape: Vec<u64>,
-    pub codec: Codec,
-    pub modality: Option<String>,
+    pub(crate) codec: Codec,
+    pub(crate) modality: Option<String>,
     /// Bytes per timestep.
-    pub step_bytes: usize,
+    pub(crate) step_bytes: usize,
 }
 
 /// One channel as declared: name, lane, dtype, per-step shape, codec, modality.
@@ -70,10 +70,10 @@ pub type ChannelDecl = (String, Lane, DType, Vec<u64>, Codec, Option<String>);
 pub struct EpisodeSchema {
     pub episode_id: String,
     pub env_id: String,
-    pub timebase: Timebase,
-    pub durability: Durability,
+    pub(crate) timebase: Timebase,
+    pub(crate) durability: Durability,
     pub channels: Vec<ChannelSchema>,
-    pub metadata: Map<String, Value>,
+    pub(crate) metadata: Map<String, Value>,
     /// Sum of the channels' step sizes: the payload of one timestep.
     pub step_payload_bytes: usize,
 }
@@ -127,7 +127,7 @@ impl EpisodeSchema {
 
     /// JSON form (journal segment header, recovery).
     #[must_use]
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let (tb_type, tb_val) = match self.timebase {
             Timebase::Ticks { tick_hz } => ("ticks", json!(tick_hz)),
             Timebase::TimestampsNs { dt_ns } => ("timestamps_ns", json!(dt_ns)),
@@ -160,7 +160,7 @@ impl EpisodeSchema {
     ///
     /// # Errors
     /// A [`SchemaError`] naming the missing or bad field.
-    pub fn from_json(v: &Value) -> Result<Self, SchemaError> {
+    pub(crate) fn from_json(v: &Value) -> Result<Self, SchemaError> {
         let s = |v: &Value, k: &str| {
             v.get(k)
                 .and_then(Value::as_str)
@@ -246,7 +246,7 @@ impl EpisodeSchema {
 
 /// The config / schema spelling of a codec: `none`, `lz4`, `zstd-N`.
 #[must_use]
-pub fn codec_name(c: Codec) -> String {
+pub(crate) fn codec_name(c: Codec) -> String {
     match c {
         Codec::None => "none".into(),
         Codec::Lz4 => "lz4".into(),

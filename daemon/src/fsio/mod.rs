@@ -14,7 +14,8 @@
 //! `sim::SimFs` (feature `sim`, on for tests only) is an in-memory implementation with a
 //! separate durable image, power-cut and fault injection, for the crash-point and fault tests.
 
-pub mod direct;
+pub(crate) mod direct;
+mod file;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
 
@@ -22,42 +23,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-/// A file opened for writing through an [`Fs`].
-pub trait DurableFile: Write + Seek + Send {
-    /// `fdatasync`: the data written so far (and the size) is on stable storage.
-    ///
-    /// # Errors
-    /// The OS error; the caller must not retry.
-    fn sync_data(&mut self) -> io::Result<()>;
-
-    /// `fsync`: data and all metadata.
-    ///
-    /// # Errors
-    /// The OS error; the caller must not retry.
-    fn sync_all(&mut self) -> io::Result<()>;
-
-    /// Current length.
-    ///
-    /// # Errors
-    /// The OS error.
-    fn file_len(&mut self) -> io::Result<u64>;
-
-    /// Truncate or extend to `len`.
-    ///
-    /// # Errors
-    /// The OS error.
-    fn set_len(&mut self, len: u64) -> io::Result<()>;
-
-    /// Reserve room for the first `len` bytes (`fallocate` with `FALLOC_FL_KEEP_SIZE`): the
-    /// file's size and content do not change, so a file never ends in preallocated zeros,
-    /// but later writes within `len` cannot fail for lack of space. A filesystem that cannot
-    /// preallocate (`EOPNOTSUPP`, `ENOSYS`) is not an error: nothing is reserved. Nothing is
-    /// made durable.
-    ///
-    /// # Errors
-    /// The OS error, `ENOSPC` when the room is not there.
-    fn preallocate(&mut self, len: u64) -> io::Result<()>;
-}
+use file::fallocate_keep_size;
+pub use file::DurableFile;
 
 /// The filesystem operations the daemon uses.
 pub trait Fs: Send + Sync {
@@ -198,28 +165,6 @@ impl DurableFile for RealFile {
     }
 }
 
-/// `fallocate(FALLOC_FL_KEEP_SIZE)` of the first `len` bytes; see
-/// [`DurableFile::preallocate`].
-pub(crate) fn fallocate_keep_size(file: &File, len: u64) -> io::Result<()> {
-    use nix::errno::Errno;
-    use nix::fcntl::{fallocate, FallocateFlags};
-    let Ok(len) = i64::try_from(len) else {
-        return Err(io::Error::from(Errno::EFBIG));
-    };
-    if len == 0 {
-        return Ok(());
-    }
-    let fd = std::os::fd::AsRawFd::as_raw_fd(file);
-    loop {
-        match fallocate(fd, FallocateFlags::FALLOC_FL_KEEP_SIZE, 0, len) {
-            Err(Errno::EINTR) => {}
-            // This filesystem cannot reserve: writes allocate as they go.
-            Err(Errno::EOPNOTSUPP | Errno::ENOSYS) => return Ok(()),
-            r => return r.map_err(io::Error::from),
-        }
-    }
-}
-
 impl Fs for RealFs {
     fn create_direct(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
         match direct::create(path)? {
@@ -301,7 +246,7 @@ impl Fs for RealFs {
 /// sync the episode is failed and its files must stay as they are for recovery, but a
 /// `BufWriter` dropped on the error path would otherwise write its buffered rest, and a
 /// sync must never be retried.
-pub struct FailStop {
+pub(crate) struct FailStop {
     inner: Box<dyn DurableFile>,
     failed: bool,
 }
@@ -309,7 +254,7 @@ pub struct FailStop {
 impl FailStop {
     /// Wrap `inner`.
     #[must_use]
-    pub fn wrap(inner: Box<dyn DurableFile>) -> Box<dyn DurableFile> {
+    pub(crate) fn wrap(inner: Box<dyn DurableFile>) -> Box<dyn DurableFile> {
         Box::new(Self {
             inner,
             failed: false,
@@ -374,7 +319,7 @@ impl DurableFile for FailStop {
 ///
 /// # Errors
 /// The first failing step, as `(step, error)`.
-pub fn replace_atomically(
+pub(crate) fn replace_atomically(
     fs: &dyn Fs,
     path: &Path,
     bytes: &[u8],

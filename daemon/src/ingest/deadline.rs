@@ -16,16 +16,16 @@ use crate::runtime::ServerContext;
 
 /// The two deadlines, as configured when the connection was accepted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Deadlines {
+pub(crate) struct Deadlines {
     /// `limits.handshake_timeout_ms`.
-    pub handshake: Duration,
+    pub(crate) handshake: Duration,
     /// `limits.no_episode_timeout_ms`.
-    pub no_episode: Duration,
+    pub(crate) no_episode: Duration,
 }
 
 /// What the connection is waiting for, as far as the deadlines are concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// No complete HELLO yet.
     Handshake,
     /// Past the handshake, no episode open.
@@ -36,7 +36,7 @@ pub enum Phase {
 
 /// A deadline that passed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cut {
+pub(crate) enum Cut {
     Handshake(Duration),
     NoEpisode(Duration),
 }
@@ -44,7 +44,7 @@ pub enum Cut {
 impl Deadlines {
     /// The deadlines configured now (SIGHUP changes them for new connections).
     #[must_use]
-    pub fn configured(ctx: &ServerContext) -> Self {
+    pub(crate) fn configured(ctx: &ServerContext) -> Self {
         ctx.tunables.read().map_or(
             Self {
                 handshake: wshardd_config::LimitsConfig::default().handshake_timeout(),
@@ -60,7 +60,7 @@ impl Deadlines {
     /// The deadline `phase` has passed, `since` being when the phase began (the accept,
     /// the HELLO or the end of the last episode).
     #[must_use]
-    pub fn passed(&self, phase: Phase, since: Instant, now: Instant) -> Option<Cut> {
+    pub(crate) fn passed(&self, phase: Phase, since: Instant, now: Instant) -> Option<Cut> {
         let waited = now.saturating_duration_since(since);
         match phase {
             Phase::Handshake if waited >= self.handshake => Some(Cut::Handshake(self.handshake)),
@@ -72,7 +72,7 @@ impl Deadlines {
 
 /// A connection's deadlines and what they count from.
 #[derive(Clone, Copy, Debug)]
-pub struct DeadlineClock {
+pub(crate) struct DeadlineClock {
     deadlines: Deadlines,
     /// When the connection was accepted, completed its HELLO, or was first seen without
     /// the episode it had; `None` while an episode is open.
@@ -82,7 +82,7 @@ pub struct DeadlineClock {
 impl DeadlineClock {
     /// The clock of a connection accepted at `accepted`.
     #[must_use]
-    pub fn new(deadlines: Deadlines, accepted: Instant) -> Self {
+    pub(crate) fn new(deadlines: Deadlines, accepted: Instant) -> Self {
         Self {
             deadlines,
             since: Some(accepted),
@@ -90,14 +90,14 @@ impl DeadlineClock {
     }
 
     /// Start over (the HELLO was accepted: the no-episode deadline counts from now).
-    pub fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         self.since = Some(Instant::now());
     }
 
     /// Look at the connection in `phase`: the deadline it has passed, if any. While an
     /// episode is open nothing counts; after it, the no-episode deadline counts from the
     /// first look without it (the episode finalized, its last answer sent).
-    pub fn check(&mut self, phase: Phase) -> Option<Cut> {
+    pub(crate) fn check(&mut self, phase: Phase) -> Option<Cut> {
         self.check_at(phase, Instant::now())
     }
 
@@ -114,7 +114,7 @@ impl DeadlineClock {
 impl Cut {
     /// The config key of the deadline.
     #[must_use]
-    pub fn key(self) -> &'static str {
+    pub(crate) fn key(self) -> &'static str {
         match self {
             Self::Handshake(_) => "limits.handshake_timeout_ms",
             Self::NoEpisode(_) => "limits.no_episode_timeout_ms",
@@ -123,7 +123,7 @@ impl Cut {
 
     /// The `ERROR{TIMEOUT}` message (also logged).
     #[must_use]
-    pub fn message(self) -> String {
+    pub(crate) fn message(self) -> String {
         match self {
             Self::Handshake(d) => format!(
                 "no complete HELLO within {} ms of connecting ({}); connection closed",
@@ -141,7 +141,7 @@ impl Cut {
 
     /// The daemon counter of connections cut at this deadline.
     #[must_use]
-    pub fn counter(self, c: &DaemonCounters) -> &AtomicU64 {
+    pub(crate) fn counter(self, c: &DaemonCounters) -> &AtomicU64 {
         match self {
             Self::Handshake(_) => &c.connections_cut_handshake,
             Self::NoEpisode(_) => &c.connections_cut_no_episode,
@@ -149,14 +149,14 @@ impl Cut {
     }
 
     /// Count the cut.
-    pub fn count(self, c: &DaemonCounters) {
+    pub(crate) fn count(self, c: &DaemonCounters) {
         self.counter(c).fetch_add(1, Ordering::Relaxed);
     }
 
     /// Close connection `peer` at this deadline: log, count, and send `ERROR{TIMEOUT}`
     /// naming the deadline and its key (best effort: within the write timeout); the
     /// caller then drops the connection.
-    pub fn close(
+    pub(crate) fn close(
         self,
         responder: &SocketResponder,
         counters: &DaemonCounters,

@@ -28,11 +28,11 @@ const SCM_MAX_FD: usize = 253;
 
 /// Received fds kept for the next `SHM_ATTACH` (exactly what it needs); more are closed at
 /// once and counted, so a client cannot pile up descriptors in the daemon.
-pub const MAX_QUEUED_FDS: usize = SHM_ATTACH_FDS;
+pub(crate) const MAX_QUEUED_FDS: usize = SHM_ATTACH_FDS;
 
 /// File descriptors received on a connection, in arrival order, for `SHM_ATTACH`.
 #[derive(Debug, Default)]
-pub struct FdQueue {
+pub(crate) struct FdQueue {
     fds: VecDeque<OwnedFd>,
     /// Fds closed unused because the queue was full or the control data was truncated.
     dropped: usize,
@@ -41,7 +41,7 @@ pub struct FdQueue {
 
 impl FdQueue {
     /// Take every queued fd (and the count of those dropped before), emptying the queue.
-    pub fn take_all(&mut self) -> (Vec<OwnedFd>, usize) {
+    pub(crate) fn take_all(&mut self) -> (Vec<OwnedFd>, usize) {
         let dropped = std::mem::take(&mut self.dropped);
         (self.fds.drain(..).collect(), dropped)
     }
@@ -61,7 +61,7 @@ impl FdQueue {
 ///
 /// # Errors
 /// The socket error (a timeout is `WouldBlock`).
-pub fn recv_with_fds(
+pub(crate) fn recv_with_fds(
     stream: &UnixStream,
     buf: &mut [u8],
     queue: &mut FdQueue,

@@ -19,7 +19,7 @@ use crate::runtime::ServerContext;
 const ACCEPT_POLL: Duration = Duration::from_millis(50);
 
 /// Accept until shutdown, then wait for every connection to finish its episode.
-pub fn accept_loop(listener: &UnixListener, ctx: &Arc<ServerContext>) {
+pub(crate) fn accept_loop(listener: &UnixListener, ctx: &Arc<ServerContext>) {
     let mut threads: Vec<JoinHandle<()>> = Vec::new();
     // The connections each peer uid holds (`limits.max_connections_per_uid`).
     let uid_slots = Arc::new(UidSlots::default());

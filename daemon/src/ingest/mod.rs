@@ -11,12 +11,12 @@
 //! - [`shm`]: the ring consumer, all of the daemon's `unsafe` code on the ring; [`fds`]:
 //!   receiving file descriptors (`SCM_RIGHTS`) and checking them (`/proc`, memfd seals).
 
-pub mod connection;
-pub mod deadline;
-pub mod fds;
+pub(crate) mod connection;
+pub(crate) mod deadline;
+pub(crate) mod fds;
 mod intake;
-pub mod listener;
-pub mod responder;
-pub mod shm;
-pub mod slots;
+pub(crate) mod listener;
+pub(crate) mod responder;
+pub(crate) mod shm;
+pub(crate) mod slots;
 mod transport;

@@ -14,16 +14,16 @@ use crate::session::Responder;
 /// How long one frame may take to write before the client counts as gone. A client that
 /// does not read its socket would otherwise block the episode's writer thread (in a
 /// `DURABLE`) forever, and with it the episode, its connection and a graceful shutdown.
-pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// After [`WRITE_TIMEOUT`]: how long the rest of the frame that timed out and the
 /// `ERROR{TIMEOUT}` after it may take, once the socket's send buffer was enlarged to make
 /// room for them.
-pub const LAST_WORD_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const LAST_WORD_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The write half of a client connection, shared by the connection, writer and publisher.
 #[derive(Debug)]
-pub struct SocketResponder {
+pub(crate) struct SocketResponder {
     stream: Mutex<UnixStream>,
     /// A write failed: nothing more is sent.
     broken: AtomicBool,
@@ -37,7 +37,7 @@ pub struct SocketResponder {
 impl SocketResponder {
     /// Wrap a clone of the connection's stream (writes time out after [`WRITE_TIMEOUT`]).
     #[must_use]
-    pub fn new(stream: UnixStream) -> Self {
+    pub(crate) fn new(stream: UnixStream) -> Self {
         let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
         Self {
             stream: Mutex::new(stream),
@@ -50,7 +50,7 @@ impl SocketResponder {
     /// [`SocketResponder::new`] for a served connection: a write timeout is counted in
     /// `registry`'s `connections_cut_write`.
     #[must_use]
-    pub fn counted(stream: UnixStream, registry: Arc<Registry>) -> Self {
+    pub(crate) fn counted(stream: UnixStream, registry: Arc<Registry>) -> Self {
         Self {
             registry: Some(registry),
             ..Self::new(stream)
@@ -60,7 +60,7 @@ impl SocketResponder {
     /// True once a write timed out ([`WRITE_TIMEOUT`]): the client did not read its socket
     /// and the connection was shut down.
     #[must_use]
-    pub fn write_timed_out(&self) -> bool {
+    pub(crate) fn write_timed_out(&self) -> bool {
         self.timed_out.load(Ordering::Acquire)
     }
 
@@ -70,7 +70,7 @@ impl SocketResponder {
     /// its reader sees the end of the stream and the episode is finalized `interrupted`.
     /// A client that did not read gets the rest of the frame and an `ERROR{TIMEOUT}` first
     /// when the kernel lets the send buffer grow (see `last_word`).
-    pub fn send(&self, frame: &Frame) {
+    pub(crate) fn send(&self, frame: &Frame) {
         if self.broken.load(Ordering::Acquire) {
             return;
         }
@@ -126,14 +126,14 @@ impl SocketResponder {
     }
 
     /// Send an ERROR frame.
-    pub fn error(&self, code: ErrorCode, message: impl Into<String>) {
+    pub(crate) fn error(&self, code: ErrorCode, message: impl Into<String>) {
         self.send(&Frame::error(code, message));
     }
 }
 
 /// The `ERROR{TIMEOUT}` message for a client that did not read its socket.
 #[must_use]
-pub fn write_timeout_message() -> String {
+pub(crate) fn write_timeout_message() -> String {
     format!(
         "the client did not read its socket for {} ms (the server's write timeout): \
          connection closed; an open episode is finalized interrupted, and everything \

@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex};
 
 /// The connections each peer uid holds now.
 #[derive(Debug, Default)]
-pub struct UidSlots {
+pub(crate) struct UidSlots {
     held: Mutex<HashMap<u32, usize>>,
 }
 
 /// One connection's slot; given back when dropped (when the connection's thread ends).
 #[derive(Debug)]
-pub struct UidSlot {
+pub(crate) struct UidSlot {
     /// `None` for a peer whose uid the kernel did not tell: only `max_connections` counts
     /// it.
     owner: Option<(Arc<UidSlots>, u32)>,
@@ -21,10 +21,10 @@ pub struct UidSlot {
 
 /// The uid already holds `limit` connections.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct UidLimitReached {
-    pub uid: u32,
-    pub held: usize,
-    pub limit: usize,
+pub(crate) struct UidLimitReached {
+    pub(crate) uid: u32,
+    pub(crate) held: usize,
+    pub(crate) limit: usize,
 }
 
 impl UidSlots {
@@ -33,7 +33,7 @@ impl UidSlots {
     ///
     /// # Errors
     /// [`UidLimitReached`] when `uid` holds `limit` connections.
-    pub fn take(
+    pub(crate) fn take(
         self: &Arc<Self>,
         uid: Option<u32>,
         limit: usize,
@@ -60,8 +60,9 @@ impl UidSlots {
     }
 
     /// How many connections `uid` holds now.
+    #[cfg(test)]
     #[must_use]
-    pub fn held(&self, uid: u32) -> usize {
+    pub(crate) fn held(&self, uid: u32) -> usize {
         self.held
             .lock()
             .map_or(0, |h| h.get(&uid).copied().unwrap_or(0))

@@ -19,42 +19,42 @@ pub const BLOCK_LEN: usize = 32 * 1024;
 pub const HEADER_LEN: usize = 7;
 
 /// Fragment kinds.
-pub mod kind {
+pub(crate) mod kind {
     /// Zero-filled space (a block tail, or preallocated space never written).
-    pub const ZERO: u8 = 0;
-    pub const FULL: u8 = 1;
-    pub const FIRST: u8 = 2;
-    pub const MIDDLE: u8 = 3;
-    pub const LAST: u8 = 4;
+    pub(crate) const ZERO: u8 = 0;
+    pub(crate) const FULL: u8 = 1;
+    pub(crate) const FIRST: u8 = 2;
+    pub(crate) const MIDDLE: u8 = 3;
+    pub(crate) const LAST: u8 = 4;
 }
 
 const ZEROS: [u8; HEADER_LEN] = [0; HEADER_LEN];
 
 /// The CRC32C a fragment header stores: over the kind byte, then the fragment's bytes.
 #[must_use]
-pub fn fragment_crc(kind: u8, data: &[u8]) -> u32 {
+pub(crate) fn fragment_crc(kind: u8, data: &[u8]) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c(&[kind]), data)
 }
 
 /// Offset just past the block that holds offset `pos`.
 #[must_use]
-pub fn block_end(pos: usize) -> usize {
+pub(crate) fn block_end(pos: usize) -> usize {
     (pos / BLOCK_LEN + 1) * BLOCK_LEN
 }
 
 /// A fragment header as it reads, not yet checked against anything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FragmentHeader {
-    pub crc: u32,
+pub(crate) struct FragmentHeader {
+    pub(crate) crc: u32,
     /// Fragment bytes after the header.
-    pub len: usize,
-    pub kind: u8,
+    pub(crate) len: usize,
+    pub(crate) kind: u8,
 }
 
 impl FragmentHeader {
     /// The header at `at`, `None` when fewer than [`HEADER_LEN`] bytes are left.
     #[must_use]
-    pub fn read(bytes: &[u8], at: usize) -> Option<Self> {
+    pub(crate) fn read(bytes: &[u8], at: usize) -> Option<Self> {
         let h = bytes.get(at..at.checked_add(HEADER_LEN)?)?;
         Some(Self {
             crc: u32::from_le_bytes([h[0], h[1], h[2], h[3]]),
@@ -65,7 +65,7 @@ impl FragmentHeader {
 
     /// All seven bytes zero: space never written.
     #[must_use]
-    pub fn is_zero(&self) -> bool {
+    pub(crate) fn is_zero(&self) -> bool {
         self.crc == 0 && self.len == 0 && self.kind == kind::ZERO
     }
 }
@@ -92,7 +92,7 @@ impl<W: Write> JournalWriter<W> {
     }
 
     /// The sink.
-    pub fn get_mut(&mut self) -> &mut W {
+    pub(crate) fn get_mut(&mut self) -> &mut W {
         &mut self.out
     }
 
@@ -175,7 +175,7 @@ impl<W: Write> JournalWriter<W> {
     ///
     /// # Errors
     /// The sink's error.
-    pub fn flush(&mut self) -> io::Result<()> {
+    pub(crate) fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
     }
 }

@@ -3,6 +3,6 @@
 
 pub mod format;
 pub mod record;
-pub mod resync;
+pub(crate) mod resync;
 pub mod scan;
 pub mod segment;

@@ -35,12 +35,12 @@ pub const GAP_BODY_BYTES: usize = 16;
 pub mod kind {
     pub const SEGMENT: u8 = 1;
     pub const STEPS: u8 = 2;
-    pub const GAP: u8 = 3;
+    pub(crate) const GAP: u8 = 3;
 }
 
 /// A GAP record body (after the kind byte): `start u64 | end u64`.
 #[must_use]
-pub fn encode_gap(start: u64, end: u64) -> [u8; GAP_BODY_BYTES] {
+pub(crate) fn encode_gap(start: u64, end: u64) -> [u8; GAP_BODY_BYTES] {
     let mut out = [0u8; GAP_BODY_BYTES];
     out[..8].copy_from_slice(&start.to_le_bytes());
     out[8..].copy_from_slice(&end.to_le_bytes());
@@ -51,7 +51,7 @@ pub fn encode_gap(start: u64, end: u64) -> [u8; GAP_BODY_BYTES] {
 ///
 /// # Errors
 /// [`RecordError::GapSize`] or [`RecordError::EmptyGap`].
-pub fn decode_gap(body: &[u8]) -> Result<[u64; 2], RecordError> {
+pub(crate) fn decode_gap(body: &[u8]) -> Result<[u64; 2], RecordError> {
     let (Some(a), Some(b)) = (body.get(..8), body.get(8..GAP_BODY_BYTES)) else {
         return Err(RecordError::GapSize { len: body.len() });
     };

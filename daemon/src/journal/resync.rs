@@ -30,7 +30,7 @@ use super::format::{block_end, fragment_crc, kind, FragmentHeader, HEADER_LEN};
 /// True when a fragment that starts a record (FULL, or FIRST ending at its block's end)
 /// lies at `at`, entirely within its block and `bytes`, and its CRC32C verifies.
 #[must_use]
-pub fn starts_record(bytes: &[u8], at: usize) -> bool {
+pub(crate) fn starts_record(bytes: &[u8], at: usize) -> bool {
     let Some(h) = FragmentHeader::read(bytes, at) else {
         return false;
     };
@@ -51,7 +51,7 @@ pub fn starts_record(bytes: &[u8], at: usize) -> bool {
 /// verify, or zeros where a header should be): the first offset after it in the same
 /// block where a record starts. `None` when no record starts in the rest of the block.
 #[must_use]
-pub fn next_record_start(bytes: &[u8], damaged: usize) -> Option<usize> {
+pub(crate) fn next_record_start(bytes: &[u8], damaged: usize) -> Option<usize> {
     let last = block_end(damaged)
         .min(bytes.len())
         .checked_sub(HEADER_LEN)?;

@@ -13,7 +13,7 @@ use crate::fsio::{DurableFile, FailStop, Fs};
 const WRITE_BUFFER: usize = 1 << 20;
 
 /// An open segment being appended to.
-pub struct JournalSegment {
+pub(crate) struct JournalSegment {
     path: PathBuf,
     writer: JournalWriter<BufWriter<Box<dyn DurableFile>>>,
     dirty: bool,
@@ -34,7 +34,11 @@ impl JournalSegment {
     ///
     /// # Errors
     /// The failing step.
-    pub fn create(fs: &dyn Fs, path: &Path, header: &SegmentHeader) -> Result<Self, StorageError> {
+    pub(crate) fn create(
+        fs: &dyn Fs,
+        path: &Path,
+        header: &SegmentHeader,
+    ) -> Result<Self, StorageError> {
         let file = fs
             .create_new(path)
             .map_err(|e| StorageError::io("create journal", path, e))?;
@@ -57,19 +61,13 @@ impl JournalSegment {
 
     /// The file.
     #[must_use]
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// Bytes written (buffered or not).
-    #[must_use]
-    pub fn offset(&self) -> u64 {
-        self.writer.offset()
     }
 
     /// True when something was appended since the last sync.
     #[must_use]
-    pub fn is_dirty(&self) -> bool {
+    pub(crate) fn is_dirty(&self) -> bool {
         self.dirty
     }
 
@@ -77,7 +75,7 @@ impl JournalSegment {
     ///
     /// # Errors
     /// The write error; the segment must not be used afterwards.
-    pub fn append_steps(&mut self, records: &[u8]) -> Result<(), StorageError> {
+    pub(crate) fn append_steps(&mut self, records: &[u8]) -> Result<(), StorageError> {
         self.writer
             .append(&[&[kind::STEPS], records])
             .map_err(|e| StorageError::io("write journal", &self.path, e))?;
@@ -90,7 +88,7 @@ impl JournalSegment {
     ///
     /// # Errors
     /// The write error; the segment must not be used afterwards.
-    pub fn append_gap(&mut self, start: u64, end: u64) -> Result<(), StorageError> {
+    pub(crate) fn append_gap(&mut self, start: u64, end: u64) -> Result<(), StorageError> {
         self.writer
             .append(&[&[kind::GAP], &encode_gap(start, end)])
             .map_err(|e| StorageError::io("write journal", &self.path, e))?;
@@ -102,7 +100,7 @@ impl JournalSegment {
     ///
     /// # Errors
     /// The failing step.
-    pub fn sync(&mut self) -> Result<(), StorageError> {
+    pub(crate) fn sync(&mut self) -> Result<(), StorageError> {
         self.writer
             .flush()
             .map_err(|e| StorageError::io("write journal", &self.path, e))?;
@@ -118,38 +116,38 @@ impl JournalSegment {
 
 /// Where the timesteps of one STEPS record lie in the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StepsSpan {
+pub(crate) struct StepsSpan {
     /// Offset of the record's first fragment header.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Offset just past its last fragment.
-    pub end: u64,
+    pub(crate) end: u64,
     /// Where its timestep records start in [`SegmentContents::steps`].
-    pub steps_at: usize,
+    pub(crate) steps_at: usize,
 }
 
 /// A GAP record read back: the seqs `[start, end)` were dropped before the timestep that
 /// starts at `steps_at` in [`SegmentContents::steps`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GapMark {
+pub(crate) struct GapMark {
     /// Offset of the record in the file.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Where the timesteps that follow it start in [`SegmentContents::steps`].
-    pub steps_at: usize,
+    pub(crate) steps_at: usize,
     /// `[start, end)`.
-    pub range: [u64; 2],
+    pub(crate) range: [u64; 2],
 }
 
 /// What a segment holds, as far as it can be read.
 #[derive(Debug, Default)]
 pub struct SegmentContents {
-    pub header: Option<SegmentHeader>,
+    pub(crate) header: Option<SegmentHeader>,
     /// Timestep records back to back, in journal order.
-    pub steps: Vec<u8>,
+    pub(crate) steps: Vec<u8>,
     /// The STEPS records `steps` was taken from, in order: so that timesteps recovery
     /// cannot use can be reported as the file regions that held them.
-    pub spans: Vec<StepsSpan>,
+    pub(crate) spans: Vec<StepsSpan>,
     /// The GAP records, in order.
-    pub gaps: Vec<GapMark>,
+    pub(crate) gaps: Vec<GapMark>,
     pub scan: JournalScan,
     /// Problems above the framing: a bad header, a STEPS record of the wrong size, ...
     pub problems: Vec<(u64, String)>,

@@ -22,7 +22,7 @@ use crate::fsio::Fs;
 use crate::session::SessionSettings;
 
 /// Manifest status while recovery is under way.
-pub const RECOVERING: &str = "recovering";
+pub(crate) const RECOVERING: &str = "recovering";
 
 pub(super) fn file_name(p: &Path) -> String {
     p.file_name()
@@ -32,25 +32,25 @@ pub(super) fn file_name(p: &Path) -> String {
 
 /// One recovery of one episode.
 pub(super) struct Run<'a> {
-    pub fs: &'a dyn Fs,
-    pub data_dir: &'a Path,
-    pub layout: EpisodeLayout,
-    pub settings: &'a SessionSettings,
-    pub mode: RecoveryMode,
-    pub manifest: Manifest,
-    pub report: RecoveryReport,
+    pub(crate) fs: &'a dyn Fs,
+    pub(crate) data_dir: &'a Path,
+    pub(crate) layout: EpisodeLayout,
+    pub(crate) settings: &'a SessionSettings,
+    pub(crate) mode: RecoveryMode,
+    pub(crate) manifest: Manifest,
+    pub(crate) report: RecoveryReport,
     /// The report as last committed (or as found in the manifest).
     saved: Option<Value>,
     /// Chunks listed so far.
-    pub listed: u64,
+    pub(crate) listed: u64,
     /// Global index of the next timestep.
-    pub next_timestep: u64,
+    pub(crate) next_timestep: u64,
     /// Seq of the next timestep (timesteps plus the seqs dropped before it).
-    pub next_seq: u64,
+    pub(crate) next_seq: u64,
 }
 
 impl<'a> Run<'a> {
-    pub fn new(
+    pub(crate) fn new(
         fs: &'a dyn Fs,
         data_dir: &'a Path,
         layout: EpisodeLayout,
@@ -78,7 +78,7 @@ impl<'a> Run<'a> {
     /// Move `path` into `data_dir/quarantine/{episode}/`, never overwriting. The report
     /// naming it is committed first, so that a cut after the move cannot lose the record
     /// of it (except for the manifest itself, which is what a commit would replace).
-    pub fn quarantine(&mut self, path: &Path, reason: &str) -> Result<(), StorageError> {
+    pub(crate) fn quarantine(&mut self, path: &Path, reason: &str) -> Result<(), StorageError> {
         let qdir = self
             .data_dir
             .join(QUARANTINE_DIR)
@@ -124,7 +124,7 @@ impl<'a> Run<'a> {
     }
 
     /// Remove a file whose content exists elsewhere.
-    pub fn remove(&mut self, path: &Path) -> Result<(), StorageError> {
+    pub(crate) fn remove(&mut self, path: &Path) -> Result<(), StorageError> {
         if self.mode.applies() {
             self.fs
                 .remove_file(path)
@@ -139,7 +139,7 @@ impl<'a> Run<'a> {
 
     /// Replace the manifest with the one being rebuilt, with `status` and the report so
     /// far (in a dry run, only record that it would be).
-    pub fn commit(&mut self, status: &str) -> Result<(), StorageError> {
+    pub(crate) fn commit(&mut self, status: &str) -> Result<(), StorageError> {
         self.manifest.status = Some(status.to_owned());
         let report = self.report.to_json();
         self.manifest
@@ -158,7 +158,7 @@ impl<'a> Run<'a> {
 
     /// Commit the manifest as `recovering` when the report changed since it was last
     /// committed: what a cut recovery must not forget.
-    pub fn save_progress(&mut self) -> Result<(), StorageError> {
+    pub(crate) fn save_progress(&mut self) -> Result<(), StorageError> {
         if self.saved.as_ref() == Some(&self.report.to_json()) {
             return Ok(());
         }
@@ -167,7 +167,7 @@ impl<'a> Run<'a> {
 
     /// Publish chunk `ep` durably; in a dry run, validate it as publishing would and
     /// describe the chunk without writing it (its `sha256` is left empty).
-    pub fn publish(&self, ep: &mut Episode) -> Result<ChunkRef, StorageError> {
+    pub(crate) fn publish(&self, ep: &mut Episode) -> Result<ChunkRef, StorageError> {
         let settings = self.settings;
         if self.mode.applies() {
             return publish_chunk(

@@ -20,7 +20,7 @@ use super::replay::Stopped;
 
 /// How much of a segment is in listed chunks.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Coverage {
+pub(crate) enum Coverage {
     /// Nothing is proven: its header is unreadable, it does not continue the episode, or
     /// its listed chunk is bad and it cannot rebuild it. The reason says which.
     Nothing(String),
@@ -30,7 +30,7 @@ pub enum Coverage {
 
 /// What happens to a journal segment.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum JournalFate {
+pub(crate) enum JournalFate {
     /// Everything intact in it is in a listed chunk: removed.
     Remove,
     /// It may hold data found nowhere else: moved to quarantine, for this reason.
@@ -39,15 +39,16 @@ pub enum JournalFate {
 
 impl JournalFate {
     /// True for [`JournalFate::Remove`].
+    #[cfg(test)]
     #[must_use]
-    pub fn removes(&self) -> bool {
+    pub(crate) fn removes(&self) -> bool {
         *self == Self::Remove
     }
 }
 
 /// Decide a segment's fate (the rule is in the module documentation).
 #[must_use]
-pub fn journal_fate(seg: &SegmentContents, coverage: &Coverage) -> JournalFate {
+pub(crate) fn journal_fate(seg: &SegmentContents, coverage: &Coverage) -> JournalFate {
     let covered_end = match coverage {
         Coverage::Nothing(why) => return JournalFate::Quarantine(why.clone()),
         Coverage::UpTo(end) => *end,
@@ -77,7 +78,7 @@ pub fn journal_fate(seg: &SegmentContents, coverage: &Coverage) -> JournalFate {
 /// stopped, the records before the first one it did not use in full (a STEPS record whose
 /// timesteps were not all replayed, or a GAP record at or after the stop).
 #[must_use]
-pub fn replayed(seg: &SegmentContents, stopped: Option<&Stopped>) -> Coverage {
+pub(crate) fn replayed(seg: &SegmentContents, stopped: Option<&Stopped>) -> Coverage {
     let Some(st) = stopped else {
         return Coverage::UpTo(u64::MAX);
     };

@@ -18,19 +18,18 @@
 
 mod changes;
 mod chunks;
-pub mod fate;
+pub(crate) mod fate;
 mod journals;
 mod listed;
-pub mod plan;
-pub mod replay;
-pub mod report;
+pub(crate) mod plan;
+pub(crate) mod replay;
+pub(crate) mod report;
 mod settle;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::json;
 use wshard::manifest::Manifest;
 use wshard::read::ShardReader;
 
@@ -53,7 +52,7 @@ fn read_manifest(fs: &dyn Fs, path: &Path) -> Option<Manifest> {
 }
 
 /// Manifest statuses after which nothing is left to do.
-pub const FINAL_STATUSES: [&str; 4] = ["complete", "aborted", "interrupted", "recovered"];
+pub(crate) const FINAL_STATUSES: [&str; 4] = ["complete", "aborted", "interrupted", "recovered"];
 
 /// The files of an episode directory, by kind.
 #[derive(Debug, Default)]
@@ -236,13 +235,4 @@ pub fn recover_all_with(
         }
     }
     out
-}
-
-/// A `json!` of reports for logs and the CLI.
-#[must_use]
-pub fn reports_json(reports: &[RecoveryReport]) -> serde_json::Value {
-    json!(reports
-        .iter()
-        .map(RecoveryReport::to_json)
-        .collect::<Vec<_>>())
 }

@@ -20,7 +20,7 @@ pub enum RecoveryMode {
 impl RecoveryMode {
     /// True when files are changed.
     #[must_use]
-    pub fn applies(self) -> bool {
+    pub(crate) fn applies(self) -> bool {
         self == Self::Apply
     }
 }

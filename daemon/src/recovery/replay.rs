@@ -12,17 +12,17 @@ use wshard_ingest_proto::{iter_records, RECORD_HEADER_BYTES};
 
 /// Where and why replay stopped before the end of the segment's timesteps.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Stopped {
+pub(crate) struct Stopped {
     /// Byte offset in [`SegmentContents::steps`] of the first timestep not replayed.
-    pub at: usize,
-    pub reason: String,
+    pub(crate) at: usize,
+    pub(crate) reason: String,
 }
 
 /// Replay the timesteps of `seg` into `columns`, the first expected at seq `next_seq`.
 /// Returns one past the last seq replayed (`next_seq` when none was), and where replay
 /// stopped if a seq or a GAP record did not continue the episode (the rest is dropped).
 #[must_use]
-pub fn replay(
+pub(crate) fn replay(
     seg: &SegmentContents,
     step_payload_bytes: usize,
     columns: &mut ChunkColumns,

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::plan::Action;
 
 /// Manifest key of the report.
-pub const MANIFEST_KEY: &str = "recovery";
+pub(crate) const MANIFEST_KEY: &str = "recovery";
 
 /// A region of a file that could not be used.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,7 +100,7 @@ fn push_unique<T: PartialEq>(list: &mut Vec<T>, item: T) {
 impl RecoveryReport {
     /// A fresh report for `episode_id`, whose manifest had `previous_status`.
     #[must_use]
-    pub fn new(episode_id: &str, previous_status: Option<String>) -> Self {
+    pub(crate) fn new(episode_id: &str, previous_status: Option<String>) -> Self {
         Self {
             episode_id: episode_id.to_owned(),
             previous_status,
@@ -112,7 +112,7 @@ impl RecoveryReport {
     /// manifest): its counts and lists are kept, and this run adds to them. `None` when
     /// `earlier` is not such a report.
     #[must_use]
-    pub fn resume(episode_id: &str, earlier: &Value) -> Option<Self> {
+    pub(crate) fn resume(episode_id: &str, earlier: &Value) -> Option<Self> {
         let n = |k: &str| earlier.get(k).and_then(Value::as_u64);
         let previous_status = match earlier.get("previous_status")? {
             Value::Null => None,
@@ -138,17 +138,17 @@ impl RecoveryReport {
 
     /// Report a region as discarded (once: a region an earlier run already reported is not
     /// counted again).
-    pub fn discard(&mut self, d: Discarded) {
+    pub(crate) fn discard(&mut self, d: Discarded) {
         push_unique(&mut self.discarded, d);
     }
 
     /// Note a file moved into quarantine (once).
-    pub fn note_quarantined(&mut self, path: String) {
+    pub(crate) fn note_quarantined(&mut self, path: String) {
         push_unique(&mut self.quarantined, path);
     }
 
     /// Note a removed file (once).
-    pub fn note_removed(&mut self, name: String) {
+    pub(crate) fn note_removed(&mut self, name: String) {
         push_unique(&mut self.removed, name);
     }
 

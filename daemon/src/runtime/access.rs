@@ -9,25 +9,25 @@ use crate::registry::PeerCred;
 
 /// The allowlists in force (SIGHUP replaces them; new connections see the new ones).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AccessPolicy {
+pub(crate) struct AccessPolicy {
     /// Ingest socket: uids besides root and the daemon's own uid. Both lists empty: anyone
     /// the socket file's mode lets in.
-    pub allow_uids: Vec<u32>,
+    pub(crate) allow_uids: Vec<u32>,
     /// Ingest socket: primary gids.
-    pub allow_gids: Vec<u32>,
+    pub(crate) allow_gids: Vec<u32>,
     /// Control socket, mutating verbs: uids besides root and the daemon's own uid.
-    pub admin_uids: Vec<u32>,
+    pub(crate) admin_uids: Vec<u32>,
     /// Control socket, mutating verbs: gids besides the daemon's own gid.
-    pub admin_gids: Vec<u32>,
+    pub(crate) admin_gids: Vec<u32>,
     /// The daemon's own uid and gid.
-    pub own_uid: u32,
-    pub own_gid: u32,
+    pub(crate) own_uid: u32,
+    pub(crate) own_gid: u32,
 }
 
 impl AccessPolicy {
     /// The policy of `cfg` for a daemon running as the current user.
     #[must_use]
-    pub fn from_config(cfg: &Config) -> Self {
+    pub(crate) fn from_config(cfg: &Config) -> Self {
         Self {
             allow_uids: cfg.access.allow_uids.clone(),
             allow_gids: cfg.access.allow_gids.clone(),
@@ -45,7 +45,7 @@ impl AccessPolicy {
     /// Whether `cred` may use the ingest socket and the control socket's read-only verbs.
     /// Unknown credentials are allowed only when no allowlist is set.
     #[must_use]
-    pub fn allows_ingest(&self, cred: Option<&PeerCred>) -> bool {
+    pub(crate) fn allows_ingest(&self, cred: Option<&PeerCred>) -> bool {
         if self.allow_uids.is_empty() && self.allow_gids.is_empty() {
             return true;
         }
@@ -59,7 +59,7 @@ impl AccessPolicy {
     /// Whether `cred` may use the control socket's mutating verbs (`close`): root, the
     /// daemon's own uid or gid, or an `admin_*` entry. Unknown credentials never may.
     #[must_use]
-    pub fn allows_admin(&self, cred: Option<&PeerCred>) -> bool {
+    pub(crate) fn allows_admin(&self, cred: Option<&PeerCred>) -> bool {
         cred.is_some_and(|c| {
             self.is_self_or_root(c)
                 || c.gid == self.own_gid
@@ -87,7 +87,7 @@ pub enum GroupError {
 ///
 /// # Errors
 /// [`GroupError`] naming the group and the path.
-pub fn set_socket_group(path: &Path, group: &str) -> Result<(), GroupError> {
+pub(crate) fn set_socket_group(path: &Path, group: &str) -> Result<(), GroupError> {
     if group.is_empty() {
         return Ok(());
     }

@@ -22,14 +22,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use nix::sys::socket::{getsockname, getsockopt, sockopt, SockType, SockaddrLike, SockaddrStorage};
 
 /// The first passed fd (`SD_LISTEN_FDS_START`).
-pub const LISTEN_FDS_START: RawFd = 3;
+pub(crate) const LISTEN_FDS_START: RawFd = 3;
 
 /// More than this many passed fds is a misconfiguration, not something to walk through.
 const MAX_FDS: usize = 16;
 
 /// What to do with a passed socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     /// The ingest socket clients record through (`[socket] path`).
     Ingest,
     /// The operator's control socket (`[control] path`).
@@ -82,38 +82,38 @@ pub enum ActivationError {
 
 /// One socket passed in.
 #[derive(Debug)]
-pub struct Passed {
+pub(crate) struct Passed {
     /// Non-blocking, close-on-exec.
-    pub listener: UnixListener,
+    pub(crate) listener: UnixListener,
     /// The fd number it arrived as.
-    pub fd: RawFd,
+    pub(crate) fd: RawFd,
     /// Its name in `LISTEN_FDNAMES` (`""` when there was none).
-    pub name: String,
+    pub(crate) name: String,
     /// The path it listens on, when it has one (not abstract, not unnamed).
-    pub path: Option<PathBuf>,
+    pub(crate) path: Option<PathBuf>,
 }
 
 /// The sockets systemd passed, by role. Both `None` when the daemon was not socket-activated.
 #[derive(Debug, Default)]
-pub struct Activated {
-    pub ingest: Option<Passed>,
+pub(crate) struct Activated {
+    pub(crate) ingest: Option<Passed>,
     /// The control socket (`wshardd-control.socket`, `FileDescriptorName=control`). When
     /// `None`, the control socket code binds `[control] path` itself.
-    pub control: Option<Passed>,
+    pub(crate) control: Option<Passed>,
 }
 
 /// The activation variables, as read from the environment.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ListenEnv {
-    pub pid: Option<String>,
-    pub fds: Option<String>,
-    pub names: Option<String>,
+pub(crate) struct ListenEnv {
+    pub(crate) pid: Option<String>,
+    pub(crate) fds: Option<String>,
+    pub(crate) names: Option<String>,
 }
 
 impl ListenEnv {
     /// `LISTEN_PID`, `LISTEN_FDS`, `LISTEN_FDNAMES`.
     #[must_use]
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         let get = |k| std::env::var(k).ok();
         Self {
             pid: get("LISTEN_PID"),
@@ -125,7 +125,7 @@ impl ListenEnv {
 
 /// What the variables say: how many fds, and their names (one per fd, `""` when unnamed).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Plan {
+pub(crate) enum Plan {
     /// Not activated: no `LISTEN_FDS`, or `LISTEN_PID` is missing or another process's.
     None { why: Option<String> },
     /// Fds `3..3+names.len()` are ours.
@@ -136,7 +136,7 @@ pub enum Plan {
 ///
 /// # Errors
 /// [`ActivationError`] when a number does not parse or the names do not match the count.
-pub fn plan(env: &ListenEnv, own_pid: u32) -> Result<Plan, ActivationError> {
+pub(crate) fn plan(env: &ListenEnv, own_pid: u32) -> Result<Plan, ActivationError> {
     let Some(fds) = env.fds.as_deref() else {
         return Ok(Plan::None { why: None });
     };
@@ -193,7 +193,7 @@ pub fn plan(env: &ListenEnv, own_pid: u32) -> Result<Plan, ActivationError> {
 /// # Errors
 /// [`ActivationError::Duplicate`] for two fds named for the same role,
 /// [`ActivationError::Extra`] for a fd left without a role.
-pub fn assign(names: &[String]) -> Result<Vec<(RawFd, Role)>, ActivationError> {
+pub(crate) fn assign(names: &[String]) -> Result<Vec<(RawFd, Role)>, ActivationError> {
     let fd_of = |i: usize| LISTEN_FDS_START + RawFd::try_from(i).unwrap_or(RawFd::MAX - 3);
     let by_name = |n: &str| match n {
         "ingest" | "wshardd.socket" => Some(Role::Ingest),
@@ -241,7 +241,7 @@ static TAKEN: AtomicBool = AtomicBool::new(false);
 ///
 /// # Errors
 /// [`ActivationError`] naming the variable or the fd that is wrong.
-pub fn take(env: &ListenEnv) -> Result<Activated, ActivationError> {
+pub(crate) fn take(env: &ListenEnv) -> Result<Activated, ActivationError> {
     let names = match plan(env, std::process::id())? {
         Plan::None { why } => {
             if let Some(why) = why {
@@ -315,7 +315,7 @@ fn own_passed_fd(fd: RawFd) -> OwnedFd {
 /// Why a passed fd is not a listening `AF_UNIX` stream socket.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum SocketProblem {
+pub(crate) enum SocketProblem {
     /// Not a socket at all.
     #[error("not a socket")]
     NotASocket,

@@ -18,30 +18,30 @@ use crate::session::SessionSettings;
 
 /// Limits enforced per connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
-    pub max_frame_bytes: u32,
-    pub max_channels: usize,
+pub(crate) struct Limits {
+    pub(crate) max_frame_bytes: u32,
+    pub(crate) max_channels: usize,
     /// `limits.max_episode_wire_bytes`: timestep record bytes one episode may receive.
-    pub max_episode_wire_bytes: u64,
-    pub max_connections: usize,
-    pub max_episode_id_bytes: usize,
+    pub(crate) max_episode_wire_bytes: u64,
+    pub(crate) max_connections: usize,
+    pub(crate) max_episode_id_bytes: usize,
 }
 
 /// Shared by the listener, every connection and the control socket.
 pub struct ServerContext {
-    pub fs: Arc<dyn Fs>,
-    pub data_dir: PathBuf,
-    pub limits: Limits,
-    pub default_durability: Durability,
-    pub tunables: RwLock<Tunables>,
-    pub shutdown: Arc<AtomicBool>,
-    pub active_connections: AtomicUsize,
+    pub(crate) fs: Arc<dyn Fs>,
+    pub(crate) data_dir: PathBuf,
+    pub(crate) limits: Limits,
+    pub(crate) default_durability: Durability,
+    pub(crate) tunables: RwLock<Tunables>,
+    pub(crate) shutdown: Arc<AtomicBool>,
+    pub(crate) active_connections: AtomicUsize,
     /// Open episodes, counters and flags, for the control socket.
-    pub registry: Arc<Registry>,
+    pub(crate) registry: Arc<Registry>,
     /// The allowlists (SIGHUP replaces them).
-    pub access: RwLock<AccessPolicy>,
+    pub(crate) access: RwLock<AccessPolicy>,
     /// Free space against the `[disk]` watermarks (SIGHUP replaces them).
-    pub disk: DiskMonitor,
+    pub(crate) disk: DiskMonitor,
 }
 
 impl std::fmt::Debug for ServerContext {
@@ -56,7 +56,7 @@ impl std::fmt::Debug for ServerContext {
 impl ServerContext {
     /// A context for `cfg`.
     #[must_use]
-    pub fn new(cfg: &Config, fs: Arc<dyn Fs>, shutdown: Arc<AtomicBool>) -> Self {
+    pub(crate) fn new(cfg: &Config, fs: Arc<dyn Fs>, shutdown: Arc<AtomicBool>) -> Self {
         let registry = Arc::new(Registry::default());
         let disk = DiskMonitor::new(
             Box::new(Statvfs(cfg.data_dir.clone())),
@@ -86,7 +86,7 @@ impl ServerContext {
 
     /// The codec a channel gets when the client leaves it to the server.
     #[must_use]
-    pub fn default_codec(&self, channel: &str) -> Codec {
+    pub(crate) fn default_codec(&self, channel: &str) -> Codec {
         self.tunables
             .read()
             .map_or(Codec::zstd(), |t| t.codecs.codec_for(channel))
@@ -94,7 +94,7 @@ impl ServerContext {
 
     /// Settings for a new episode.
     #[must_use]
-    pub fn settings(&self) -> SessionSettings {
+    pub(crate) fn settings(&self) -> SessionSettings {
         self.tunables
             .read()
             .map(|t| t.settings.clone())

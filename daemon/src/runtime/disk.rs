@@ -25,7 +25,7 @@ use wshardd_config::DiskConfig;
 use crate::registry::{Registry, StopReason};
 
 /// Where free space comes from (a real `statvfs`, or a test's numbers).
-pub trait FreeSpace: Send + Sync {
+pub(crate) trait FreeSpace: Send + Sync {
     /// Bytes an unprivileged process may still write.
     ///
     /// # Errors
@@ -35,7 +35,7 @@ pub trait FreeSpace: Send + Sync {
 
 /// `statvfs` of a path: `f_bavail * f_frsize`.
 #[derive(Clone, Debug)]
-pub struct Statvfs(pub PathBuf);
+pub(crate) struct Statvfs(pub PathBuf);
 
 impl FreeSpace for Statvfs {
     fn free_bytes(&self) -> std::io::Result<u64> {
@@ -47,7 +47,7 @@ impl FreeSpace for Statvfs {
 ///
 /// # Errors
 /// The OS error of `statvfs`.
-pub fn free_bytes_of(path: &Path) -> std::io::Result<u64> {
+pub(crate) fn free_bytes_of(path: &Path) -> std::io::Result<u64> {
     let s = nix::sys::statvfs::statvfs(path).map_err(std::io::Error::from)?;
     #[allow(clippy::useless_conversion)] // the field widths differ between targets
     let (avail, frag) = (u64::from(s.blocks_available()), s.fragment_size());
@@ -56,7 +56,7 @@ pub fn free_bytes_of(path: &Path) -> std::io::Result<u64> {
 
 /// How far above the low watermark free space must climb before OPEN is accepted again.
 #[must_use]
-pub fn hysteresis(low: u64) -> u64 {
+pub(crate) fn hysteresis(low: u64) -> u64 {
     low / 16
 }
 
@@ -70,7 +70,7 @@ struct State {
 }
 
 /// The disk monitor. One per daemon, in the [`super::ServerContext`].
-pub struct DiskMonitor {
+pub(crate) struct DiskMonitor {
     source: Box<dyn FreeSpace>,
     /// SIGHUP replaces it; the next check uses the new watermarks.
     config: RwLock<DiskConfig>,
@@ -89,7 +89,11 @@ impl std::fmt::Debug for DiskMonitor {
 impl DiskMonitor {
     /// A monitor of `source` that flags and stops through `registry`.
     #[must_use]
-    pub fn new(source: Box<dyn FreeSpace>, config: DiskConfig, registry: Arc<Registry>) -> Self {
+    pub(crate) fn new(
+        source: Box<dyn FreeSpace>,
+        config: DiskConfig,
+        registry: Arc<Registry>,
+    ) -> Self {
         Self {
             source,
             config: RwLock::new(config),
@@ -99,7 +103,7 @@ impl DiskMonitor {
     }
 
     /// Use new watermarks from the next check on (SIGHUP).
-    pub fn set_config(&self, config: DiskConfig) {
+    pub(crate) fn set_config(&self, config: DiskConfig) {
         if let Ok(mut c) = self.config.write() {
             *c = config;
         }
@@ -107,13 +111,13 @@ impl DiskMonitor {
 
     /// The watermarks in force.
     #[must_use]
-    pub fn config(&self) -> DiskConfig {
+    pub(crate) fn config(&self) -> DiskConfig {
         self.config.read().map(|c| c.clone()).unwrap_or_default()
     }
 
     /// Measure now and apply the watermarks. Returns the free bytes, `None` when the
     /// measurement failed (the flags then stay as they were).
-    pub fn check_now(&self) -> Option<u64> {
+    pub(crate) fn check_now(&self) -> Option<u64> {
         let Ok(mut st) = self.state.lock() else {
             return None;
         };
@@ -189,7 +193,7 @@ impl DiskMonitor {
     }
 
     /// Check every `check_interval_ms` until `shutdown` is set.
-    pub fn run(&self, shutdown: &AtomicBool) {
+    pub(crate) fn run(&self, shutdown: &AtomicBool) {
         const SLICE: Duration = Duration::from_millis(50);
         while !shutdown.load(Ordering::Acquire) {
             let _ = self.check_now();

@@ -33,7 +33,7 @@ pub enum BindError {
 ///
 /// # Errors
 /// [`BindError`] naming the path and step.
-pub fn bind(path: &Path, mode: u32) -> Result<UnixListener, BindError> {
+pub(crate) fn bind(path: &Path, mode: u32) -> Result<UnixListener, BindError> {
     let io = |op, source| BindError::Io {
         op,
         path: path.to_path_buf(),
@@ -59,15 +59,15 @@ pub fn bind(path: &Path, mode: u32) -> Result<UnixListener, BindError> {
 
 /// The file of a listening socket, and whether it is ours to remove.
 #[derive(Debug)]
-pub struct SocketFile {
-    pub path: PathBuf,
+pub(crate) struct SocketFile {
+    pub(crate) path: PathBuf,
     /// Passed by the service manager: never removed.
-    pub activated: bool,
+    pub(crate) activated: bool,
 }
 
 impl SocketFile {
     /// Remove the socket file if the daemon bound it (best effort: it is going away).
-    pub fn remove(&self) {
+    pub(crate) fn remove(&self) {
         if !self.activated {
             let _ = std::fs::remove_file(&self.path);
         }
@@ -76,7 +76,7 @@ impl SocketFile {
 
 /// Why a socket cannot be set up.
 #[derive(Debug, thiserror::Error)]
-pub enum SocketError {
+pub(crate) enum SocketError {
     #[error(transparent)]
     Bind(#[from] BindError),
     #[error(transparent)]
@@ -88,7 +88,7 @@ pub enum SocketError {
 ///
 /// # Errors
 /// [`SocketError`] when binding or the group change fails (the file is removed then).
-pub fn open_control(
+pub(crate) fn open_control(
     cfg: &Config,
     passed: Option<Passed>,
 ) -> Result<(UnixListener, SocketFile), SocketError> {
@@ -107,7 +107,7 @@ pub fn open_control(
 ///
 /// # Errors
 /// [`SocketError`] when binding or the group change fails (the file is removed then).
-pub fn open_ingest(
+pub(crate) fn open_ingest(
     cfg: &Config,
     passed: Option<Passed>,
 ) -> Result<(UnixListener, SocketFile), SocketError> {

@@ -18,7 +18,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
 /// The `SYSLOG_IDENTIFIER` of native journal entries (what `journalctl -t` matches).
-pub const SYSLOG_IDENTIFIER: &str = "wshardd";
+pub(crate) const SYSLOG_IDENTIFIER: &str = "wshardd";
 
 /// The variable systemd sets to `DEVICE:INODE` of the stream it connected to stdout/stderr.
 const JOURNAL_STREAM_VAR: &str = "JOURNAL_STREAM";
@@ -36,16 +36,16 @@ pub enum LogSink {
 
 /// The device and inode of a file descriptor's open file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StreamId {
+pub(crate) struct StreamId {
     /// `st_dev`.
-    pub dev: u64,
+    pub(crate) dev: u64,
     /// `st_ino`.
-    pub ino: u64,
+    pub(crate) ino: u64,
 }
 
 /// `JOURNAL_STREAM`'s `DEVICE:INODE`, if it parses.
 #[must_use]
-pub fn parse_journal_stream(value: &OsStr) -> Option<StreamId> {
+pub(crate) fn parse_journal_stream(value: &OsStr) -> Option<StreamId> {
     let (dev, ino) = value.to_str()?.split_once(':')?;
     Some(StreamId {
         dev: dev.parse().ok()?,
@@ -57,7 +57,7 @@ pub fn parse_journal_stream(value: &OsStr) -> Option<StreamId> {
 /// is (systemd's documented check: a child that inherited the variable but writes elsewhere
 /// must not log natively); colour only on a terminal without `NO_COLOR`.
 #[must_use]
-pub fn choose_sink(
+pub(crate) fn choose_sink(
     journal_stream: Option<&OsStr>,
     stderr: Option<StreamId>,
     stderr_is_terminal: bool,

@@ -8,16 +8,16 @@
 //! - [`lock`]: the data directory lock. [`logging`]: where the log goes.
 //! - [`notify`], [`supervise`], [`watchdog`]: sd_notify and the writer-heartbeat watchdog.
 
-pub mod access;
-pub mod activation;
-pub mod context;
-pub mod disk;
-pub mod listeners;
+pub(crate) mod access;
+pub(crate) mod activation;
+pub(crate) mod context;
+pub(crate) mod disk;
+pub(crate) mod listeners;
 pub mod lock;
 pub mod logging;
-pub mod notify;
-pub mod settings;
-pub mod supervise;
-pub mod watchdog;
+pub(crate) mod notify;
+pub(crate) mod settings;
+pub(crate) mod supervise;
+pub(crate) mod watchdog;
 
-pub use context::ServerContext;
+pub(crate) use context::ServerContext;

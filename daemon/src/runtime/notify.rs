@@ -14,7 +14,7 @@ use std::time::Duration;
 
 /// Why `$NOTIFY_SOCKET` cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub enum NotifyError {
+pub(crate) enum NotifyError {
     #[error("NOTIFY_SOCKET={value:?}: {problem}")]
     Address { value: String, problem: String },
     #[error("NOTIFY_SOCKET={value:?}: cannot create a datagram socket: {source}")]
@@ -27,7 +27,7 @@ pub enum NotifyError {
 
 /// A connection to the service manager's notification socket, or nothing.
 #[derive(Debug)]
-pub struct Notifier {
+pub(crate) struct Notifier {
     target: Option<Target>,
     /// Set after the first failed send, so a missing socket is logged once.
     warned: AtomicBool,
@@ -44,7 +44,7 @@ struct Target {
 impl Notifier {
     /// A notifier that sends nothing.
     #[must_use]
-    pub fn disabled() -> Self {
+    pub(crate) fn disabled() -> Self {
         Self {
             target: None,
             warned: AtomicBool::new(false),
@@ -56,7 +56,7 @@ impl Notifier {
     /// # Errors
     /// [`NotifyError`] when the variable is set but is neither an absolute path nor
     /// `@abstract-name`, or no datagram socket can be created.
-    pub fn from_env() -> Result<Self, NotifyError> {
+    pub(crate) fn from_env() -> Result<Self, NotifyError> {
         match std::env::var_os("NOTIFY_SOCKET") {
             Some(v) if !v.is_empty() => Self::connect(&v.to_string_lossy()),
             _ => Ok(Self::disabled()),
@@ -67,7 +67,7 @@ impl Notifier {
     ///
     /// # Errors
     /// See [`Notifier::from_env`].
-    pub fn connect(value: &str) -> Result<Self, NotifyError> {
+    pub(crate) fn connect(value: &str) -> Result<Self, NotifyError> {
         let addr = parse_address(value)?;
         let socket = UnixDatagram::unbound().map_err(|source| NotifyError::Socket {
             value: value.to_string(),
@@ -87,13 +87,13 @@ impl Notifier {
 
     /// True when messages go somewhere.
     #[must_use]
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.target.is_some()
     }
 
     /// Send `msg` (newline-separated `KEY=VALUE` lines) as one datagram. Returns whether it
     /// was sent; a failure is logged the first time only.
-    pub fn send(&self, msg: &str) -> bool {
+    pub(crate) fn send(&self, msg: &str) -> bool {
         let Some(t) = &self.target else {
             return false;
         };
@@ -112,28 +112,28 @@ impl Notifier {
     }
 
     /// `READY=1` with a `STATUS=` line: startup (recovery, binding) is complete.
-    pub fn ready(&self, status: &str) -> bool {
+    pub(crate) fn ready(&self, status: &str) -> bool {
         self.send(&format!("READY=1\nSTATUS={}", one_line(status)))
     }
 
     /// `STATUS=`: a one-line description shown by `systemctl status`.
-    pub fn status(&self, status: &str) -> bool {
+    pub(crate) fn status(&self, status: &str) -> bool {
         self.send(&format!("STATUS={}", one_line(status)))
     }
 
     /// `WATCHDOG=1`: the daemon is alive and its writers make progress.
-    pub fn watchdog(&self) -> bool {
+    pub(crate) fn watchdog(&self) -> bool {
         self.send("WATCHDOG=1")
     }
 
     /// `STOPPING=1` with a `STATUS=` line: shutdown has begun.
-    pub fn stopping(&self, status: &str) -> bool {
+    pub(crate) fn stopping(&self, status: &str) -> bool {
         self.send(&format!("STOPPING=1\nSTATUS={}", one_line(status)))
     }
 
     /// `EXTEND_TIMEOUT_USEC=`: the current phase (here: stopping) needs `by` more time;
     /// another message must follow within `by`.
-    pub fn extend_timeout(&self, by: Duration) -> bool {
+    pub(crate) fn extend_timeout(&self, by: Duration) -> bool {
         self.send(&format!("EXTEND_TIMEOUT_USEC={}", by.as_micros()))
     }
 }

@@ -10,22 +10,22 @@ use crate::session::{Rotation, SessionSettings};
 /// The parts of the config that SIGHUP may change, applied to new episodes (settings,
 /// codecs) and new connections (the connection limits and deadlines).
 #[derive(Clone, Debug)]
-pub struct Tunables {
-    pub settings: SessionSettings,
-    pub codecs: wshardd_config::CodecsConfig,
-    pub max_connections: usize,
+pub(crate) struct Tunables {
+    pub(crate) settings: SessionSettings,
+    pub(crate) codecs: wshardd_config::CodecsConfig,
+    pub(crate) max_connections: usize,
     /// `limits.max_connections_per_uid`.
-    pub max_connections_per_uid: usize,
+    pub(crate) max_connections_per_uid: usize,
     /// `limits.handshake_timeout_ms`: a complete HELLO within this long of the accept.
-    pub handshake_timeout: Duration,
+    pub(crate) handshake_timeout: Duration,
     /// `limits.no_episode_timeout_ms`: an open episode within this long of the HELLO (or
     /// of the end of the last episode).
-    pub no_episode_timeout: Duration,
+    pub(crate) no_episode_timeout: Duration,
 }
 
 /// Session settings from the config.
 #[must_use]
-pub fn session_settings(cfg: &Config) -> SessionSettings {
+pub(crate) fn session_settings(cfg: &Config) -> SessionSettings {
     SessionSettings {
         fsync: cfg.fsync_policy(),
         rotation: Rotation {
@@ -52,7 +52,7 @@ pub fn session_settings(cfg: &Config) -> SessionSettings {
 
 /// Tunables from the config.
 #[must_use]
-pub fn tunables(cfg: &Config) -> Tunables {
+pub(crate) fn tunables(cfg: &Config) -> Tunables {
     Tunables {
         settings: session_settings(cfg),
         codecs: cfg.codecs.clone(),

@@ -13,18 +13,18 @@ use crate::runtime::watchdog::{stalled_writer, Stalled, Watchdog};
 use crate::session::stats::monotonic_ms;
 
 /// How often `STATUS=` is refreshed while running.
-pub const STATUS_EVERY: Duration = Duration::from_secs(2);
+pub(crate) const STATUS_EVERY: Duration = Duration::from_secs(2);
 /// While stopping: how often the stop timeout is extended, and by how much.
-pub const EXTEND_EVERY: Duration = Duration::from_secs(1);
-pub const EXTEND_BY: Duration = Duration::from_secs(5);
+pub(crate) const EXTEND_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const EXTEND_BY: Duration = Duration::from_secs(5);
 /// How often the supervisor looks at the flags.
 const TICK: Duration = Duration::from_millis(10);
 
 /// The daemon's line to the service manager.
 #[derive(Debug)]
-pub struct Service {
-    pub notifier: Notifier,
-    pub watchdog: Option<Watchdog>,
+pub(crate) struct Service {
+    pub(crate) notifier: Notifier,
+    pub(crate) watchdog: Option<Watchdog>,
 }
 
 impl Service {
@@ -32,7 +32,7 @@ impl Service {
     /// be used is logged and that part disabled: the daemon runs anyway (systemd then
     /// reports the missing READY or pings itself).
     #[must_use]
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         let notifier = Notifier::from_env().unwrap_or_else(|e| {
             tracing::error!("sd_notify disabled: {e}");
             Notifier::disabled()
@@ -55,17 +55,8 @@ impl Service {
         Self { notifier, watchdog }
     }
 
-    /// A service that tells nobody anything.
-    #[must_use]
-    pub fn disabled() -> Self {
-        Self {
-            notifier: Notifier::disabled(),
-            watchdog: None,
-        }
-    }
-
     /// Send `READY=1` with the first status line.
-    pub fn ready(&self, registry: &Registry) {
+    pub(crate) fn ready(&self, registry: &Registry) {
         self.notifier.ready(&running_status(registry));
     }
 
@@ -73,7 +64,12 @@ impl Service {
     /// `shutdown` is set, `STOPPING=1` and then stop-timeout extensions while the writers
     /// still make progress. Always sends `STOPPING=1` (and one extension) before returning
     /// when `shutdown` is set, however quickly the episodes were finalized.
-    pub fn supervise(&self, registry: &Registry, shutdown: &AtomicBool, finished: &AtomicBool) {
+    pub(crate) fn supervise(
+        &self,
+        registry: &Registry,
+        shutdown: &AtomicBool,
+        finished: &AtomicBool,
+    ) {
         if !self.notifier.enabled() {
             return;
         }
@@ -157,7 +153,7 @@ fn stalled(registry: &Registry, w: &Watchdog) -> Option<Stalled> {
 
 /// `recording: 2 open episodes, 1234 timesteps durable, 12.3 MiB received; 5 finalized since start`.
 #[must_use]
-pub fn running_status(registry: &Registry) -> String {
+pub(crate) fn running_status(registry: &Registry) -> String {
     let episodes = registry.episodes();
     let durable: u64 = episodes
         .iter()
@@ -179,7 +175,7 @@ pub fn running_status(registry: &Registry) -> String {
 
 /// `stopping: finalizing 2 open episodes`.
 #[must_use]
-pub fn stopping_status(registry: &Registry) -> String {
+pub(crate) fn stopping_status(registry: &Registry) -> String {
     format!(
         "stopping: finalizing {} open episodes",
         registry.episodes().len()

@@ -21,7 +21,7 @@ use crate::session::stats::{HEARTBEAT_NOT_STARTED, HEARTBEAT_RETIRED};
 /// Why the watchdog variables are unusable.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum WatchdogError {
+pub(crate) enum WatchdogError {
     #[error("{var}={value:?} is not a number")]
     NotANumber { var: &'static str, value: String },
     #[error("WATCHDOG_USEC=0: the watchdog timeout must be positive")]
@@ -30,9 +30,9 @@ pub enum WatchdogError {
 
 /// The watchdog as systemd configured it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Watchdog {
+pub(crate) struct Watchdog {
     /// `WATCHDOG_USEC`: systemd's timeout.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
 }
 
 impl Watchdog {
@@ -40,7 +40,7 @@ impl Watchdog {
     ///
     /// # Errors
     /// [`WatchdogError`] when a variable is set but not a positive number.
-    pub fn from_env() -> Result<Option<Self>, WatchdogError> {
+    pub(crate) fn from_env() -> Result<Option<Self>, WatchdogError> {
         let get = |k| std::env::var(k).ok();
         Self::from_vars(
             get("WATCHDOG_USEC").as_deref(),
@@ -53,7 +53,7 @@ impl Watchdog {
     ///
     /// # Errors
     /// See [`Watchdog::from_env`].
-    pub fn from_vars(
+    pub(crate) fn from_vars(
         usec: Option<&str>,
         pid: Option<&str>,
         own_pid: u32,
@@ -85,30 +85,30 @@ impl Watchdog {
 
     /// How often to ping: half the timeout.
     #[must_use]
-    pub fn ping_every(&self) -> Duration {
+    pub(crate) fn ping_every(&self) -> Duration {
         self.timeout / 2
     }
 
     /// A writer whose heartbeat is older than this is stuck.
     #[must_use]
-    pub fn stall_limit(&self) -> Duration {
+    pub(crate) fn stall_limit(&self) -> Duration {
         self.timeout
     }
 }
 
 /// A writer that stopped going round its loop.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Stalled {
-    pub episode: String,
+pub(crate) struct Stalled {
+    pub(crate) episode: String,
     /// How long since its last heartbeat.
-    pub for_ms: u64,
+    pub(crate) for_ms: u64,
 }
 
 /// The decision: `None` (healthy: ping) or the writer that is stuck longest (withhold the
 /// ping). `writers` are `(episode, last_heartbeat_ms)`; a writer not started yet or already
 /// returned is not watched.
 #[must_use]
-pub fn stalled_writer<'a>(
+pub(crate) fn stalled_writer<'a>(
     now_ms: u64,
     writers: impl IntoIterator<Item = (&'a str, u64)>,
     limit: Duration,

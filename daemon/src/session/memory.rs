@@ -9,7 +9,7 @@ use crate::episode::EpisodeSchema;
 /// sealed one being compressed or written. The writer opens a chunk only with a free slot;
 /// the publisher frees a sealed chunk's slot right after compressing it when it no longer
 /// needs the raw bytes (see [`crate::chunk::publish::write_chunk`]), else once it is written.
-pub const CHUNKS_IN_MEMORY: u64 = 2;
+pub(crate) const CHUNKS_IN_MEMORY: u64 = 2;
 
 /// The raw channel bytes one chunk of an episode with `schema` may hold, for a chunk memory
 /// budget of `budget` bytes (`rotation.max_bytes`).
@@ -22,7 +22,7 @@ pub const CHUNKS_IN_MEMORY: u64 = 2;
 /// down, at least 1 byte); when a channel is compressed, those shares are split again in
 /// `CHUNKS_IN_MEMORY + 1`: two raw chunks and one compressed copy.
 #[must_use]
-pub fn chunk_byte_limit(budget: u64, schema: &EpisodeSchema) -> u64 {
+pub(crate) fn chunk_byte_limit(budget: u64, schema: &EpisodeSchema) -> u64 {
     let share = (budget / CHUNKS_IN_MEMORY).max(1);
     let compressed = schema.channels.iter().any(|c| c.codec != Codec::None);
     if compressed {

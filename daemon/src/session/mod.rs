@@ -8,15 +8,15 @@
 //! idle record buffers kept for reuse, at most a quarter of the queue's bytes, see
 //! [`recycle`]).
 
-pub mod failure;
-pub mod memory;
-pub mod publisher;
-pub mod queue_budget;
-pub mod recycle;
-pub mod settings;
-pub mod shared;
-pub mod stats;
-pub mod writer;
+pub(crate) mod failure;
+pub(crate) mod memory;
+pub(crate) mod publisher;
+pub(crate) mod queue_budget;
+pub(crate) mod recycle;
+pub(crate) mod settings;
+pub(crate) mod shared;
+pub(crate) mod stats;
+pub(crate) mod writer;
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -26,11 +26,11 @@ use std::thread::JoinHandle;
 use crossbeam_channel::Sender;
 use wshard::manifest::Manifest;
 
-pub use failure::{SessionFailure, StorageFailure};
-pub use memory::{chunk_byte_limit, CHUNKS_IN_MEMORY};
+pub(crate) use failure::SessionFailure;
+pub(crate) use memory::CHUNKS_IN_MEMORY;
 pub use settings::{Rotation, SessionSettings};
 pub use shared::{FinalStatus, Responder, SessionShared};
-pub use stats::EpisodeStats;
+pub(crate) use stats::EpisodeStats;
 pub use wshardd_config::FsyncPolicy;
 
 use crate::chunk::publish::commit_manifest;
@@ -64,7 +64,7 @@ fn slots_capacity() -> usize {
 pub struct SessionSummary {
     pub timesteps: u64,
     pub chunks: u64,
-    pub status: String,
+    pub(crate) status: String,
     /// Set when the episode failed on storage (its files are left for recovery).
     pub failure: Option<SessionFailure>,
 }
@@ -203,7 +203,7 @@ impl Session {
     /// A records buffer the writer is done with (its old contents still in it), to receive
     /// the next batch into; `None` when there is none idle.
     #[must_use]
-    pub fn recycled_records(&self) -> Option<Vec<u8>> {
+    pub(crate) fn recycled_records(&self) -> Option<Vec<u8>> {
         self.recycled.take()
     }
 
@@ -224,7 +224,7 @@ impl Session {
     /// [`Session::close`] for the client's CLOSE: before the manifest is final the client
     /// gets a `DURABLE` covering every timestep (the caller then sends `ACCEPTED{CLOSE}`).
     #[must_use]
-    pub fn close_answering(self, status: FinalStatus) -> SessionSummary {
+    pub(crate) fn close_answering(self, status: FinalStatus) -> SessionSummary {
         self.finalize(status, true)
     }
 

@@ -17,19 +17,19 @@ use crate::chunk::publish::{commit_manifest, seal_chunk, write_chunk, ChunkTarge
 use crate::chunk::ChunkColumns;
 
 /// A chunk handed over by the writer.
-pub struct Sealed {
-    pub columns: ChunkColumns,
+pub(crate) struct Sealed {
+    pub(crate) columns: ChunkColumns,
     /// The journal segment holding the same timesteps, deleted once the chunk is in the manifest.
-    pub journal: Option<PathBuf>,
+    pub(crate) journal: Option<PathBuf>,
     /// Set on the last chunk of the episode.
-    pub final_status: Option<FinalStatus>,
+    pub(crate) final_status: Option<FinalStatus>,
     /// One past the last seq in this chunk.
-    pub seq_end: u64,
+    pub(crate) seq_end: u64,
 }
 
 /// The manifest as the recorder writes it.
 #[must_use]
-pub fn recorder_manifest(shared: &SessionShared) -> Manifest {
+pub(crate) fn recorder_manifest(shared: &SessionShared) -> Manifest {
     let mut m = Manifest::new(
         shared.schema.episode_id.clone(),
         shared.schema.env_id.clone(),
@@ -66,7 +66,7 @@ struct Handoff {
 /// its file is durable under its final name. Each written chunk's channel buffers go back to
 /// the writer through `recycle`, for the next chunk to fill (dropped when the writer has not
 /// taken the previous ones).
-pub fn run(
+pub(crate) fn run(
     shared: &Arc<SessionShared>,
     rx: &Receiver<Sealed>,
     recycle: &Sender<Vec<Vec<u8>>>,

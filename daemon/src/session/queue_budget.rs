@@ -26,7 +26,7 @@ pub struct ByteBudget {
 impl ByteBudget {
     /// A budget of `max` bytes.
     #[must_use]
-    pub fn new(max: u64) -> Self {
+    pub(crate) fn new(max: u64) -> Self {
         Self {
             max: max.max(1),
             state: Mutex::new(State::default()),
@@ -36,7 +36,7 @@ impl ByteBudget {
 
     /// Take `n` bytes, blocking while they do not fit. `false` once the budget is closed
     /// (the writer is gone): nothing was taken.
-    pub fn acquire(&self, n: u64) -> bool {
+    pub(crate) fn acquire(&self, n: u64) -> bool {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             if s.closed {
@@ -55,7 +55,7 @@ impl ByteBudget {
     }
 
     /// Give back `n` bytes (the writer processed them, or they were never sent).
-    pub fn release(&self, n: u64) {
+    pub(crate) fn release(&self, n: u64) {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         s.used = s.used.saturating_sub(n);
         drop(s);
@@ -63,7 +63,7 @@ impl ByteBudget {
     }
 
     /// The writer is gone: wake every waiter, refuse every later acquire.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         s.closed = true;
         drop(s);

@@ -16,12 +16,11 @@ use std::sync::{Mutex, PoisonError};
 struct Idle {
     buffers: Vec<Vec<u8>>,
     bytes: u64,
-    closed: bool,
 }
 
 /// Idle record buffers of one session.
 #[derive(Debug)]
-pub struct RecordPool {
+pub(crate) struct RecordPool {
     max_buffers: usize,
     max_bytes: u64,
     idle: Mutex<Idle>,
@@ -30,7 +29,7 @@ pub struct RecordPool {
 impl RecordPool {
     /// A pool of at most `max_buffers` buffers and `max_bytes` of capacity.
     #[must_use]
-    pub fn new(max_buffers: usize, max_bytes: u64) -> Self {
+    pub(crate) fn new(max_buffers: usize, max_bytes: u64) -> Self {
         Self {
             max_buffers,
             max_bytes,
@@ -41,17 +40,16 @@ impl RecordPool {
     /// The pool for a session whose queue holds `queue_frames` messages and `queue_bytes`
     /// bytes.
     #[must_use]
-    pub fn for_queue(queue_frames: usize, queue_bytes: u64) -> Self {
+    pub(crate) fn for_queue(queue_frames: usize, queue_bytes: u64) -> Self {
         Self::new(queue_frames, queue_bytes / 4)
     }
 
-    /// Keep `buf` for reuse; `false` when it was freed instead (the pool is full, closed, or
-    /// `buf` holds no memory).
-    pub fn put(&self, buf: Vec<u8>) -> bool {
+    /// Keep `buf` for reuse; `false` when it was freed instead (the pool is full or `buf`
+    /// holds no memory).
+    pub(crate) fn put(&self, buf: Vec<u8>) -> bool {
         let cap = buf.capacity() as u64;
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        if idle.closed
-            || cap == 0
+        if cap == 0
             || idle.buffers.len() >= self.max_buffers
             || idle.bytes.saturating_add(cap) > self.max_bytes
         {
@@ -63,25 +61,17 @@ impl RecordPool {
     }
 
     /// An idle buffer (most recently returned first), with its old contents.
-    pub fn take(&self) -> Option<Vec<u8>> {
+    pub(crate) fn take(&self) -> Option<Vec<u8>> {
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         let buf = idle.buffers.pop()?;
         idle.bytes = idle.bytes.saturating_sub(buf.capacity() as u64);
         Some(buf)
     }
 
-    /// Free every idle buffer and every later one: nobody will take them (e.g. timesteps
-    /// now come from a shared-memory ring).
-    pub fn close(&self) {
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        idle.closed = true;
-        idle.bytes = 0;
-        idle.buffers = Vec::new();
-    }
-
     /// Capacity of the idle buffers, in bytes.
+    #[cfg(test)]
     #[must_use]
-    pub fn idle_bytes(&self) -> u64 {
+    pub(crate) fn idle_bytes(&self) -> u64 {
         self.idle
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -109,16 +99,6 @@ mod tests {
         assert_eq!(pool.take().unwrap().capacity(), 400);
         assert!(pool.take().is_none());
         assert_eq!(pool.idle_bytes(), 0);
-    }
-
-    #[test]
-    fn record_pool_closed_frees_and_refuses() {
-        let pool = RecordPool::new(4, 1 << 20);
-        assert!(pool.put(vec![1; 10]));
-        pool.close();
-        assert_eq!(pool.idle_bytes(), 0);
-        assert!(pool.take().is_none());
-        assert!(!pool.put(vec![1; 10]));
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub enum FinalStatus {
 impl FinalStatus {
     /// The manifest `status` value.
     #[must_use]
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Self::Complete => "complete",
             Self::Aborted => "aborted",
@@ -43,16 +43,16 @@ impl FinalStatus {
 
 /// Shared by the threads of one session.
 pub struct SessionShared {
-    pub fs: Arc<dyn Fs>,
-    pub layout: EpisodeLayout,
-    pub schema: Arc<EpisodeSchema>,
-    pub settings: SessionSettings,
+    pub(crate) fs: Arc<dyn Fs>,
+    pub(crate) layout: EpisodeLayout,
+    pub(crate) schema: Arc<EpisodeSchema>,
+    pub(crate) settings: SessionSettings,
     pub stats: Arc<EpisodeStats>,
     /// Record bytes queued for the writer (`queues.max_pending_bytes`).
     pub queue_budget: ByteBudget,
-    pub responder: Arc<dyn Responder>,
+    pub(crate) responder: Arc<dyn Responder>,
     /// Set when a write, fsync or rename failed: no more data is accepted.
-    pub failed: AtomicBool,
+    pub(crate) failed: AtomicBool,
     failure: Mutex<Option<SessionFailure>>,
     durable_mark: AtomicU64,
     /// FLUSH and CLOSE answers owed: for each, the seq its `DURABLE` must reach. Also the
@@ -76,7 +76,7 @@ impl std::fmt::Debug for SessionShared {
 
 impl SessionShared {
     /// New shared state.
-    pub fn new(
+    pub(crate) fn new(
         fs: Arc<dyn Fs>,
         layout: EpisodeLayout,
         schema: Arc<EpisodeSchema>,
@@ -101,26 +101,26 @@ impl SessionShared {
     }
 
     /// Record the policy of the episode's shared-memory ring.
-    pub fn set_ring_policy(&self, policy: RingPolicy) {
+    pub(crate) fn set_ring_policy(&self, policy: RingPolicy) {
         self.ring_policy.store(policy.code(), Ordering::Release);
     }
 
     /// The policy of the episode's shared-memory ring (`Block` without one).
     #[must_use]
-    pub fn ring_policy(&self) -> RingPolicy {
+    pub(crate) fn ring_policy(&self) -> RingPolicy {
         RingPolicy::from_code(self.ring_policy.load(Ordering::Acquire)).unwrap_or_default()
     }
 
     /// Record the producer's ring counters (`dropped_steps`, `dropped_batches`) as read
     /// from the ring header.
-    pub fn set_producer_dropped(&self, steps: u64, batches: u64) {
+    pub(crate) fn set_producer_dropped(&self, steps: u64, batches: u64) {
         self.producer_dropped[0].store(steps, Ordering::Release);
         self.producer_dropped[1].store(batches, Ordering::Release);
     }
 
     /// The producer's ring counters as last recorded: `(dropped_steps, dropped_batches)`.
     #[must_use]
-    pub fn producer_dropped(&self) -> (u64, u64) {
+    pub(crate) fn producer_dropped(&self) -> (u64, u64) {
         (
             self.producer_dropped[0].load(Ordering::Acquire),
             self.producer_dropped[1].load(Ordering::Acquire),
@@ -136,7 +136,7 @@ impl SessionShared {
 
     /// Raise the durable watermark; tell the client only when it moved forward. That
     /// `DURABLE` also answers every FLUSH or CLOSE it covers.
-    pub fn advance_durable(&self, up_to_seq: u64) {
+    pub(crate) fn advance_durable(&self, up_to_seq: u64) {
         let mut owed = self.owed_durable();
         let prev = self.durable_mark.fetch_max(up_to_seq, Ordering::AcqRel);
         if up_to_seq > prev {
@@ -152,7 +152,7 @@ impl SessionShared {
     /// 0: no timestep yet); otherwise the [`SessionShared::advance_durable`] that reaches
     /// `received_end` is the answer. A failed episode never gets there: its client got (or
     /// is getting) `ERROR{STORAGE}` instead, which is the answer.
-    pub fn answer_durable(&self, received_end: u64) {
+    pub(crate) fn answer_durable(&self, received_end: u64) {
         let mut owed = self.owed_durable();
         if self.is_failed() {
             return;
@@ -172,7 +172,7 @@ impl SessionShared {
     }
 
     /// Mark the session failed (first failure wins) and tell the client.
-    pub fn fail(&self, failure: SessionFailure) {
+    pub(crate) fn fail(&self, failure: SessionFailure) {
         // The failure is in place before the flag is raised: whoever sees `is_failed()`
         // (e.g. the connection refusing the next frame) also sees why.
         let message = failure.to_string();

@@ -30,7 +30,7 @@ use crate::journal::segment::JournalSegment;
 use wshard_ingest_proto::{iter_records, RECORD_HEADER_BYTES};
 
 /// A message from the connection to the writer.
-pub enum WriterMsg {
+pub(crate) enum WriterMsg {
     /// Wire-format timestep records, already checked: sizes exact, seqs consecutive within
     /// the batch and starting at the next seq (or, with a drop policy, after it).
     /// Accepted records; `arrived` is when the connection handed them over, which starts
@@ -57,7 +57,7 @@ impl Drop for RetireHeartbeat {
 }
 
 /// The writer's state.
-pub struct Writer {
+pub(crate) struct Writer {
     shared: Arc<SessionShared>,
     columns: ChunkColumns,
     journal: Option<JournalSegment>,
@@ -81,7 +81,7 @@ pub struct Writer {
 
 impl Writer {
     /// A writer for a new episode, whose journal segment 0 (if any) is already created.
-    pub fn new(
+    pub(crate) fn new(
         shared: Arc<SessionShared>,
         journal: Option<JournalSegment>,
         to_publisher: Sender<Sealed>,
@@ -114,7 +114,7 @@ impl Writer {
     /// Every turn of the loop is a heartbeat (`stats.last_heartbeat_ms`, read by the
     /// systemd watchdog); the loop wakes at least every [`HEARTBEAT_EVERY`] even when idle,
     /// and an early wake-up only runs `on_tick`, which acts on elapsed deadlines alone.
-    pub fn run(mut self, rx: &Receiver<WriterMsg>) {
+    pub(crate) fn run(mut self, rx: &Receiver<WriterMsg>) {
         let _retire = RetireHeartbeat(self.shared.clone());
         loop {
             self.shared.stats.heartbeat();

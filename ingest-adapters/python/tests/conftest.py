@@ -2,7 +2,7 @@
 socket, stopped with SIGTERM at teardown (exit code 0 asserted).
 
 The binary: ``$WSHARDD_BIN``, else ``target/debug/wshardd`` of the repository this package
-lives in (build it with ``cargo build -p wshard-recorder --bins``). ``wshard`` (for
+lives in (build it with ``cargo build -p wshard-recorder -p wshard-cli --bins``). ``wshard`` (for
 ``wshard verify``) is ``$WSHARD_BIN`` or the binary next to ``wshardd``. When the binary is
 missing the tests fail (never skip silently): the test command `tests/all.sh` builds it first.
 """
@@ -31,7 +31,7 @@ from wshard_reader import Episode, read_episode  # noqa: E402
 
 
 def _missing(what: str) -> None:
-    msg = f"{what} not found: build it with `cargo build -p wshard-recorder --bins` or point WSHARDD_BIN at it"
+    msg = f"{what} not found: build it with `cargo build -p wshard-recorder -p wshard-cli --bins` or point WSHARDD_BIN at it"
     pytest.fail(msg, pytrace=False)
 
 

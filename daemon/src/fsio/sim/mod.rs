@@ -151,7 +151,7 @@ pub struct OpRecord {
     pub kind: OpKind,
     pub path: PathBuf,
     /// For renames: the target.
-    pub to: Option<PathBuf>,
+    pub(crate) to: Option<PathBuf>,
     pub outcome: Outcome,
     /// True when this call failed because of an injected fault.
     pub injected: bool,
@@ -219,11 +219,6 @@ impl SimFs {
         st.crash_at = Some(st.ops + n + 1);
     }
 
-    /// Lose power now.
-    pub fn crash_now(&self) {
-        self.lock().crashed = true;
-    }
-
     /// True once power was lost.
     #[must_use]
     pub fn is_crashed(&self) -> bool {
@@ -271,8 +266,9 @@ impl SimFs {
     }
 
     /// The largest length preallocated for the file at `path` (0 when none was).
+    #[cfg(test)]
     #[must_use]
-    pub fn preallocated(&self, path: &Path) -> u64 {
+    pub(crate) fn preallocated(&self, path: &Path) -> u64 {
         let mut st = self.lock();
         st.resolve(path)
             .and_then(|ino| st.file_mut(ino).map(|f| f.reserved))

@@ -61,7 +61,7 @@ enum State {
 
 /// The peer's credentials (`SO_PEERCRED`), `None` when the kernel does not say.
 #[must_use]
-pub fn peer_cred(stream: &UnixStream) -> Option<PeerCred> {
+pub(crate) fn peer_cred(stream: &UnixStream) -> Option<PeerCred> {
     use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
     getsockopt(stream, PeerCredentials).ok().map(|c| PeerCred {
         pid: c.pid(),
@@ -71,7 +71,7 @@ pub fn peer_cred(stream: &UnixStream) -> Option<PeerCred> {
 }
 
 /// Serve one connection until it closes. Never panics on client input.
-pub fn serve(stream: UnixStream, ctx: &Arc<ServerContext>, peer: &str) {
+pub(crate) fn serve(stream: UnixStream, ctx: &Arc<ServerContext>, peer: &str) {
     let accepted = Instant::now();
     let responder = match stream.try_clone() {
         Ok(s) => Arc::new(SocketResponder::counted(s, ctx.registry.clone())),

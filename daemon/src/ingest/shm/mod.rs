@@ -53,7 +53,7 @@ mod tests;
 
 /// A broken ring: the producer broke a rule. Sent as `ERROR{BAD_SHM}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RingError {
+pub(crate) enum RingError {
     #[error("ring head {head} moved backwards (tail {tail})")]
     HeadBackwards { head: u64, tail: u64 },
     #[error("ring head {head} is more than slot_count {slot_count} ahead of tail {tail}")]
@@ -81,7 +81,7 @@ pub enum RingError {
 impl RingError {
     /// As a protocol error (`BAD_SHM`).
     #[must_use]
-    pub fn to_proto(&self) -> ProtoError {
+    pub(crate) fn to_proto(&self) -> ProtoError {
         match self {
             Self::Slot(e) => e.clone(),
             other => ProtoError::BadShm {
@@ -113,7 +113,7 @@ impl Word64 {
 
 /// What [`Ring::poll_slots`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Polled {
+pub(crate) enum Polled {
     /// Nothing published past the slots consumed.
     Empty,
     /// A slot was consumed: its records are in the buffer, this many timesteps.
@@ -141,7 +141,7 @@ impl Word32 {
 
 /// A mapped, checked ring of one episode. Unmapped on drop.
 #[derive(Debug)]
-pub struct Ring {
+pub(crate) struct Ring {
     base: NonNull<u8>,
     map_len: usize,
     slot_size: u32,
@@ -164,7 +164,7 @@ impl Ring {
     ///
     /// # Errors
     /// [`ProtoError::BadShm`] naming what is wrong; the fds are closed.
-    pub fn attach(
+    pub(crate) fn attach(
         fds: Vec<OwnedFd>,
         slot_size: u32,
         slot_count: u32,
@@ -253,40 +253,34 @@ impl Ring {
         unsafe { &*self.base.as_ptr().add(offset).cast::<AtomicU32>() }
     }
 
-    /// Slots consumed so far (the daemon's `tail`).
-    #[must_use]
-    pub fn consumed(&self) -> u64 {
-        self.tail
-    }
-
     /// `head` as the producer last published it (acquire), unchecked.
     #[must_use]
-    pub fn published(&self) -> u64 {
+    pub(crate) fn published(&self) -> u64 {
         self.atomic_u64(Word64::Head).load(Ordering::Acquire)
     }
 
     /// `slot_count`.
     #[must_use]
-    pub fn slot_count(&self) -> u32 {
+    pub(crate) fn slot_count(&self) -> u32 {
         self.slot_count
     }
 
     /// The backpressure policy of `SHM_ATTACH`.
     #[must_use]
-    pub fn policy(&self) -> RingPolicy {
+    pub(crate) fn policy(&self) -> RingPolicy {
         self.policy
     }
 
     /// `drop_oldest`: slots the producer took back before they were consumed.
     #[must_use]
-    pub fn taken_back(&self) -> u64 {
+    pub(crate) fn taken_back(&self) -> u64 {
         self.taken_back
     }
 
     /// The producer's counters `(dropped_steps, dropped_batches)` as it last stored them:
     /// untrusted, for logs and the manifest only.
     #[must_use]
-    pub fn producer_dropped(&self) -> (u64, u64) {
+    pub(crate) fn producer_dropped(&self) -> (u64, u64) {
         (
             self.atomic_u64(Word64::DroppedSteps)
                 .load(Ordering::Acquire),
@@ -345,7 +339,7 @@ impl Ring {
 
     /// The `data_ready` eventfd, to wait on.
     #[must_use]
-    pub fn data_ready(&self) -> BorrowedFd<'_> {
+    pub(crate) fn data_ready(&self) -> BorrowedFd<'_> {
         self.data_ready.as_fd()
     }
 
@@ -359,7 +353,7 @@ impl Ring {
     ///
     /// # Errors
     /// [`RingError`] when the producer broke a rule; the ring must not be read again.
-    pub fn poll_slots(&mut self, out: &mut Vec<u8>) -> Result<Polled, RingError> {
+    pub(crate) fn poll_slots(&mut self, out: &mut Vec<u8>) -> Result<Polled, RingError> {
         let (head, tail) = self.positions()?;
         if head == tail {
             return Ok(Polled::Empty);
@@ -470,7 +464,7 @@ impl Ring {
     /// Before sleeping: store `consumer_sleeping = 1`, then re-check `head`. Returns
     /// `true` when the ring is still empty (the producer will write `data_ready` after
     /// its next publish), `false` (and `consumer_sleeping` back at 0) when slots arrived.
-    pub fn prepare_sleep(&mut self) -> bool {
+    pub(crate) fn prepare_sleep(&mut self) -> bool {
         self.atomic_u32(Word32::ConsumerSleeping)
             .store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
@@ -484,7 +478,7 @@ impl Ring {
     }
 
     /// After sleeping: `consumer_sleeping = 0` and reset `data_ready` (non-blocking).
-    pub fn woke(&mut self) {
+    pub(crate) fn woke(&mut self) {
         self.atomic_u32(Word32::ConsumerSleeping)
             .store(0, Ordering::SeqCst);
         let mut buf = [0u8; 8];

@@ -48,7 +48,7 @@ pub struct JournalScan {
     pub first_damage: Option<u64>,
     /// End of the last fragment whose CRC32C verified, whatever it belongs to (a complete
     /// record, a record missing a piece, a continuation without its start).
-    pub intact_end: u64,
+    pub(crate) intact_end: u64,
 }
 
 impl JournalScan {

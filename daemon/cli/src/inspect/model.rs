@@ -1,6 +1,5 @@
 //! `wshard inspect FILE`: the header, one row per block, and what the meta blocks say.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -11,10 +10,8 @@ use wshard::header::ShardHeader;
 use wshard::manifest::Manifest;
 use wshard::read::ShardReader;
 
-use super::describe::{error_about, is_block_read_error};
-use super::episode_view::{EpisodeView, TensorType};
-use super::inspect_render::{write_json, write_text};
-use super::Status;
+use crate::describe::is_block_read_error;
+use crate::episode_view::{EpisodeView, TensorType};
 
 /// What a block holds, as far as the file says.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -188,45 +185,5 @@ impl Inspection {
     #[must_use]
     pub fn ok(&self) -> bool {
         self.notes.is_empty() && self.blocks.iter().all(|b| b.error.is_none())
-    }
-}
-
-/// Run `wshard inspect`: print to `out`, report failures to `err`.
-///
-/// Exit status: [`Status::Ok`] when the file was shown and every block is good,
-/// [`Status::Corrupt`] when some block is bad, the meta blocks are unreadable, or the file
-/// is not a readable shard,
-/// [`Status::Error`] on I/O errors (including failing to write the output).
-pub fn run(path: &Path, opts: InspectOptions, out: &mut dyn Write, err: &mut dyn Write) -> Status {
-    let ins = match Inspection::read(path, opts.verbose) {
-        Ok(ins) => ins,
-        Err(e) => {
-            let _ = writeln!(
-                err,
-                "wshard inspect: {}: {}",
-                path.display(),
-                error_about(path, &e)
-            );
-            return if e.is_io() {
-                Status::Error
-            } else {
-                Status::Corrupt
-            };
-        }
-    };
-    let written = if opts.json {
-        write_json(&ins, opts.verbose, out)
-    } else {
-        write_text(&ins, opts.verbose, out)
-    };
-    match written.and_then(|()| out.flush()) {
-        Err(e) => {
-            if e.kind() != std::io::ErrorKind::BrokenPipe {
-                let _ = writeln!(err, "wshard inspect: writing output: {e}");
-            }
-            Status::Error
-        }
-        Ok(()) if ins.ok() => Status::Ok,
-        Ok(()) => Status::Corrupt,
     }
 }

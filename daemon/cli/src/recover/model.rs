@@ -1,23 +1,23 @@
 //! `wshard recover DIR [--apply]`: offline recovery of one episode directory or of a whole
-//! data directory, with the daemon's own code ([`crate::recovery`]). A dry run by default:
+//! data directory, with the daemon's own code ([`wshard_recorder::recovery`]). A dry run by default:
 //! every decision is made and reported, nothing is changed. Refuses to run while a live
 //! `wshardd` (or another `wshard recover --apply`) holds the data directory's lock.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::episode::layout::{
+use wshard_recorder::episode::layout::{
     validate_episode_id, EpisodeIdError, JOURNAL_PREFIX, JOURNAL_SUFFIX, MAX_EPISODE_ID_BYTES,
 };
-use crate::error::StorageError;
-use crate::fsio::{Fs, RealFs};
-use crate::recovery::{recover_all_with, recover_episode_with, RecoveryMode, RecoveryReport};
-use crate::runtime::lock::{self, LockError};
-use crate::session::SessionSettings;
-
-use super::recover_render::{write_json, write_text};
+use wshard_recorder::error::StorageError;
+use wshard_recorder::fsio::{Fs, RealFs};
+use wshard_recorder::recovery::{
+    recover_all_with, recover_episode_with, RecoveryMode, RecoveryReport,
+};
+use wshard_recorder::runtime::lock::{self, LockError};
+use wshard_recorder::session::SessionSettings;
 
 /// How `wshard recover` runs and prints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -216,7 +216,7 @@ fn classify(dir: &Path) -> Result<(PathBuf, Option<String>), RecoverError> {
     Ok((data_dir, Some(id)))
 }
 
-fn recover(dir: &Path, opts: RecoverOptions) -> Result<RecoverRun, RecoverError> {
+pub(super) fn recover(dir: &Path, opts: RecoverOptions) -> Result<RecoverRun, RecoverError> {
     let (data_dir, episode) = classify(dir)?;
     let mode = if opts.apply {
         RecoveryMode::Apply
@@ -260,45 +260,6 @@ fn recover(dir: &Path, opts: RecoverOptions) -> Result<RecoverRun, RecoverError>
         mode,
         episodes,
     })
-}
-
-/// Run `wshard recover`.
-///
-/// Exit status ([`RecoverStatus::code`]): 0 nothing lost (or nothing to do), 3 data was (or
-/// would be) lost, 1 recovery failed on input it cannot handle, 2 usage or I/O error or
-/// the data directory is locked by a live daemon.
-pub fn run(
-    dir: &Path,
-    opts: RecoverOptions,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> RecoverStatus {
-    let run = match recover(dir, opts) {
-        Ok(r) => r,
-        Err(message) => {
-            let _ = writeln!(err, "wshard recover: {message}");
-            return RecoverStatus::Error;
-        }
-    };
-    let written = if opts.json {
-        write_json(&run, out)
-    } else {
-        write_text(&run, out)
-    };
-    for e in &run.episodes {
-        if let EpisodeOutcome::Failed(id, e) = e {
-            let _ = writeln!(err, "wshard recover: episode {id}: recovery failed: {e}");
-        }
-    }
-    match written.and_then(|()| out.flush()) {
-        Ok(()) => run.status(),
-        Err(e) => {
-            if e.kind() != io::ErrorKind::BrokenPipe {
-                let _ = writeln!(err, "wshard recover: writing output: {e}");
-            }
-            RecoverStatus::Error
-        }
-    }
 }
 
 #[cfg(test)]

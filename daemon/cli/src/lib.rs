@@ -1,17 +1,15 @@
 //! The operator CLI `wshard`: inspect, verify, recover and read what the daemon wrote.
-//! It may call `control` (client side), `runtime` (the lock), `recovery` and everything below.
+//! It calls the daemon library `wshard_recorder` (`control::protocol` for the requests,
+//! `runtime::lock`, `recovery`, `journal`, `episode::layout`, `fsio`) and never the reverse.
 //!
 //! - [`inspect`]: `wshard inspect FILE`, gathering what a shard holds into an [`inspect::Inspection`].
-//! - [`inspect_render`]: printing an inspection as a text table or as JSON.
 //! - [`peek`]: `wshard inspect --peek FILE.wal`, the records and corrupt regions of a journal.
-//! - [`peek_render`]: printing a journal peek as text or JSON.
 //! - [`episode_view`]: the dtype and shape of each block of a WShard episode, from its meta blocks.
 //! - [`verify`]: `wshard verify PATH...`, walking files and directories and following manifests.
 //! - [`check`]: checking one file (every block's CRC, episode and manifest structure).
 //! - [`deep`]: `verify --deep` on an episode: every block's length against its meta.
 //! - [`report`]: the result of checking one file and how it is printed.
 //! - [`recover`]: `wshard recover DIR`, offline recovery with the daemon's code (dry run by default).
-//! - [`recover_render`]: printing what recovery did or would do.
 //! - [`cat`]: `wshard cat FILE BLOCK`, one block's bytes as raw, `.npy` or CSV.
 //! - [`npy`]: the NumPy `.npy` header. [`csv`]: a tensor block as CSV rows.
 //! - [`describe`]: display names for roles, header flags and codecs.
@@ -33,12 +31,9 @@ pub mod deep;
 pub mod describe;
 pub mod episode_view;
 pub mod inspect;
-pub mod inspect_render;
 pub mod npy;
 pub mod peek;
-pub mod peek_render;
 pub mod recover;
-pub mod recover_render;
 pub mod report;
 pub mod table;
 pub mod verify;

@@ -10,7 +10,7 @@ use serde_json::Value;
 use wshardd_config::Config;
 
 use super::control_connect::{connect_error, ConnectError};
-use crate::control::protocol::Request;
+use wshard_recorder::control::protocol::Request;
 
 /// Largest reply read (a status of many episodes is still far below).
 const MAX_REPLY_BYTES: u64 = 64 << 20;

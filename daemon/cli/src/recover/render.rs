@@ -6,9 +6,9 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
-use super::recover::{EpisodeOutcome, RecoverRun};
-use super::table::{Align, Table};
-use crate::recovery::{RecoveryMode, RecoveryReport};
+use super::model::{EpisodeOutcome, RecoverRun};
+use crate::table::{Align, Table};
+use wshard_recorder::recovery::{RecoveryMode, RecoveryReport};
 
 fn write_report(r: &RecoveryReport, dry: bool, out: &mut dyn Write) -> io::Result<()> {
     let prefix = if dry { "[dry run] " } else { "" };
@@ -110,7 +110,7 @@ fn episode_json(e: &EpisodeOutcome) -> Value {
             "lost_data": r.lost_data(),
             "summary": r.summary(),
             "report": r.to_json(),
-            "actions": r.actions.iter().map(crate::recovery::Action::to_json).collect::<Vec<_>>(),
+            "actions": r.actions.iter().map(wshard_recorder::recovery::Action::to_json).collect::<Vec<_>>(),
         }),
         EpisodeOutcome::Failed(id, err) => json!({
             "episode_id": id,

@@ -3,19 +3,17 @@
 //! (SEGMENT with the schema it declares, STEPS with its timesteps and seq range), and every
 //! region the framing could not use, with the 32 KiB block it lies in.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use wshard::consts::MAGIC;
 
-use super::peek_render::{write_json, write_text};
-use super::Status;
-use crate::journal::format::BLOCK_LEN;
-use crate::journal::record::{kind, SegmentHeader};
-use crate::journal::scan::{scan, Corruption};
-use crate::journal::segment::read_segment;
 use wshard_ingest_proto::{iter_records, RECORD_HEADER_BYTES};
+use wshard_recorder::journal::format::BLOCK_LEN;
+use wshard_recorder::journal::record::{kind, SegmentHeader};
+use wshard_recorder::journal::scan::{scan, Corruption};
+use wshard_recorder::journal::segment::read_segment;
 
 /// What one logical record is.
 #[derive(Clone, Debug, PartialEq)]
@@ -218,35 +216,4 @@ pub struct PeekOptions {
     pub verbose: bool,
     /// One JSON object instead of text.
     pub json: bool,
-}
-
-/// Run `wshard inspect --peek` on a journal.
-///
-/// Exit status: [`Status::Ok`] when every byte was usable and the segment header decodes;
-/// [`Status::Corrupt`] otherwise; [`Status::Error`] when the file cannot be read or the
-/// output written.
-pub fn run(path: &Path, opts: PeekOptions, out: &mut dyn Write, err: &mut dyn Write) -> Status {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) => {
-            let _ = writeln!(err, "wshard inspect: {}: {e}", path.display());
-            return Status::Error;
-        }
-    };
-    let peek = JournalPeek::from_bytes(path, &bytes);
-    let written = if opts.json {
-        write_json(&peek, opts.verbose, out)
-    } else {
-        write_text(&peek, opts.verbose, out)
-    };
-    match written.and_then(|()| out.flush()) {
-        Err(e) => {
-            if e.kind() != std::io::ErrorKind::BrokenPipe {
-                let _ = writeln!(err, "wshard inspect: writing output: {e}");
-            }
-            Status::Error
-        }
-        Ok(()) if peek.ok() => Status::Ok,
-        Ok(()) => Status::Corrupt,
-    }
 }

@@ -7,12 +7,12 @@ use wshard::consts::MAGIC;
 use wshard::entry::content_type;
 use wshard::episode::Timebase;
 
-use super::describe::{
+use super::model::{BlockKind, BlockRow, Inspection};
+use crate::describe::{
     codec_code_name, crc_hex, flags_label, header_flag_names, role_label, role_name,
 };
-use super::episode_view::timebase_label;
-use super::inspect::{BlockKind, BlockRow, Inspection};
-use super::table::{Align, Table};
+use crate::episode_view::timebase_label;
+use crate::table::{Align, Table};
 
 fn field(out: &mut dyn Write, key: &str, value: impl std::fmt::Display) -> io::Result<()> {
     writeln!(out, "{key:<20} {value}")

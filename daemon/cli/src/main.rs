@@ -1,12 +1,12 @@
-//! `wshard`: the operator CLI. Parses arguments and dispatches to `wshard_recorder::cli`.
+//! `wshard`: the operator CLI. Parses arguments and dispatches to the `wshard_cli` library.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use wshard_recorder::cli::control::{self, ControlOptions};
-use wshard_recorder::cli::{cat, inspect, peek, recover, verify};
+use wshard_cli::control::{self, ControlOptions};
+use wshard_cli::{cat, inspect, peek, recover, verify};
 
 /// Inspect, verify and recover WShard files and wshardd data directories.
 ///

@@ -5,10 +5,10 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
-use super::peek::{block_of, JournalPeek, RecordKind, RecordRow};
-use super::table::{Align, Table};
-use crate::journal::format::BLOCK_LEN;
-use crate::journal::record::SegmentHeader;
+use super::model::{block_of, JournalPeek, RecordKind, RecordRow};
+use crate::table::{Align, Table};
+use wshard_recorder::journal::format::BLOCK_LEN;
+use wshard_recorder::journal::record::SegmentHeader;
 
 fn field(out: &mut dyn Write, key: &str, value: impl std::fmt::Display) -> io::Result<()> {
     writeln!(out, "{key:<20} {value}")

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::control_client::{request, socket_path, Reply};
 use super::control_render::{render_close, render_episodes, render_status};
-use crate::control::protocol::{Request, DEFAULT_CLOSE_TIMEOUT_MS};
+use wshard_recorder::control::protocol::{Request, DEFAULT_CLOSE_TIMEOUT_MS};
 
 /// Where the control socket is and how to print.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
