@@ -1,8 +1,9 @@
 //! `wshardd`: the durable WShard recorder daemon.
 //!
-//! Threads, not an async runtime: the work is blocking file I/O and fsync, each episode's
-//! ordering is naturally one writer thread, and backpressure is a bounded channel that
-//! blocks the connection's reader (which then stops reading its socket).
+//! The data path runs on threads, not an async runtime: the work is blocking file I/O and
+//! fsync, each episode's ordering is naturally one writer thread, and backpressure is a
+//! bounded channel that blocks the connection's reader (which then stops reading its
+//! socket). Only the optional `/metrics` endpoint runs on a (one-thread) tokio runtime.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
