@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use wshard::manifest::Manifest;
 
 use super::protocol::{ControlError, ErrorKind};
-use super::ControlState;
+use super::state::ControlState;
 use crate::episode::layout::EpisodeLayout;
 use crate::registry::StopReason;
 

@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use wshard::manifest::Manifest;
 
 use super::on_disk::{chunk_files_bytes, on_disk_bytes};
+use super::state::ControlState;
 use super::status::unix_seconds;
-use super::ControlState;
 use crate::episode::layout::{EpisodeLayout, QUARANTINE_DIR};
 
 /// What the manifest of one episode directory says. A finished episode's received payload

@@ -24,7 +24,7 @@ use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
 
 use super::metrics::{self, Format};
-use super::ControlState;
+use super::state::ControlState;
 
 /// Longest request head accepted (request line and headers).
 pub const MAX_HEAD_BYTES: usize = 8192;

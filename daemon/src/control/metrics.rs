@@ -20,8 +20,8 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::TypedMetric;
 use prometheus_client::registry::Registry as Exposition;
 
+use super::state::ControlState;
 use super::status::{disk_state, unix_seconds, DiskState};
-use super::ControlState;
 use crate::registry::LiveEpisode;
 
 /// The text formats of the exposition.

@@ -14,6 +14,8 @@
 //! - [`http`]: `GET /metrics` on `control.metrics_listen` (hyper on a one-thread tokio
 //!   runtime of its own).
 //! - [`accept`]: the control socket's accept loop (a thread per request).
+//! - [`state`]: what the control threads share ([`ControlState`]); the children use it, and
+//!   only this file uses the children, so no two of these modules use each other.
 //!
 //! [`spawn`] starts everything in a [`std::thread::Scope`], from a listener bound with
 //! [`crate::runtime::listeners::bind`] or handed over by socket activation. The control socket
@@ -29,69 +31,15 @@ pub mod protocol;
 pub mod rates;
 pub mod request_io;
 pub mod server;
+pub mod state;
 pub mod status;
 
 use std::os::unix::net::UnixListener;
-use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::Scope;
-use std::time::{Duration, Instant};
-
-use wshardd_config::Config;
 
 use crate::runtime::ServerContext;
-use rates::{RateSampler, SAMPLE_EVERY};
-
-/// What the control socket needs from the config besides the server context (the disk
-/// watermarks are read from `ctx.disk`, which SIGHUP updates).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ControlSettings {
-    /// The control socket path (reported by `status`).
-    pub socket_path: PathBuf,
-}
-
-impl ControlSettings {
-    /// The settings of `cfg`.
-    #[must_use]
-    pub fn from_config(cfg: &Config) -> Self {
-        Self {
-            socket_path: cfg.control.path.clone(),
-        }
-    }
-}
-
-/// Shared by the control threads.
-#[derive(Debug)]
-pub struct ControlState {
-    pub ctx: Arc<ServerContext>,
-    pub settings: ControlSettings,
-    pub rates: RateSampler,
-}
-
-impl ControlState {
-    /// The state for `ctx`.
-    #[must_use]
-    pub fn new(ctx: Arc<ServerContext>, settings: ControlSettings) -> Self {
-        Self {
-            ctx,
-            settings,
-            rates: RateSampler::default(),
-        }
-    }
-}
-
-/// Sample the episodes' counters every [`SAMPLE_EVERY`] until shutdown.
-pub fn sample_loop(st: &ControlState) {
-    let mut next = Instant::now();
-    while !st.ctx.shutdown.load(Ordering::Acquire) {
-        if Instant::now() >= next {
-            st.rates.sample(&st.ctx.registry);
-            next += SAMPLE_EVERY;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+pub use state::{sample_loop, ControlSettings, ControlState};
 
 /// Start the control socket on `socket`, the rate sampler, and the metrics endpoint on
 /// `metrics` when there is one, as threads of `scope`; they return once `ctx.shutdown` is set.

@@ -15,7 +15,8 @@ use super::protocol::{
     ok_reply, parse_request, ControlError, ErrorKind, Request, MAX_REQUEST_BYTES,
 };
 use super::request_io::{drain, read_request, ReadFailure, READ_SLICE};
-use super::{close, episodes, metrics, status, ControlState};
+use super::state::ControlState;
+use super::{close, episodes, metrics, status};
 use crate::ingest::connection::peer_cred;
 use crate::registry::PeerCred;
 

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 
 use super::on_disk::{on_disk_bytes, total_timesteps};
-use super::ControlState;
+use super::state::ControlState;
 use crate::recovery::RecoveryReport;
 use crate::registry::{DaemonCounters, LiveEpisode};
 
