@@ -7,11 +7,11 @@
 //! - [`server`]: `run`, the daemon's main loop: recovery, the sockets, the ingest and control
 //!   threads, reload and shutdown.
 //! - [`control`]: the operator's control socket (status, episodes, close, Prometheus metrics).
-//! - [`ingest`]: the Unix socket: listener, the connection state machine, the socket and
+//! - `ingest`: the Unix socket: listener, the connection state machine, the socket and
 //!   shared-memory transports.
 //! - [`runtime`]: process-level services ingest and control share: the server context and
 //!   the settings from the config, access, disk, sockets, the data directory lock, systemd.
-//! - [`registry`]: the open episodes and daemon counters, for status and metrics.
+//! - `registry`: the open episodes and daemon counters, for status and metrics.
 //! - [`recovery`]: replaying journals after a crash.
 //! - [`session`]: one recording episode: writer and publisher threads, its memory budget.
 //! - [`journal`]: the per-episode journal (LevelDB-log framing with CRC32C).

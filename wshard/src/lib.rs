@@ -22,7 +22,7 @@
 //! - [`codec`]: none / zstd / LZ4 raw block, and when a block is worth compressing.
 //! - [`hash`]: CRC32C and the xxHash64 name hash.
 //! - [`read`]: one validating index parser over files, byte buffers and memory maps.
-//! - [`write`]: the reserve-write-finalize writer, generic over `Write + Seek`.
+//! - [`write`](mod@write): the reserve-write-finalize writer, generic over `Write + Seek`.
 //! - [`episode`]: the WShard profile (role 0x05): episodes, channels, meta JSON, residuals.
 //! - [`manifest`]: chunked episodes and the manifest (role 0x04).
 //!

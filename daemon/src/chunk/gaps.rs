@@ -191,7 +191,7 @@ impl SeqGaps {
     /// The gaps stored in a chunk read back (none when it has no block).
     ///
     /// # Errors
-    /// As [`SeqGaps::decode`].
+    /// As `SeqGaps::decode`.
     pub fn of_episode(ep: &Episode) -> Result<Self, GapsError> {
         ep.aux_block(BLOCK)
             .map_or_else(|| Ok(Self::new()), |b| Self::decode(&b.data))

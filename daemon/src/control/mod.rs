@@ -18,7 +18,7 @@
 //!   only this file uses the children, so no two of these modules use each other.
 //!
 //! [`spawn`] starts everything in a [`std::thread::Scope`], from a listener bound with
-//! [`crate::runtime::listeners::bind`] or handed over by socket activation. The control socket
+//! `crate::runtime::listeners::bind` or handed over by socket activation. The control socket
 //! stays on threads: its `close` verb blocks while an episode is finalized.
 
 pub mod accept;

@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::io::{self, Seek, Write};
 
-/// A file opened for writing through an [`Fs`].
+/// A file opened for writing through an `Fs`.
 pub trait DurableFile: Write + Seek + Send {
     /// `fdatasync`: the data written so far (and the size) is on stable storage.
     ///

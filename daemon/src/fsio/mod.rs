@@ -42,7 +42,7 @@ pub trait Fs: Send + Sync {
 
     /// Create or truncate a file that is written once, sequentially, and synced once
     /// (chunk files): on the real filesystem with `O_DIRECT` where supported
-    /// ([`direct`]); only the position can be asked with `seek`, and the length is final
+    /// (`direct`); only the position can be asked with `seek`, and the length is final
     /// after the first sync. Elsewhere the same as [`Fs::create`].
     ///
     /// # Errors

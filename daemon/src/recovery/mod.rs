@@ -7,11 +7,11 @@
 //!
 //! Every step is atomic and ordered like the live path (publish chunk, commit manifest,
 //! then delete the journal), so recovery can be killed at any point and run again; the
-//! report of a run that was cut is carried forward by the next ([`report`]).
+//! report of a run that was cut is carried forward by the next (`report`).
 //!
 //! Nothing that may hold the only copy of data is deleted: a journal segment is removed
-//! only when [`fate::journal_fate`] finds everything intact in it in a listed chunk, and a
-//! listed chunk is verified before the journal that could rebuild it goes ([`listed`]).
+//! only when `fate::journal_fate` finds everything intact in it in a listed chunk, and a
+//! listed chunk is verified before the journal that could rebuild it goes (`listed`).
 //!
 //! With [`RecoveryMode::DryRun`] every decision is the same but no file changes: each step
 //! that would change one is only recorded in [`RecoveryReport::actions`].

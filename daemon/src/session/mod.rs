@@ -6,7 +6,7 @@
 //! queue. When the queue is full the connection blocks, so it stops reading its socket and
 //! the client blocks in turn: memory stays bounded by the queue and two chunks (plus the
 //! idle record buffers kept for reuse, at most a quarter of the queue's bytes, see
-//! [`recycle`]).
+//! `recycle`).
 
 pub(crate) mod failure;
 pub(crate) mod memory;
@@ -208,7 +208,7 @@ impl Session {
     }
 
     /// FLUSH: make everything submitted durable now, and answer with a `DURABLE` covering
-    /// it (see [`SessionShared::answer_durable`]).
+    /// it (see `SessionShared::answer_durable`).
     pub fn flush(&self) {
         if let Some(tx) = &self.tx {
             let _ = tx.send(WriterMsg::Flush);

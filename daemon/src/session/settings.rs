@@ -10,7 +10,7 @@ use wshardd_config::FsyncPolicy;
 pub struct Rotation {
     pub max_timesteps: u64,
     /// `rotation.max_bytes`: the episode's chunk memory budget, which its chunks share
-    /// (what one chunk may hold is [`super::chunk_byte_limit`]).
+    /// (what one chunk may hold is `super::chunk_byte_limit`).
     pub max_bytes: u64,
     pub max_age: Duration,
 }

@@ -6,7 +6,7 @@
 //!   [`OpenEpisode::validate`] checks it against [`SchemaLimits`].
 //! - [`timestep`]: step records, [`TimestepBatch`] (one buffer per batch) and
 //!   [`TimestepRef`].
-//! - [`codec`]: [`check`] (framing), [`parse`]; [`encode`]; [`FrameDecoder`] for read loops;
+//! - [`codec`]: [`check`] (framing), [`parse`]; [`encode`](fn@encode); [`FrameDecoder`] for read loops;
 //!   [`BatchEncoder`] to write batches straight into a send buffer.
 //! - [`ring`]: the shared-memory ring's layout, geometry rules and header encodings
 //!   (`SHM_ATTACH`, docs/PROTOCOL.md "Shared-memory transport").

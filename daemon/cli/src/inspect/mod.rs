@@ -1,5 +1,5 @@
-//! `wshard inspect FILE`: [`model`] reads what a shard holds into an [`Inspection`],
-//! [`render`] prints it as text or JSON; [`run`] does both. `render` uses `model`, never the
+//! `wshard inspect FILE`: `model` reads what a shard holds into an `Inspection`,
+//! `render` prints it as text or JSON; `run` does both. `render` uses `model`, never the
 //! reverse.
 
 mod model;

@@ -1,5 +1,5 @@
-//! `wshard inspect --peek FILE.wal`: [`model`] reads a journal segment into a
-//! [`JournalPeek`], [`render`] prints it as text or JSON; [`run`] does both. `render` uses
+//! `wshard inspect --peek FILE.wal`: `model` reads a journal segment into a
+//! `JournalPeek`, `render` prints it as text or JSON; `run` does both. `render` uses
 //! `model`, never the reverse.
 
 mod model;

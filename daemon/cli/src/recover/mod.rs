@@ -1,5 +1,5 @@
-//! `wshard recover DIR [--apply]`: [`model`] runs the daemon's recovery on a directory
-//! into a [`RecoverRun`], [`render`] prints it as text or JSON; [`run`] does both.
+//! `wshard recover DIR [--apply]`: `model` runs the daemon's recovery on a directory
+//! into a `RecoverRun`, `render` prints it as text or JSON; `run` does both.
 //! `render` uses `model`, never the reverse.
 
 mod model;

@@ -4,10 +4,10 @@
 //! Damage costs only what it touches. A fragment that does not verify (bad CRC, impossible
 //! kind or length, torn at the end of the file), zeros where a header should be, or a
 //! fragment out of sequence is reported, and reading resumes at the next record start in
-//! the same block ([`super::resync`]), or else at the next block. Besides the records and
+//! the same block (`super::resync`), or else at the next block. Besides the records and
 //! the regions, the scan says where the file first stopped reading as the writer wrote it
 //! ([`JournalScan::first_damage`]) and where the last fragment that verified ends
-//! ([`JournalScan::intact_end`]): when the latter is past the former, intact bytes follow
+//! (`JournalScan::intact_end`): when the latter is past the former, intact bytes follow
 //! the damage, which is what tells a torn tail (nothing intact after it) from damage in
 //! the middle of the file.
 
