@@ -252,3 +252,14 @@ pub fn assert_verify_ok(data_dir: &Path) -> VerifyRun {
     assert!(run.ok(), "{run}");
     run
 }
+
+/// A finished command's exit code, stdout and stderr, for assertion messages.
+#[must_use]
+pub fn output_text(o: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}

@@ -93,3 +93,24 @@ impl Drop for Tmpfs {
         let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
     }
 }
+
+/// The uid and gid tests drop to (`nobody` on Debian).
+pub const NOBODY: u32 = 65_534;
+
+/// Run `client` (the `access_client` test binary: `SOCKET ID STEPS`) as uid/gid [`NOBODY`]
+/// against `d`: its output (stdout line, then stderr) and whether it exited 0.
+#[must_use]
+pub fn client_as_nobody(client: &Path, d: &crate::Daemon, id: &str, n: u64) -> (String, bool) {
+    use std::os::unix::process::CommandExt;
+    let out = Command::new(client)
+        .arg(d.socket())
+        .arg(id)
+        .arg(n.to_string())
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .output()
+        .expect("cannot run the access client");
+    let line = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    (format!("{line}{err}"), out.status.success())
+}

@@ -13,17 +13,14 @@
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::os::unix::process::CommandExt;
-use std::process::Command;
+use std::path::Path;
 
 use wshard_client::{ClientError, Durability, Outcome};
 use wshard_e2e::check::check_episode;
-use wshard_e2e::privileged::require_root;
+use wshard_e2e::privileged::{self, require_root, NOBODY};
 use wshard_e2e::raw::{timestep_frame, RawConn};
 use wshard_e2e::{data, Daemon, DaemonOptions, TIMEOUT};
 use wshard_ingest_proto::{ErrorCode, Frame};
-
-const NOBODY: u32 = 65_534;
 
 /// A daemon whose socket anyone may open (mode 0666, directory 0755), with `access` as
 /// its `[access]` table.
@@ -42,17 +39,7 @@ fn start_open_socket(access: &str) -> Daemon {
 
 /// Run `access_client` as uid/gid `NOBODY`: its one output line and whether it exited 0.
 fn client_as_nobody(d: &Daemon, id: &str, n: u64) -> (String, bool) {
-    let out = Command::new(env!("CARGO_BIN_EXE_access_client"))
-        .arg(d.socket())
-        .arg(id)
-        .arg(n.to_string())
-        .uid(NOBODY)
-        .gid(NOBODY)
-        .output()
-        .unwrap();
-    let line = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    (format!("{line}{err}"), out.status.success())
+    privileged::client_as_nobody(Path::new(env!("CARGO_BIN_EXE_access_client")), d, id, n)
 }
 
 #[test]

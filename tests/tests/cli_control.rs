@@ -15,10 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wshard_client::{Durability, Outcome};
-use wshard_e2e::privileged::require_root;
+use wshard_e2e::privileged::{require_root, NOBODY};
 use wshard_e2e::{bins, data, Daemon, DaemonOptions, TIMEOUT};
-
-const NOBODY: u32 = 65_534;
 
 fn control_socket(d: &Daemon) -> PathBuf {
     d.root().join("wshardd-control.sock")
@@ -34,12 +32,7 @@ fn wshard_cmd(d: &Daemon, args: &[&str]) -> Command {
 }
 
 fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    wshard_e2e::check::output_text(o)
 }
 
 /// `wshard ARGS` must exit 0; its stdout.

@@ -33,12 +33,7 @@ fn wshard(d: &Daemon, args: &[&str]) -> Output {
 }
 
 fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    wshard_e2e::check::output_text(o)
 }
 
 fn json_ok(d: &Daemon, args: &[&str]) -> Value {

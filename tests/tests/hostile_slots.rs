@@ -21,7 +21,7 @@
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -30,7 +30,7 @@ use serde_json::Value;
 use wshard_client::{Durability, Outcome, Transport};
 use wshard_e2e::abuse::{self, assert_contains};
 use wshard_e2e::check::{check_episode, wait_final};
-use wshard_e2e::privileged::require_root;
+use wshard_e2e::privileged::{self, require_root};
 use wshard_e2e::raw::{timestep_frame, RawConn, Recv};
 use wshard_e2e::{bins, data, Daemon, DaemonOptions, TIMEOUT};
 use wshard_ingest_proto::{encode_to_vec, ErrorCode, Frame, PROTOCOL_VERSION};
@@ -40,8 +40,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
 }
-
-const NOBODY: u32 = 65_534;
 
 /// Start a daemon whose `[limits]` table also holds `limits`. With `open_socket`, anyone
 /// may connect (socket 0666 in a 0755 directory), for a second uid.
@@ -265,17 +263,7 @@ fn hostile_connection_without_an_episode_is_cut_at_its_deadline() {
 
 /// Run `access_client` as uid/gid `NOBODY`: its one output line and whether it exited 0.
 fn client_as_nobody(d: &Daemon, id: &str, n: u64) -> (String, bool) {
-    let out = Command::new(env!("CARGO_BIN_EXE_access_client"))
-        .arg(d.socket())
-        .arg(id)
-        .arg(n.to_string())
-        .uid(NOBODY)
-        .gid(NOBODY)
-        .output()
-        .unwrap();
-    let line = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    (format!("{line}{err}"), out.status.success())
+    privileged::client_as_nobody(Path::new(env!("CARGO_BIN_EXE_access_client")), d, id, n)
 }
 
 #[test]
