@@ -105,11 +105,15 @@ impl ReadError {
     pub(crate) fn full_message(&self) -> String {
         let mut out = String::new();
         if let Some(s) = &self.stream {
-            out.push_str(&format!("stream `{s}`: "));
+            let named = format!("stream `{s}`");
+            // Errors of the episode-directory reader already name their stream.
+            if !self.message.contains(&named) {
+                out.push_str(&format!("{named}: "));
+            }
         }
         if let Some(p) = &self.path {
             let shown = p.display().to_string();
-            // FormatError::Io already names the path in its text.
+            // Many errors of the format library already name their file.
             if !self.message.contains(&shown) {
                 out.push_str(&format!("{shown}: "));
             }

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use wshard::codec::StoredCodec;
 use wshard::consts::role;
 use wshard::episode::meta::{parse_channels_meta, parse_episode_meta, parse_object, ChannelDef};
-use wshard::episode::{names, DType, Timebase};
+use wshard::episode::{names, DType, Lane, Timebase};
+use wshard::episode_dir::index::ChannelEntry;
 use wshard::manifest::Manifest;
 use wshard::read::MappedShard;
 
@@ -59,6 +60,29 @@ impl ChannelSpec {
             lane: lane.prefix(),
             dtype: def.dtype,
             shape: def.shape.clone(),
+        })
+    }
+
+    /// A channel as the episode index lists it (for a stream without chunks yet).
+    pub(crate) fn from_entry(e: &ChannelEntry) -> ReadResult<Self> {
+        let bad = |what: &str| {
+            ReadError::new(
+                Kind::Invalid,
+                format!("channel `{}`: unknown {what}", e.name),
+            )
+            .field(e.name.clone())
+        };
+        let lane = match e.lane.as_str() {
+            "signal" => Lane::Signal,
+            "action" => Lane::Action,
+            _ => return Err(bad("lane")),
+        };
+        Ok(Self {
+            name: e.name.clone(),
+            block: format!("{}/{}", lane.prefix(), e.name),
+            lane: lane.prefix(),
+            dtype: DType::parse(&e.dtype).map_err(|_| bad("dtype"))?,
+            shape: e.shape.clone(),
         })
     }
 
@@ -207,25 +231,6 @@ pub(crate) fn read_stream_layout(manifest_path: &Path, verify: bool) -> ReadResu
             .at(manifest_path)
             .field("chunks")
     })
-}
-
-/// Timebase and channels of the stream whose manifest is `manifest_path`, from chunk 0's
-/// metadata; `None` when the manifest lists no chunk yet.
-pub(crate) fn stream_head(
-    manifest_path: &Path,
-) -> ReadResult<Option<(Timebase, Vec<ChannelSpec>)>> {
-    let manifest =
-        Manifest::read_file(manifest_path).map_err(|e| ReadError::format(&e, manifest_path))?;
-    let Some(first) = manifest.chunks.iter().min_by_key(|c| c.chunk_index) else {
-        return Ok(None);
-    };
-    let path = manifest_path
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-        .join(&first.uri);
-    let shard = MappedShard::open(&path).map_err(|e| ReadError::format(&e, &path))?;
-    let head = chunk_head(&shard).map_err(|e| ReadError::format(&e, &path))?;
-    Ok(Some((head.timebase, head.channels)))
 }
 
 /// Compare every chunk's SHA-256 with the manifest; the first bad chunk is the error.

@@ -7,8 +7,10 @@
 
 use pyo3::prelude::*;
 
+mod aligned;
 mod episode;
 mod errors;
+mod errors_dir;
 mod fixtures;
 mod layout;
 mod pylayout;
