@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import mmap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -179,3 +180,19 @@ def make_multi(root: Path, ep_id: str, m: Multi) -> Path:
         }
         (folder / f"{ep_id}_annotations.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return folder
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal dtype, shape and bytes (NaN payloads and -0.0 included)."""
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def mapped(a: np.ndarray) -> bool:
+    """True when ``a`` is a view whose base chain ends in a memory map (numpy.frombuffer
+    keeps a memoryview of the map as the base)."""
+    base = a
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    return isinstance(base, mmap.mmap)

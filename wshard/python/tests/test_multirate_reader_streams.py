@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 import importlib.util
-import mmap
 import shutil
 import sys
 from pathlib import Path
@@ -16,25 +15,9 @@ import pytest
 import wshard_reader
 from wshard_reader import _native
 
-from conftest import GOLDEN_DATADIR, REPO, Chan, Stream, make_single
+from conftest import GOLDEN_DATADIR, REPO, Chan, Stream, make_single, mapped, same_bits
 
 T0 = 1_700_000_000_000_000_000
-
-
-def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    """Equal dtype, shape and bytes (NaN payloads and -0.0 included)."""
-    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
-
-
-def mapped(a: np.ndarray) -> bool:
-    """True when ``a`` is a view whose base chain ends in a memory map (numpy.frombuffer
-    keeps a memoryview of the map as the base)."""
-    base = a
-    while isinstance(base, np.ndarray) and base.base is not None:
-        base = base.base
-    if isinstance(base, memoryview):
-        base = base.obj
-    return isinstance(base, mmap.mmap)
 
 
 def joints(n: int, rng: np.random.Generator) -> Stream:
