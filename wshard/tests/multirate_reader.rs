@@ -418,3 +418,15 @@ fn multirate_reader_corrupt_chunk_names_the_stream() {
     );
     assert!(e.to_string().contains("crc32c"), "{e}");
 }
+
+/// The Python binding hands these across threads (and releases the GIL while reading).
+#[test]
+fn multirate_reader_types_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<EpisodeDir>();
+    check::<wshard::episode_dir::StreamData>();
+    check::<wshard::episode_dir::ChannelData>();
+    check::<wshard::align::AlignedTable>();
+    check::<EpisodeDirError>();
+    check::<AlignError>();
+}
