@@ -69,6 +69,18 @@ def test_multirate_reader_multi_chunk_stream_is_joined(tmp_path: Path) -> None:
     assert same_bits(data.timestamps_ns, s.t_ns.astype("<i8"))
 
 
+def test_multirate_reader_stream_chunks_are_each_in_place(tmp_path: Path) -> None:
+    s = joints(23, np.random.default_rng(5))
+    s.chunk_steps = 10
+    ep = wshard_reader.open_episode(make_single(tmp_path, "ep1", s))
+    parts = ep.stream_chunks("main")
+    assert [len(p.timestamps_ns) for p in parts] == [10, 10, 3]
+    for name, c in s.channels.items():
+        assert all(mapped(p[name]) for p in parts), name
+        assert same_bits(np.concatenate([p[name] for p in parts]), c.values), name
+    assert same_bits(np.concatenate([p.timestamps_ns for p in parts]), s.t_ns.astype("<i8"))
+
+
 @pytest.mark.parametrize("codec", ["zstd", "lz4"])
 def test_multirate_reader_compressed_blocks_are_decoded_once(tmp_path: Path, codec: str) -> None:
     n = 400

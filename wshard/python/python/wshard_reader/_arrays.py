@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -107,30 +107,49 @@ def _join(parts: List[np.ndarray], dtype: np.dtype, shape: Tuple[int, ...]) -> n
     return np.concatenate(parts)
 
 
+def _chunk_arrays(
+    layout: Dict[str, Any], chunk: Dict[str, Any], start: int
+) -> Tuple[List[np.ndarray], np.ndarray]:
+    """One chunk's channel arrays (same order as ``layout["channels"]``) and timestamps;
+    ``start`` is the chunk's first step in the stream."""
+    f = _ChunkFile(chunk)
+    steps = int(chunk["steps"])
+    arrays = []
+    for spec, block in zip(layout["channels"], chunk["channels"]):
+        shape = tuple(int(d) for d in spec["shape"])
+        arrays.append(_block_array(block, f, numpy_dtype(spec["dtype"]), shape, steps))
+    if chunk["timestamps"] is not None:
+        ts = _block_array(chunk["timestamps"], f, TIMESTAMP_DTYPE, (), steps)
+    else:
+        # A ticks stream without time/timestamps_ns: step k at k * dt_ns.
+        ts = np.arange(start, start + steps, dtype=np.int64) * np.int64(layout["dt_ns"])
+    return arrays, ts
+
+
+def assemble_chunks(
+    layout: Dict[str, Any],
+) -> List[Tuple[Dict[str, np.ndarray], np.ndarray]]:
+    """Per chunk: channel arrays ``[T_chunk, *shape]`` and timestamps, each in place when
+    stored raw and aligned."""
+    out = []
+    start = 0
+    names = [s["name"] for s in layout["channels"]]
+    for chunk in layout["chunks"]:
+        arrays, ts = _chunk_arrays(layout, chunk, start)
+        out.append((dict(zip(names, arrays)), ts))
+        start += int(chunk["steps"])
+    return out
+
+
 def assemble(
     layout: Dict[str, Any],
 ) -> Tuple[Dict[str, np.ndarray], np.ndarray]:
-    """Per-channel arrays ``[T, *shape]`` and the ``[T]`` int64 timestamps of one stream."""
-    specs: Sequence[Dict[str, Any]] = layout["channels"]
-    kinds = [(numpy_dtype(s["dtype"]), tuple(int(d) for d in s["shape"])) for s in specs]
-    parts: List[List[np.ndarray]] = [[] for _ in specs]
-    ts_parts: List[np.ndarray] = []
-    start = 0
-    for chunk in layout["chunks"]:
-        f = _ChunkFile(chunk)
-        steps = int(chunk["steps"])
-        for i, block in enumerate(chunk["channels"]):
-            dtype, shape = kinds[i]
-            parts[i].append(_block_array(block, f, dtype, shape, steps))
-        if chunk["timestamps"] is not None:
-            ts_parts.append(_block_array(chunk["timestamps"], f, TIMESTAMP_DTYPE, (), steps))
-        else:
-            # A ticks stream without time/timestamps_ns: step k at k * dt_ns.
-            ts_parts.append(
-                np.arange(start, start + steps, dtype=np.int64) * np.int64(layout["dt_ns"])
-            )
-        start += steps
-    channels = {
-        s["name"]: _join(p, k[0], k[1]) for s, p, k in zip(specs, parts, kinds)
-    }
-    return channels, _join(ts_parts, TIMESTAMP_DTYPE, ())
+    """Per-channel arrays ``[T, *shape]`` and the ``[T]`` int64 timestamps of one stream
+    (several chunks joined with one copy)."""
+    chunks = assemble_chunks(layout)
+    channels = {}
+    for spec in layout["channels"]:
+        shape = tuple(int(d) for d in spec["shape"])
+        parts = [c[0][spec["name"]] for c in chunks]
+        channels[spec["name"]] = _join(parts, numpy_dtype(spec["dtype"]), shape)
+    return channels, _join([c[1] for c in chunks], TIMESTAMP_DTYPE, ())

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _native
 from ._aligned import aligned_arrays, staleness_ns
-from ._arrays import assemble, numpy_dtype
+from ._arrays import assemble, assemble_chunks, numpy_dtype
 from .errors import InvalidEpisodeError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -180,6 +180,16 @@ class Episode:
         channels, timestamps = assemble(layout)
         _check_order(name, self.streams[name].manifest, timestamps)
         return StreamData(name, channels, timestamps)
+
+    def stream_chunks(self, name: str, *, verify: bool = True) -> List[StreamData]:
+        """Stream ``name`` chunk by chunk, without joining: every array whose block is
+        stored raw and aligned is a view of its chunk file's memory map (no copy at all,
+        whatever the number of chunks). ``verify`` as for :meth:`stream`."""
+        layout = self._native.stream_layout(name, verify)
+        parts = assemble_chunks(layout)
+        if parts:
+            _check_order(name, self.streams[name].manifest, np.concatenate([p[1] for p in parts]))
+        return [StreamData(name, channels, ts) for channels, ts in parts]
 
     def aligned(
         self,
