@@ -179,3 +179,13 @@ def test_multirate_reader_reads_a_wshardd_0_1_episode(tmp_path: Path) -> None:
         assert data[name].tobytes() == other.channel(f"signal/{name}")
     assert data["cmd"].tobytes() == other.channel("action/cmd")
     assert data.timestamps_ns.tolist() == other.timestamps
+
+
+def test_multirate_reader_unrecovered_wshardd_0_1_episode_reads_empty(tmp_path: Path) -> None:
+    """legacy-recording: cut by SIGKILL before its first chunk was published; until recovery
+    turns its journals into chunks, its manifest lists none."""
+    shutil.copytree(GOLDEN_DATADIR / "legacy-recording", tmp_path / "legacy-recording")
+    ep = wshard_reader.open_episode(tmp_path / "legacy-recording")
+    assert ep.status == "recording" and ep.streams["main"].steps == 0
+    data = ep.stream("main")
+    assert len(data) == 0 and data.timestamps_ns.shape == (0,)
