@@ -152,7 +152,7 @@ def test_multirate_reader_ticks_stream_without_timestamps(tmp_path: Path) -> Non
 
 def _independent_reader():
     """The Python client tests' own WShard parser (no Rust), loaded under another name."""
-    path = REPO / "ingest-adapters" / "python" / "tests" / "wshard_reader.py"
+    path = REPO / "ingest-adapters" / "python" / "tests" / "shard_parse.py"
     spec = importlib.util.spec_from_file_location("independent_wshard_reader", path)
     mod = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
