@@ -16,7 +16,7 @@ use wshard::manifest::{ChunkRef, Manifest};
 use super::plan::{Action, RecoveryMode};
 use super::report::{RecoveryReport, MANIFEST_KEY};
 use crate::chunk::publish::{commit_manifest, publish_chunk};
-use crate::episode::layout::{EpisodeLayout, QUARANTINE_DIR};
+use crate::episode::layout::EpisodeLayout;
 use crate::error::StorageError;
 use crate::fsio::Fs;
 use crate::session::SessionSettings;
@@ -75,14 +75,12 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Move `path` into `data_dir/quarantine/{episode}/`, never overwriting. The report
+    /// Move `path` into `data_dir/quarantine/{episode}/` (a stream's files: into
+    /// `data_dir/quarantine/{episode}/streams/{stream}/`), never overwriting. The report
     /// naming it is committed first, so that a cut after the move cannot lose the record
     /// of it (except for the manifest itself, which is what a commit would replace).
     pub(crate) fn quarantine(&mut self, path: &Path, reason: &str) -> Result<(), StorageError> {
-        let qdir = self
-            .data_dir
-            .join(QUARANTINE_DIR)
-            .join(&self.layout.episode_id);
+        let qdir = self.layout.quarantine_dir(self.data_dir);
         let mut target = qdir.join(file_name(path));
         let mut n = 1;
         while self.fs.exists(&target) {
@@ -98,12 +96,15 @@ impl<'a> Run<'a> {
             self.fs
                 .create_dir_all(&qdir)
                 .map_err(|e| StorageError::io("create quarantine directory", &qdir, e))?;
-            // The quarantine directories themselves must survive a power cut.
-            let qroot = self.data_dir.join(QUARANTINE_DIR);
-            for dir in [&qroot, self.data_dir] {
+            // The quarantine directories themselves must survive a power cut: every one
+            // from the episode's (or stream's) up to the data directory.
+            for dir in qdir.ancestors().skip(1) {
                 self.fs
                     .sync_dir(dir)
                     .map_err(|e| StorageError::io("fsync directory", dir, e))?;
+                if dir == self.data_dir {
+                    break;
+                }
             }
             self.fs
                 .move_aside(path, &target)
