@@ -25,6 +25,7 @@
 //! - [`write`](mod@write): the reserve-write-finalize writer, generic over `Write + Seek`.
 //! - [`episode`]: the WShard profile (role 0x05): episodes, channels, meta JSON, residuals.
 //! - [`manifest`]: chunked episodes and the manifest (role 0x04).
+//! - [`episode_dir`]: multi-stream episode directories: index, events, annotations.
 //!
 //! The library never fsyncs; durability belongs to the caller.
 
@@ -34,6 +35,7 @@ pub mod codec;
 pub mod consts;
 pub mod entry;
 pub mod episode;
+pub mod episode_dir;
 mod error;
 pub mod hash;
 pub mod header;
