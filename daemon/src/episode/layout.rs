@@ -33,7 +33,7 @@ pub const JOURNAL_SUFFIX: &str = ".wal";
 /// Name of the directory recovery moves unusable files into.
 pub const QUARANTINE_DIR: &str = "quarantine";
 /// The folder of a multi-stream episode holding one folder per stream.
-pub const STREAMS_DIR: &str = "streams";
+pub const STREAMS_DIR: &str = wshard::episode_dir::names::STREAMS_DIR;
 
 /// What is wrong with an episode id; every message names the id.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -79,6 +79,7 @@ pub(super) fn open(open: OpenEpisode, link: &Link) -> Option<Recording> {
             tracing::info!(peer = %link.peer, episode = %id, durability = durability.as_str(), "episode opened");
             let registration = ctx.registry.register(NewEpisode {
                 episode_id: id.clone(),
+                multi: None,
                 peer: link.peer.clone(),
                 client_name: link.client_name.clone(),
                 cred: link.cred,
