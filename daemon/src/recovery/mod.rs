@@ -21,6 +21,7 @@ mod chunks;
 pub(crate) mod fate;
 mod journals;
 mod listed;
+pub mod multi;
 pub(crate) mod plan;
 pub(crate) mod replay;
 pub(crate) mod report;
@@ -33,6 +34,7 @@ use std::sync::Arc;
 use wshard::manifest::Manifest;
 use wshard::read::ShardReader;
 
+pub use multi::MultiRecovery;
 pub use plan::{Action, RecoveryMode};
 pub use report::{Discarded, RecoveryReport};
 
@@ -125,8 +127,28 @@ pub fn recover_episode_with(
     settings: &SessionSettings,
     mode: RecoveryMode,
 ) -> Result<Option<RecoveryReport>, StorageError> {
-    let fs_ref: &dyn Fs = &**fs;
+    if multi::is_multi_stream(&**fs, &data_dir.join(episode_id), episode_id) {
+        return multi::recover_multi(fs, data_dir, episode_id, settings, mode)
+            .map(|r| r.map(MultiRecovery::into_episode_report));
+    }
     let layout = EpisodeLayout::new(data_dir, episode_id);
+    recover_layout(fs, data_dir, layout, episode_id, settings, mode)
+}
+
+/// Recover the episode (or stream) files of `layout`; its report is named `report_id`.
+///
+/// # Errors
+/// As [`recover_episode_with`].
+pub(crate) fn recover_layout(
+    fs: &Arc<dyn Fs>,
+    data_dir: &Path,
+    layout: EpisodeLayout,
+    report_id: &str,
+    settings: &SessionSettings,
+    mode: RecoveryMode,
+) -> Result<Option<RecoveryReport>, StorageError> {
+    let fs_ref: &dyn Fs = &**fs;
+    let episode_id = report_id;
     let files = list(fs_ref, &layout)?;
     let existing = if fs_ref.exists(&layout.manifest()) {
         read_manifest(fs_ref, &layout.manifest())
@@ -142,7 +164,7 @@ pub fn recover_episode_with(
     }
     let report = starting_report(episode_id, existing.as_ref());
     let unreadable = existing.is_none() && fs_ref.exists(&layout.manifest());
-    let manifest = existing.unwrap_or_else(|| Manifest::new(episode_id, ""));
+    let manifest = existing.unwrap_or_else(|| Manifest::new(layout.id(), ""));
     let mut run = Run::new(fs_ref, data_dir, layout, settings, mode, manifest, report);
     if unreadable {
         let path = run.layout.manifest();
