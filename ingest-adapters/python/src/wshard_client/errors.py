@@ -76,6 +76,14 @@ class ErrorCode(enum.IntEnum):
     #: its socket for the server's write timeout; the message names which. Closes the
     #: connection (an open episode is finalized ``interrupted``; what was DURABLE stays).
     TIMEOUT = 23
+    #: Protocol version 2, STREAM_OPEN refused: no open multi-stream episode has that id.
+    UNKNOWN_EPISODE = 24
+    #: Protocol version 2, STREAM_OPEN refused: the episode exists but is closed or
+    #: finalized; no more streams may join.
+    EPISODE_CLOSED = 25
+    #: Protocol version 2, STREAM_OPEN refused: the stream name is used in the episode
+    #: already, with the same schema.
+    STREAM_EXISTS = 26
 
     @property
     def closes_connection(self) -> bool:
