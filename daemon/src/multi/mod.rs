@@ -10,17 +10,18 @@
 //! (its final counts); when the episode is closed; when it finalizes (closed, and every
 //! stream ended).
 //!
-//! - [`schema`]: a stream's index entry and the first difference between two schemas.
+//! - [`schema`]: a stream's index entry from its schema.
 
 pub mod schema;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::{Map, Value};
 use wshard::episode_dir::index::{EpisodeIndex, EpisodeStatus, StreamEntry};
+use wshard_ingest_proto::OpenEpisode;
 
 use crate::episode::layout::{EpisodeLayout, STREAMS_DIR};
 use crate::episode_files::{commit_index, EventError, EventsLog, NewEvent};
@@ -58,7 +59,8 @@ pub enum JoinError {
         stream: String,
         status: EpisodeStatus,
     },
-    /// The name is used in this episode with another schema.
+    /// The name is used in this episode with another schema (the protocol's
+    /// `OpenEpisode::schema_difference`: clock, durability, channels).
     #[error("stream `{stream}` of episode `{episode}`: schema change: {message}")]
     SchemaChanged {
         episode: String,
@@ -119,6 +121,9 @@ struct State {
     index: EpisodeIndex,
     /// Streams recording now.
     recording: BTreeSet<String>,
+    /// Each stream's schema as its `STREAM_OPEN` gave it (the same name with another
+    /// schema is a schema change).
+    schemas: BTreeMap<String, OpenEpisode>,
     /// The status the episode finalizes with, once closed.
     outcome: Option<EpisodeStatus>,
     /// An index commit failed: the index is no longer written (recovery rebuilds it from
@@ -171,6 +176,7 @@ impl MultiEpisode {
             state: Mutex::new(State {
                 index,
                 recording: BTreeSet::new(),
+                schemas: BTreeMap::new(),
                 outcome: None,
                 failed: None,
             }),
@@ -252,7 +258,11 @@ impl MultiEpisode {
     /// # Errors
     /// [`JoinError`]: closed, the name taken (same schema, or another: naming the first
     /// differing field), or the index commit failed.
-    pub fn join(&self, entry: StreamEntry) -> Result<EpisodeLayout, JoinError> {
+    pub fn join(
+        &self,
+        entry: StreamEntry,
+        requested: OpenEpisode,
+    ) -> Result<EpisodeLayout, JoinError> {
         let mut st = lock(&self.state);
         if st.index.closed || self.is_finalized() {
             return Err(JoinError::Closed {
@@ -260,21 +270,27 @@ impl MultiEpisode {
             });
         }
         if let Some(old) = st.index.stream(&entry.name) {
-            return Err(match schema::first_difference(old, &entry) {
-                Some((field, message)) => JoinError::SchemaChanged {
+            let status = old.status;
+            let diff = st
+                .schemas
+                .get(&entry.name)
+                .and_then(|was| was.schema_difference(&requested));
+            return Err(match diff {
+                Some(d) => JoinError::SchemaChanged {
                     episode: self.id.clone(),
                     stream: entry.name.clone(),
-                    field,
-                    message,
+                    field: d.field.clone(),
+                    message: d.to_string(),
                 },
                 None => JoinError::Exists {
                     episode: self.id.clone(),
                     stream: entry.name.clone(),
-                    status: old.status,
+                    status,
                 },
             });
         }
         let name = entry.name.clone();
+        st.schemas.insert(name.clone(), requested);
         st.index.streams.push(entry);
         st.recording.insert(name.clone());
         if let Err(e) = self.commit(&mut st) {

@@ -115,7 +115,7 @@ pub(super) fn open(open: OpenEpisode, link: &Link) -> Option<Recording> {
 
 /// Why an OPEN's schema is refused (`ERROR{BAD_SCHEMA}` with this text).
 #[derive(Debug, thiserror::Error)]
-enum OpenSchemaError {
+pub(super) enum OpenSchemaError {
     #[error("OPEN metadata_json: must be a JSON object")]
     MetadataNotAnObject,
     #[error("OPEN metadata_json: {0}")]
@@ -125,7 +125,10 @@ enum OpenSchemaError {
 }
 
 /// The episode's schema from `OPEN`, the server's defaults filled in.
-fn schema(ctx: &ServerContext, open: &OpenEpisode) -> Result<EpisodeSchema, OpenSchemaError> {
+pub(super) fn schema(
+    ctx: &ServerContext,
+    open: &OpenEpisode,
+) -> Result<EpisodeSchema, OpenSchemaError> {
     let metadata = if open.metadata_json.trim().is_empty() {
         Map::new()
     } else {
