@@ -97,7 +97,11 @@ fn close_multi(
     let reg = &st.ctx.registry;
     let episode = ep.id();
     let reason = StopReason::Operator { uid };
-    tracing::warn!(episode, uid, "control: close of a multi-stream episode requested by an operator");
+    tracing::warn!(
+        episode,
+        uid,
+        "control: close of a multi-stream episode requested by an operator"
+    );
     reg.stop_multi(ep, &reason);
     let deadline = Instant::now() + timeout;
     while reg.multi(episode).is_some_and(|now| Arc::ptr_eq(&now, ep)) {

@@ -216,7 +216,10 @@ mod tests {
             Path::new("/d/quarantine/ep/streams/joints")
         );
         let v1 = EpisodeLayout::new(Path::new("/d"), "ep");
-        assert_eq!(v1.quarantine_dir(Path::new("/d")), Path::new("/d/quarantine/ep"));
+        assert_eq!(
+            v1.quarantine_dir(Path::new("/d")),
+            Path::new("/d/quarantine/ep")
+        );
     }
 
     #[test]

@@ -62,7 +62,11 @@ pub enum Action {
     CommitIndex { path: PathBuf, status: String },
     /// A multi-stream episode's events file is cut after its last complete line (a torn
     /// line was never acknowledged).
-    CutEventsTail { path: PathBuf, from_len: u64, to_len: u64 },
+    CutEventsTail {
+        path: PathBuf,
+        from_len: u64,
+        to_len: u64,
+    },
     /// A stream folder the index did not list is listed (never deleted).
     AdoptStream { stream: String, path: PathBuf },
     /// A stream the index listed `recording` has no folder: it never recorded anything

@@ -75,7 +75,10 @@ pub(super) fn episode_open(open: EpisodeOpen, link: &mut Link) {
     }
     let id = open.episode_id.clone();
     if let Err(msg) = validate_episode_id(&id, link.ctx.limits.max_episode_id_bytes) {
-        link.error(ErrorCode::BadEpisodeId, format!("EPISODE_OPEN episode_id: {msg}"));
+        link.error(
+            ErrorCode::BadEpisodeId,
+            format!("EPISODE_OPEN episode_id: {msg}"),
+        );
         return;
     }
     let metadata = match open.metadata_json.trim() {
@@ -141,7 +144,10 @@ pub(super) fn episode_close(outcome: Outcome, link: &mut Link) {
     match progress.index_error {
         Some(e) => link.error(
             ErrorCode::Storage,
-            format!("EPISODE_CLOSE `{}`: the index could not be committed: {e}", ep.id()),
+            format!(
+                "EPISODE_CLOSE `{}`: the index could not be committed: {e}",
+                ep.id()
+            ),
         ),
         None => link.responder.send(&Frame::Accepted {
             what: AcceptedWhat::EpisodeClose,

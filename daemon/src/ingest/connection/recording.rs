@@ -392,7 +392,10 @@ impl Recording {
         };
         link.error(
             ErrorCode::Stopped,
-            format!("{} finalized as interrupted ({why}); {kept}{advice}", f.what),
+            format!(
+                "{} finalized as interrupted ({why}); {kept}{advice}",
+                f.what
+            ),
         );
         Stopped {
             timesteps: f.summary.timesteps,

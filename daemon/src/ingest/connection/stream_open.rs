@@ -177,5 +177,14 @@ pub(super) fn join(request: StreamOpen, link: &Link) -> Option<Recording> {
         up_to_seq: 0,
     });
     let max_bytes = ctx.limits.max_episode_wire_bytes;
-    Some(Recording::new(Intake::new(session, registration, step_payload, values, max_bytes)).of_stream(stream))
+    Some(
+        Recording::new(Intake::new(
+            session,
+            registration,
+            step_payload,
+            values,
+            max_bytes,
+        ))
+        .of_stream(stream),
+    )
 }

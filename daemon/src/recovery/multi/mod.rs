@@ -29,8 +29,8 @@ use wshard::episode_dir::names::{events_file_name, validate_stream_name};
 
 use super::changes::{file_name, move_to_quarantine, quarantine_target};
 use super::plan::{Action, RecoveryMode};
-use super::report::{Discarded, RecoveryReport};
 use super::recover_layout;
+use super::report::{Discarded, RecoveryReport};
 use crate::episode::layout::{EpisodeLayout, QUARANTINE_DIR, STREAMS_DIR};
 use crate::episode_files::{commit_index, cut_torn_tail, index_path, read_index};
 use crate::error::StorageError;
@@ -173,7 +173,14 @@ pub fn recover_multi(
             continue;
         }
         let layout = EpisodeLayout::stream(data_dir, id, name);
-        let sub = recover_layout(fs, data_dir, layout.clone(), &format!("{id}/{name}"), settings, mode)?;
+        let sub = recover_layout(
+            fs,
+            data_dir,
+            layout.clone(),
+            &format!("{id}/{name}"),
+            settings,
+            mode,
+        )?;
         let touched = sub.is_some();
         stream_reports.extend(sub);
         match index.stream_mut(name) {
