@@ -77,7 +77,7 @@ fn list(fs: &dyn Fs, layout: &EpisodeLayout) -> Result<DirFiles, StorageError> {
             out.journals.insert(k, p);
         } else if let Some(k) = layout.partial_index(&p) {
             out.partials.insert(k, p);
-        } else if name.ends_with(".tmp") {
+        } else if name.ends_with(".tmp") && !multi::is_episode_file_tmp(&name, layout.id()) {
             out.temps.push(p);
         } else if let Some(k) = name
             .strip_prefix(&chunk_prefix)
@@ -127,12 +127,19 @@ pub fn recover_episode_with(
     settings: &SessionSettings,
     mode: RecoveryMode,
 ) -> Result<Option<RecoveryReport>, StorageError> {
-    if multi::is_multi_stream(&**fs, &data_dir.join(episode_id), episode_id) {
+    let dir = data_dir.join(episode_id);
+    multi::drop_annotations_tmp(&**fs, &dir, episode_id, mode)?;
+    if multi::is_multi_stream(&**fs, &dir, episode_id) {
         return multi::recover_multi(fs, data_dir, episode_id, settings, mode)
             .map(|r| r.map(MultiRecovery::into_episode_report));
     }
     let layout = EpisodeLayout::new(data_dir, episode_id);
-    recover_layout(fs, data_dir, layout, episode_id, settings, mode)
+    let mut report = recover_layout(fs, data_dir, layout, episode_id, settings, mode)?;
+    // Events sent beside a single-stream episode (version 2): a torn last line is cut.
+    if let Some(r) = &mut report {
+        multi::cut_events_tail(&**fs, &dir, episode_id, mode, r)?;
+    }
+    Ok(report)
 }
 
 /// Recover the episode (or stream) files of `layout`; its report is named `report_id`.

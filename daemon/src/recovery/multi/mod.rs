@@ -25,7 +25,9 @@ use std::sync::Arc;
 use serde_json::Map;
 use wshard::episode_dir::events::parse_events;
 use wshard::episode_dir::index::{EpisodeIndex, EpisodeStatus};
-use wshard::episode_dir::names::{events_file_name, validate_stream_name};
+use wshard::episode_dir::names::{
+    annotations_file_name, events_file_name, index_file_name, validate_stream_name,
+};
 
 use super::changes::{file_name, move_to_quarantine, quarantine_target};
 use super::plan::{Action, RecoveryMode};
@@ -222,8 +224,38 @@ pub fn recover_multi(
     }))
 }
 
+/// True for the temporary file of an episode-level file of `id` (the index, the
+/// annotations), which the manifest's recovery leaves alone.
+#[must_use]
+pub(crate) fn is_episode_file_tmp(name: &str, id: &str) -> bool {
+    [index_file_name(id), annotations_file_name(id)]
+        .iter()
+        .any(|f| name.strip_suffix(".tmp") == Some(f.as_str()))
+}
+
+/// Remove a temporary annotations file (an `annotate` cut before its rename: the
+/// annotations file itself is whole, without the annotation that was never acknowledged).
+/// Nothing else about the episode changes, so it is not reported.
+///
+/// # Errors
+/// The removal failed.
+pub(crate) fn drop_annotations_tmp(
+    fs: &dyn Fs,
+    dir: &Path,
+    id: &str,
+    mode: RecoveryMode,
+) -> Result<(), StorageError> {
+    let tmp = tmp_of(&dir.join(annotations_file_name(id)));
+    if mode.applies() && fs.exists(&tmp) {
+        tracing::info!(path = %tmp.display(), "removing an annotation that was never committed");
+        fs.remove_file(&tmp)
+            .map_err(|e| StorageError::io("remove", &tmp, e))?;
+    }
+    Ok(())
+}
+
 /// Cut a torn last line of the events file; true when there was one.
-fn cut_events_tail(
+pub(crate) fn cut_events_tail(
     fs: &dyn Fs,
     dir: &Path,
     id: &str,
