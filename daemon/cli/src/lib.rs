@@ -20,6 +20,7 @@
 //!   [`control_render`] prints the replies as text.
 //! - [`Status`]: the exit status shared by `inspect`, `verify` and `cat` (`recover` has its own).
 
+pub mod annotate;
 pub mod cat;
 pub mod check;
 pub mod control;
