@@ -123,3 +123,17 @@ impl Event {
         }
     }
 }
+
+/// Whether an `ERROR` message refuses an `EVENT`: it starts with the frame's name `EVENT`
+/// (then `:` or a space). Every `EVENT` is answered by exactly one frame, in order:
+/// `ACCEPTED{EVENT}` or such an `ERROR` (docs/PROTOCOL.md, "EVENT"), which is how a client
+/// tells the refusal of its event from the refusal of a timestep it sent before (`ERROR`
+/// frames carry no reference to the frame they refuse). The errors of this crate about an
+/// `EVENT` ([`ProtoError::EventTooLarge`], [`ProtoError::BadEventData`], payload errors of
+/// the frame) all start so.
+#[must_use]
+pub fn is_event_refusal(message: &str) -> bool {
+    message
+        .strip_prefix(crate::frame::FrameType::Event.name())
+        .is_some_and(|rest| rest.starts_with([':', ' ']))
+}

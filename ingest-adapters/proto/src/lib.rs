@@ -49,7 +49,7 @@ pub use codec::{check, check_version, parse, parse_payload, FrameStatus};
 pub use decoder::{FrameDecoder, MIN_READ_BYTES};
 pub use encode::{encode, encode_timestep, encode_to_vec};
 pub use error::{ErrorCode, ProtoError};
-pub use event::{Event, EventKind, DEFAULT_MAX_EVENT_BYTES};
+pub use event::{is_event_refusal, Event, EventKind, DEFAULT_MAX_EVENT_BYTES};
 pub use frame::{
     AcceptedWhat, Frame, FrameType, Outcome, DEFAULT_MAX_FRAME_BYTES, FRAME_HEADER_BYTES, LEN_BYTES,
 };

@@ -285,3 +285,38 @@ fn proto_v2_schema_difference_names_the_first_field() {
         "channels[0].shape is [6], the stream was opened with [7]"
     );
 }
+
+#[test]
+fn proto_v2_event_refusals_are_told_by_their_message() {
+    use wshard_ingest_proto::{is_event_refusal, parse, Frame};
+    let errors = [
+        Event::binary(0, "", vec![0; 5]).validate(4).unwrap_err(),
+        Event::json(0, "", "{").validate(100).unwrap_err(),
+        parse(&raw_frame(0x0A, &[0; 9])).unwrap_err(),
+        parse(&raw_frame(
+            0x0A,
+            &[0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0],
+        ))
+        .unwrap_err(),
+    ];
+    for e in errors {
+        assert!(is_event_refusal(&e.to_string()), "{e}");
+        let Frame::Error { message, .. } = e.to_error_frame() else {
+            unreachable!()
+        };
+        assert!(is_event_refusal(&message));
+    }
+    for other in [
+        "TIMESTEP_BATCH seq 3: expected seq 2",
+        "EVENTS are off",
+        "EVENT_X",
+        "EVENT",
+        "event: lower case",
+        "STREAM_OPEN: EVENT: no",
+    ] {
+        assert!(!is_event_refusal(other), "{other}");
+    }
+    assert!(is_event_refusal(
+        "EVENT NOT_OPEN: no episode on this connection"
+    ));
+}
