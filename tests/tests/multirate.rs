@@ -337,3 +337,50 @@ fn multirate_events_of_a_v1_episode_go_beside_it() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn multirate_rust_client_records_streams_over_socket_and_shm() {
+    use wshard_client::{Client, Transport};
+    let d = daemon();
+    let socket = d.socket();
+    let mut owner = Client::connect_v2(&socket, "owner").expect("connect");
+    let mut ep = owner
+        .open_multistream_episode(wshard_ingest_proto::EpisodeOpen::new(EP, data::ENV_ID))
+        .expect("EPISODE_OPEN");
+    std::thread::scope(|s| {
+        let socket = &socket;
+        let a = s.spawn(move || {
+            let mut c = Client::connect_v2(socket, "arm").expect("connect");
+            let mut w = c.join_stream(joints()).expect("join joints");
+            data::push_steps(&mut w, &data::channels(), 40).expect("push");
+            let seq = w
+                .send_event(Event::text(data::t_ns(3), "button", "down"))
+                .expect("event");
+            assert!(seq < 2, "{seq}");
+            w.close(Outcome::Completed).expect("close").timesteps
+        });
+        let b = s.spawn(move || {
+            let mut c = Client::connect_v2(socket, "imu").expect("connect");
+            let shm = Transport::Shm {
+                slot_bytes: 0,
+                slots: 8,
+                policy: wshard_ingest_proto::RingPolicy::Block,
+            };
+            let mut w = c.join_stream_with(imu(), shm).expect("join imu over shm");
+            data::push_steps(&mut w, &data::small_channels(), 17).expect("push");
+            w.close(Outcome::Completed).expect("close").timesteps
+        });
+        assert_eq!(a.join().expect("arm"), 40);
+        assert_eq!(b.join().expect("imu"), 17);
+    });
+    assert!(ep
+        .send_event(Event::json(data::t_ns(1), "instruction", r#"{"say":"go"}"#))
+        .is_ok());
+    assert_eq!(ep.close(Outcome::Completed).expect("EPISODE_CLOSE"), 0);
+    let dd = d.data_dir();
+    let ix = check_index_consistent(&dd, EP).expect("consistent");
+    assert_eq!(ix.status, EpisodeStatus::Complete);
+    check_stream(&dd, EP, "joints", &data::channels()).expect("joints");
+    check_stream(&dd, EP, "imu", &data::small_channels()).expect("imu");
+    assert_eq!(read_events(&dd, EP).expect("events").len(), 2);
+}
