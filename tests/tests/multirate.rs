@@ -98,6 +98,13 @@ fn multirate_streams_record_one_episode() {
     assert_eq!(events[0].data, EventData::Text("pick the cube".into()));
     assert_eq!((events[1].seq, events[1].source.as_str()), (1, "joints"));
     wshard_e2e::check::assert_verify_ok(&dd.join(EP).join("streams"));
+    // The format library's reader opens what the daemon wrote.
+    let dir = wshard::episode_dir::EpisodeDir::open(dd.join(EP)).expect("EpisodeDir");
+    assert_eq!(dir.streams().len(), 2);
+    assert_eq!(dir.events().len(), 2);
+    let joints = dir.read_stream("joints").expect("read joints");
+    let want: Vec<i64> = (0..30).map(data::t_ns).collect();
+    assert_eq!(joints.timestamps_ns(), &want[..]);
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Recovery: finishing the episodes a stopped or crashed daemon left open.
-//! It may call `session`, `journal`, `chunk`, `episode`, `fsio` and `error`; never `ingest`.
+//! It may call `session`, `episode_files`, `journal`, `chunk`, `episode`, `fsio` and `error`;
+//! never `ingest`.
 //!
 //! Recovery on start (and offline, for `wshard recover`): every episode whose manifest is
 //! not final gets its journal replayed past the last finalized chunk, the rest finalized,
