@@ -100,7 +100,6 @@ pub fn record_multi(sim: &SimFs) -> Acked {
         }
     }
     let mut sent = [0u64; 2];
-    let mut events = 0;
     for round in 0..4u64 {
         for (i, (_, s, _)) in sessions.iter().enumerate() {
             let n = if i == 0 { 5 } else { 3 };
@@ -109,14 +108,12 @@ pub fn record_multi(sim: &SimFs) -> Acked {
             }
             s.flush();
         }
-        if let Ok(seq) = ep.record_event(event(1_700_000_000_000_000_000 + round as i64, events)) {
-            acked
-                .events
-                .push((seq, 1_700_000_000_000_000_000 + round as i64));
+        let t_ns = 1_700_000_000_000_000_000 + round as i64;
+        if let Ok(seq) = ep.record_event(event(t_ns, round)) {
+            acked.events.push((seq, t_ns));
         }
-        events += 1;
     }
-    for ((name, s, client), &n) in sessions.into_iter().zip(&sent) {
+    for (name, s, client) in sessions {
         let summary = s.close(FinalStatus::Complete);
         acked.streams.push((name.to_owned(), client.acked()));
         let status = if summary.failure.is_some() {
@@ -124,7 +121,6 @@ pub fn record_multi(sim: &SimFs) -> Acked {
         } else {
             EpisodeStatus::Complete
         };
-        let _ = n;
         let p = ep.end_stream(name, ended(status, summary.timesteps, summary.chunks));
         acked.finalized |= p.finalized && p.index_error.is_none();
     }

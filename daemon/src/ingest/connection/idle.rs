@@ -18,15 +18,17 @@ pub(super) enum Next {
     Stay,
     /// Idle (the stopped episode's CLOSE was answered).
     Idle,
-    /// The episode the `OPEN` opened.
-    Record(Recording),
+    /// The episode the `OPEN` (or `STREAM_OPEN`) opened.
+    Record(Box<Recording>),
 }
 
 /// Handle `request` while idle (`stopped` is `None`) or after a stopped episode.
 pub(super) fn on_request(stopped: Option<Stopped>, request: Request, link: &mut Link) -> Next {
     match (stopped, request) {
-        (_, Request::Open(o)) => open(o, link).map_or(Next::Stay, Next::Record),
-        (_, Request::StreamOpen(o)) => join(*o, link).map_or(Next::Stay, Next::Record),
+        (_, Request::Open(o)) => open(o, link).map_or(Next::Stay, |r| Next::Record(Box::new(r))),
+        (_, Request::StreamOpen(o)) => {
+            join(*o, link).map_or(Next::Stay, |r| Next::Record(Box::new(r)))
+        }
         (_, Request::EpisodeOpen(o)) => {
             episode_open(o, link);
             Next::Stay

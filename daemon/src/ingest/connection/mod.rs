@@ -58,8 +58,8 @@ enum State {
     Idle,
     /// The daemon finalized the open episode on its own; see [`Stopped`].
     Stopped(Stopped),
-    /// An episode is open.
-    Recording(Recording),
+    /// An episode is open (boxed: the recording is large, the other states small).
+    Recording(Box<Recording>),
 }
 
 /// The peer's credentials (`SO_PEERCRED`), `None` when the kernel does not say.
@@ -234,7 +234,7 @@ impl Connection {
 
     /// Leave the recording state (to idle): the recording, for the caller to finalize.
     /// `None` when no episode is open.
-    fn take_recording(&mut self) -> Option<Recording> {
+    fn take_recording(&mut self) -> Option<Box<Recording>> {
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Recording(rec) => Some(rec),
             other => {

@@ -25,8 +25,9 @@ pub(super) struct Recording {
     transport: Transport,
     /// Set when this is a stream of a multi-stream episode (version 2).
     stream: Option<StreamOf>,
-    /// A version 1 episode's events file, once it got an `EVENT`.
-    events: Option<EventsLog>,
+    /// A version 1 episode's events file, once it got an `EVENT` (boxed: rare, and the
+    /// connection's states should stay small).
+    events: Option<Box<EventsLog>>,
 }
 
 /// The daemon finalized the open episode on its own (`ERROR{STOPPED}` was sent). Until
@@ -79,20 +80,20 @@ impl Recording {
 
     /// `EVENT`: into the stream's episode, or this episode's events file.
     fn event(&mut self, event: Event, link: &Link) {
-        let target = match &self.stream {
-            Some(s) => Target::Multi {
-                episode: &s.episode,
-                source: s.name.clone(),
-            },
-            None => {
-                let layout = &self.intake.session().shared().layout;
-                let fs = link.ctx.fs.clone();
-                Target::Single(
-                    self.events
-                        .get_or_insert_with(|| EventsLog::new(fs, &layout.dir, layout.id())),
-                )
-            }
-        };
+        let target =
+            match &self.stream {
+                Some(s) => Target::Multi {
+                    episode: &s.episode,
+                    source: s.name.clone(),
+                },
+                None => {
+                    let layout = &self.intake.session().shared().layout;
+                    let fs = link.ctx.fs.clone();
+                    Target::Single(self.events.get_or_insert_with(|| {
+                        Box::new(EventsLog::new(fs, &layout.dir, layout.id()))
+                    }))
+                }
+            };
         on_event(Some(target), event, link);
     }
 
