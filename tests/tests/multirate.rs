@@ -391,3 +391,31 @@ fn multirate_rust_client_records_streams_over_socket_and_shm() {
     check_stream(&dd, EP, "imu", &data::small_channels()).expect("imu");
     assert_eq!(read_events(&dd, EP).expect("events").len(), 2);
 }
+
+#[test]
+fn multirate_shutdown_finalizes_streams_and_episode_interrupted() {
+    let mut d = daemon();
+    let dd = d.data_dir();
+    let mut o = owner(&d.socket(), EP);
+    let mut a = producer(&d.socket(), &joints());
+    record(&mut a, &data::channels(), 0..7);
+    d.terminate();
+    let status = d.wait_exit(TIMEOUT);
+    assert!(status.success(), "{status}\n{}", d.log());
+    for c in [&mut a, &mut o] {
+        c.expect_error(ErrorCode::ShuttingDown);
+    }
+    let ix = check_index_consistent(&dd, EP).expect("consistent");
+    assert_eq!(ix.status, EpisodeStatus::Interrupted);
+    assert_eq!(
+        ix.stream("joints").map(|s| (s.status, s.steps)),
+        Some((EpisodeStatus::Interrupted, 7))
+    );
+    // Finalized by the shutdown: the restart has nothing to recover.
+    let before = std::fs::read(dd.join(EP).join(format!("{EP}_index.json"))).expect("index");
+    d.spawn();
+    d.wait_ready();
+    let after = std::fs::read(dd.join(EP).join(format!("{EP}_index.json"))).expect("index");
+    assert_eq!(before, after, "recovery rewrote a finalized index");
+    check_stream(&dd, EP, "joints", &data::channels()).expect("joints");
+}

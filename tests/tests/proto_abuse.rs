@@ -99,7 +99,11 @@ fn proto_daemon_handshake_and_version() {
     let msg = c.expect_error(ErrorCode::UnsupportedVersion);
     assert_contains(&msg, &["protocol_version 0", "speaks 1 and 2"]);
     c.expect_closed();
-    for (asked, spoken) in [(2u16, 2u16), (0xFFFF, 2), (PROTOCOL_VERSION, PROTOCOL_VERSION)] {
+    for (asked, spoken) in [
+        (2u16, 2u16),
+        (0xFFFF, 2),
+        (PROTOCOL_VERSION, PROTOCOL_VERSION),
+    ] {
         let (_, got) = RawConn::hello_version(&d.socket(), asked);
         assert_eq!(got, spoken, "HELLO {asked}");
     }
