@@ -419,3 +419,33 @@ fn multirate_shutdown_finalizes_streams_and_episode_interrupted() {
     assert_eq!(before, after, "recovery rewrote a finalized index");
     check_stream(&dd, EP, "joints", &data::channels()).expect("joints");
 }
+
+#[test]
+fn multirate_operator_close_after_the_owner_s_close_ends_interrupted() {
+    let d = daemon();
+    let dd = d.data_dir();
+    let mut o = owner(&d.socket(), EP);
+    let mut a = producer(&d.socket(), &joints());
+    record(&mut a, &data::channels(), 0..6);
+    assert_eq!(episode_close(&mut o), 1);
+    let out = Command::new(bins::wshard())
+        .args(["close", EP, "--control"])
+        .arg(d.root().join("wshardd-control.sock"))
+        .env_remove("WSHARDD_CONFIG")
+        .output()
+        .expect("run wshard");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        wshard_e2e::check::output_text(&out)
+    );
+    a.expect_error(ErrorCode::Stopped);
+    let ix = check_index_consistent(&dd, EP).expect("consistent");
+    assert_eq!(
+        ix.status,
+        EpisodeStatus::Interrupted,
+        "the operator stopped a stream"
+    );
+    assert_eq!(ix.stream("joints").map(|s| s.steps), Some(6));
+}

@@ -349,8 +349,9 @@ impl MultiEpisode {
         self.settle(&mut st, error)
     }
 
-    /// Closed by someone other than the owner (`reason`): closed `interrupted`, and the
-    /// owner is told ([`MultiEpisode::take_stopped`]). The caller stops the streams.
+    /// Closed by someone other than the owner (`reason`): closed, and finalized
+    /// `interrupted` (even after the owner's `EPISODE_CLOSE`, when streams still record);
+    /// the owner is told ([`MultiEpisode::take_stopped`]). The caller stops the streams.
     pub fn stop(&self, reason: &str) -> Progress {
         {
             let mut s = lock(&self.stopped);
@@ -359,7 +360,18 @@ impl MultiEpisode {
             }
         }
         tracing::warn!(episode = %self.id, "multi-stream episode closed: {reason}");
-        self.close(EpisodeStatus::Interrupted)
+        let mut st = lock(&self.state);
+        // Over an owner's close whose streams still record: they are stopped, so the
+        // episode ends `interrupted` whatever the owner said.
+        st.outcome = Some(EpisodeStatus::Interrupted);
+        let error = if st.recording.is_empty() || st.index.closed {
+            None
+        } else {
+            st.index.closed = true;
+            self.commit(&mut st).err().map(|e| e.to_string())
+        };
+        st.index.closed = true;
+        self.settle(&mut st, error)
     }
 
     /// Why someone other than the owner closed the episode, taken (once).

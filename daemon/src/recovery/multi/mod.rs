@@ -6,7 +6,7 @@
 //!    one started (env id and metadata are then lost; the streams are not);
 //! 2. every stream folder is recovered; its index entry takes its status, steps and chunks
 //!    from its manifest and its first and last timestamp from its first and last chunk
-//!    ([`streams`]); a folder the index does not list is adopted, never deleted; a stream
+//!    (`streams`); a folder the index does not list is adopted, never deleted; a stream
 //!    listed `recording` without a folder never recorded anything (the folder exists before
 //!    a stream is acknowledged) and leaves the index;
 //! 3. a torn last line of the events file (never acknowledged) is cut;
