@@ -9,32 +9,32 @@
 //!    (`streams`); a folder the index does not list is adopted, never deleted; a stream
 //!    listed `recording` without a folder never recorded anything (the folder exists before
 //!    a stream is acknowledged) and leaves the index;
-//! 3. a torn last line of the events file (never acknowledged) is cut;
+//! 3. a torn last line of the events file (never acknowledged) is cut ([`events`]);
 //! 4. an episode still `recording` becomes `recovered` and closed; the index is committed.
 //!
 //! Every step is atomic and the index commit comes last, so a cut recovery simply runs
 //! again. An episode whose index is final, with every stream settled, a whole events file
 //! and nothing unlisted, needs nothing.
 
+mod events;
 mod streams;
+
+pub(crate) use events::cut_events_tail;
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Map;
-use wshard::episode_dir::events::parse_events;
 use wshard::episode_dir::index::{EpisodeIndex, EpisodeStatus};
-use wshard::episode_dir::names::{
-    annotations_file_name, events_file_name, index_file_name, validate_stream_name,
-};
+use wshard::episode_dir::names::{annotations_file_name, index_file_name, validate_stream_name};
 
 use super::changes::{file_name, move_to_quarantine, quarantine_target};
 use super::plan::{Action, RecoveryMode};
 use super::recover_layout;
-use super::report::{Discarded, RecoveryReport};
+use super::report::RecoveryReport;
 use crate::episode::layout::{EpisodeLayout, QUARANTINE_DIR, STREAMS_DIR};
-use crate::episode_files::{commit_index, cut_torn_tail, index_path, read_index};
+use crate::episode_files::{commit_index, index_path, read_index};
 use crate::error::StorageError;
 use crate::fsio::Fs;
 use crate::session::SessionSettings;
@@ -252,47 +252,4 @@ pub(crate) fn drop_annotations_tmp(
             .map_err(|e| StorageError::io("remove", &tmp, e))?;
     }
     Ok(())
-}
-
-/// Cut a torn last line of the events file; true when there was one.
-pub(crate) fn cut_events_tail(
-    fs: &dyn Fs,
-    dir: &Path,
-    id: &str,
-    mode: RecoveryMode,
-    report: &mut RecoveryReport,
-) -> Result<bool, StorageError> {
-    let path = dir.join(events_file_name(id));
-    if !fs.exists(&path) {
-        return Ok(false);
-    }
-    let bytes = fs
-        .read(&path)
-        .map_err(|e| StorageError::io("read events file", &path, e))?;
-    let parsed = match parse_events(&bytes, &path) {
-        Ok(p) => p,
-        Err(e) => {
-            // A damaged complete line is not a torn tail: the file is left as it is.
-            tracing::warn!("events file left as it is: {e}");
-            return Ok(false);
-        }
-    };
-    if parsed.torn_tail_bytes == 0 {
-        return Ok(false);
-    }
-    if mode.applies() {
-        cut_torn_tail(fs, &path, parsed.complete_bytes)?;
-    }
-    report.discard(Discarded {
-        file: file_name(&path),
-        offset: parsed.complete_bytes,
-        len: parsed.torn_tail_bytes,
-        reason: "a torn last event line (never acknowledged)".into(),
-    });
-    report.actions.push(Action::CutEventsTail {
-        path,
-        from_len: bytes.len() as u64,
-        to_len: parsed.complete_bytes,
-    });
-    Ok(true)
 }
