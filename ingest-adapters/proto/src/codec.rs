@@ -291,7 +291,7 @@ fn parse_event(r: &mut Reader<'_>) -> Result<Event, ProtoError> {
     let t_ns = r.i64("t_ns")?;
     let k = r.u8("kind")?;
     let kind = EventKind::from_code(k)
-        .ok_or_else(|| r.bad_value("kind", k.into(), EventKind::EXPECTED))?;
+        .ok_or_else(|| r.bad_value("kind", k.into(), crate::event::EVENT_KIND_EXPECTED))?;
     Ok(Event {
         t_ns,
         kind,

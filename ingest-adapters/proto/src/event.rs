@@ -6,50 +6,12 @@ use crate::error::ProtoError;
 /// The server's default `limits.max_event_bytes`: the most bytes of `EVENT.data`.
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 64 * 1024;
 
-/// `EVENT.kind`: how `data` is to be read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EventKind {
-    /// 0: UTF-8 text.
-    Text,
-    /// 1: one JSON value, as UTF-8 text.
-    Json,
-    /// 2: bytes.
-    Binary,
-}
+/// `EVENT.kind`: how `data` is to be read. One type with the events file's `kind`
+/// (`wshard::episode_dir::events`), so the wire code and the stored spelling never drift.
+pub use wshard::episode_dir::events::EventKind;
 
-impl EventKind {
-    /// Every kind, in wire-code order.
-    pub const ALL: [Self; 3] = [Self::Text, Self::Json, Self::Binary];
-
-    /// What a decoder expects of `EVENT.kind`.
-    pub const EXPECTED: &'static str = "0 (text), 1 (json) or 2 (binary)";
-
-    /// The wire code.
-    #[must_use]
-    pub fn code(self) -> u8 {
-        match self {
-            Self::Text => 0,
-            Self::Json => 1,
-            Self::Binary => 2,
-        }
-    }
-
-    /// The kind for a wire code, `None` when unknown.
-    #[must_use]
-    pub fn from_code(c: u8) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.code() == c)
-    }
-
-    /// `text`, `json` or `binary`, as the events file spells it.
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Text => "text",
-            Self::Json => "json",
-            Self::Binary => "binary",
-        }
-    }
-}
+/// What a decoder expects of `EVENT.kind`.
+pub const EVENT_KIND_EXPECTED: &str = "0 (text), 1 (json) or 2 (binary)";
 
 /// An `EVENT` frame: `t_ns i64 | kind u8 | label str16 | data bytes32`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,7 +71,7 @@ impl Event {
             });
         }
         let bad = |reason: String| ProtoError::BadEventData {
-            kind: self.kind.name(),
+            kind: self.kind.as_str(),
             reason,
         };
         match self.kind {

@@ -10,8 +10,8 @@ use crate::validate::{
 };
 
 /// Longest stream name, in bytes (a stream name is a directory name and the stem of its
-/// files, like an episode id).
-pub const MAX_STREAM_NAME_BYTES: usize = 64;
+/// files, like an episode id): the format library's limit, which readers apply too.
+pub use wshard::episode_dir::names::MAX_STREAM_NAME_BYTES;
 
 /// `EPISODE_OPEN`: create a multi-stream episode.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]

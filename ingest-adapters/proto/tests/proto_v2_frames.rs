@@ -292,7 +292,7 @@ fn proto_v2_accepted_what_and_event_kind_codes() {
     }
     let kinds: Vec<(u8, &str)> = EventKind::ALL
         .iter()
-        .map(|k| (k.code(), k.name()))
+        .map(|k| (k.code(), k.as_str()))
         .collect();
     assert_eq!(kinds, [(0, "text"), (1, "json"), (2, "binary")]);
     assert_eq!(EventKind::from_code(3), None);

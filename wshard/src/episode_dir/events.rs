@@ -29,15 +29,14 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    /// The kind of wire code `code` (0 text, 1 json, 2 binary).
+    /// Every kind, in wire-code order.
+    pub const ALL: [Self; 3] = [Self::Text, Self::Json, Self::Binary];
+
+    /// The kind of wire code `code` (0 text, 1 json, 2 binary; the ingest protocol's
+    /// `EVENT.kind`).
     #[must_use]
     pub fn from_code(code: u8) -> Option<Self> {
-        match code {
-            0 => Some(Self::Text),
-            1 => Some(Self::Json),
-            2 => Some(Self::Binary),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|k| k.code() == code)
     }
 
     /// The wire code.
@@ -63,9 +62,7 @@ impl EventKind {
     /// Parse the JSON spelling.
     #[must_use]
     pub fn parse(s: &str) -> Option<Self> {
-        [Self::Text, Self::Json, Self::Binary]
-            .into_iter()
-            .find(|k| k.as_str() == s)
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
     }
 }
 
