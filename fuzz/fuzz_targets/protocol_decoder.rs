@@ -21,8 +21,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use wshard_ingest_proto::{
-    check, encode_to_vec, parse, Frame, FrameDecoder, FrameStatus, ProtoError, SchemaLimits,
-    TimestepBatch, RECORD_HEADER_BYTES,
+    check, encode_to_vec, parse, Frame, FrameDecoder, FrameStatus, ProtoError, ProtocolVersion,
+    SchemaLimits, TimestepBatch, DEFAULT_MAX_EVENT_BYTES, RECORD_HEADER_BYTES,
 };
 
 /// A `Result` in a comparable form: `Debug` text (NaN rewards compare equal to themselves).
@@ -93,6 +93,17 @@ fn round_trip(f: &Frame, len: usize) {
             let _ = t.validate(0);
         }
         Frame::TimestepBatch(b) => batch_steps(b, &[0, 1, 16, 233]),
+        Frame::EpisodeOpen(e) => {
+            let _ = e.validate(&SchemaLimits::default());
+        }
+        Frame::StreamOpen(s) => {
+            let _ = s.validate(&SchemaLimits::default());
+            let _ = s.schema.schema_difference(&s.schema);
+        }
+        Frame::Event(e) => {
+            let _ = e.validate(DEFAULT_MAX_EVENT_BYTES);
+            let _ = e.validate(0);
+        }
         _ => {}
     }
 }
@@ -190,10 +201,12 @@ fuzz_target!(|data: &[u8]| {
     }
 
     let direct = data[1] & 2 != 0;
+    // The reference's `check` knows every frame type of the newest version.
+    let newest = FrameDecoder::new(max).with_protocol_version(ProtocolVersion::NEWEST);
     let mut dec = if direct {
-        FrameDecoder::new(max).direct_batches(1 + usize::from(data[1] >> 2) * 16)
+        newest.direct_batches(1 + usize::from(data[1] >> 2) * 16)
     } else {
-        FrameDecoder::new(max)
+        newest
     };
     let mut got: Vec<Result<Frame, ProtoError>> = Vec::new();
     let mut fatal: Option<ProtoError> = None;

@@ -10,11 +10,13 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use nix::sys::socket::{sendmsg, MsgFlags};
-use wshard_ingest_proto::{encode, Frame, OpenEpisode, RingPolicy, SchemaLimits, PROTOCOL_VERSION};
+use wshard_ingest_proto::{
+    encode, Frame, FrameType, OpenEpisode, ProtocolVersion, RingPolicy, SchemaLimits,
+};
 
 use crate::episode::EpisodeWriter;
 use crate::error::{ClientError, Result};
-use crate::reader::{self, end_error, ServerInfo, Shared};
+use crate::reader::{self, end_error, ServerInfo, Shared, State};
 use crate::shm;
 
 /// How an episode's timesteps travel to the server (chosen at
@@ -78,6 +80,12 @@ pub struct ClientOptions {
     /// How long to wait for the server: handshake, `OPEN`, `CLOSE`, `flush`,
     /// `wait_durable`, and each socket write (default 60 s); `None` = forever.
     pub timeout: Option<Duration>,
+    /// The protocol version `HELLO` asks for (default [`ProtocolVersion::V1`], what every
+    /// client before version 2 speaks). [`ProtocolVersion::V2`] is needed for multi-stream
+    /// episodes and events ([`Client::open_multistream_episode`], [`Client::join_stream`],
+    /// `send_event`); the connection speaks what `HELLO_OK` answers
+    /// ([`Client::protocol_version`]).
+    pub protocol_version: ProtocolVersion,
 }
 
 impl Default for ClientOptions {
@@ -87,11 +95,13 @@ impl Default for ClientOptions {
             batch_steps: 4096,
             batch_delay: Some(Duration::from_millis(10)),
             timeout: Some(Duration::from_secs(60)),
+            protocol_version: ProtocolVersion::V1,
         }
     }
 }
 
-/// A blocking connection to `wshardd` speaking protocol v1.
+/// A blocking connection to `wshardd` speaking protocol version 1, or 2 when
+/// [`ClientOptions::protocol_version`] asks for it.
 ///
 /// A background thread reads the server's frames (`DURABLE`, `ERROR`, `ACCEPTED`) as
 /// they come and keeps the latest state; calls on this side only write and, when they
@@ -106,6 +116,8 @@ pub struct Client {
     shared: Arc<Shared>,
     reader: Option<JoinHandle<()>>,
     info: ServerInfo,
+    /// What `HELLO_OK` answered.
+    version: ProtocolVersion,
     options: ClientOptions,
     /// Scratch buffer for control frames.
     scratch: Vec<u8>,
@@ -114,14 +126,29 @@ pub struct Client {
 }
 
 impl Client {
-    /// Connect to the socket at `path`, send `HELLO` and wait for `HELLO_OK`.
+    /// Connect to the socket at `path`, send `HELLO` (protocol version 1) and wait for
+    /// `HELLO_OK`.
     ///
     /// # Errors
     /// [`ClientError::Io`] when the socket cannot be reached; [`ClientError::Server`] when
     /// the server refuses the handshake (e.g. `OVERLOADED`); [`ClientError::Unexpected`]
-    /// when it speaks another protocol version; [`ClientError::Timeout`].
+    /// when it answers another protocol version; [`ClientError::Timeout`].
     pub fn connect(path: impl AsRef<Path>, client_name: &str) -> Result<Self> {
         Self::connect_with(path, client_name, ClientOptions::default())
+    }
+
+    /// [`Client::connect`] asking for protocol version 2 (multi-stream episodes, events),
+    /// with the default options otherwise.
+    ///
+    /// # Errors
+    /// As [`Client::connect`]; a server that speaks only version 1 refuses the `HELLO`
+    /// (`UNSUPPORTED_VERSION`).
+    pub fn connect_v2(path: impl AsRef<Path>, client_name: &str) -> Result<Self> {
+        let options = ClientOptions {
+            protocol_version: ProtocolVersion::V2,
+            ..ClientOptions::default()
+        };
+        Self::connect_with(path, client_name, options)
     }
 
     /// [`Client::connect`] with explicit options.
@@ -152,25 +179,79 @@ impl Client {
                 server_name: String::new(),
                 max_frame_bytes: 0,
             },
+            version: ProtocolVersion::V1,
             options,
             scratch: Vec::new(),
             broken: false,
         };
+        let asked = client.options.protocol_version;
         client.send(&Frame::Hello {
-            version: PROTOCOL_VERSION,
+            version: asked.code(),
             client_name: client_name.to_owned(),
         })?;
         let info = client
             .shared
             .wait("HELLO_OK", client.options.timeout, |st| st.hello.clone())?;
-        if info.version != PROTOCOL_VERSION {
-            return Err(ClientError::Unexpected(format!(
-                "HELLO_OK protocol_version {} (this client speaks {PROTOCOL_VERSION})",
-                info.version
-            )));
-        }
+        // The server answers the version the connection speaks: at most the one asked for.
+        client.version = ProtocolVersion::from_code(info.version)
+            .filter(|v| *v <= asked)
+            .ok_or_else(|| {
+                ClientError::Unexpected(format!(
+                    "HELLO_OK protocol_version {} (this client asked for {asked})",
+                    info.version
+                ))
+            })?;
         client.info = info;
         Ok(client)
+    }
+
+    /// The protocol version the connection speaks (what `HELLO_OK` answered).
+    #[must_use]
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.version
+    }
+
+    /// Fail client-side, before anything is sent, when the connection does not speak the
+    /// version that defines `frame` (the server would close the connection).
+    pub(crate) fn require_version(&self, frame: FrameType) -> Result<()> {
+        let needs = ProtocolVersion::introducing(frame);
+        if self.version >= needs {
+            Ok(())
+        } else {
+            Err(ClientError::NeedsVersion {
+                frame: frame.name(),
+                needs: needs.code(),
+                speaks: self.version.code(),
+            })
+        }
+    }
+
+    /// The limits a schema is checked against before it is sent: what any server accepts,
+    /// with this server's `max_frame_bytes` (the server checks its own limits on channels
+    /// and ids).
+    pub(crate) fn schema_limits(&self) -> SchemaLimits {
+        SchemaLimits {
+            max_frame_bytes: self.info.max_frame_bytes,
+            ..SchemaLimits::default()
+        }
+    }
+
+    /// Send `frame` and wait for its `ACCEPTED` (`what` names it in a timeout error): until
+    /// the counter `accepted` of the reader's state has moved. Returns the state's value
+    /// `answer` read then.
+    pub(crate) fn request<T>(
+        &mut self,
+        frame: &Frame,
+        what: &'static str,
+        accepted: fn(&State) -> u64,
+        answer: fn(&State) -> T,
+    ) -> Result<T> {
+        let before = accepted(&self.shared.lock());
+        self.send(frame)?;
+        let timeout = self.options.timeout;
+        self.shared.wait(what, timeout, |st| {
+            (accepted(st) > before).then(|| answer(st))
+        })
     }
 
     /// What the server announced in `HELLO_OK`.
@@ -210,22 +291,24 @@ impl Client {
         transport: Transport,
     ) -> Result<EpisodeWriter<'_>> {
         self.check_usable()?;
-        // What any server accepts: the server checks its own limits on channels and ids.
-        let limits = SchemaLimits {
-            max_frame_bytes: self.info.max_frame_bytes,
-            ..SchemaLimits::default()
-        };
-        spec.validate(&limits).map_err(ClientError::Schema)?;
-        let opens = self.shared.lock().opens;
+        spec.validate(&self.schema_limits())
+            .map_err(ClientError::Schema)?;
         let frame = Frame::Open(spec);
-        self.send(&frame)?;
-        let timeout = self.options.timeout;
-        self.shared.wait("ACCEPTED{OPEN}", timeout, |st| {
-            (st.opens > opens).then_some(())
-        })?;
+        self.request(&frame, "ACCEPTED{OPEN}", |st| st.opens, |_| ())?;
         let Frame::Open(spec) = frame else {
             return Err(ClientError::Unexpected("OPEN frame changed".into()));
         };
+        self.writer(spec, transport)
+    }
+
+    /// The writer of an episode or stream the server just accepted, with its ring attached
+    /// when `transport` asks for one (if that fails, the writer's drop closes it
+    /// `aborted` and the error is returned).
+    pub(crate) fn writer(
+        &mut self,
+        spec: OpenEpisode,
+        transport: Transport,
+    ) -> Result<EpisodeWriter<'_>> {
         let mut writer = EpisodeWriter::new(self, spec)?;
         if let Transport::Shm {
             slot_bytes,

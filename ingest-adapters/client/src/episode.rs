@@ -13,6 +13,7 @@ use crate::client::{Client, Transport};
 use crate::error::{ClientError, Result};
 use crate::shm::Producer;
 
+mod event;
 mod pending;
 
 /// Most slots of a ring when [`Transport::Shm`] leaves it to the client.

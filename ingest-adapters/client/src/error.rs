@@ -67,6 +67,25 @@ pub enum ClientError {
     /// eventfd, seals, mmap, a geometry the protocol does not allow).
     #[error("shared-memory transport: {0}")]
     Shm(String),
+    /// The call needs a later protocol version than the connection speaks; nothing was
+    /// sent (connect with `ClientOptions::protocol_version` = `ProtocolVersion::V2`, or
+    /// [`crate::Client::connect_v2`]).
+    #[error(
+        "{frame} needs protocol version {needs}; this connection speaks version {speaks} \
+         (connect with protocol version {needs})"
+    )]
+    NeedsVersion {
+        /// The frame the call would send, e.g. `STREAM_OPEN`.
+        frame: &'static str,
+        /// The version that defines it.
+        needs: u16,
+        /// The version the connection speaks.
+        speaks: u16,
+    },
+    /// An event was refused client-side before anything was sent (its data is not what its
+    /// kind says, or it does not fit a frame).
+    #[error("event refused before sending: {0}")]
+    Event(ProtoError),
     /// No answer within `ClientOptions::timeout`.
     #[error("timed out waiting for {0}")]
     Timeout(&'static str),

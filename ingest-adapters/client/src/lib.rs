@@ -1,4 +1,4 @@
-//! Blocking Rust client for `wshardd`, wire protocol v1 (docs/PROTOCOL.md).
+//! Blocking Rust client for `wshardd`, wire protocol versions 1 and 2 (docs/PROTOCOL.md).
 //!
 //! ```no_run
 //! use wshard::episode::{DType, Lane};
@@ -62,6 +62,40 @@
 //!
 //! The ring module is the only `unsafe` code of the crate.
 //!
+//! ## Multi-stream episodes and events (protocol version 2)
+//!
+//! A robot is not one clock: several producers (processes, or connections of one) can
+//! record one episode, each as a **stream** with its own clock and channels. Connect with
+//! [`Client::connect_v2`] (or [`ClientOptions::protocol_version`]); one connection creates
+//! the episode ([`Client::open_multistream_episode`], it then owns it), producers join it
+//! ([`Client::join_stream`], [`Client::join_stream_with`] for the shared-memory ring, or
+//! [`MultiStreamEpisode::join_stream`] on the owner's connection) and get an
+//! [`EpisodeWriter`] that works exactly as for a version 1 episode: its seqs and `DURABLE`
+//! count the stream's timesteps, `close` ends the stream. Events (text, JSON, binary) are
+//! sent with [`MultiStreamEpisode::send_event`] or [`EpisodeWriter::send_event`], each
+//! durable when it returns its seq. The owner's [`MultiStreamEpisode::close`] ends the
+//! joins; the episode finalizes once every stream has ended.
+//!
+//! ```no_run
+//! # use wshard::episode::{DType, Lane};
+//! # use wshard_client::{ChannelSpec, Client, EpisodeOpen, Event, Outcome, StreamOpen, TimebaseSpec};
+//! # fn main() -> Result<(), wshard_client::ClientError> {
+//! let mut owner = Client::connect_v2("/run/wshardd/wshardd.sock", "teleop/0.3")?;
+//! let mut episode = owner.open_multistream_episode(EpisodeOpen::new("ep-0003", "Franka"))?;
+//! episode.send_event(Event::text(0, "instruction", "pick up the red cube"))?;
+//!
+//! // In the camera process (any process), on its own connection:
+//! let mut cams = Client::connect_v2("/run/wshardd/wshardd.sock", "cameras/0.1")?;
+//! let spec = StreamOpen::new("ep-0003", "cam", TimebaseSpec::TimestampsNs { nominal_hz: 30.0 })
+//!     .channel(ChannelSpec::new("rgb", Lane::Signal, DType::U8, vec![480, 640, 3]));
+//! let mut stream = cams.join_stream(spec)?;
+//! stream.push(33_333_333, 0.0, false, &[&vec![0u8; 480 * 640 * 3]])?;
+//! stream.close(Outcome::Completed)?; // the stream ends
+//!
+//! let still_recording = episode.close(Outcome::Completed)?; // 0: finalized
+//! # let _ = still_recording; Ok(()) }
+//! ```
+//!
 //! Design: the caller's thread encodes steps straight into one pending `TIMESTEP_BATCH`
 //! frame and writes it to the socket; a background reader thread consumes the server's
 //! asynchronous `DURABLE` / `ERROR` / `ACCEPTED` frames and publishes them through a
@@ -72,13 +106,17 @@
 mod client;
 mod episode;
 mod error;
+mod events;
+mod multistream;
 mod reader;
 mod shm;
 
 pub use client::{Client, ClientOptions, Transport};
 pub use episode::{CloseSummary, EpisodeWriter, Step};
 pub use error::{ClientError, Result};
+pub use multistream::MultiStreamEpisode;
 pub use reader::ServerInfo;
 pub use wshard_ingest_proto::{
-    ChannelSpec, CodecChoice, Durability, ErrorCode, OpenEpisode, Outcome, RingPolicy, TimebaseSpec,
+    ChannelSpec, CodecChoice, Durability, EpisodeOpen, ErrorCode, Event, EventKind, OpenEpisode,
+    Outcome, ProtocolVersion, RingPolicy, StreamOpen, TimebaseSpec,
 };

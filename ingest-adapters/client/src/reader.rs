@@ -34,7 +34,8 @@ pub(crate) enum End {
 /// `HELLO_OK` contents.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerInfo {
-    /// `protocol_version` (always 1 once connected).
+    /// `protocol_version`: the version the connection speaks (1, or 2 when the client
+    /// asked for it and the server speaks it).
     pub version: u16,
     /// `server_name`, e.g. `wshardd/0.1.0`.
     pub server_name: String,
@@ -45,10 +46,21 @@ pub struct ServerInfo {
 #[derive(Debug, Default)]
 pub(crate) struct State {
     pub(crate) hello: Option<ServerInfo>,
-    /// Latest `DURABLE.up_to_seq` of the current episode (reset by `ACCEPTED{OPEN}`).
+    /// Latest `DURABLE.up_to_seq` of the current episode or stream (reset by
+    /// `ACCEPTED{OPEN}` and `ACCEPTED{STREAM_OPEN}`).
     pub(crate) durable: u64,
     /// `ACCEPTED{OPEN}` frames seen.
     pub(crate) opens: u64,
+    /// `ACCEPTED{STREAM_OPEN}` frames seen.
+    pub(crate) stream_opens: u64,
+    /// `ACCEPTED{EPISODE_OPEN}` frames seen.
+    pub(crate) episode_opens: u64,
+    /// `ACCEPTED{EPISODE_CLOSE}` frames seen, and the last one's `up_to_seq` (the streams
+    /// still recording).
+    pub(crate) episode_closes: u64,
+    pub(crate) last_episode_close: u64,
+    /// The answers to `EVENT` frames, in order (see [`EventAnswers`]).
+    pub(crate) events: EventAnswers,
     /// `ACCEPTED{SHM_ATTACH}` frames seen.
     pub(crate) shm_attaches: u64,
     /// `ACCEPTED{CLOSE}` frames seen, and the last one's `up_to_seq`.
@@ -61,6 +73,35 @@ pub(crate) struct State {
     /// `ACCEPTED{OPEN}`.
     pub(crate) stopped: bool,
     pub(crate) ended: Option<End>,
+}
+
+/// Every `EVENT` is answered by exactly one frame, in the order sent: `ACCEPTED{EVENT}`
+/// or an `ERROR` whose message starts with `EVENT` (docs/PROTOCOL.md, "EVENT"). So the
+/// n-th answer after the n-th `EVENT` sent is its own, and an `ERROR` about something
+/// else (a timestep sent before it) is not taken for the event's.
+#[derive(Debug, Default)]
+pub(crate) struct EventAnswers {
+    /// `EVENT` frames sent (the caller counts them before sending).
+    pub(crate) sent: u64,
+    /// Answers received.
+    pub(crate) answered: u64,
+    /// Answers not yet taken by their sender: (index, answer).
+    pub(crate) answers: VecDeque<(u64, EventAnswer)>,
+}
+
+/// The answer to one `EVENT`: its seq, or the server's refusal (code, message).
+pub(crate) type EventAnswer = Result<u64, (ErrorCode, String)>;
+
+impl EventAnswers {
+    /// Whether an `ERROR` with `message` answers an `EVENT` sent earlier.
+    fn takes_error(&self, message: &str) -> bool {
+        self.answered < self.sent && wshard_ingest_proto::is_event_refusal(message)
+    }
+
+    fn answer(&mut self, answer: EventAnswer) {
+        self.answers.push_back((self.answered, answer));
+        self.answered += 1;
+    }
 }
 
 #[derive(Debug, Default)]
@@ -217,6 +258,32 @@ fn apply(st: &mut State, shared: &Shared, frame: Frame) -> Result<(), End> {
             st.opens += 1;
             st.durable = 0;
             st.stopped = false;
+        }
+        Frame::Accepted {
+            what: AcceptedWhat::StreamOpen,
+            ..
+        } => {
+            st.stream_opens += 1;
+            st.durable = 0;
+            st.stopped = false;
+        }
+        Frame::Accepted {
+            what: AcceptedWhat::EpisodeOpen,
+            ..
+        } => st.episode_opens += 1,
+        Frame::Accepted {
+            what: AcceptedWhat::EpisodeClose,
+            up_to_seq,
+        } => {
+            st.episode_closes += 1;
+            st.last_episode_close = up_to_seq;
+        }
+        Frame::Accepted {
+            what: AcceptedWhat::Event,
+            up_to_seq,
+        } => st.events.answer(Ok(up_to_seq)),
+        Frame::Error { code, message } if st.events.takes_error(&message) => {
+            st.events.answer(Err((code, message)));
         }
         Frame::Accepted {
             what: AcceptedWhat::ShmAttach,

@@ -1,13 +1,16 @@
 //! Framing (`check`) and payload parsing (`parse`) of one frame.
 
 use crate::error::{ErrorCode, ProtoError};
+use crate::event::{Event, EventKind};
 use crate::frame::{AcceptedWhat, Frame, FrameType, Outcome, FRAME_HEADER_BYTES, LEN_BYTES};
+use crate::multistream::{EpisodeOpen, StreamOpen};
 use crate::ring::RingPolicy;
 use crate::schema::{
     dtype_from_code, durability_from_code, lane_from_code, ChannelSpec, CodecChoice, OpenEpisode,
     TimebaseSpec,
 };
 use crate::timestep::{Timestep, TimestepBatch, RECORD_HEADER_BYTES};
+use crate::version::ProtocolVersion;
 use crate::wire::Reader;
 
 /// What [`check`] found at the start of a buffer.
@@ -21,12 +24,26 @@ pub enum FrameStatus {
 
 /// Decide whether `buf` starts with a whole frame, from as few bytes as possible: the size
 /// limit is enforced from the 4-byte header alone and the type from the 5th byte, before
-/// the body is buffered.
+/// the body is buffered. Every frame type of the newest version is known; see
+/// [`check_version`] for a connection of an older one.
 ///
 /// # Errors
 /// [`ProtoError::ZeroLength`], [`ProtoError::FrameTooLarge`] or
 /// [`ProtoError::UnknownFrame`], all fatal.
 pub fn check(buf: &[u8], max_frame_bytes: u32) -> Result<FrameStatus, ProtoError> {
+    check_version(buf, max_frame_bytes, ProtocolVersion::NEWEST)
+}
+
+/// [`check`] on a connection that speaks `version`: a frame type of a later version is
+/// unknown to it, as to a server of that version.
+///
+/// # Errors
+/// As [`check`], and [`ProtoError::FrameNotInVersion`] (fatal, `UNKNOWN_FRAME`).
+pub fn check_version(
+    buf: &[u8],
+    max_frame_bytes: u32,
+    version: ProtocolVersion,
+) -> Result<FrameStatus, ProtoError> {
     let Some(len_bytes) = buf.get(..LEN_BYTES) else {
         return Ok(FrameStatus::Incomplete { need: LEN_BYTES });
     };
@@ -43,8 +60,16 @@ pub fn check(buf: &[u8], max_frame_bytes: u32) -> Result<FrameStatus, ProtoError
         });
     }
     if let Some(&t) = buf.get(LEN_BYTES) {
-        if FrameType::from_code(t).is_none() {
+        let Some(ty) = FrameType::from_code(t) else {
             return Err(ProtoError::UnknownFrame { frame_type: t });
+        };
+        if !version.knows(ty) {
+            return Err(ProtoError::FrameNotInVersion {
+                frame_type: t,
+                name: ty.name(),
+                version: version.code(),
+                needs: ProtocolVersion::introducing(ty).code(),
+            });
         }
     }
     let total = usize::try_from(body_len)
@@ -155,12 +180,9 @@ pub fn parse_payload(ty: FrameType, payload: &[u8]) -> Result<Frame, ProtoError>
         FrameType::Open => Frame::Open(parse_open(&mut r)?),
         FrameType::Timestep => Frame::Timestep(parse_timestep(&mut r)?),
         FrameType::TimestepBatch => parse_batch(&mut r, Vec::new())?,
-        FrameType::Close => {
-            let c = r.u8("outcome")?;
-            let outcome =
-                Outcome::from_code(c).ok_or_else(|| r.bad_value("outcome", c.into(), "0 or 1"))?;
-            Frame::Close { outcome }
-        }
+        FrameType::Close => Frame::Close {
+            outcome: parse_outcome(&mut r)?,
+        },
         FrameType::Flush => Frame::Flush,
         FrameType::ShmAttach => {
             let slot_size = r.u32("slot_size")?;
@@ -184,11 +206,27 @@ pub fn parse_payload(ty: FrameType, payload: &[u8]) -> Result<Frame, ProtoError>
                 policy,
             }
         }
+        FrameType::EpisodeOpen => Frame::EpisodeOpen(EpisodeOpen {
+            episode_id: r.str16("episode_id")?,
+            env_id: r.str16("env_id")?,
+            metadata_json: r.str32("metadata_json")?,
+        }),
+        FrameType::StreamOpen => {
+            let episode_id = r.str16("episode_id")?;
+            let stream = r.str16("stream")?;
+            Frame::StreamOpen(Box::new(StreamOpen {
+                episode_id,
+                schema: parse_schema(&mut r, stream, String::new())?,
+            }))
+        }
+        FrameType::Event => Frame::Event(parse_event(&mut r)?),
+        FrameType::EpisodeClose => Frame::EpisodeClose {
+            outcome: parse_outcome(&mut r)?,
+        },
         FrameType::Accepted => {
             let c = r.u8("what")?;
-            let what = AcceptedWhat::from_code(c).ok_or_else(|| {
-                r.bad_value("what", c.into(), "2 (OPEN), 5 (CLOSE) or 7 (SHM_ATTACH)")
-            })?;
+            let what = AcceptedWhat::from_code(c)
+                .ok_or_else(|| r.bad_value("what", c.into(), AcceptedWhat::EXPECTED))?;
             Frame::Accepted {
                 what,
                 up_to_seq: r.u64("up_to_seq")?,
@@ -244,9 +282,37 @@ fn parse_timestep(r: &mut Reader<'_>) -> Result<Timestep, ProtoError> {
     })
 }
 
+fn parse_outcome(r: &mut Reader<'_>) -> Result<Outcome, ProtoError> {
+    let c = r.u8("outcome")?;
+    Outcome::from_code(c).ok_or_else(|| r.bad_value("outcome", c.into(), "0 or 1"))
+}
+
+fn parse_event(r: &mut Reader<'_>) -> Result<Event, ProtoError> {
+    let t_ns = r.i64("t_ns")?;
+    let k = r.u8("kind")?;
+    let kind = EventKind::from_code(k)
+        .ok_or_else(|| r.bad_value("kind", k.into(), EventKind::EXPECTED))?;
+    Ok(Event {
+        t_ns,
+        kind,
+        label: r.str16("label")?,
+        data: r.bytes32("data")?.to_vec(),
+    })
+}
+
 fn parse_open(r: &mut Reader<'_>) -> Result<OpenEpisode, ProtoError> {
     let episode_id = r.str16("episode_id")?;
     let env_id = r.str16("env_id")?;
+    parse_schema(r, episode_id, env_id)
+}
+
+/// The schema fields `OPEN` and `STREAM_OPEN` share (from `timebase_kind` to
+/// `metadata_json`), into an [`OpenEpisode`] with the given ids.
+fn parse_schema(
+    r: &mut Reader<'_>,
+    episode_id: String,
+    env_id: String,
+) -> Result<OpenEpisode, ProtoError> {
     let kind = r.u8("timebase_kind")?;
     let hz = r.f64("tick_hz")?;
     let timebase = match kind {

@@ -23,9 +23,10 @@
 //! consumer of an earlier batch is done with.
 
 use crate::batch::BATCH_HEADER_BYTES;
-use crate::codec::{batch_frame, check, parse_reusing, FrameStatus};
+use crate::codec::{batch_frame, check, check_version, parse_reusing, FrameStatus};
 use crate::error::ProtoError;
 use crate::frame::{Frame, FrameType, LEN_BYTES};
+use crate::version::ProtocolVersion;
 use crate::wire::array_at;
 
 /// Smallest free space [`FrameDecoder::buffer_mut`] offers (except to the rest of a batch
@@ -43,6 +44,11 @@ struct Direct {
 
 /// Accumulates bytes from a stream and splits them into frames.
 ///
+/// A decoder knows the frame types of one protocol version
+/// ([`FrameDecoder::set_protocol_version`]), version 1 until told otherwise: a frame type of
+/// a later version is a fatal `UNKNOWN_FRAME`, as on a server of that version. A server
+/// sets the version its `HELLO_OK` answered before it asks for the next frame.
+///
 /// After a fatal error (see [`ProtoError::is_fatal`]) the decoder keeps returning that error:
 /// the stream can no longer be parsed. Non-fatal payload errors skip the bad frame.
 #[derive(Debug)]
@@ -53,6 +59,8 @@ pub struct FrameDecoder {
     /// End of valid data.
     end: usize,
     max_frame_bytes: u32,
+    /// The frame types known are this version's.
+    version: ProtocolVersion,
     failed: Option<ProtoError>,
     /// Batches with at least this many bytes of records are received directly.
     direct_min: Option<usize>,
@@ -74,6 +82,7 @@ impl FrameDecoder {
             start: 0,
             end: 0,
             max_frame_bytes,
+            version: ProtocolVersion::V1,
             failed: None,
             direct_min: None,
             direct: None,
@@ -94,6 +103,25 @@ impl FrameDecoder {
     pub fn direct_batches(mut self, min_records: usize) -> Self {
         self.direct_min = Some(min_records);
         self
+    }
+
+    /// The same decoder, knowing the frame types of `version`.
+    #[must_use]
+    pub fn with_protocol_version(mut self, version: ProtocolVersion) -> Self {
+        self.version = version;
+        self
+    }
+
+    /// Know the frame types of `version` from the next frame on (frames already returned
+    /// stay returned; the bytes buffered after them are checked against `version`).
+    pub fn set_protocol_version(&mut self, version: ProtocolVersion) {
+        self.version = version;
+    }
+
+    /// The version whose frame types are known.
+    #[must_use]
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.version
     }
 
     /// The limit frames are checked against.
@@ -282,7 +310,7 @@ impl FrameDecoder {
             return self.finish_frame(batch_frame(d.count, records));
         }
         let avail = &self.buf[self.start..self.end];
-        match check(avail, self.max_frame_bytes) {
+        match check_version(avail, self.max_frame_bytes, self.version) {
             Ok(FrameStatus::Incomplete { .. }) => Ok(None),
             Ok(FrameStatus::Complete { len }) => {
                 let result = parse_reusing(&avail[..len], &mut self.spare);

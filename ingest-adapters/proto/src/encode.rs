@@ -4,7 +4,7 @@ use crate::error::ProtoError;
 use crate::frame::{code, Frame, LEN_BYTES};
 use crate::schema::{dtype_code, durability_code, lane_code, OpenEpisode};
 use crate::timestep::push_step_record;
-use crate::wire::{put_str16, put_str32, too_long};
+use crate::wire::{put_bytes32, put_str16, put_str32, too_long};
 
 /// Append `frame` to `out`.
 ///
@@ -53,7 +53,28 @@ fn encode_inner(frame: &Frame, out: &mut Vec<u8>, start: usize) -> Result<(), Pr
             put_str16(out, server_name, name, "server_name")?;
             out.extend_from_slice(&max_frame_bytes.to_le_bytes());
         }
-        Frame::Open(open) => encode_open(open, out)?,
+        Frame::Open(open) => {
+            put_str16(out, &open.episode_id, name, "episode_id")?;
+            put_str16(out, &open.env_id, name, "env_id")?;
+            encode_schema(open, out, name)?;
+        }
+        Frame::EpisodeOpen(ep) => {
+            put_str16(out, &ep.episode_id, name, "episode_id")?;
+            put_str16(out, &ep.env_id, name, "env_id")?;
+            put_str32(out, &ep.metadata_json, name, "metadata_json")?;
+        }
+        Frame::StreamOpen(s) => {
+            put_str16(out, &s.episode_id, name, "episode_id")?;
+            put_str16(out, s.stream(), name, "stream")?;
+            encode_schema(&s.schema, out, name)?;
+        }
+        Frame::Event(e) => {
+            out.extend_from_slice(&e.t_ns.to_le_bytes());
+            out.push(e.kind.code());
+            put_str16(out, &e.label, name, "label")?;
+            put_bytes32(out, &e.data, name, "data")?;
+        }
+        Frame::EpisodeClose { outcome } => out.push(outcome.code()),
         Frame::Timestep(s) => {
             push_step_record(out, s.seq, s.t_ns, s.reward, s.done, &[&s.payload]);
         }
@@ -91,23 +112,26 @@ fn encode_inner(frame: &Frame, out: &mut Vec<u8>, start: usize) -> Result<(), Pr
     Ok(())
 }
 
-fn encode_open(open: &OpenEpisode, out: &mut Vec<u8>) -> Result<(), ProtoError> {
-    const F: &str = "OPEN";
-    put_str16(out, &open.episode_id, F, "episode_id")?;
-    put_str16(out, &open.env_id, F, "env_id")?;
+/// The schema fields `OPEN` and `STREAM_OPEN` share, from `timebase_kind` to
+/// `metadata_json` (the ids before them are the caller's).
+fn encode_schema(
+    open: &OpenEpisode,
+    out: &mut Vec<u8>,
+    frame: &'static str,
+) -> Result<(), ProtoError> {
     out.push(open.timebase.kind_code());
     out.extend_from_slice(&open.timebase.hz().to_le_bytes());
     out.push(durability_code(open.durability));
     let n = open.channels.len();
-    let count = u16::try_from(n).map_err(|_| too_long(F, "channel_count", n, 0xFFFF))?;
+    let count = u16::try_from(n).map_err(|_| too_long(frame, "channel_count", n, 0xFFFF))?;
     out.extend_from_slice(&count.to_le_bytes());
     for (i, c) in open.channels.iter().enumerate() {
         let field = |f: &str| format!("channels[{i}].{f}");
-        put_str16(out, &c.name, F, &field("name"))?;
+        put_str16(out, &c.name, frame, &field("name"))?;
         out.push(lane_code(c.lane));
         out.push(dtype_code(c.dtype));
         let ndim = u8::try_from(c.shape.len())
-            .map_err(|_| too_long(F, &field("ndim"), c.shape.len(), 0xFF))?;
+            .map_err(|_| too_long(frame, &field("ndim"), c.shape.len(), 0xFF))?;
         out.push(ndim);
         for d in &c.shape {
             out.extend_from_slice(&d.to_le_bytes());
@@ -117,11 +141,11 @@ fn encode_open(open: &OpenEpisode, out: &mut Vec<u8>) -> Result<(), ProtoError> 
         put_str16(
             out,
             c.modality.as_deref().unwrap_or(""),
-            F,
+            frame,
             &field("modality"),
         )?;
     }
-    put_str32(out, &open.metadata_json, F, "metadata_json")
+    put_str32(out, &open.metadata_json, frame, "metadata_json")
 }
 
 /// Append a `TIMESTEP` frame for one step; `payloads` in schema order, back to back.

@@ -29,11 +29,14 @@ pub enum ErrorCode {
     PermissionDenied = 21,
     TimestampOrder = 22,
     Timeout = 23,
+    UnknownEpisode = 24,
+    EpisodeClosed = 25,
+    StreamExists = 26,
 }
 
 impl ErrorCode {
     /// All codes, in wire order: every value from 1 to the last, without holes.
-    pub const ALL: [ErrorCode; 23] = [
+    pub const ALL: [ErrorCode; 26] = [
         Self::MalformedFrame,
         Self::UnknownFrame,
         Self::FrameTooLarge,
@@ -57,11 +60,14 @@ impl ErrorCode {
         Self::PermissionDenied,
         Self::TimestampOrder,
         Self::Timeout,
+        Self::UnknownEpisode,
+        Self::EpisodeClosed,
+        Self::StreamExists,
     ];
 
     /// What a decoder expects of an `ERROR.code` (the message of a code that does not
     /// parse): the range of [`ErrorCode::ALL`], checked against it by a test.
-    pub const EXPECTED: &'static str = "an error code 1..=23";
+    pub const EXPECTED: &'static str = "an error code 1..=26";
 
     /// The `u16` written on the wire.
     #[must_use]
@@ -69,7 +75,7 @@ impl ErrorCode {
         self as u16
     }
 
-    /// The code for a wire value, `None` when protocol v1 does not define it.
+    /// The code for a wire value, `None` when no protocol version defines it.
     #[must_use]
     pub fn from_u16(value: u16) -> Option<Self> {
         Self::ALL.iter().copied().find(|c| c.code() == value)
@@ -102,6 +108,9 @@ impl ErrorCode {
             Self::PermissionDenied => "PERMISSION_DENIED",
             Self::TimestampOrder => "TIMESTAMP_ORDER",
             Self::Timeout => "TIMEOUT",
+            Self::UnknownEpisode => "UNKNOWN_EPISODE",
+            Self::EpisodeClosed => "EPISODE_CLOSED",
+            Self::StreamExists => "STREAM_EXISTS",
         }
     }
 
@@ -144,9 +153,21 @@ pub enum ProtoError {
     /// `body_len == 0`: there is not even a frame type. Fatal.
     #[error("frame body_len is 0 (must be >= 1)")]
     ZeroLength,
-    /// A frame type protocol v1 does not define. Fatal.
+    /// A frame type no protocol version defines. Fatal.
     #[error("unknown frame type 0x{frame_type:02x}")]
     UnknownFrame { frame_type: u8 },
+    /// A frame type of a later protocol version than the connection speaks: unknown to it
+    /// (`UNKNOWN_FRAME`, as a server of that version answers). Fatal.
+    #[error(
+        "unknown frame type 0x{frame_type:02x} for protocol version {version} \
+         ({name} needs version {needs}, asked for in HELLO)"
+    )]
+    FrameNotInVersion {
+        frame_type: u8,
+        name: &'static str,
+        version: u16,
+        needs: u16,
+    },
     /// The slice handed to [`crate::parse`] is not exactly one frame. Fatal (a caller bug or
     /// a broken stream).
     #[error(
@@ -206,6 +227,30 @@ pub enum ProtoError {
         header = crate::timestep::RECORD_HEADER_BYTES
     )]
     BatchTooShort { count: u32, got: usize },
+    /// A version 2 request names a bad id: the episode id of `EPISODE_OPEN` or
+    /// `STREAM_OPEN`, or the stream name (`BAD_EPISODE_ID`); `what` says which
+    /// (`episode_id`, `stream name`).
+    #[error("{frame}: {what} {id:?} {reason}")]
+    BadId {
+        frame: &'static str,
+        what: &'static str,
+        id: String,
+        reason: String,
+    },
+    /// A version 2 request's schema or metadata is not acceptable (`BAD_SCHEMA`); the
+    /// message names the stream and the field.
+    #[error("{frame}: {message}")]
+    BadRequest {
+        frame: &'static str,
+        message: String,
+    },
+    /// An `EVENT`'s data is larger than the server's `limits.max_event_bytes` (`LIMIT`).
+    #[error("EVENT: data is {size} bytes, over limits.max_event_bytes {max}")]
+    EventTooLarge { size: usize, max: usize },
+    /// An `EVENT`'s data is not what its kind says: text not UTF-8, json not JSON
+    /// (`MALFORMED_FRAME`).
+    #[error("EVENT: field data of kind {kind} {reason}")]
+    BadEventData { kind: &'static str, reason: String },
     /// A timestep's `t_ns` is below the previous timestep's (`TIMESTAMP_ORDER`): the
     /// episode's `time/timestamps_ns` must not decrease.
     #[error(
@@ -245,6 +290,7 @@ impl ProtoError {
             Self::FrameTooLarge { .. }
                 | Self::ZeroLength
                 | Self::UnknownFrame { .. }
+                | Self::FrameNotInVersion { .. }
                 | Self::FrameLength { .. }
         )
     }
@@ -254,16 +300,18 @@ impl ProtoError {
     pub fn error_code(&self) -> ErrorCode {
         match self {
             Self::FrameTooLarge { .. } => ErrorCode::FrameTooLarge,
-            Self::UnknownFrame { .. } => ErrorCode::UnknownFrame,
+            Self::UnknownFrame { .. } | Self::FrameNotInVersion { .. } => ErrorCode::UnknownFrame,
             Self::ZeroLength
             | Self::FrameLength { .. }
             | Self::Truncated { .. }
             | Self::TrailingBytes { .. }
             | Self::BadUtf8 { .. }
             | Self::BadValue { .. }
-            | Self::TooLong { .. } => ErrorCode::MalformedFrame,
-            Self::BadSchema { .. } => ErrorCode::BadSchema,
-            Self::BadEpisodeId { .. } => ErrorCode::BadEpisodeId,
+            | Self::TooLong { .. }
+            | Self::BadEventData { .. } => ErrorCode::MalformedFrame,
+            Self::BadSchema { .. } | Self::BadRequest { .. } => ErrorCode::BadSchema,
+            Self::BadEpisodeId { .. } | Self::BadId { .. } => ErrorCode::BadEpisodeId,
+            Self::EventTooLarge { .. } => ErrorCode::Limit,
             Self::PayloadSize { .. } | Self::BatchSize { .. } | Self::BatchTooShort { .. } => {
                 ErrorCode::PayloadSize
             }

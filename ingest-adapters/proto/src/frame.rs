@@ -1,13 +1,12 @@
 //! Frame type codes and the decoded [`Frame`].
 
 use crate::error::ErrorCode;
+use crate::event::Event;
+use crate::multistream::{EpisodeOpen, StreamOpen};
 use crate::ring::RingPolicy;
 use crate::schema::OpenEpisode;
 use crate::timestep::{Timestep, TimestepBatch};
 use crate::wire::truncate_utf8;
-
-/// Wire protocol version spoken by this crate.
-pub const PROTOCOL_VERSION: u16 = 1;
 
 /// The server's default `limits.max_frame_bytes` (64 MiB).
 pub const DEFAULT_MAX_FRAME_BYTES: u32 = 64 * 1024 * 1024;
@@ -27,13 +26,18 @@ pub mod code {
     pub const CLOSE: u8 = 0x05;
     pub const FLUSH: u8 = 0x06;
     pub const SHM_ATTACH: u8 = 0x07;
+    pub const EPISODE_OPEN: u8 = 0x08;
+    pub const STREAM_OPEN: u8 = 0x09;
+    pub const EVENT: u8 = 0x0A;
+    pub const EPISODE_CLOSE: u8 = 0x0B;
     pub const HELLO_OK: u8 = 0x81;
     pub const ACCEPTED: u8 = 0x82;
     pub const DURABLE: u8 = 0x83;
     pub const ERROR: u8 = 0x84;
 }
 
-/// The eleven frame types of protocol v1.
+/// The frame types: the eleven of protocol v1 and the four version 2 adds
+/// ([`crate::ProtocolVersion::knows`] says which a connection knows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FrameType {
     Hello,
@@ -43,6 +47,10 @@ pub enum FrameType {
     Close,
     Flush,
     ShmAttach,
+    EpisodeOpen,
+    StreamOpen,
+    Event,
+    EpisodeClose,
     HelloOk,
     Accepted,
     Durable,
@@ -61,6 +69,10 @@ impl FrameType {
             code::CLOSE => Self::Close,
             code::FLUSH => Self::Flush,
             code::SHM_ATTACH => Self::ShmAttach,
+            code::EPISODE_OPEN => Self::EpisodeOpen,
+            code::STREAM_OPEN => Self::StreamOpen,
+            code::EVENT => Self::Event,
+            code::EPISODE_CLOSE => Self::EpisodeClose,
             code::HELLO_OK => Self::HelloOk,
             code::ACCEPTED => Self::Accepted,
             code::DURABLE => Self::Durable,
@@ -80,6 +92,10 @@ impl FrameType {
             Self::Close => code::CLOSE,
             Self::Flush => code::FLUSH,
             Self::ShmAttach => code::SHM_ATTACH,
+            Self::EpisodeOpen => code::EPISODE_OPEN,
+            Self::StreamOpen => code::STREAM_OPEN,
+            Self::Event => code::EVENT,
+            Self::EpisodeClose => code::EPISODE_CLOSE,
             Self::HelloOk => code::HELLO_OK,
             Self::Accepted => code::ACCEPTED,
             Self::Durable => code::DURABLE,
@@ -98,6 +114,10 @@ impl FrameType {
             Self::Close => "CLOSE",
             Self::Flush => "FLUSH",
             Self::ShmAttach => "SHM_ATTACH",
+            Self::EpisodeOpen => "EPISODE_OPEN",
+            Self::StreamOpen => "STREAM_OPEN",
+            Self::Event => "EVENT",
+            Self::EpisodeClose => "EPISODE_CLOSE",
             Self::HelloOk => "HELLO_OK",
             Self::Accepted => "ACCEPTED",
             Self::Durable => "DURABLE",
@@ -112,7 +132,7 @@ impl FrameType {
     }
 }
 
-/// `CLOSE.outcome`.
+/// `CLOSE.outcome` and `EPISODE_CLOSE.outcome`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Outcome {
     /// 0: the episode ended normally.
@@ -152,28 +172,57 @@ pub enum AcceptedWhat {
     Close,
     /// 7 = SHM_ATTACH (`up_to_seq` = the next expected seq).
     ShmAttach,
+    /// 8 = EPISODE_OPEN (`up_to_seq` = 0).
+    EpisodeOpen,
+    /// 9 = STREAM_OPEN (`up_to_seq` = 0).
+    StreamOpen,
+    /// 10 = EVENT (`up_to_seq` = the event's seq in its episode).
+    Event,
+    /// 11 = EPISODE_CLOSE (`up_to_seq` = the streams still recording; 0: finalized).
+    EpisodeClose,
 }
 
 impl AcceptedWhat {
+    /// Every value, in wire order.
+    pub const ALL: [Self; 7] = [
+        Self::Open,
+        Self::Close,
+        Self::ShmAttach,
+        Self::EpisodeOpen,
+        Self::StreamOpen,
+        Self::Event,
+        Self::EpisodeClose,
+    ];
+
+    /// What a decoder expects of `ACCEPTED.what` (the message of a value that does not
+    /// parse).
+    pub const EXPECTED: &'static str = "2 (OPEN), 5 (CLOSE), 7 (SHM_ATTACH), 8 (EPISODE_OPEN), \
+         9 (STREAM_OPEN), 10 (EVENT) or 11 (EPISODE_CLOSE)";
+
+    /// The acknowledged frame's type.
+    #[must_use]
+    pub fn frame_type(self) -> FrameType {
+        match self {
+            Self::Open => FrameType::Open,
+            Self::Close => FrameType::Close,
+            Self::ShmAttach => FrameType::ShmAttach,
+            Self::EpisodeOpen => FrameType::EpisodeOpen,
+            Self::StreamOpen => FrameType::StreamOpen,
+            Self::Event => FrameType::Event,
+            Self::EpisodeClose => FrameType::EpisodeClose,
+        }
+    }
+
     /// The wire value (the acknowledged frame's type code).
     #[must_use]
     pub fn code(self) -> u8 {
-        match self {
-            Self::Open => code::OPEN,
-            Self::Close => code::CLOSE,
-            Self::ShmAttach => code::SHM_ATTACH,
-        }
+        self.frame_type().code()
     }
 
     /// The value for a wire code.
     #[must_use]
     pub fn from_code(c: u8) -> Option<Self> {
-        match c {
-            code::OPEN => Some(Self::Open),
-            code::CLOSE => Some(Self::Close),
-            code::SHM_ATTACH => Some(Self::ShmAttach),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|w| w.code() == c)
     }
 }
 
@@ -208,6 +257,17 @@ pub enum Frame {
         /// readable by servers predating the byte send `None` for `block`.
         policy: Option<RingPolicy>,
     },
+    /// Version 2: create a multi-stream episode, owned by the connection.
+    EpisodeOpen(EpisodeOpen),
+    /// Version 2: join an open multi-stream episode with one stream (boxed: the largest
+    /// frame, and rare).
+    StreamOpen(Box<StreamOpen>),
+    /// Version 2: one event (a sparse, timestamped record) in the connection's episode.
+    Event(Event),
+    /// Version 2: the owner closes its multi-stream episode: no more joins.
+    EpisodeClose {
+        outcome: Outcome,
+    },
     Accepted {
         what: AcceptedWhat,
         up_to_seq: u64,
@@ -234,6 +294,10 @@ impl Frame {
             Self::Close { .. } => FrameType::Close,
             Self::Flush => FrameType::Flush,
             Self::ShmAttach { .. } => FrameType::ShmAttach,
+            Self::EpisodeOpen(_) => FrameType::EpisodeOpen,
+            Self::StreamOpen(_) => FrameType::StreamOpen,
+            Self::Event(_) => FrameType::Event,
+            Self::EpisodeClose { .. } => FrameType::EpisodeClose,
             Self::Accepted { .. } => FrameType::Accepted,
             Self::Durable { .. } => FrameType::Durable,
             Self::Error { .. } => FrameType::Error,

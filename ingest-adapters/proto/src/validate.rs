@@ -51,8 +51,19 @@ fn bad(message: String) -> ProtoError {
 /// # Errors
 /// [`ProtoError::BadEpisodeId`] saying which rule is broken.
 pub fn validate_episode_id(id: &str, max: usize) -> Result<(), ProtoError> {
-    let max = max.min(MAX_EPISODE_ID_BYTES);
-    let reason = if id.is_empty() {
+    match id_rule_broken(id, max.min(MAX_EPISODE_ID_BYTES)) {
+        None => Ok(()),
+        Some(reason) => Err(ProtoError::BadEpisodeId {
+            id: shown_id(id),
+            reason,
+        }),
+    }
+}
+
+/// The id rule `id` breaks, if any: 1..=`max` bytes of `[A-Za-z0-9._-]`, not starting
+/// with `.` (episode ids and stream names, which become directory and file names).
+pub(crate) fn id_rule_broken(id: &str, max: usize) -> Option<String> {
+    if id.is_empty() {
         Some(format!("is empty (must be 1..={max} bytes)"))
     } else if id.len() > max {
         Some(format!("is {} bytes (must be 1..={max} bytes)", id.len()))
@@ -62,15 +73,14 @@ pub fn validate_episode_id(id: &str, max: usize) -> Result<(), ProtoError> {
         id.chars()
             .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
             .map(|c| format!("contains {c:?} (allowed: A-Z a-z 0-9 . _ -)"))
-    };
-    match reason {
-        None => Ok(()),
-        Some(reason) => {
-            let mut shown = id.to_owned();
-            crate::wire::truncate_utf8(&mut shown, 200);
-            Err(ProtoError::BadEpisodeId { id: shown, reason })
-        }
     }
+}
+
+/// `id` as an error message shows it: cut to 200 bytes.
+pub(crate) fn shown_id(id: &str) -> String {
+    let mut shown = id.to_owned();
+    crate::wire::truncate_utf8(&mut shown, MAX_EPISODE_ID_BYTES);
+    shown
 }
 
 /// Check a channel name: non-empty, no NUL, `/`-separated segments that are neither empty
@@ -119,6 +129,15 @@ impl OpenEpisode {
     /// else, naming the field and the values.
     pub fn validate(&self, limits: &SchemaLimits) -> Result<(), ProtoError> {
         validate_episode_id(&self.episode_id, limits.max_episode_id_bytes)?;
+        self.validate_schema(limits)
+    }
+
+    /// [`OpenEpisode::validate`] without the episode id: the timebase, channels and
+    /// metadata (what `STREAM_OPEN` shares with `OPEN`).
+    ///
+    /// # Errors
+    /// [`ProtoError::BadSchema`] naming the field and the values.
+    pub fn validate_schema(&self, limits: &SchemaLimits) -> Result<(), ProtoError> {
         match self.timebase {
             TimebaseSpec::Ticks { tick_hz } if !(tick_hz.is_finite() && tick_hz > 0.0) => {
                 return Err(bad(format!(

@@ -82,6 +82,13 @@ impl<'a> Reader<'a> {
         self.utf8(bytes, field)
     }
 
+    /// A `bytes32`: u32 byte length, then that many bytes.
+    pub(crate) fn bytes32(&mut self, field: &str) -> Result<&'a [u8], ProtoError> {
+        let len = self.u32(field)?;
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        self.take(len, field)
+    }
+
     /// Everything not read yet.
     pub(crate) fn rest(&mut self) -> &'a [u8] {
         let out = &self.buf[self.pos..];
@@ -144,9 +151,22 @@ pub(crate) fn put_str32(
     frame: &'static str,
     field: &str,
 ) -> Result<(), ProtoError> {
-    let len = u32::try_from(s.len()).map_err(|_| too_long(frame, field, s.len(), 0xFFFF_FFFF))?;
+    put_bytes32(out, s.as_bytes(), frame, field)
+}
+
+/// Append a `bytes32`.
+///
+/// # Errors
+/// [`ProtoError::TooLong`] when `b` is longer than `u32::MAX` bytes.
+pub(crate) fn put_bytes32(
+    out: &mut Vec<u8>,
+    b: &[u8],
+    frame: &'static str,
+    field: &str,
+) -> Result<(), ProtoError> {
+    let len = u32::try_from(b.len()).map_err(|_| too_long(frame, field, b.len(), 0xFFFF_FFFF))?;
     out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(s.as_bytes());
+    out.extend_from_slice(b);
     Ok(())
 }
 

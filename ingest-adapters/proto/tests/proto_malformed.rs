@@ -144,12 +144,12 @@ fn proto_bad_enum_values() {
         ("what".into(), 3)
     );
     assert_eq!(
-        bad_value(&parse_err(0x84, &[24, 0, 0, 0])),
-        ("code".into(), 24)
+        bad_value(&parse_err(0x84, &[27, 0, 0, 0])),
+        ("code".into(), 27)
     );
     assert_eq!(
-        parse_err(0x84, &[24, 0, 0, 0]).to_string(),
-        "ERROR: field code has value 24, expected an error code 1..=23"
+        parse_err(0x84, &[27, 0, 0, 0]).to_string(),
+        "ERROR: field code has value 27, expected an error code 1..=26"
     );
     assert_eq!(
         bad_value(&parse_err(0x84, &[0, 0, 0, 0])),
@@ -284,6 +284,9 @@ fn proto_error_codes_match_protocol_table() {
         "PERMISSION_DENIED",
         "TIMESTAMP_ORDER",
         "TIMEOUT",
+        "UNKNOWN_EPISODE",
+        "EPISODE_CLOSED",
+        "STREAM_EXISTS",
     ];
     for (i, name) in names.iter().enumerate() {
         let code = ErrorCode::from_u16(i as u16 + 1).unwrap();
@@ -291,7 +294,7 @@ fn proto_error_codes_match_protocol_table() {
         assert_eq!(code.code(), i as u16 + 1);
     }
     assert_eq!(ErrorCode::from_u16(0), None);
-    assert_eq!(ErrorCode::from_u16(24), None);
+    assert_eq!(ErrorCode::from_u16(27), None);
     assert_eq!(ErrorCode::ALL.len(), names.len());
     let closing: Vec<u16> = ErrorCode::ALL
         .iter()

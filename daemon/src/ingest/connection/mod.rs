@@ -190,6 +190,13 @@ impl Connection {
                 link.error(ErrorCode::Handshake, "HELLO sent twice");
                 return Some(Stop::Fatal);
             }
+            (_, Incoming::NotSpoken(kind)) => {
+                link.error(
+                    ErrorCode::UnknownFrame,
+                    format!("unknown frame type 0x{:02x}", kind.code()),
+                );
+                return Some(Stop::Fatal);
+            }
             (_, Incoming::ServerFrame(kind)) => link.error(
                 ErrorCode::MalformedFrame,
                 format!("{} is a server-to-client frame", kind.name()),

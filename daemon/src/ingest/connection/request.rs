@@ -13,6 +13,9 @@ pub(super) enum Incoming {
     Request(Request),
     /// A frame only a server sends (`HELLO_OK`, `ACCEPTED`, `DURABLE`, `ERROR`).
     ServerFrame(FrameType),
+    /// A frame of protocol version 2, which this server does not speak yet (its decoder
+    /// refuses them first: `UNKNOWN_FRAME`).
+    NotSpoken(FrameType),
 }
 
 /// A client frame after the handshake.
@@ -61,6 +64,10 @@ impl Incoming {
             | Frame::Accepted { .. }
             | Frame::Durable { .. }
             | Frame::Error { .. }) => return Self::ServerFrame(other.frame_type()),
+            other @ (Frame::EpisodeOpen(_)
+            | Frame::StreamOpen(_)
+            | Frame::Event(_)
+            | Frame::EpisodeClose { .. }) => return Self::NotSpoken(other.frame_type()),
         };
         Self::Request(request)
     }
@@ -70,7 +77,7 @@ impl Incoming {
         match self {
             Self::Hello { .. } => FrameType::Hello,
             Self::Request(r) => r.frame_type(),
-            Self::ServerFrame(t) => *t,
+            Self::ServerFrame(t) | Self::NotSpoken(t) => *t,
         }
     }
 }

@@ -4,6 +4,8 @@
 //! tests exercise the client's framing and state machine only, not durability.
 #![allow(clippy::unwrap_used, dead_code)]
 
+pub mod scripted;
+
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;

@@ -3,8 +3,9 @@
 
 use wshard::episode::{DType, Lane};
 use wshard_ingest_proto::{
-    encode, AcceptedWhat, ChannelSpec, CodecChoice, Durability, ErrorCode, Frame, OpenEpisode,
-    Outcome, RingPolicy, TimebaseSpec, Timestep, TimestepBatch, TimestepRef, PROTOCOL_VERSION,
+    encode, AcceptedWhat, ChannelSpec, CodecChoice, Durability, EpisodeOpen, ErrorCode, Event,
+    Frame, OpenEpisode, Outcome, RingPolicy, StreamOpen, TimebaseSpec, Timestep, TimestepBatch,
+    TimestepRef, PROTOCOL_VERSION,
 };
 
 /// joints f32[7] (28 bytes) + gripper action f64 (8 bytes) + rgb u8[2,2,3] (12 bytes) = 48.
@@ -120,4 +121,50 @@ pub fn raw_frame(ty: u8, payload: &[u8]) -> Vec<u8> {
     out.push(ty);
     out.extend_from_slice(payload);
     out
+}
+
+/// The stream `joints` of episode `ep-7`: the channels of `sample_open()`, at 1 kHz.
+pub fn sample_stream_open() -> StreamOpen {
+    let open = sample_open();
+    StreamOpen {
+        episode_id: "ep-7".into(),
+        schema: OpenEpisode {
+            episode_id: "joints".into(),
+            env_id: String::new(),
+            timebase: TimebaseSpec::TimestampsNs { nominal_hz: 1000.0 },
+            ..open
+        },
+    }
+}
+
+/// One frame of every type protocol version 2 adds, and the new `ACCEPTED.what` values.
+pub fn every_v2_frame() -> Vec<Frame> {
+    vec![
+        Frame::EpisodeOpen(
+            EpisodeOpen::new("ep-7", "Franka-teleop").with_metadata_json(r#"{"task":"pick"}"#),
+        ),
+        Frame::StreamOpen(Box::new(sample_stream_open())),
+        Frame::Event(Event::text(-3, "instruction", "pick up the red cube")),
+        Frame::Event(Event::json(5, "score", r#"{"ok":true}"#)),
+        Frame::Event(Event::binary(9, "", vec![0, 255, 7])),
+        Frame::EpisodeClose {
+            outcome: Outcome::Aborted,
+        },
+        Frame::Accepted {
+            what: AcceptedWhat::EpisodeOpen,
+            up_to_seq: 0,
+        },
+        Frame::Accepted {
+            what: AcceptedWhat::StreamOpen,
+            up_to_seq: 0,
+        },
+        Frame::Accepted {
+            what: AcceptedWhat::Event,
+            up_to_seq: 12,
+        },
+        Frame::Accepted {
+            what: AcceptedWhat::EpisodeClose,
+            up_to_seq: 2,
+        },
+    ]
 }

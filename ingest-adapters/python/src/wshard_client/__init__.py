@@ -1,5 +1,5 @@
-"""Python client for ``wshardd``, the WShard episode recorder (wire protocol v1,
-docs/PROTOCOL.md).
+"""Python client for ``wshardd``, the WShard episode recorder (wire protocol versions 1
+and 2, docs/PROTOCOL.md).
 
 Quick start::
 
@@ -17,20 +17,27 @@ Pure Python; numpy is used when installed (arrays are accepted as payloads, and
 :meth:`EpisodeWriter.push_batch` builds whole frames with vectorized copies). Timesteps
 travel on the socket, or per episode through a shared-memory ring
 (``rec.episode(..., transport="shm")``, Linux, Python >= 3.10).
+
+Protocol version 2 (``Recorder.connect(path, name, protocol_version=2)``): multi-stream
+episodes (:meth:`Recorder.open_multistream_episode`, :meth:`Recorder.join_stream`) and
+events (``send_event``); see :mod:`wshard_client.multistream`.
 """
 
+from ._events import DEFAULT_MAX_EVENT_BYTES, EventKind
 from ._payload import HAVE_NUMPY
 from ._reader import ServerInfo
 from ._ring import RingPolicy
 from ._schema import DTYPES, Channel, Codec, DType, DTypeInfo, Durability, EpisodeSpec, Lane, Timebase
 from ._shm import ShmInfo
 from ._transport import Transport, UnixSocketTransport
-from ._wire import PROTOCOL_VERSION, Outcome
+from ._wire import NEWEST_PROTOCOL_VERSION, PROTOCOL_VERSION, Outcome
 from .client import DEFAULT_CLIENT_NAME, Client, ClientOptions, Recorder
 from .episode import CloseSummary, EpisodeWriter, Step
+from .multistream import MultiStreamEpisode
 from .errors import (
     EpisodeFailed,
     ErrorCode,
+    NeedsVersion,
     NotPushed,
     ProtocolError,
     SchemaError,
@@ -46,6 +53,8 @@ __all__ = [
     "__version__",
     "HAVE_NUMPY",
     "PROTOCOL_VERSION",
+    "NEWEST_PROTOCOL_VERSION",
+    "DEFAULT_MAX_EVENT_BYTES",
     "DEFAULT_CLIENT_NAME",
     # connection and episodes
     "Recorder",
@@ -56,6 +65,9 @@ __all__ = [
     "Step",
     "CloseSummary",
     "Outcome",
+    # protocol version 2
+    "MultiStreamEpisode",
+    "EventKind",
     # schema
     "Channel",
     "EpisodeSpec",
@@ -81,4 +93,5 @@ __all__ = [
     "EpisodeFailed",
     "Timeout",
     "NotPushed",
+    "NeedsVersion",
 ]

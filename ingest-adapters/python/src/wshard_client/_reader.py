@@ -14,8 +14,9 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Deque, Optional, Tuple, TypeVar
+from typing import Callable, Deque, Dict, Optional, Tuple, TypeVar, Union
 
+from ._events import is_event_refusal
 from ._transport import Transport
 from ._wire import Accepted, AcceptedWhat, ClientFrame, Durable, ErrorFrame, FrameDecoder, HelloOk, ServerFrame
 from .errors import ErrorCode, ProtocolError, ServerError, Timeout, TransportError, WshardError
@@ -32,7 +33,8 @@ _RECV_BYTES = 64 * 1024
 class ServerInfo:
     """``HELLO_OK`` contents."""
 
-    #: ``protocol_version`` (always 1 once connected).
+    #: ``protocol_version``: the version the connection speaks (1, or 2 when the client
+    #: asked for it and the server speaks it).
     version: int
     #: ``server_name``, e.g. ``wshardd/0.1.0``.
     server_name: str
@@ -45,8 +47,16 @@ class SharedState:
 
     Attributes (read under the lock unless noted):
         hello: ``HELLO_OK`` contents once received.
-        durable: latest ``DURABLE.up_to_seq`` of the current episode (reset by
-            ``ACCEPTED{OPEN}``); a plain int, safe to read without the lock.
+        durable: latest ``DURABLE.up_to_seq`` of the current episode or stream (reset
+            by ``ACCEPTED{OPEN}`` and ``ACCEPTED{STREAM_OPEN}``); a plain int, safe to
+            read without the lock.
+        stream_opens / episode_opens / episode_closes: ``ACCEPTED{STREAM_OPEN}``,
+            ``ACCEPTED{EPISODE_OPEN}``, ``ACCEPTED{EPISODE_CLOSE}`` frames seen (version 2);
+            last_episode_close: the last one's ``up_to_seq`` (streams still recording).
+        events_sent / events_answered / event_answers: every ``EVENT`` is answered by
+            exactly one frame, in order: ``ACCEPTED{EVENT}`` or an ``ERROR`` whose message
+            starts with ``EVENT`` (docs/PROTOCOL.md "EVENT"); the n-th answer is the n-th
+            event's, kept by index (its seq, or the refusal) until its sender takes it.
         opens / closes: ``ACCEPTED{OPEN}`` / ``ACCEPTED{CLOSE}`` frames seen.
         last_close: the last ``ACCEPTED{CLOSE}.up_to_seq``.
         attaches / last_attach: ``ACCEPTED{SHM_ATTACH}`` frames seen and the last one's
@@ -65,6 +75,13 @@ class SharedState:
         self.last_close = 0
         self.attaches = 0
         self.last_attach = 0
+        self.stream_opens = 0
+        self.episode_opens = 0
+        self.episode_closes = 0
+        self.last_episode_close = 0
+        self.events_sent = 0
+        self.events_answered = 0
+        self.event_answers: Dict[int, Union[int, ServerError]] = {}
         self.errors: Deque[Tuple[ErrorCode, str]] = deque()
         self.ended: Optional[WshardError] = None
         self.error_pending = False
@@ -136,8 +153,11 @@ class SharedState:
             if frame.up_to_seq > self.durable:
                 self.durable = frame.up_to_seq
         elif isinstance(frame, ErrorFrame):
-            self.errors.append((frame.code, frame.message))
-            self.error_pending = True
+            if self.events_answered < self.events_sent and is_event_refusal(frame.message):
+                self._answer_event(ServerError(frame.code, frame.message))
+            else:
+                self.errors.append((frame.code, frame.message))
+                self.error_pending = True
         elif isinstance(frame, Accepted):
             if frame.what == AcceptedWhat.OPEN:
                 self.opens += 1
@@ -145,13 +165,28 @@ class SharedState:
             elif frame.what == AcceptedWhat.CLOSE:
                 self.closes += 1
                 self.last_close = frame.up_to_seq
-            else:  # SHM_ATTACH: kept for a shared-memory transport
+            elif frame.what == AcceptedWhat.SHM_ATTACH:
                 self.attaches += 1
                 self.last_attach = frame.up_to_seq
+            elif frame.what == AcceptedWhat.STREAM_OPEN:
+                self.stream_opens += 1
+                self.durable = 0
+            elif frame.what == AcceptedWhat.EPISODE_OPEN:
+                self.episode_opens += 1
+            elif frame.what == AcceptedWhat.EPISODE_CLOSE:
+                self.episode_closes += 1
+                self.last_episode_close = frame.up_to_seq
+            else:  # EVENT
+                self._answer_event(frame.up_to_seq)
         elif isinstance(frame, HelloOk):
             self.hello = ServerInfo(frame.version, frame.server_name, frame.max_frame_bytes)
         elif isinstance(frame, ClientFrame):
             raise ProtocolError(f"unexpected from server: {frame.frame_type.name} is a client-to-server frame")
+
+
+    def _answer_event(self, answer: Union[int, ServerError]) -> None:
+        self.event_answers[self.events_answered] = answer
+        self.events_answered += 1
 
 
 def _copy(e: WshardError) -> WshardError:

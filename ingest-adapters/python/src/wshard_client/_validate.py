@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import TYPE_CHECKING, Set
+from typing import TYPE_CHECKING, Optional, Set
 
 from ._schema import MAX_EPISODE_ID_BYTES, MAX_NDIM, Channel, Codec, Timebase
 from .errors import ErrorCode, SchemaError
@@ -20,7 +20,27 @@ if TYPE_CHECKING:
 ONE_STEP_OVERHEAD = 5 + 21
 
 
-def validate_episode_id(episode_id: str) -> None:
+#: Longest stream name, in bytes (protocol version 2; the episode-id rules otherwise).
+MAX_STREAM_NAME_BYTES = 64
+
+
+def _id_rule_broken(name: str, max_bytes: int) -> Optional[str]:
+    """The id rule ``name`` breaks, if any: 1..=``max_bytes`` bytes of ``[A-Za-z0-9._-]``,
+    not starting with ``.`` (episode ids and stream names)."""
+    n = len(name.encode("utf-8"))
+    if n == 0:
+        return f"is empty (must be 1..={max_bytes} bytes)"
+    if n > max_bytes:
+        return f"is {n} bytes (must be 1..={max_bytes} bytes)"
+    if name.startswith("."):
+        return "starts with '.'"
+    bad = re.search(r"[^A-Za-z0-9._-]", name)
+    if bad:
+        return f"contains {bad.group(0)!r} (allowed: A-Z a-z 0-9 . _ -)"
+    return None
+
+
+def validate_episode_id(episode_id: str, frame: str = "OPEN") -> None:
     """1..=200 bytes of ``[A-Za-z0-9._-]``, not starting with ``.``: what any server may
     accept. The server's own limit (``limits.max_episode_id_bytes``, default 128) and its
     reserved ids are its to check.
@@ -28,20 +48,20 @@ def validate_episode_id(episode_id: str) -> None:
     Raises:
         SchemaError: code ``BAD_EPISODE_ID``, saying which rule is broken.
     """
-    n = len(episode_id.encode("utf-8"))
-    reason = None
-    if n == 0:
-        reason = f"is empty (must be 1..={MAX_EPISODE_ID_BYTES} bytes)"
-    elif n > MAX_EPISODE_ID_BYTES:
-        reason = f"is {n} bytes (must be 1..={MAX_EPISODE_ID_BYTES} bytes)"
-    elif episode_id.startswith("."):
-        reason = "starts with '.'"
-    else:
-        bad = re.search(r"[^A-Za-z0-9._-]", episode_id)
-        if bad:
-            reason = f"contains {bad.group(0)!r} (allowed: A-Z a-z 0-9 . _ -)"
+    reason = _id_rule_broken(episode_id, MAX_EPISODE_ID_BYTES)
     if reason:
-        raise SchemaError(f"OPEN: episode_id {episode_id[:200]!r} {reason}", ErrorCode.BAD_EPISODE_ID)
+        raise SchemaError(f"{frame}: episode_id {episode_id[:200]!r} {reason}", ErrorCode.BAD_EPISODE_ID)
+
+
+def validate_stream_name(name: str) -> None:
+    """1..=64 bytes of ``[A-Za-z0-9._-]``, not starting with ``.`` (version 2).
+
+    Raises:
+        SchemaError: code ``BAD_EPISODE_ID``, saying ``stream name`` and the rule broken.
+    """
+    reason = _id_rule_broken(name, MAX_STREAM_NAME_BYTES)
+    if reason:
+        raise SchemaError(f"STREAM_OPEN: stream name {name[:200]!r} {reason}", ErrorCode.BAD_EPISODE_ID)
 
 
 def validate_channel_name(index: int, name: str) -> None:
@@ -59,16 +79,26 @@ def validate_channel_name(index: int, name: str) -> None:
         raise SchemaError(f"channels[{index}].name {name!r} {problem}", channel=name)
 
 
-def validate_metadata_json(text: str) -> None:
-    """Empty (or whitespace) or a JSON object."""
+def validate_metadata_json(text: str, prefix: str = "OPEN") -> None:
+    """Empty (or whitespace) or a JSON object; messages start with ``prefix``."""
     if not text.strip():
         return
     try:
         value = json.loads(text)
     except ValueError as e:
-        raise SchemaError(f"OPEN: metadata_json is not valid JSON: {e}") from None
+        raise SchemaError(f"{prefix}: metadata_json is not valid JSON: {e}") from None
     if not isinstance(value, dict):
-        raise SchemaError("OPEN: metadata_json is not a JSON object")
+        raise SchemaError(f"{prefix}: metadata_json is not a JSON object")
+
+
+def validate_episode_open(episode_id: str, metadata_json: str) -> None:
+    """Check an ``EPISODE_OPEN`` (version 2): the episode id and the metadata.
+
+    Raises:
+        SchemaError: ``BAD_EPISODE_ID`` for the id, ``BAD_SCHEMA`` for the metadata.
+    """
+    validate_episode_id(episode_id, "EPISODE_OPEN")
+    validate_metadata_json(metadata_json, "EPISODE_OPEN")
 
 
 def validate_spec(spec: "EpisodeSpec", max_frame_bytes: int, max_channels: int = 0xFFFF) -> None:
@@ -79,15 +109,42 @@ def validate_spec(spec: "EpisodeSpec", max_frame_bytes: int, max_channels: int =
             naming the field and the values.
     """
     validate_episode_id(spec.episode_id)
+    validate_schema(spec, max_frame_bytes, max_channels)
+
+
+def validate_stream(
+    episode_id: str, spec: "EpisodeSpec", max_frame_bytes: int, max_channels: int = 0xFFFF
+) -> None:
+    """Check a ``STREAM_OPEN`` (version 2) as the server does (``StreamOpen::validate``):
+    the episode id, the stream name ``spec.episode_id``, and the schema as ``OPEN``'s.
+
+    Raises:
+        SchemaError: ``BAD_EPISODE_ID`` for the id or the stream name, ``BAD_SCHEMA``
+            naming the stream and the field.
+    """
+    validate_episode_id(episode_id, "STREAM_OPEN")
+    validate_stream_name(spec.episode_id)
+    validate_schema(spec, max_frame_bytes, max_channels, f"STREAM_OPEN: stream {spec.episode_id!r}")
+
+
+def validate_schema(
+    spec: "EpisodeSpec", max_frame_bytes: int, max_channels: int = 0xFFFF, prefix: str = "OPEN"
+) -> None:
+    """:func:`validate_spec` without the id (``OpenEpisode::validate_schema``); messages
+    start with ``prefix``.
+
+    Raises:
+        SchemaError: ``BAD_SCHEMA`` naming the field and the values.
+    """
     hz = float(spec.tick_hz)
     if spec.timebase == Timebase.TICKS and not (math.isfinite(hz) and hz > 0):
-        raise SchemaError(f"OPEN: tick_hz {hz} must be finite and > 0 for timebase ticks")
+        raise SchemaError(f"{prefix}: tick_hz {hz} must be finite and > 0 for timebase ticks")
     if spec.timebase == Timebase.TIMESTAMPS_NS and not (math.isfinite(hz) and hz >= 0):
-        raise SchemaError(f"OPEN: tick_hz {hz} must be finite and >= 0 (0 = unknown) for timebase timestamps_ns")
+        raise SchemaError(f"{prefix}: tick_hz {hz} must be finite and >= 0 (0 = unknown) for timebase timestamps_ns")
     n = len(spec.channels)
     max_channels = min(max_channels, 0xFFFF)
     if n == 0 or n > max_channels:
-        raise SchemaError(f"OPEN: channel_count {n} must be 1..={max_channels}")
+        raise SchemaError(f"{prefix}: channel_count {n} must be 1..={max_channels}")
     max_step = max(max_frame_bytes - ONE_STEP_OVERHEAD, 0)
     names: Set[str] = set()
     for i, c in enumerate(spec.channels):
@@ -95,27 +152,29 @@ def validate_spec(spec: "EpisodeSpec", max_frame_bytes: int, max_channels: int =
             raise SchemaError(f"channels[{i}] is {type(c).__name__}, not a Channel")
         validate_channel_name(i, c.name)
         if c.name in names:
-            raise SchemaError(f"OPEN: channels[{i}].name {c.name!r} is a duplicate", channel=c.name)
+            raise SchemaError(f"{prefix}: channels[{i}].name {c.name!r} is a duplicate", channel=c.name)
         names.add(c.name)
         if len(c.shape) > MAX_NDIM:
-            raise SchemaError(f"OPEN: channels[{i}] {c.name!r}: ndim {len(c.shape)} exceeds {MAX_NDIM}", channel=c.name)
+            raise SchemaError(
+                f"{prefix}: channels[{i}] {c.name!r}: ndim {len(c.shape)} exceeds {MAX_NDIM}", channel=c.name
+            )
         for d, dim in enumerate(c.shape):
             if not 1 <= dim <= 0xFFFFFFFF:
                 raise SchemaError(
-                    f"OPEN: channels[{i}] {c.name!r}: dims[{d}] is {dim} (each must be 1..=2^32-1), "
+                    f"{prefix}: channels[{i}] {c.name!r}: dims[{d}] is {dim} (each must be 1..=2^32-1), "
                     f"shape {list(c.shape)}",
                     channel=c.name,
                 )
         if c.codec == Codec.ZSTD and not 0 <= c.codec_level <= 22:
             raise SchemaError(
-                f"OPEN: channels[{i}] {c.name!r}: codec_level {c.codec_level} must be 1..=22 (0 = default)",
+                f"{prefix}: channels[{i}] {c.name!r}: codec_level {c.codec_level} must be 1..=22 (0 = default)",
                 channel=c.name,
             )
         if c.modality is not None and len(c.modality.encode("utf-8")) > 0xFFFF:
-            raise SchemaError(f"OPEN: channels[{i}] {c.name!r}: modality is too long", channel=c.name)
+            raise SchemaError(f"{prefix}: channels[{i}] {c.name!r}: modality is too long", channel=c.name)
         if c.step_bytes > max_step:
             raise SchemaError(
-                f"OPEN: channels[{i}] {c.name!r}: step payload {c.step_bytes} bytes ({c.dtype} x "
+                f"{prefix}: channels[{i}] {c.name!r}: step payload {c.step_bytes} bytes ({c.dtype} x "
                 f"{list(c.shape)}) exceeds the {max_step} bytes a frame of max_frame_bytes "
                 f"{max_frame_bytes} can carry",
                 channel=c.name,
@@ -123,7 +182,7 @@ def validate_spec(spec: "EpisodeSpec", max_frame_bytes: int, max_channels: int =
     total = spec.step_bytes
     if total > max_step:
         raise SchemaError(
-            f"OPEN: timestep payload {total} bytes (sum over {n} channels) exceeds the {max_step} "
+            f"{prefix}: timestep payload {total} bytes (sum over {n} channels) exceeds the {max_step} "
             f"bytes a frame of max_frame_bytes {max_frame_bytes} can carry"
         )
-    validate_metadata_json(spec.metadata_json)
+    validate_metadata_json(spec.metadata_json, prefix)

@@ -1,5 +1,6 @@
-"""Frame encoding and decoding, protocol v1 (docs/PROTOCOL.md): little-endian ``struct``
-packing of every client frame, and an incremental decoder of server frames.
+"""Frame encoding and decoding, protocol versions 1 and 2 (docs/PROTOCOL.md):
+little-endian ``struct`` packing of every client frame, and an incremental decoder of
+server frames.
 
 Layout of every frame: ``body_len u32 | frame_type u8 | payload`` with
 ``body_len = 1 + len(payload)``.
@@ -13,10 +14,12 @@ from dataclasses import dataclass
 from typing import List, Optional, Union
 
 from ._schema import EpisodeSpec
+from ._transport import Buffer
 from .errors import ErrorCode, ProtocolError, SchemaError
 
 __all__ = [
     "PROTOCOL_VERSION",
+    "NEWEST_PROTOCOL_VERSION",
     "FrameType",
     "Outcome",
     "AcceptedWhat",
@@ -32,14 +35,20 @@ __all__ = [
     "encode_close",
     "encode_flush",
     "encode_shm_attach",
+    "encode_episode_open",
+    "encode_stream_open",
+    "encode_event",
+    "encode_episode_close",
     "encode_timestep",
     "encode_timestep_batch",
     "record_header",
     "batch_header",
 ]
 
-#: Wire protocol version spoken by this package.
+#: Protocol version 1: what ``HELLO`` sends unless version 2 is asked for.
 PROTOCOL_VERSION = 1
+#: The newest protocol version this package speaks (multi-stream episodes, events).
+NEWEST_PROTOCOL_VERSION = 2
 #: The server's default ``limits.max_frame_bytes`` (64 MiB).
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
 #: Bytes of the ``body_len`` field.
@@ -64,10 +73,11 @@ BATCH_HEADER = struct.Struct("<IBI")
 _OPEN_TIMEBASE = struct.Struct("<BdBH")
 _CHANNEL_HEAD = struct.Struct("<BBB")
 _CHANNEL_CODEC = struct.Struct("<Bb")
+_EVENT_HEAD = struct.Struct("<qB")
 
 
 class FrameType(enum.IntEnum):
-    """The ten frame types of protocol v1; codes below 0x80 go client -> server."""
+    """The frame types of protocol versions 1 and 2; codes below 0x80 go client -> server."""
 
     HELLO = 0x01
     OPEN = 0x02
@@ -77,6 +87,14 @@ class FrameType(enum.IntEnum):
     FLUSH = 0x06
     #: Shared-memory transport attach (docs/PROTOCOL.md); travels with 3 fds.
     SHM_ATTACH = 0x07
+    #: Version 2: create a multi-stream episode.
+    EPISODE_OPEN = 0x08
+    #: Version 2: join an open multi-stream episode with one stream.
+    STREAM_OPEN = 0x09
+    #: Version 2: one event (text, JSON or binary) in the connection's episode.
+    EVENT = 0x0A
+    #: Version 2: the owner closes its multi-stream episode.
+    EPISODE_CLOSE = 0x0B
     HELLO_OK = 0x81
     ACCEPTED = 0x82
     DURABLE = 0x83
@@ -89,7 +107,7 @@ class FrameType(enum.IntEnum):
 
 
 class Outcome(enum.IntEnum):
-    """``CLOSE.outcome``."""
+    """``CLOSE.outcome`` and ``EPISODE_CLOSE.outcome``."""
 
     COMPLETED = 0
     #: Data kept, the manifest says ``aborted``.
@@ -112,6 +130,18 @@ class AcceptedWhat(enum.IntEnum):
     OPEN = 0x02
     CLOSE = 0x05
     SHM_ATTACH = 0x07
+    EPISODE_OPEN = 0x08
+    STREAM_OPEN = 0x09
+    #: ``up_to_seq`` = the event's seq in its episode.
+    EVENT = 0x0A
+    #: ``up_to_seq`` = the streams still recording (0: the episode is finalized).
+    EPISODE_CLOSE = 0x0B
+
+
+#: What a decoder expects of ``ACCEPTED.what`` (as ``AcceptedWhat::EXPECTED`` in Rust).
+_ACCEPTED_EXPECTED = (
+    "2 (OPEN), 5 (CLOSE), 7 (SHM_ATTACH), 8 (EPISODE_OPEN), 9 (STREAM_OPEN), 10 (EVENT) or 11 (EPISODE_CLOSE)"
+)
 
 
 @dataclass(frozen=True)
@@ -193,6 +223,24 @@ def encode_open(spec: EpisodeSpec) -> bytes:
     out = _start(FrameType.OPEN)
     _str(out, spec.episode_id, _U16, "episode_id")
     _str(out, spec.env_id, _U16, "env_id")
+    _schema_fields(out, spec)
+    return _finish(out)
+
+
+def encode_stream_open(episode_id: str, spec: EpisodeSpec) -> bytes:
+    """``STREAM_OPEN`` (version 2): join episode ``episode_id`` with the stream
+    ``spec.episode_id`` (the stream name; ``spec.env_id`` is not on the wire). The fields
+    after the stream name are ``OPEN``'s after ``env_id``. Not validated here."""
+    out = _start(FrameType.STREAM_OPEN)
+    _str(out, episode_id, _U16, "episode_id")
+    _str(out, spec.episode_id, _U16, "stream")
+    _schema_fields(out, spec)
+    return _finish(out)
+
+
+def _schema_fields(out: bytearray, spec: EpisodeSpec) -> None:
+    """The schema fields ``OPEN`` and ``STREAM_OPEN`` share, ``timebase_kind`` to
+    ``metadata_json``."""
     if len(spec.channels) > 0xFFFF:
         raise SchemaError(f"channel_count {len(spec.channels)} exceeds 65535")
     out += _OPEN_TIMEBASE.pack(spec.timebase, spec.tick_hz, spec.durability, len(spec.channels))
@@ -208,7 +256,32 @@ def encode_open(spec: EpisodeSpec) -> bytes:
         out += _CHANNEL_CODEC.pack(c.codec, level)
         _str(out, c.modality or "", _U16, f"channels[{i}].modality")
     _str(out, spec.metadata_json, _U32, "metadata_json")
+
+
+def encode_episode_open(episode_id: str, env_id: str = "", metadata_json: str = "") -> bytes:
+    """``EPISODE_OPEN`` (version 2): ``episode_id str16 | env_id str16 | metadata_json
+    str32``."""
+    out = _start(FrameType.EPISODE_OPEN)
+    _str(out, episode_id, _U16, "episode_id")
+    _str(out, env_id, _U16, "env_id")
+    _str(out, metadata_json, _U32, "metadata_json")
     return _finish(out)
+
+
+def encode_event(t_ns: int, kind: int, label: str, data: Buffer) -> bytes:
+    """``EVENT`` (version 2): ``t_ns i64 | kind u8 | label str16 | data bytes32``; no
+    check of ``data`` against ``kind`` here."""
+    out = _start(FrameType.EVENT)
+    out += _EVENT_HEAD.pack(t_ns, kind)
+    _str(out, label, _U16, "label")
+    out += _U32.pack(len(data))
+    out += data
+    return _finish(out)
+
+
+def encode_episode_close(outcome: Union[Outcome, str, int]) -> bytes:
+    """``EPISODE_CLOSE`` (version 2): ``outcome u8``."""
+    return _HEADER.pack(2, FrameType.EPISODE_CLOSE) + bytes([Outcome.parse(outcome)])
 
 
 def encode_close(outcome: Union[Outcome, str, int]) -> bytes:
@@ -317,9 +390,7 @@ def parse_server_frame(frame_type: int, payload: bytes) -> ServerFrame:
     elif ty == FrameType.ACCEPTED:
         what = r.unpack(_U8, "what")
         if what not in _ACCEPTED_WHAT:
-            raise ProtocolError(
-                f"ACCEPTED: field what has value {what}, expected 2 (OPEN), 5 (CLOSE) or 7 (SHM_ATTACH)"
-            )
+            raise ProtocolError(f"ACCEPTED: field what has value {what}, expected {_ACCEPTED_EXPECTED}")
         frame = Accepted(AcceptedWhat(what), r.unpack(_U64, "up_to_seq"))
     elif ty == FrameType.DURABLE:
         frame = Durable(r.unpack(_U64, "up_to_seq"))

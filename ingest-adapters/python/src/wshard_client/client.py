@@ -21,9 +21,18 @@ from ._ring import RingPolicy, check_geometry, default_slot_bytes, default_slot_
 from ._schema import Channel, Durability, EpisodeSpec, Timebase
 from ._shm import ShmRing, shm_supported
 from ._transport import Buffer, Transport, UnixSocketTransport
-from ._wire import PROTOCOL_VERSION, RECORD_HEADER_BYTES, Outcome, encode_hello, encode_open, encode_shm_attach
+from ._wire import (
+    NEWEST_PROTOCOL_VERSION,
+    PROTOCOL_VERSION,
+    RECORD_HEADER_BYTES,
+    Outcome,
+    encode_hello,
+    encode_open,
+    encode_shm_attach,
+)
 from .episode import EpisodeWriter
 from .errors import ProtocolError, TransportError, WshardError
+from .multistream import MultiStreamEpisode, MultiStreamMixin
 
 __all__ = ["Recorder", "Client", "ClientOptions", "DEFAULT_CLIENT_NAME"]
 
@@ -46,10 +55,17 @@ class ClientOptions:
     #: How long to wait for the server (seconds): handshake, ``OPEN``, ``CLOSE``,
     #: ``flush``, ``wait_durable``, and each socket write; ``None`` = forever.
     timeout: Optional[float] = 60.0
+    #: The protocol version ``HELLO`` asks for: 1 (default, what every client before
+    #: version 2 speaks) or 2 (multi-stream episodes and events:
+    #: :meth:`Recorder.open_multistream_episode`, :meth:`Recorder.join_stream`,
+    #: ``send_event``). The connection speaks what ``HELLO_OK`` answers
+    #: (:attr:`Recorder.protocol_version`).
+    protocol_version: int = PROTOCOL_VERSION
 
 
-class Recorder:
-    """A blocking connection to ``wshardd`` speaking protocol v1; one episode at a time.
+class Recorder(MultiStreamMixin):
+    """A blocking connection to ``wshardd`` speaking protocol version 1, or 2 when
+    ``protocol_version=2`` asks for it; one episode (or stream) at a time.
 
     Use :meth:`connect`, then :meth:`episode` (or :meth:`open_episode`)::
 
@@ -83,17 +99,22 @@ class Recorder:
         self._broken = False
         self._closed = False
         self._episode: Optional[EpisodeWriter] = None
+        self._owned: Optional[MultiStreamEpisode] = None
         self._reader: threading.Thread = start_reader(transport, self._state)
         # A recorder dropped without close() still releases its socket and reader thread
         # (the server then finalizes an open episode as `interrupted`).
         self._finalizer = weakref.finalize(self, transport.shutdown)
+        asked = self._options.protocol_version
         try:
-            self._write(encode_hello(client_name))
+            if not PROTOCOL_VERSION <= asked <= NEWEST_PROTOCOL_VERSION:
+                raise ValueError(f"protocol_version {asked}: this client speaks 1..={NEWEST_PROTOCOL_VERSION}")
+            self._write(encode_hello(client_name, asked))
             info = self._state.wait("HELLO_OK", self._options.timeout, lambda st: st.hello)
-            if info.version != PROTOCOL_VERSION:
+            # The server answers the version the connection speaks: at most the one asked.
+            if not PROTOCOL_VERSION <= info.version <= asked:
                 raise ProtocolError(
                     f"unexpected from server: HELLO_OK protocol_version {info.version} "
-                    f"(this client speaks {PROTOCOL_VERSION})"
+                    f"(this client asked for {asked})"
                 )
         except BaseException:
             self._shutdown()
@@ -127,6 +148,11 @@ class Recorder:
     def server_info(self) -> ServerInfo:
         """What the server announced in ``HELLO_OK``."""
         return self._info
+
+    @property
+    def protocol_version(self) -> int:
+        """The protocol version the connection speaks (what ``HELLO_OK`` answered)."""
+        return self._info.version
 
     @property
     def options(self) -> ClientOptions:
@@ -177,14 +203,38 @@ class Recorder:
             Timeout, TransportError (also: shared memory is not available here).
         """
         self._check_usable()
+        spec.validate(self._info.max_frame_bytes)
+        frame = encode_open(spec)
+        return self._open_writer(spec, frame, "ACCEPTED{OPEN}", "opens", transport, slot_bytes, slots, policy)
+
+    def _request(self, frame: bytes, what: str, counter: str) -> int:
+        """Send ``frame`` and wait for its ``ACCEPTED`` (``what`` names it in a timeout):
+        until the shared state's counter ``counter`` has moved. Returns the ``up_to_seq``
+        of an ``EPISODE_CLOSE`` answer, else 0."""
+        state = self._state
+        before = getattr(state, counter)
+        self._write(frame)
+        state.wait(what, self._options.timeout, lambda st: True if getattr(st, counter) > before else None)
+        return state.last_episode_close if counter == "episode_closes" else 0
+
+    def _open_writer(
+        self,
+        spec: EpisodeSpec,
+        frame: bytes,
+        what: str,
+        counter: str,
+        transport: str,
+        slot_bytes: int,
+        slots: int,
+        policy: Union[RingPolicy, str, int],
+    ) -> EpisodeWriter:
+        """Send ``OPEN`` or ``STREAM_OPEN`` (``frame``, checked), wait for its ``ACCEPTED``
+        and return the writer, with its ring attached for ``transport="shm"``."""
         if self._episode is not None:
             raise WshardError(f"episode {self._episode.episode_id!r} is still open on this connection; close it first")
-        spec.validate(self._info.max_frame_bytes)
         ring = self._make_ring(spec, transport, slot_bytes, slots, RingPolicy.parse(policy))
         try:
-            opens = self._state.opens
-            self._write(encode_open(spec))
-            self._state.wait("ACCEPTED{OPEN}", self._options.timeout, lambda st: True if st.opens > opens else None)
+            self._request(frame, what, counter)
         except BaseException:
             if ring is not None:
                 ring.close()
@@ -311,7 +361,8 @@ class Recorder:
     # ------------------------------------------------------------------ closing
 
     def close(self) -> None:
-        """Close the episode still open (as ``aborted``, errors ignored), then the
+        """Close the episode or stream still open (as ``aborted``, errors ignored), then
+        a multi-stream episode this connection owns (``aborted`` too), then the
         connection; waits for the reader thread. Idempotent."""
         if self._closed:
             return
@@ -324,6 +375,13 @@ class Recorder:
         if ep is not None:
             ep._release_ring()
         self._episode = None
+        owned = self._owned
+        if owned is not None and not self._broken and not self._state.is_ended:
+            try:
+                owned.close(Outcome.ABORTED)
+            except WshardError:
+                pass
+        self._owned = None
         self._shutdown()
 
     def _shutdown(self) -> None:

@@ -344,6 +344,33 @@ class EpisodeWriter(ShmEpisodeMixin):
             self._send_pending()
         return self._wait_durable_up_to(min(seq + 1, self._published_seq), "DURABLE", timeout)
 
+    # ------------------------------------------------------------------ events
+
+    def send_event(self, t_ns: int, label: str, data: Any, kind: Optional[Union[str, int]] = None) -> int:
+        """Send an event (``EVENT``, protocol version 2) beside this stream or episode and
+        wait until it is durable (``ACCEPTED{EVENT}``); returns its seq among the
+        episode's events. ``data`` and ``kind`` as
+        :meth:`~wshard_client.MultiStreamEpisode.send_event`. Pending timesteps are not
+        sent by it: the event has its own ``t_ns``, seq and acknowledgement.
+
+        Raises:
+            NeedsVersion: the connection speaks version 1.
+            SchemaError: the data is not what its kind says (nothing sent).
+            ServerError: the server refused the event (``LIMIT``, ``MALFORMED_FRAME``,
+                ``STORAGE``: the recording carries on), or an ``ERROR`` about the
+                timesteps, which fails the episode as in :meth:`push`.
+            EpisodeFailed, Timeout, TransportError.
+        """
+        self._check_usable()
+        try:
+            answer = self._client._send_event(t_ns, label, data, kind)
+        except ServerError:
+            self._failed = True
+            raise
+        if isinstance(answer, ServerError):
+            raise answer
+        return answer
+
     # ------------------------------------------------------------------ closing
 
     def close(self, outcome: Union[Outcome, str, int] = Outcome.COMPLETED) -> CloseSummary:

@@ -13,7 +13,8 @@ Every exception the client raises on purpose derives from :class:`WshardError`:
 - :class:`EpisodeFailed`: an earlier server ``ERROR`` failed the episode; only ``close``
   is still possible;
 - :class:`Timeout` (also a :class:`TimeoutError`): no answer in time;
-- :class:`NotPushed` (also a :class:`ValueError`): ``wait_durable`` for a seq never pushed.
+- :class:`NotPushed` (also a :class:`ValueError`): ``wait_durable`` for a seq never pushed;
+- :class:`NeedsVersion`: the call needs protocol version 2 and the connection speaks 1.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "EpisodeFailed",
     "Timeout",
     "NotPushed",
+    "NeedsVersion",
 ]
 
 
@@ -76,6 +78,14 @@ class ErrorCode(enum.IntEnum):
     #: its socket for the server's write timeout; the message names which. Closes the
     #: connection (an open episode is finalized ``interrupted``; what was DURABLE stays).
     TIMEOUT = 23
+    #: Protocol version 2, STREAM_OPEN refused: no open multi-stream episode has that id.
+    UNKNOWN_EPISODE = 24
+    #: Protocol version 2, STREAM_OPEN refused: the episode exists but is closed or
+    #: finalized; no more streams may join.
+    EPISODE_CLOSED = 25
+    #: Protocol version 2, STREAM_OPEN refused: the stream name is used in the episode
+    #: already, with the same schema.
+    STREAM_EXISTS = 26
 
     @property
     def closes_connection(self) -> bool:
@@ -170,3 +180,23 @@ class NotPushed(WshardError, ValueError):
         super().__init__(f"seq {seq} was not pushed (next seq is {next_seq})")
         self.seq: int = seq
         self.next_seq: int = next_seq
+
+
+class NeedsVersion(WshardError):
+    """The call needs a later protocol version than the connection speaks (multi-stream
+    episodes and events need version 2: connect with ``protocol_version=2``); nothing was
+    sent.
+
+    Attributes:
+        frame: the frame the call would send, e.g. ``"STREAM_OPEN"``.
+        needs / speaks: the version that defines it, the version the connection speaks.
+    """
+
+    def __init__(self, frame: str, needs: int, speaks: int) -> None:
+        super().__init__(
+            f"{frame} needs protocol version {needs}; this connection speaks version {speaks} "
+            f"(connect with protocol_version={needs})"
+        )
+        self.frame: str = frame
+        self.needs: int = needs
+        self.speaks: int = speaks

@@ -1,0 +1,139 @@
+//! `EVENT` (version 2): a sparse, timestamped, variable-length record in an episode (a
+//! language instruction, a button press, a label), and the checks of its data.
+
+use crate::error::ProtoError;
+
+/// The server's default `limits.max_event_bytes`: the most bytes of `EVENT.data`.
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 64 * 1024;
+
+/// `EVENT.kind`: how `data` is to be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// 0: UTF-8 text.
+    Text,
+    /// 1: one JSON value, as UTF-8 text.
+    Json,
+    /// 2: bytes.
+    Binary,
+}
+
+impl EventKind {
+    /// Every kind, in wire-code order.
+    pub const ALL: [Self; 3] = [Self::Text, Self::Json, Self::Binary];
+
+    /// What a decoder expects of `EVENT.kind`.
+    pub const EXPECTED: &'static str = "0 (text), 1 (json) or 2 (binary)";
+
+    /// The wire code.
+    #[must_use]
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Text => 0,
+            Self::Json => 1,
+            Self::Binary => 2,
+        }
+    }
+
+    /// The kind for a wire code, `None` when unknown.
+    #[must_use]
+    pub fn from_code(c: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.code() == c)
+    }
+
+    /// `text`, `json` or `binary`, as the events file spells it.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Json => "json",
+            Self::Binary => "binary",
+        }
+    }
+}
+
+/// An `EVENT` frame: `t_ns i64 | kind u8 | label str16 | data bytes32`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// When it happened, on the clock of the episode's timestamps.
+    pub t_ns: i64,
+    pub kind: EventKind,
+    /// What it is, e.g. `instruction`, `success`; free text.
+    pub label: String,
+    /// The record, read as `kind` says.
+    pub data: Vec<u8>,
+}
+
+impl Event {
+    /// A text event.
+    #[must_use]
+    pub fn text(t_ns: i64, label: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            t_ns,
+            kind: EventKind::Text,
+            label: label.into(),
+            data: text.into().into_bytes(),
+        }
+    }
+
+    /// A JSON event; `json` is the value's text (checked by [`Event::validate`]).
+    #[must_use]
+    pub fn json(t_ns: i64, label: impl Into<String>, json: impl Into<String>) -> Self {
+        Self {
+            kind: EventKind::Json,
+            ..Self::text(t_ns, label, json)
+        }
+    }
+
+    /// A binary event.
+    #[must_use]
+    pub fn binary(t_ns: i64, label: impl Into<String>, data: impl Into<Vec<u8>>) -> Self {
+        Self {
+            t_ns,
+            kind: EventKind::Binary,
+            label: label.into(),
+            data: data.into(),
+        }
+    }
+
+    /// Check the data: at most `max_event_bytes` bytes (checked first, before reading
+    /// it), text is UTF-8, json is one JSON value.
+    ///
+    /// # Errors
+    /// [`ProtoError::EventTooLarge`] (`LIMIT`) naming the size and the key,
+    /// [`ProtoError::BadEventData`] (`MALFORMED_FRAME`) naming the kind and what is wrong.
+    pub fn validate(&self, max_event_bytes: usize) -> Result<(), ProtoError> {
+        if self.data.len() > max_event_bytes {
+            return Err(ProtoError::EventTooLarge {
+                size: self.data.len(),
+                max: max_event_bytes,
+            });
+        }
+        let bad = |reason: String| ProtoError::BadEventData {
+            kind: self.kind.name(),
+            reason,
+        };
+        match self.kind {
+            EventKind::Binary => Ok(()),
+            EventKind::Text => std::str::from_utf8(&self.data)
+                .map(|_| ())
+                .map_err(|e| bad(format!("is not valid UTF-8 ({e})"))),
+            EventKind::Json => serde_json::from_slice::<serde_json::Value>(&self.data)
+                .map(|_| ())
+                .map_err(|e| bad(format!("is not valid JSON ({e})"))),
+        }
+    }
+}
+
+/// Whether an `ERROR` message refuses an `EVENT`: it starts with the frame's name `EVENT`
+/// (then `:` or a space). Every `EVENT` is answered by exactly one frame, in order:
+/// `ACCEPTED{EVENT}` or such an `ERROR` (docs/PROTOCOL.md, "EVENT"), which is how a client
+/// tells the refusal of its event from the refusal of a timestep it sent before (`ERROR`
+/// frames carry no reference to the frame they refuse). The errors of this crate about an
+/// `EVENT` ([`ProtoError::EventTooLarge`], [`ProtoError::BadEventData`], payload errors of
+/// the frame) all start so.
+#[must_use]
+pub fn is_event_refusal(message: &str) -> bool {
+    message
+        .strip_prefix(crate::frame::FrameType::Event.name())
+        .is_some_and(|rest| rest.starts_with([':', ' ']))
+}

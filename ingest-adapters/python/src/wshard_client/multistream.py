@@ -1,0 +1,295 @@
+"""Multi-stream episodes and events (protocol version 2, docs/PROTOCOL.md "Version 2"):
+:class:`MultiStreamEpisode`, the owner's handle, and the :class:`~wshard_client.Recorder`
+calls that create an episode, join one with a stream and send events (the Rust client's
+``multistream.rs`` and ``events.rs``).
+
+A robot is not one clock: producers on any connections (this one too) join an open
+episode with one **stream** each, with its own clock and channels; a stream is recorded by
+an :class:`~wshard_client.EpisodeWriter` exactly as a version 1 episode (seqs and
+``DURABLE`` count the stream's timesteps, ``close`` ends the stream).
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Type, Union, cast
+
+from ._events import EventKind, event_data
+from ._ring import RingPolicy
+from ._schema import Channel, Durability, EpisodeSpec, Timebase
+from ._validate import validate_episode_open, validate_stream
+from ._wire import (
+    NEWEST_PROTOCOL_VERSION,
+    FrameType,
+    Outcome,
+    encode_episode_close,
+    encode_episode_open,
+    encode_event,
+    encode_stream_open,
+)
+from .errors import ErrorCode, NeedsVersion, SchemaError, ServerError, WshardError
+
+if TYPE_CHECKING:
+    from ._reader import SharedState
+    from .client import Recorder
+    from .episode import EpisodeWriter
+
+__all__ = ["MultiStreamEpisode", "MultiStreamMixin"]
+
+#: Bytes of an ``EVENT`` body besides ``label`` and ``data``: type 1, ``t_ns`` 8, ``kind``
+#: 1, the two length prefixes 2 + 4.
+_EVENT_FIXED_BYTES = 1 + 8 + 1 + 2 + 4
+
+
+class MultiStreamMixin:
+    """The version 2 calls of :class:`~wshard_client.Recorder`."""
+
+    _state: "SharedState"
+    _owned: Optional["MultiStreamEpisode"]
+
+    def _rec(self) -> "Recorder":
+        """This object as the :class:`~wshard_client.Recorder` it is part of."""
+        return cast("Recorder", self)
+
+    # ------------------------------------------------------------------ version 2
+
+    def _require_version(self, frame: FrameType) -> None:
+        """Refuse, before sending, a frame the connection's version does not know (the
+        server would close the connection)."""
+        speaks = self._rec().protocol_version
+        if speaks < NEWEST_PROTOCOL_VERSION:
+            raise NeedsVersion(frame.name, NEWEST_PROTOCOL_VERSION, speaks)
+
+    def open_multistream_episode(
+        self, episode_id: str, env_id: str = "", metadata: Union[Mapping[str, Any], str, None] = None
+    ) -> "MultiStreamEpisode":
+        """Create a multi-stream episode owned by this connection (``EPISODE_OPEN``) and
+        wait for ``ACCEPTED``. Producers then join it with :meth:`join_stream`.
+
+        Raises:
+            NeedsVersion: the connection speaks version 1 (connect with
+                ``protocol_version=2``).
+            SchemaError: a bad id or metadata; nothing sent.
+            ServerError: ``EPISODE_EXISTS``, ``ALREADY_OPEN``, ``DISK_LOW``, ... or an
+                earlier ``ERROR`` not yet reported.
+            WshardError: this recorder owns an open episode already.
+            Timeout, TransportError.
+        """
+        rec = self._rec()
+        self._require_version(FrameType.EPISODE_OPEN)
+        rec._check_usable()
+        if self._owned is not None:
+            raise WshardError(f"this connection owns episode {self._owned.episode_id!r} still; close it first")
+        metadata_json = EpisodeSpec(episode_id, [], env_id, metadata=metadata).metadata_json
+        validate_episode_open(episode_id, metadata_json)
+        rec._request(encode_episode_open(episode_id, env_id, metadata_json), "ACCEPTED{EPISODE_OPEN}", "episode_opens")
+        owned = self._owned = MultiStreamEpisode(rec, episode_id)
+        return owned
+
+    def join_stream(
+        self,
+        episode_id: str,
+        stream: str,
+        channels: Sequence[Channel],
+        tick_hz: float = 0.0,
+        *,
+        timebase: Union[Timebase, str, int] = Timebase.TICKS,
+        durability: Union[Durability, str, int] = Durability.ACK,
+        metadata: Union[Mapping[str, Any], str, None] = None,
+        transport: str = "socket",
+        slot_bytes: int = 0,
+        slots: int = 0,
+        policy: Union[RingPolicy, str, int] = RingPolicy.BLOCK,
+    ) -> "EpisodeWriter":
+        """Join the open multi-stream episode ``episode_id`` with the stream ``stream``
+        (``STREAM_OPEN``); the arguments are :meth:`~wshard_client.Recorder.episode`'s
+        (``transport="shm"`` attaches a ring). Returns the stream's
+        :class:`~wshard_client.EpisodeWriter` (a context manager); its ``close`` ends the
+        stream, and the connection may then join or open something else.
+
+        Raises:
+            NeedsVersion: the connection speaks version 1.
+            SchemaError: a bad episode id, stream name (code ``BAD_EPISODE_ID``) or schema
+                (naming the stream and the field); nothing sent.
+            ServerError: ``UNKNOWN_EPISODE``, ``EPISODE_CLOSED``, ``STREAM_EXISTS``,
+                ``BAD_SCHEMA``, ``ALREADY_OPEN``, ``BAD_SHM``, ...
+            WshardError: a writer is still open on this connection.
+            Timeout, TransportError.
+        """
+        spec = EpisodeSpec(stream, channels, "", tick_hz, timebase, durability, metadata)
+        return self.open_stream(episode_id, spec, transport, slot_bytes=slot_bytes, slots=slots, policy=policy)
+
+    def open_stream(
+        self,
+        episode_id: str,
+        spec: EpisodeSpec,
+        transport: str = "socket",
+        *,
+        slot_bytes: int = 0,
+        slots: int = 0,
+        policy: Union[RingPolicy, str, int] = RingPolicy.BLOCK,
+    ) -> "EpisodeWriter":
+        """:meth:`join_stream` from a spec object whose ``episode_id`` is the stream name
+        (its ``env_id`` is not sent: the episode's is the stream's).
+
+        Raises:
+            As :meth:`join_stream`.
+        """
+        rec = self._rec()
+        self._require_version(FrameType.STREAM_OPEN)
+        rec._check_usable()
+        validate_stream(episode_id, spec, rec.server_info.max_frame_bytes)
+        frame = encode_stream_open(episode_id, spec)
+        return rec._open_writer(
+            spec, frame, "ACCEPTED{STREAM_OPEN}", "stream_opens", transport, slot_bytes, slots, policy
+        )
+
+    def _send_event(
+        self, t_ns: int, label: str, data: Any, kind: Union[EventKind, str, int, None]
+    ) -> Union[int, ServerError]:
+        """Check and send one ``EVENT``, wait for its answer: its seq, or the server's
+        refusal of this event alone (returned, not raised: the recording carries on).
+        Raises what fails the connection or its recording (an ``ERROR`` about something
+        sent before, the end of the connection, the timeout)."""
+        rec = self._rec()
+        self._require_version(FrameType.EVENT)
+        rec._check_usable()
+        k, raw = event_data(data, kind)
+        body = _EVENT_FIXED_BYTES + len(label.encode("utf-8")) + len(raw)
+        max_frame = rec.server_info.max_frame_bytes
+        if body > max_frame:
+            raise SchemaError(
+                f"EVENT: field data is {len(raw)} bytes, the frame allows at most "
+                f"{max(max_frame - (body - len(raw)), 0)} (the server's max_frame_bytes {max_frame})",
+                ErrorCode.MALFORMED_FRAME,
+            )
+        frame = encode_event(int(t_ns), int(k), label, raw)
+        state = self._state
+        with state.cond:
+            mine = state.events_sent
+            state.events_sent += 1
+        try:
+            rec._write(frame)
+        except BaseException:
+            with state.cond:
+                state.events_sent = min(state.events_sent, mine)
+            raise
+        answer = state.wait("ACCEPTED{EVENT}", rec.options.timeout, lambda st: st.event_answers.get(mine))
+        with state.cond:
+            # Answers of earlier events whose senders gave up waiting go with it.
+            for i in [i for i in state.event_answers if i <= mine]:
+                del state.event_answers[i]
+        return answer
+
+    def _owned_closed(self, episode: "MultiStreamEpisode") -> None:
+        if self._owned is episode:
+            self._owned = None
+
+
+class MultiStreamEpisode:
+    """A multi-stream episode this connection owns (made by
+    :meth:`~wshard_client.Recorder.open_multistream_episode`). The owner sends events,
+    may record a stream of it itself (:meth:`join_stream`), and closes it: no more
+    streams may join, and it finalizes once every stream has ended.
+
+    As a context manager it closes the episode as ``completed`` on a normal exit and as
+    ``aborted`` when an exception leaves the block; a recorder closed with the episode
+    still open closes it ``aborted``. A connection that ends without either leaves the
+    episode ``interrupted``.
+    """
+
+    def __init__(self, recorder: "Recorder", episode_id: str) -> None:
+        self._recorder = recorder
+        self._episode_id = episode_id
+        self._closed = False
+        self._streams_left: Optional[int] = None
+
+    @property
+    def episode_id(self) -> str:
+        """The episode's id."""
+        return self._episode_id
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def send_event(
+        self, t_ns: int, label: str, data: Any, kind: Union[EventKind, str, int, None] = None
+    ) -> int:
+        """Send an event (``EVENT``) and wait until it is durable (``ACCEPTED{EVENT}``);
+        returns its seq among the episode's events (0, 1, 2, ...). ``data``: a ``str``
+        (text), bytes-like (binary), or anything JSON-serializable (json); ``kind``
+        (``"text"``, ``"json"``, ``"binary"``) overrides, e.g. ``kind="json"`` for JSON
+        text.
+
+        Raises:
+            SchemaError: the data is not what its kind says (nothing sent).
+            ServerError: the server refused the event (``LIMIT`` over
+                ``limits.max_event_bytes``, ``MALFORMED_FRAME``, ``STORAGE``; the episode
+                carries on), or an earlier ``ERROR``.
+            WshardError: the episode is closed. Timeout, TransportError.
+        """
+        if self._closed:
+            raise WshardError(f"episode {self._episode_id!r} is closed")
+        answer = self._recorder._send_event(t_ns, label, data, kind)
+        if isinstance(answer, ServerError):
+            raise answer
+        return answer
+
+    def join_stream(
+        self, stream: str, channels: Sequence[Channel], tick_hz: float = 0.0, **kwargs: Any
+    ) -> "EpisodeWriter":
+        """Join this episode with a stream on the owner's own connection
+        (:meth:`~wshard_client.Recorder.join_stream` with this episode's id)."""
+        return self._recorder.join_stream(self._episode_id, stream, channels, tick_hz, **kwargs)
+
+    def close(self, outcome: Union[Outcome, str, int] = Outcome.COMPLETED) -> int:
+        """Close the episode (``EPISODE_CLOSE``): no more joins; it finalizes with
+        ``outcome`` once every stream has ended. Returns the streams still recording when
+        the server answered (0: finalized). A second call returns the first answer.
+
+        Raises:
+            ServerError: an ``ERROR`` not yet reported (the ``EPISODE_CLOSE`` is sent
+                regardless) or one answering the close. Timeout, TransportError.
+        """
+        if self._streams_left is not None:
+            return self._streams_left
+        if self._closed:
+            raise WshardError(f"episode {self._episode_id!r} is closed (its close failed)")
+        out = Outcome.parse(outcome)
+        self._closed = True
+        rec = self._recorder
+        rec._owned_closed(self)
+        earlier = rec._state.take_error()
+        try:
+            left = rec._request(encode_episode_close(out), "ACCEPTED{EPISODE_CLOSE}", "episode_closes")
+        except WshardError:
+            if earlier is not None:
+                raise earlier from None
+            raise
+        self._streams_left = left
+        if earlier is not None:
+            raise earlier
+        return left
+
+    def __enter__(self) -> "MultiStreamEpisode":
+        return self
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        if self._closed:
+            return
+        if exc_type is None:
+            self.close(Outcome.COMPLETED)
+            return
+        try:
+            self.close(Outcome.ABORTED)
+        except WshardError:
+            pass  # the exception that left the block is the one to see
+
+    def __repr__(self) -> str:
+        return f"<MultiStreamEpisode {self._episode_id!r} {'closed' if self._closed else 'open'}>"
+
+
