@@ -25,15 +25,20 @@
 //! - [`write`](mod@write): the reserve-write-finalize writer, generic over `Write + Seek`.
 //! - [`episode`]: the WShard profile (role 0x05): episodes, channels, meta JSON, residuals.
 //! - [`manifest`]: chunked episodes and the manifest (role 0x04).
+//! - [`episode_dir`]: episode directories (single- and multi-stream): index, events,
+//!   annotations, and reading every stream through its manifest.
+//! - [`align`]: the aligned view of an episode's streams on one clock.
 //!
 //! The library never fsyncs; durability belongs to the caller.
 
 #![deny(unsafe_code)]
 
+pub mod align;
 pub mod codec;
 pub mod consts;
 pub mod entry;
 pub mod episode;
+pub mod episode_dir;
 mod error;
 pub mod hash;
 pub mod header;

@@ -27,11 +27,13 @@ pub enum CatFormat {
     Npy,
     /// A header row, then one row per timestep.
     Csv,
+    /// One JSON object per row (`--aligned` only).
+    Jsonl,
 }
 
 impl CatFormat {
     fn is_binary(self) -> bool {
-        self != Self::Csv
+        matches!(self, Self::Raw | Self::Npy)
     }
 }
 
@@ -156,6 +158,10 @@ fn write_out(
     };
     match (format, holds) {
         (CatFormat::Raw, _) => sink.write_all(data).map_err(io_fail),
+        (CatFormat::Jsonl, _) => Err(Failure(
+            Status::Error,
+            "--format jsonl is for --aligned".to_owned(),
+        )),
         (_, Holds::Json) => Err(not_json()),
         (CatFormat::Npy, Holds::Bytes) => {
             let h = npy::header("|u1", &[data.len() as u64])
@@ -247,6 +253,13 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Status {
+    if opts.format == CatFormat::Jsonl {
+        let _ = writeln!(
+            err,
+            "wshard cat: --format jsonl is for --aligned; a block is written as raw, npy or csv"
+        );
+        return Status::Error;
+    }
     if opts.format.is_binary() && opts.output.is_none() && stdout_is_terminal {
         let _ = writeln!(
             err,

@@ -3,6 +3,7 @@
 //! `runtime::lock`, `recovery`, `journal`, `episode::layout`, `fsio`) and never the reverse.
 //!
 //! - [`inspect`]: `wshard inspect FILE`, gathering what a shard holds into an [`inspect::Inspection`].
+//! - [`inspect_dir`]: `wshard inspect DIR` on an episode directory: its streams and events.
 //! - [`peek`]: `wshard inspect --peek FILE.wal`, the records and corrupt regions of a journal.
 //! - [`episode_view`]: the dtype and shape of each block of a WShard episode, from its meta blocks.
 //! - [`verify`]: `wshard verify PATH...`, walking files and directories and following manifests.
@@ -11,6 +12,7 @@
 //! - [`report`]: the result of checking one file and how it is printed.
 //! - [`recover`]: `wshard recover DIR`, offline recovery with the daemon's code (dry run by default).
 //! - [`cat`]: `wshard cat FILE BLOCK`, one block's bytes as raw, `.npy` or CSV.
+//! - [`aligned`]: `wshard cat --aligned DIR`, an episode's channels aligned on one clock.
 //! - [`npy`]: the NumPy `.npy` header. [`csv`]: a tensor block as CSV rows.
 //! - [`describe`]: display names for roles, header flags and codecs.
 //! - [`table`]: a plain-text column table.
@@ -20,6 +22,7 @@
 //!   [`control_render`] prints the replies as text.
 //! - [`Status`]: the exit status shared by `inspect`, `verify` and `cat` (`recover` has its own).
 
+pub mod aligned;
 pub mod cat;
 pub mod check;
 pub mod control;
@@ -31,6 +34,7 @@ pub mod deep;
 pub mod describe;
 pub mod episode_view;
 pub mod inspect;
+pub mod inspect_dir;
 pub mod npy;
 pub mod peek;
 pub mod recover;

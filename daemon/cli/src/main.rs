@@ -1,12 +1,12 @@
 //! `wshard`: the operator CLI. Parses arguments and dispatches to the `wshard_cli` library.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use wshard_cli::control::{self, ControlOptions};
-use wshard_cli::{cat, inspect, peek, recover, verify};
+use wshard_cli::{aligned, cat, inspect, inspect_dir, peek, recover, verify};
 
 /// Inspect, verify and recover WShard files and wshardd data directories.
 ///
@@ -77,9 +77,10 @@ enum Command {
         control: ControlArgs,
     },
     /// Print a shard's header and one row per block (name, dtype, shape, codec, sizes, CRC),
-    /// or a journal's (`*.wal`) records and corrupt regions.
+    /// a journal's (`*.wal`) records and corrupt regions, or an episode directory's streams
+    /// (clock, rate, channels, steps, first/last t_ns, status) and events.
     Inspect {
-        /// The shard or journal file.
+        /// The shard or journal file, or an episode directory.
         file: PathBuf,
         /// Also print the JSON of the meta/* blocks (the manifest JSON for a manifest; the
         /// segment header JSON for a journal).
@@ -124,14 +125,48 @@ enum Command {
         json: bool,
     },
     /// Write one block's decoded bytes: as stored (raw), as a NumPy .npy file, or as CSV.
+    /// With --aligned, an episode directory's channels aligned on one clock (a stream's
+    /// timestamps or a fixed rate) as CSV or JSON Lines, each value with its validity and
+    /// source timestamp.
     Cat {
-        /// The shard file.
+        /// The shard file, or with --aligned the episode directory.
         file: PathBuf,
-        /// The block name, e.g. signal/obs.
-        block: String,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = cat::CatFormat::Raw)]
-        format: cat::CatFormat,
+        /// The block name, e.g. signal/obs (not with --aligned).
+        #[arg(required_unless_present = "aligned", conflicts_with = "aligned")]
+        block: Option<String>,
+        /// Align the channels of the episode directory FILE on one clock.
+        #[arg(long)]
+        aligned: bool,
+        /// --aligned: one row per step of this stream.
+        #[arg(
+            long,
+            value_name = "STREAM",
+            requires = "aligned",
+            conflicts_with = "rate"
+        )]
+        clock: Option<String>,
+        /// --aligned: rows at a fixed rate from the episode's first to last timestamp.
+        #[arg(long, value_name = "HZ", requires = "aligned")]
+        rate: Option<f64>,
+        /// --aligned: a channel's policy, hold (default), nearest or linear; CH is
+        /// STREAM/CHANNEL or a channel name only one stream has. Repeatable.
+        #[arg(long = "policy", value_name = "CH=POLICY", requires = "aligned")]
+        policies: Vec<String>,
+        /// --aligned: a value whose source sample is further than this from the row's
+        /// time is invalid.
+        #[arg(long, value_name = "MS", requires = "aligned")]
+        max_staleness_ms: Option<f64>,
+        /// --aligned: drop rows holding an invalid value (else mark them invalid).
+        #[arg(long, requires = "aligned")]
+        drop_invalid: bool,
+        /// --aligned: only this channel (STREAM/CHANNEL or a unique channel name).
+        /// Repeatable; default every channel.
+        #[arg(long = "channel", value_name = "CH", requires = "aligned")]
+        channels: Vec<String>,
+        /// Output format: raw (default), npy or csv for a block; csv (default) or jsonl
+        /// with --aligned.
+        #[arg(long, value_enum)]
+        format: Option<cat::CatFormat>,
         /// Write to this file instead of stdout.
         #[arg(short, long, value_name = "OUT")]
         output: Option<PathBuf>,
@@ -158,7 +193,14 @@ fn main() -> ExitCode {
             verbose,
             json,
             peek: as_journal,
-        } => if peek::is_journal(&file, as_journal) {
+        } => if file.is_dir() {
+            inspect_dir::run(
+                &file,
+                inspect_dir::InspectDirOptions { json },
+                &mut out,
+                &mut err,
+            )
+        } else if peek::is_journal(&file, as_journal) {
             peek::run(
                 &file,
                 peek::PeekOptions { verbose, json },
@@ -190,13 +232,63 @@ fn main() -> ExitCode {
         .code(),
         Command::Cat {
             file,
+            block: _,
+            aligned: true,
+            clock,
+            rate,
+            policies,
+            max_staleness_ms,
+            drop_invalid,
+            channels,
+            format,
+            output,
+        } => {
+            let format = match format {
+                None | Some(cat::CatFormat::Csv) => Ok(aligned::AlignedFormat::Csv),
+                Some(cat::CatFormat::Jsonl) => Ok(aligned::AlignedFormat::Jsonl),
+                Some(_) => Err(()),
+            };
+            match format {
+                Ok(format) => aligned::run(
+                    &file,
+                    &aligned::AlignedOptions {
+                        args: aligned::AlignedArgs {
+                            clock,
+                            rate_hz: rate,
+                            policies,
+                            max_staleness_ms,
+                            drop_invalid,
+                            channels,
+                        },
+                        format,
+                        output,
+                    },
+                    &mut out,
+                    &mut err,
+                )
+                .code(),
+                Err(()) => {
+                    let _ = writeln!(
+                        err,
+                        "wshard cat: --aligned writes csv or jsonl, not raw or npy"
+                    );
+                    wshard_cli::Status::Error.code()
+                }
+            }
+        }
+        Command::Cat {
+            file,
             block,
             format,
             output,
+            ..
         } => cat::run(
             &file,
-            &block,
-            &cat::CatOptions { format, output },
+            block.as_deref().unwrap_or_default(),
+            &cat::CatOptions {
+                format: format.unwrap_or_default(),
+                output,
+            },
             stdout_is_terminal,
             &mut out,
             &mut err,
