@@ -145,7 +145,10 @@ pub fn run(a: &ProducerArgs) -> Result<()> {
         )));
     }
     let t0 = Instant::now();
-    let mut lat = Latency::new(steps, a.paced);
+    // Latency is push-to-DURABLE of the journaled (ack) streams; a `chunk` stream's steps
+    // become durable only with their chunk, at rotation or CLOSE.
+    let measure = a.paced && a.role.durability() == wshard_client::Durability::Ack;
+    let mut lat = Latency::new(steps, measure);
     let start = Instant::now() + Duration::from_millis(2);
     let period = Duration::from_nanos(a.role.period_ns() as u64);
     let mut events = 0u64;
@@ -161,7 +164,7 @@ pub fn run(a: &ProducerArgs) -> Result<()> {
             events += 1;
         }
     }
-    if a.paced {
+    if measure {
         lat.drain(&w)?;
     }
     let dropped = w.dropped_steps();
