@@ -5,12 +5,14 @@
 #   2. the systemd units: staged install + systemd-analyze verify (systemd/check.sh)
 #   3. every Rust test of the workspace (unit, golden, crash, fault, end-to-end)
 #   4. the Python client's tests against the real wshardd (they fail, never skip, without it)
-#   5. the fuzz smoke run: every fuzz target for FUZZ_SMOKE_SECONDS (default 15) each;
+#   5. the Python reader (wshard/python): its wheel built with maturin (release), installed
+#      with pip into the running python3, and its tests
+#   6. the fuzz smoke run: every fuzz target for FUZZ_SMOKE_SECONDS (default 15) each;
 #      FUZZ_SMOKE_SECONDS=0 leaves it out
 #
 # Prerequisites it checks first (and says how to install): systemd-analyze and
 # systemd-socket-activate, python3 with
-# pytest, numpy, zstandard and prometheus_client, a C++ compiler for libFuzzer. The upstream golden files are
+# pytest, numpy, zstandard and prometheus_client, maturin, a C++ compiler for libFuzzer. The upstream golden files are
 # read from ../shared/golden-upstream or $WSHARD_UPSTREAM_GOLDEN.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +24,9 @@ for t in systemd-analyze systemd-socket-activate; do
 done
 if ! python3 -c 'import pytest, numpy, zstandard, prometheus_client' >/dev/null 2>&1; then
     missing+=("python3 modules pytest, numpy, zstandard, prometheus_client (python3 -m pip install pytest numpy zstandard prometheus-client)")
+fi
+if ! python3 -m maturin --version >/dev/null 2>&1; then
+    missing+=("maturin, to build the Python reader (python3 -m pip install maturin)")
 fi
 if [ "$fuzz_secs" != 0 ] && ! command -v "${CXX:-c++}" >/dev/null 2>&1; then
     missing+=("a C++ compiler for the fuzz smoke run (apt-get install g++), or FUZZ_SMOKE_SECONDS=0")
@@ -43,6 +48,13 @@ cargo test --workspace --locked
 
 echo "== Python client against the real wshardd"
 python3 -m pytest ingest-adapters/python/tests -q
+
+echo "== Python reader: build the wheel, install it, test it"
+wheel_dir="$(mktemp -d)"
+python3 -m maturin build --release --locked -m wshard/python/Cargo.toml -o "$wheel_dir"
+python3 -m pip install --quiet --force-reinstall --no-deps "$wheel_dir"/wshard_reader-*.whl
+rm -rf "$wheel_dir"
+python3 -m pytest wshard/python/tests -q
 
 if [ "$fuzz_secs" != 0 ]; then
     echo "== fuzz smoke run ($fuzz_secs s per target)"

@@ -25,9 +25,9 @@ import pytest
 HERE = Path(__file__).resolve().parent
 PACKAGE = HERE.parent
 REPO = PACKAGE.parent.parent
-sys.path.insert(0, str(HERE))  # wshard_reader
+sys.path.insert(0, str(HERE))  # shard_parse
 
-from wshard_reader import Episode, read_episode  # noqa: E402
+from shard_parse import Episode, read_episode  # noqa: E402
 
 
 def _missing(what: str) -> None:

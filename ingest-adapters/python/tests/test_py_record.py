@@ -1,4 +1,4 @@
-"""Record against the real wshardd and read the files back bit-exactly (tests/wshard_reader.py),
+"""Record against the real wshardd and read the files back bit-exactly (tests/shard_parse.py),
 with numpy, without numpy (a subprocess where numpy cannot be imported), and for all 13
 dtypes; ``wshard verify`` must pass on everything written."""
 

@@ -1,5 +1,5 @@
 """The shared-memory transport (``transport="shm"``) against the real wshardd: recorded
-timesteps read back bit-exactly (tests/wshard_reader.py), the same flush / wait_durable
+timesteps read back bit-exactly (tests/shard_parse.py), the same flush / wait_durable
 semantics as on the socket, a ring of two tiny slots in front of a deliberately slow
 daemon (blocking, nothing lost; with a drop policy the drops are counted and recorded as
 gaps), context managers, concurrent socket and shm episodes, and the client-side checks."""

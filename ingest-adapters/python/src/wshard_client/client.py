@@ -207,15 +207,20 @@ class Recorder(MultiStreamMixin):
         frame = encode_open(spec)
         return self._open_writer(spec, frame, "ACCEPTED{OPEN}", "opens", transport, slot_bytes, slots, policy)
 
-    def _request(self, frame: bytes, what: str, counter: str) -> int:
+    def _request(self, frame: bytes, what: str, counter: str, answer: Optional[str] = None) -> int:
         """Send ``frame`` and wait for its ``ACCEPTED`` (``what`` names it in a timeout):
-        until the shared state's counter ``counter`` has moved. Returns the ``up_to_seq``
-        of an ``EPISODE_CLOSE`` answer, else 0."""
+        until the shared state's counter ``counter`` has moved. Returns the state's
+        attribute ``answer`` read then (0 without one)."""
         state = self._state
         before = getattr(state, counter)
         self._write(frame)
-        state.wait(what, self._options.timeout, lambda st: True if getattr(st, counter) > before else None)
-        return state.last_episode_close if counter == "episode_closes" else 0
+
+        def ready(st: SharedState) -> Optional[int]:
+            if getattr(st, counter) <= before:
+                return None
+            return 0 if answer is None else int(getattr(st, answer))
+
+        return state.wait(what, self._options.timeout, ready)
 
     def _open_writer(
         self,

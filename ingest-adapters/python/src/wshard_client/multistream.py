@@ -263,7 +263,9 @@ class MultiStreamEpisode:
         rec._owned_closed(self)
         earlier = rec._state.take_error()
         try:
-            left = rec._request(encode_episode_close(out), "ACCEPTED{EPISODE_CLOSE}", "episode_closes")
+            left = rec._request(
+                encode_episode_close(out), "ACCEPTED{EPISODE_CLOSE}", "episode_closes", "last_episode_close"
+            )
         except WshardError:
             if earlier is not None:
                 raise earlier from None
