@@ -17,6 +17,8 @@ multirate options:
   --reference-py PATH a checkout of the reference WShard Python package (its `py/` folder,
                       importable as `wshard`): adds the Python read cases (needs
                       `wshard_reader` installed)
+  --python PATH       the interpreter of the Python read cases (default python3): it needs
+                      numpy, `wshard_reader` and the reference package's dependencies
   --dir PATH          scratch directory (default: the system temp dir); removed at the end
   --wshardd PATH      the daemon binary (default ../target/release/wshardd, built if missing)";
 
@@ -28,6 +30,7 @@ pub struct MultirateArgs {
     pub paced: bool,
     pub read_reps: usize,
     pub reference_py: Option<PathBuf>,
+    pub python: PathBuf,
     pub dir: Option<PathBuf>,
     pub wshardd: Option<PathBuf>,
 }
@@ -40,6 +43,7 @@ impl Default for MultirateArgs {
             paced: true,
             read_reps: 3,
             reference_py: None,
+            python: PathBuf::from("python3"),
             dir: None,
             wshardd: None,
         }
@@ -103,6 +107,7 @@ pub fn parse(mut it: impl Iterator<Item = String>) -> Result<MultirateArgs> {
             "--reference-py" => {
                 a.reference_py = Some(PathBuf::from(next_value(&key, inline, &mut it)?));
             }
+            "--python" => a.python = PathBuf::from(next_value(&key, inline, &mut it)?),
             "--dir" => a.dir = Some(PathBuf::from(next_value(&key, inline, &mut it)?)),
             "--wshardd" => a.wshardd = Some(PathBuf::from(next_value(&key, inline, &mut it)?)),
             other => return Err(fail(format!("unknown option `{other}`\n\n{USAGE}"))),

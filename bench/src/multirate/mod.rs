@@ -154,6 +154,7 @@ pub fn run(a: &MultirateArgs) -> Result<()> {
             &daemon.episode_dir(id),
             a.read_reps,
             a.reference_py.as_deref(),
+            &a.python,
         )?,
         None => Vec::new(),
     };

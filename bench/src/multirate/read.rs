@@ -69,7 +69,12 @@ fn timed(f: impl Fn() -> Result<u64>) -> Result<(f64, u64)> {
 ///
 /// # Errors
 /// Reading the episode, or the Python script failing.
-pub fn measure(dir: &Path, reps: usize, reference_py: Option<&Path>) -> Result<Vec<ReadCase>> {
+pub fn measure(
+    dir: &Path,
+    reps: usize,
+    reference_py: Option<&Path>,
+    python: &Path,
+) -> Result<Vec<ReadCase>> {
     eprintln!("  reads of {}", dir.display());
     let mut raw = ReadCase {
         name: "rust raw streams",
@@ -104,15 +109,15 @@ pub fn measure(dir: &Path, reps: usize, reference_py: Option<&Path>) -> Result<V
     }
     let mut out = vec![raw, aligned];
     if let Some(reference) = reference_py {
-        out.extend(python(dir, reps, reference)?);
+        out.extend(python_cases(dir, reps, reference, python)?);
     }
     Ok(out)
 }
 
 /// Run `python/multirate_read.py`: one line per case, `case seconds,seconds,... bytes`.
-fn python(dir: &Path, reps: usize, reference: &Path) -> Result<Vec<ReadCase>> {
+fn python_cases(dir: &Path, reps: usize, reference: &Path, python: &Path) -> Result<Vec<ReadCase>> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/multirate_read.py");
-    let out = Command::new("python3")
+    let out = Command::new(python)
         .arg(&script)
         .arg("--episode")
         .arg(dir)
