@@ -12,6 +12,9 @@ benchmarks:
             write, single-block read cost vs block count, mmap zero-copy views
   record    the recorder daemon: the workloads through the real socket into durable chunks
             with the real `wshardd`, against plain append and the MCAP peer in the same run
+  multirate three producer processes (1 kHz joints, 200 Hz IMU with events, 30 Hz cameras)
+            into one multi-stream episode vs three single-stream episodes, then the aligned
+            read vs the raw streams (options: `wshard-bench multirate --help`)
 
 format options:
   --size-mib N    payload size of each workload episode in MiB (default 1024; 64 = smoke run)
@@ -72,11 +75,14 @@ const RECORD_ORDER: [&str; 8] = [
 ];
 
 /// What to run.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Command {
     Help,
     Format(FormatArgs),
     Record(RecordArgs),
+    Multirate(crate::multirate::args::MultirateArgs),
+    /// Internal: one producer process of `multirate`.
+    MultirateProducer(crate::multirate::producer::ProducerArgs),
 }
 
 /// Options of `record`.
@@ -173,6 +179,10 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command> {
     match bench.as_str() {
         "format" | "--format" => parse_format(it),
         "record" | "--record" => parse_record(it),
+        "multirate" => crate::multirate::args::parse(it).map(Command::Multirate),
+        "multirate-producer" => {
+            crate::multirate::args::parse_producer(it).map(Command::MultirateProducer)
+        }
         "help" | "-h" | "--help" => Ok(Command::Help),
         other => Err(fail(format!("unknown benchmark `{other}`\n\n{USAGE}"))),
     }

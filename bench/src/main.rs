@@ -2,6 +2,7 @@
 //!
 //! - `format`: the wshard format library (see [`format`]).
 //! - `record`: the recorder daemon through its socket (see [`record`]).
+//! - `multirate`: three producer processes into one multi-stream episode vs three episodes (see [`multirate`]).
 
 mod block_count;
 mod cli;
@@ -9,6 +10,7 @@ mod error;
 mod format;
 mod json;
 mod mmap_view;
+mod multirate;
 mod record;
 mod report;
 mod scratch;
@@ -28,6 +30,8 @@ fn main() -> ExitCode {
         }
         Command::Format(args) => format::run(&args),
         Command::Record(args) => record::run(&args),
+        Command::Multirate(args) => multirate::run(&args),
+        Command::MultirateProducer(args) => multirate::producer::run(&args),
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -10,9 +10,9 @@
 //! - [`verify`]: checking the manifest (always) and every byte (`--verify`);
 //! - [`report`]: the table, the targets and the JSON lines.
 
-mod daemon;
-mod data;
-mod drive;
+pub(crate) mod daemon;
+pub(crate) mod data;
+pub(crate) mod drive;
 mod peer;
 mod plain;
 mod report;

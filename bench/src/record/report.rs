@@ -399,7 +399,10 @@ fn target_lines(results: &[CaseResult]) -> Vec<String> {
 fn rss_model(r: &CaseResult, c: &DaemonConfig) -> String {
     let rec = r.def_record_bytes();
     // The daemon gives each chunk half the budget (the open chunk and the one being written).
-    let steps_per_chunk = c.chunk_steps.min((c.chunk_bytes / 2 / rec).max(1)).min(r.steps);
+    let steps_per_chunk = c
+        .chunk_steps
+        .min((c.chunk_bytes / 2 / rec).max(1))
+        .min(r.steps);
     let chunk = steps_per_chunk * rec;
     let compressed = if r.def.codec_name == "none" {
         0
