@@ -191,6 +191,47 @@ fn multirate_operator_close_stops_every_stream() {
     check_stream(&dd, EP, "imu", &data::small_channels()).expect("imu");
 }
 
+#[test]
+fn multirate_operator_close_of_one_stream_leaves_the_others_recording() {
+    let d = daemon();
+    let dd = d.data_dir();
+    let mut o = owner(&d.socket(), EP);
+    let mut a = producer(&d.socket(), &joints());
+    let mut b = producer(&d.socket(), &imu());
+    record(&mut a, &data::channels(), 0..5);
+    b.timesteps(&data::small_channels(), 0..3);
+    let out = Command::new(bins::wshard())
+        .args(["close", &format!("{EP}/joints"), "--json", "--control"])
+        .arg(d.root().join("wshardd-control.sock"))
+        .env_remove("WSHARDD_CONFIG")
+        .output()
+        .expect("run wshard");
+    let text = wshard_e2e::check::output_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["result"]["status"], "interrupted", "{v}");
+    // The reply reads the stream's own manifest, in its episode's streams/ folder.
+    assert_eq!(v["result"]["timesteps"], 5, "{v}");
+    assert_eq!(v["result"]["chunks"], 1, "{v}");
+    let msg = a.expect_error(ErrorCode::Stopped);
+    assert!(msg.contains("closed by operator"), "{msg}");
+    // The other stream and the episode record on.
+    b.timesteps(&data::small_channels(), 3..6);
+    b.close(Outcome::Completed, 6);
+    assert_eq!(episode_close(&mut o), 0);
+    let ix = check_index_consistent(&dd, EP).expect("consistent");
+    assert_eq!(ix.status, EpisodeStatus::Complete);
+    assert_eq!(
+        ix.stream("joints").map(|s| (s.status, s.steps)),
+        Some((EpisodeStatus::Interrupted, 5))
+    );
+    assert_eq!(
+        ix.stream("imu").map(|s| (s.status, s.steps)),
+        Some((EpisodeStatus::Complete, 6))
+    );
+    check_stream(&dd, EP, "imu", &data::small_channels()).expect("imu");
+}
+
 /// A producer with `joints` recording, and the owner; `f` does something wrong beside;
 /// then `joints` must record on, bit-exact.
 fn others_keep_recording(f: impl FnOnce(&Daemon, &mut RawConn)) {

@@ -74,7 +74,11 @@ pub fn close(
         }
         std::thread::sleep(POLL);
     }
-    let layout = EpisodeLayout::new(&st.ctx.data_dir, episode);
+    // A stream (`EP/STREAM`) keeps its manifest in its episode's `streams/` folder.
+    let layout = match (&live.multi, episode.rsplit_once('/')) {
+        (Some(multi), Some((_, stream))) => EpisodeLayout::stream(&st.ctx.data_dir, multi, stream),
+        _ => EpisodeLayout::new(&st.ctx.data_dir, episode),
+    };
     let m = Manifest::read_file(layout.manifest()).ok();
     Ok(json!({
         "episode": episode,
