@@ -52,7 +52,7 @@ pub use schema::{
     RotationConfig, SocketConfig, GIB, MIB, TIB,
 };
 pub use service::{AccessConfig, ControlConfig, DiskConfig};
-pub use validate::{MAX_EPISODE_ID_BYTES, MAX_SOCKET_PATH_BYTES};
+pub use validate::{MAX_EPISODE_ID_BYTES, MAX_EVENT_BYTES, MAX_SOCKET_PATH_BYTES};
 pub use wshard::codec::Codec;
 
 /// The commented default configuration file, every key at its default.

@@ -43,6 +43,7 @@ static KEYS: &[KeyDiff] = &[
     key!(Applied, limits.max_connections_per_uid),
     key!(Applied, limits.handshake_timeout_ms),
     key!(Applied, limits.no_episode_timeout_ms),
+    key!(Restart, limits.max_event_bytes),
     key!(Applied, rotation.max_timesteps),
     key!(Applied, rotation.max_bytes),
     key!(Applied, rotation.max_seconds),

@@ -130,6 +130,9 @@ pub struct LimitsConfig {
     /// milliseconds. A connection with an open episode is never cut, however quiet.
     /// 10..=86400000, default 60000.
     pub no_episode_timeout_ms: u64,
+    /// Most bytes of one `EVENT`'s data (protocol version 2); a larger event is refused
+    /// with `LIMIT` naming its size and this key. 1..=16 MiB, default 65536.
+    pub max_event_bytes: u32,
 }
 
 impl Default for LimitsConfig {
@@ -143,6 +146,7 @@ impl Default for LimitsConfig {
             max_connections_per_uid: 32,
             handshake_timeout_ms: 5_000,
             no_episode_timeout_ms: 60_000,
+            max_event_bytes: 64 << 10,
         }
     }
 }

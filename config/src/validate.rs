@@ -15,6 +15,8 @@ use crate::schema::{Config, GIB, MIB};
 /// file names such as `{id}_chunk_0000.wshard.partial`, which must stay under 255 bytes.
 /// The protocol crate's `MAX_EPISODE_ID_BYTES` is the same value (a daemon test checks).
 pub const MAX_EPISODE_ID_BYTES: u32 = 200;
+/// The largest `limits.max_event_bytes`: an event is one frame, and stays small.
+pub const MAX_EVENT_BYTES: u32 = 16 << 20;
 
 /// Longest Unix socket path in bytes (`sun_path` is 108 bytes including the NUL).
 pub const MAX_SOCKET_PATH_BYTES: usize = 107;
@@ -123,6 +125,12 @@ impl Config {
             "limits.handshake_timeout_ms",
             l.handshake_timeout_ms,
             10..=600_000,
+        )?;
+        range(
+            o,
+            "limits.max_event_bytes",
+            l.max_event_bytes,
+            1..=MAX_EVENT_BYTES,
         )?;
         range(
             o,

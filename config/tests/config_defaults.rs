@@ -50,6 +50,7 @@ fn config_defaults_match_the_brief() {
     assert_eq!(c.limits.handshake_timeout_ms, 5_000);
     assert_eq!(c.limits.handshake_timeout(), Duration::from_secs(5));
     assert_eq!(c.limits.no_episode_timeout_ms, 60_000);
+    assert_eq!(c.limits.max_event_bytes, 65_536);
     assert_eq!(c.limits.no_episode_timeout(), Duration::from_secs(60));
     assert!(c.limits.max_connections_per_uid < c.limits.max_connections);
     assert_eq!(c.rotation.max_timesteps, 100_000);

@@ -201,6 +201,7 @@ fn config_bad_connection_limit_per_uid_and_deadlines() {
         ("max_connections_per_uid", "0", "10001", 10_000u64),
         ("handshake_timeout_ms", "9", "600001", 600_000),
         ("no_episode_timeout_ms", "9", "86400001", 86_400_000),
+        ("max_event_bytes", "0", "16777217", 16_777_216),
     ] {
         let path = format!("limits.{key}");
         let message = assert_invalid(&format!("[limits]\n{key} = {low}\n"), &path, low);

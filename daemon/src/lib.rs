@@ -12,8 +12,10 @@
 //! - [`runtime`]: process-level services ingest and control share: the server context and
 //!   the settings from the config, access, disk, sockets, the data directory lock, systemd.
 //! - `registry`: the open episodes and daemon counters, for status and metrics.
+//! - [`multi`]: an open multi-stream episode: its index, streams and events (protocol v2).
 //! - [`recovery`]: replaying journals after a crash.
 //! - [`session`]: one recording episode: writer and publisher threads, its memory budget.
+//! - [`episode_files`]: the index, events and annotations files of an episode directory.
 //! - [`journal`]: the per-episode journal (LevelDB-log framing with CRC32C).
 //! - [`chunk`]: the open chunk's columns; publishing a chunk and the manifest.
 //! - [`episode`]: an episode's schema and on-disk layout.
@@ -25,10 +27,12 @@
 pub mod chunk;
 pub mod control;
 pub mod episode;
+pub mod episode_files;
 pub mod error;
 pub mod fsio;
 pub(crate) mod ingest;
 pub mod journal;
+pub mod multi;
 pub mod recovery;
 pub(crate) mod registry;
 pub mod runtime;

@@ -6,6 +6,8 @@
 //! - [`bins`]: where the `wshardd` and `wshard` binaries are.
 //! - [`daemon`]: [`Daemon`], one `wshardd` process with its own config, data dir and log.
 //! - [`data`]: the test schema and payloads as a pure function of `(seq, channel)`.
+//! - [`multi`]: multi-stream episodes over raw version 2 connections, and their index,
+//!   events and streams read back.
 //! - [`check`]: reading episodes back, `wshard verify`, leftover files, quarantine.
 //! - [`privileged`]: root-only helpers: a small tmpfs and a ballast file filling it.
 //! - [`raw`]: a bare socket speaking frames, for protocol abuse.
@@ -19,6 +21,7 @@ pub mod bins;
 pub mod check;
 pub mod daemon;
 pub mod data;
+pub mod multi;
 pub mod privileged;
 pub mod raw;
 pub mod rng;

@@ -65,6 +65,25 @@ impl RawConn {
         c
     }
 
+    /// Connect and complete the handshake asking for protocol `version`; the decoder then
+    /// speaks the version `HELLO_OK` answers with, which is returned beside.
+    #[must_use]
+    pub fn hello_version(socket: &Path, version: u16) -> (Self, u16) {
+        let mut c = Self::connect(socket);
+        c.send(&Frame::Hello {
+            version,
+            client_name: "wshard-e2e/raw".into(),
+        });
+        let spoken = match c.recv_skip_durable() {
+            Recv::Frame(Frame::HelloOk { version, .. }) => version,
+            other => panic!("expected HELLO_OK, got {other:?}"),
+        };
+        if let Some(v) = wshard_ingest_proto::ProtocolVersion::from_code(spoken) {
+            c.dec.set_protocol_version(v);
+        }
+        (c, spoken)
+    }
+
     /// Write raw bytes. Errors (the daemon may have closed already) are returned.
     ///
     /// # Errors

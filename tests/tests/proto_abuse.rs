@@ -90,15 +90,22 @@ fn proto_daemon_handshake_and_version() {
     assert_contains(&c.expect_error(ErrorCode::Handshake), &["got FLUSH"]);
     c.expect_closed();
 
-    for version in [0u16, 2, 0xFFFF] {
-        let mut c = RawConn::connect(&d.socket());
-        c.send(&Frame::Hello {
-            version,
-            client_name: "from-the-future".into(),
-        });
-        let msg = c.expect_error(ErrorCode::UnsupportedVersion);
-        assert_contains(&msg, &[&format!("protocol_version {version}"), "speaks 1"]);
-        c.expect_closed();
+    // Version 0 exists in no protocol; a newer client gets the newest this server speaks.
+    let mut c = RawConn::connect(&d.socket());
+    c.send(&Frame::Hello {
+        version: 0,
+        client_name: "from-nowhere".into(),
+    });
+    let msg = c.expect_error(ErrorCode::UnsupportedVersion);
+    assert_contains(&msg, &["protocol_version 0", "speaks 1 and 2"]);
+    c.expect_closed();
+    for (asked, spoken) in [
+        (2u16, 2u16),
+        (0xFFFF, 2),
+        (PROTOCOL_VERSION, PROTOCOL_VERSION),
+    ] {
+        let (_, got) = RawConn::hello_version(&d.socket(), asked);
+        assert_eq!(got, spoken, "HELLO {asked}");
     }
 
     let mut c = RawConn::hello(&d.socket());

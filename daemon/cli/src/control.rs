@@ -1,4 +1,5 @@
-//! `wshard status`, `wshard episodes`, `wshard close EPISODE`, `wshard metrics`: the
+//! `wshard status`, `wshard episodes`, `wshard close EPISODE`, `wshard annotate EPISODE`,
+//! `wshard metrics`: the
 //! control socket's verbs, printed as text or (`--json`) as the daemon's JSON reply.
 //!
 //! Exit codes: 0 done; 1 the daemon refused or could not do it (unknown episode,
@@ -11,7 +12,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::control_client::{request, socket_path, Reply};
-use super::control_render::{render_close, render_episodes, render_status};
+use super::control_render::{render_annotate, render_close, render_episodes, render_status};
+use wshard_recorder::control::annotate_request::AnnotateRequest;
 use wshard_recorder::control::protocol::{Request, DEFAULT_CLOSE_TIMEOUT_MS};
 
 /// Where the control socket is and how to print.
@@ -150,6 +152,18 @@ pub fn close(
     };
     let t = Duration::from_millis(timeout_ms) + Duration::from_secs(10);
     run_json_verb("close", opts, &req, t, render_close, out, err)
+}
+
+/// `wshard annotate EPISODE`: one operator annotation, committed by the daemon.
+pub fn annotate(
+    opts: &ControlOptions,
+    req: AnnotateRequest,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    let t = Duration::from_secs(10);
+    let req = Request::Annotate(req);
+    run_json_verb("annotate", opts, &req, t, render_annotate, out, err)
 }
 
 /// `wshard metrics`: the Prometheus text exposition, as the daemon wrote it.

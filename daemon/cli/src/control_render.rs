@@ -264,6 +264,22 @@ pub fn render_close(r: &Value, out: &mut dyn Write) -> io::Result<()> {
     )
 }
 
+/// The `annotate` result.
+///
+/// # Errors
+/// Errors writing to `out`.
+pub fn render_annotate(r: &Value, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "episode `{}`: annotation {} `{}` at t_ns {} added to {}",
+        num(&r["episode"]),
+        num(&r["seq"]),
+        num(&r["label"]),
+        num(&r["t_ns"]),
+        num(&r["file"])
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,6 +23,7 @@
 //! - [`Status`]: the exit status shared by `inspect`, `verify` and `cat` (`recover` has its own).
 
 pub mod aligned;
+pub mod annotate;
 pub mod cat;
 pub mod check;
 pub mod control;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use wshard_cli::control::{self, ControlOptions};
-use wshard_cli::{aligned, cat, inspect, inspect_dir, peek, recover, verify};
+use wshard_cli::{aligned, annotate, cat, inspect, inspect_dir, peek, recover, verify};
 
 /// Inspect, verify and recover WShard files and wshardd data directories.
 ///
@@ -76,6 +76,8 @@ enum Command {
         #[command(flatten)]
         control: ControlArgs,
     },
+    /// Add an operator annotation to an episode (through the daemon; admin only).
+    Annotate(annotate::AnnotateArgs),
     /// Print a shard's header and one row per block (name, dtype, shape, codec, sizes, CRC),
     /// a journal's (`*.wal`) records and corrupt regions, or an episode directory's streams
     /// (clock, rate, channels, steps, first/last t_ns, status) and events.
@@ -188,6 +190,7 @@ fn main() -> ExitCode {
             control,
         } => control::close(&control.options(), &episode, timeout_ms, &mut out, &mut err),
         Command::Metrics { control } => control::metrics(&control.options(), &mut out, &mut err),
+        Command::Annotate(args) => annotate::run(args, &mut out, &mut err),
         Command::Inspect {
             file,
             verbose,

@@ -10,6 +10,11 @@ use super::gaps::SeqGaps;
 use crate::episode::EpisodeSchema;
 use wshard_ingest_proto::TimestepRef;
 
+/// `meta/wshard` key of a stream's chunk naming its multi-stream episode.
+pub const META_EPISODE_KEY: &str = "episode";
+/// `meta/wshard` key of a stream's chunk naming the stream.
+pub const META_STREAM_KEY: &str = "stream";
+
 /// The timesteps of one chunk, one growable buffer per channel.
 #[derive(Debug)]
 pub(crate) struct ChunkColumns {
@@ -125,6 +130,13 @@ impl ChunkColumns {
             ep.timestep_range = Some([self.first_timestep, self.first_timestep + ep.length - 1]);
         }
         ep.metadata.clone_from(&s.metadata);
+        if let Some(episode) = &s.stream_of {
+            // A stream's chunk names its episode and itself (`episode_id` is the stream).
+            ep.wshard_extra
+                .insert(META_EPISODE_KEY.into(), serde_json::json!(episode));
+            ep.wshard_extra
+                .insert(META_STREAM_KEY.into(), serde_json::json!(s.episode_id));
+        }
         for (data, ch) in self.channels.into_iter().zip(&s.channels) {
             let mut c = Channel::new(ch.name.clone(), ch.lane, ch.dtype, ch.shape.clone(), data)
                 .with_codec(ch.codec);

@@ -8,4 +8,5 @@ pub(crate) mod prealloc;
 pub(crate) mod publish;
 
 pub(crate) use columns::ChunkColumns;
+pub use columns::{META_EPISODE_KEY, META_STREAM_KEY};
 pub use gaps::{GapsError, SeqGaps};

@@ -1,5 +1,7 @@
 //! `close EPISODE`: ask the connection that owns an open episode to finalize it
-//! `interrupted`, then wait (bounded) until it has left the registry.
+//! `interrupted`, then wait (bounded) until it has left the registry. A multi-stream
+//! episode is closed `interrupted` and each of its streams stopped; it finalizes when the
+//! last one has.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,6 +12,7 @@ use wshard::manifest::Manifest;
 use super::protocol::{ControlError, ErrorKind};
 use super::state::ControlState;
 use crate::episode::layout::EpisodeLayout;
+use crate::multi::MultiEpisode;
 use crate::registry::StopReason;
 
 /// How often the registry is looked at while waiting.
@@ -28,6 +31,9 @@ pub fn close(
     timeout: Duration,
 ) -> Result<Value, ControlError> {
     let reg = &st.ctx.registry;
+    if let Some(ep) = reg.multi(episode) {
+        return close_multi(st, &ep, uid, timeout);
+    }
     let Some(live) = reg.episode(episode) else {
         let layout = EpisodeLayout::new(&st.ctx.data_dir, episode);
         let on_disk = Manifest::read_file(layout.manifest())
@@ -76,6 +82,50 @@ pub fn close(
         "reason": m.as_ref().and_then(|m| m.extra.get("reason").cloned()).unwrap_or_else(|| json!(reason.manifest_reason())),
         "timesteps": m.as_ref().map(|m| m.total_timesteps),
         "chunks": m.as_ref().map(|m| m.chunks.len()),
+        "uid": uid,
+    }))
+}
+
+/// `close` of a multi-stream episode: closed `interrupted`, every stream stopped
+/// (`ERROR{STOPPED}` to each producer, and to the owner); wait until it finalized.
+fn close_multi(
+    st: &ControlState,
+    ep: &Arc<MultiEpisode>,
+    uid: u32,
+    timeout: Duration,
+) -> Result<Value, ControlError> {
+    let reg = &st.ctx.registry;
+    let episode = ep.id();
+    let reason = StopReason::Operator { uid };
+    tracing::warn!(
+        episode,
+        uid,
+        "control: close of a multi-stream episode requested by an operator"
+    );
+    reg.stop_multi(ep, &reason);
+    let deadline = Instant::now() + timeout;
+    while reg.multi(episode).is_some_and(|now| Arc::ptr_eq(&now, ep)) {
+        if Instant::now() >= deadline {
+            return Err(ControlError::new(
+                ErrorKind::Timeout,
+                Some("close"),
+                format!(
+                    "episode `{episode}`: its streams were asked to stop, still finalizing after {} ms",
+                    timeout.as_millis()
+                ),
+            )
+            .with("episode", json!(episode)));
+        }
+        std::thread::sleep(POLL);
+    }
+    let index = ep.index();
+    Ok(json!({
+        "episode": episode,
+        "status": index.status.as_str(),
+        "reason": reason.manifest_reason(),
+        "timesteps": index.streams.iter().map(|s| s.steps).sum::<u64>(),
+        "chunks": index.streams.iter().map(|s| s.chunks).sum::<u64>(),
+        "streams": index.streams.iter().map(|s| json!({"stream": s.name, "status": s.status.as_str(), "timesteps": s.steps, "chunks": s.chunks})).collect::<Vec<_>>(),
         "uid": uid,
     }))
 }

@@ -14,10 +14,17 @@ use super::on_disk::{chunk_files_bytes, on_disk_bytes};
 use super::state::ControlState;
 use super::status::unix_seconds;
 use crate::episode::layout::{EpisodeLayout, QUARANTINE_DIR};
+use crate::episode_files::read_index;
+use crate::fsio::RealFs;
+use wshard::episode_dir::index::EpisodeIndex;
 
 /// What the manifest of one episode directory says. A finished episode's received payload
 /// is not kept: `received_bytes` is `null`.
 fn from_manifest(data_dir: &Path, id: &str) -> Value {
+    let dir = data_dir.join(id);
+    if let Ok(Some(index)) = read_index(&RealFs, &dir, id) {
+        return from_index(data_dir, &index);
+    }
     let layout = EpisodeLayout::new(data_dir, id);
     match Manifest::read_file(layout.manifest()) {
         Ok(m) => {
@@ -49,6 +56,33 @@ fn from_manifest(data_dir: &Path, id: &str) -> Value {
     }
 }
 
+/// What the index of a multi-stream episode says: its status, and its streams' timesteps,
+/// chunks and chunk-file bytes summed (`streams`: how many).
+fn from_index(data_dir: &Path, index: &EpisodeIndex) -> Value {
+    let id = &index.episode_id;
+    let on_disk: u64 = index
+        .streams
+        .iter()
+        .filter_map(|s| {
+            let layout = EpisodeLayout::stream(data_dir, id, &s.name);
+            let m = Manifest::read_file(layout.manifest()).ok()?;
+            Some(chunk_files_bytes(&layout, &m))
+        })
+        .sum();
+    json!({
+        "episode": id,
+        "open": false,
+        "status": index.status.as_str(),
+        "reason": Value::Null,
+        "timesteps": index.streams.iter().map(|s| s.steps).sum::<u64>(),
+        "chunks": index.streams.iter().map(|s| s.chunks).sum::<u64>(),
+        "streams": index.streams.len(),
+        "received_bytes": Value::Null,
+        "on_disk_bytes": on_disk,
+        "bytes": on_disk,
+    })
+}
+
 /// Episode directories under `data_dir` (not the quarantine, not hidden entries).
 fn episode_dirs(data_dir: &Path) -> Vec<String> {
     let Ok(rd) = std::fs::read_dir(data_dir) else {
@@ -69,6 +103,12 @@ pub fn list(st: &ControlState) -> Value {
     for id in episode_dirs(&st.ctx.data_dir) {
         let v = from_manifest(&st.ctx.data_dir, &id);
         all.insert(id, v);
+    }
+    // An open multi-stream episode: its streams follow as `EP/STREAM`.
+    for m in st.ctx.registry.multis() {
+        if let Some(v) = all.get_mut(m.id()) {
+            v["open"] = json!(true);
+        }
     }
     for e in st.ctx.registry.episodes() {
         let s = &e.stats;

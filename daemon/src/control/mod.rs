@@ -1,7 +1,8 @@
 //! The operator's control plane: the control socket and the optional Prometheus endpoint.
 //! It may call `ingest` (peer credentials), `runtime` (the server context) and what is below.
 //!
-//! The operator's control socket (`wshard status`, `episodes`, `close`, `metrics`) and the
+//! The operator's control socket (`wshard status`, `episodes`, `close`, `annotate`,
+//! `metrics`) and the
 //! optional loopback HTTP endpoint for Prometheus. The protocol is in `docs/CONTROL.md`.
 //!
 //! - [`protocol`]: requests, replies, typed error codes.
@@ -10,6 +11,7 @@
 //! - [`status`]: the `status` snapshot. [`episodes`]: the `episodes` list.
 //! - [`on_disk`]: an episode's chunk-file bytes and length from its manifest, for both.
 //! - [`close`]: `close EPISODE`. [`metrics`]: the exposition (prometheus-client).
+//! - [`annotate`]: `annotate EPISODE`, with its arguments in [`annotate_request`].
 //! - [`rates`]: per-episode rates, from samples taken every second.
 //! - [`http`]: `GET /metrics` on `control.metrics_listen` (hyper on a one-thread tokio
 //!   runtime of its own).
@@ -22,6 +24,8 @@
 //! stays on threads: its `close` verb blocks while an episode is finalized.
 
 pub mod accept;
+pub mod annotate;
+pub mod annotate_request;
 pub mod close;
 pub mod episodes;
 pub mod http;

@@ -18,10 +18,21 @@ pub fn chunk_files_bytes(layout: &EpisodeLayout, m: &Manifest) -> u64 {
         .sum()
 }
 
-/// The manifest of episode `id` under `data_dir`, when it can be read.
+/// The layout of `key`: an episode id, or `EP/STREAM` for a stream of a multi-stream
+/// episode (the registry's key of an open stream).
+#[must_use]
+pub fn layout_of(data_dir: &Path, key: &str) -> EpisodeLayout {
+    match key.split_once('/') {
+        Some((episode, stream)) => EpisodeLayout::stream(data_dir, episode, stream),
+        None => EpisodeLayout::new(data_dir, key),
+    }
+}
+
+/// The manifest of episode (or stream, `EP/STREAM`) `id` under `data_dir`, when it can be
+/// read.
 #[must_use]
 pub fn manifest(data_dir: &Path, id: &str) -> Option<(EpisodeLayout, Manifest)> {
-    let layout = EpisodeLayout::new(data_dir, id);
+    let layout = layout_of(data_dir, id);
     let m = Manifest::read_file(layout.manifest()).ok()?;
     Some((layout, m))
 }

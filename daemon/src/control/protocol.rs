@@ -12,6 +12,8 @@
 
 use serde_json::{json, Map, Value};
 
+use super::annotate_request::AnnotateRequest;
+
 /// The protocol version this daemon speaks (requests may omit it).
 pub const PROTOCOL_VERSION: u64 = 1;
 /// Longest request line accepted, newline included.
@@ -22,7 +24,7 @@ pub const MAX_CLOSE_TIMEOUT_MS: u64 = 60_000;
 pub const DEFAULT_CLOSE_TIMEOUT_MS: u64 = 10_000;
 
 /// The verbs, with their arguments.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Request {
     /// The daemon and every open episode, with counters and rates.
     Status,
@@ -32,6 +34,8 @@ pub enum Request {
     Close { episode: String, timeout_ms: u64 },
     /// The Prometheus text exposition.
     Metrics,
+    /// Add an operator annotation to an episode (mutating: needs the admin allowlist).
+    Annotate(AnnotateRequest),
 }
 
 impl Request {
@@ -43,13 +47,14 @@ impl Request {
             Self::Episodes => "episodes",
             Self::Close { .. } => "close",
             Self::Metrics => "metrics",
+            Self::Annotate(_) => "annotate",
         }
     }
 
     /// Whether the verb changes something (and so needs `allows_admin`).
     #[must_use]
     pub fn is_mutating(&self) -> bool {
-        matches!(self, Self::Close { .. })
+        matches!(self, Self::Close { .. } | Self::Annotate(_))
     }
 
     /// The request line a client sends (without the newline).
@@ -63,6 +68,9 @@ impl Request {
         {
             v["episode"] = json!(episode);
             v["timeout_ms"] = json!(timeout_ms);
+        }
+        if let (Self::Annotate(a), Some(obj)) = (self, v.as_object_mut()) {
+            obj.extend(a.to_fields());
         }
         v.to_string()
     }
@@ -85,6 +93,8 @@ pub enum ErrorKind {
     UnknownEpisode,
     /// `close`: the stop was requested but the episode was still finalizing at the deadline.
     Timeout,
+    /// `annotate`: the annotations file could not be read or committed.
+    Storage,
     /// Too many control connections at once.
     Busy,
     /// The daemon is stopping.
@@ -104,6 +114,7 @@ impl ErrorKind {
             Self::PermissionDenied => "PERMISSION_DENIED",
             Self::UnknownEpisode => "UNKNOWN_EPISODE",
             Self::Timeout => "TIMEOUT",
+            Self::Storage => "STORAGE",
             Self::Busy => "BUSY",
             Self::ShuttingDown => "SHUTTING_DOWN",
         }
@@ -221,10 +232,15 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ControlError> {
                 timeout_ms,
             })
         }
+        "annotate" => AnnotateRequest::parse(&obj)
+            .map(Request::Annotate)
+            .map_err(|e| bad(Some(verb), e.to_string())),
         other => Err(ControlError::new(
             ErrorKind::UnknownVerb,
             Some(other),
-            format!("unknown verb `{other}`: expected status, episodes, close or metrics"),
+            format!(
+                "unknown verb `{other}`: expected status, episodes, close, annotate or metrics"
+            ),
         )),
     }
 }

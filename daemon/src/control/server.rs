@@ -16,7 +16,7 @@ use super::protocol::{
 };
 use super::request_io::{drain, read_request, ReadFailure, READ_SLICE};
 use super::state::ControlState;
-use super::{close, episodes, metrics, status};
+use super::{annotate, close, episodes, metrics, status};
 use crate::ingest::connection::peer_cred;
 use crate::registry::PeerCred;
 
@@ -133,6 +133,11 @@ pub fn respond(
         Request::Metrics => return Ok(metrics::render(st, metrics::Format::Prometheus)),
         Request::Status => ok_reply(verb, status::snapshot(st)),
         Request::Episodes => ok_reply(verb, episodes::list(st)),
+        Request::Annotate(a) => {
+            // check_access refuses `annotate` without credentials.
+            let uid = cred.map_or(u32::MAX, |c| c.uid);
+            ok_reply(verb, annotate::annotate(st, a, uid)?)
+        }
         Request::Close {
             episode,
             timeout_ms,

@@ -34,6 +34,8 @@ pub struct ControlState {
     pub ctx: Arc<ServerContext>,
     pub settings: ControlSettings,
     pub rates: RateSampler,
+    /// Held while an annotation is committed: one read-append-replace at a time.
+    pub annotations: std::sync::Mutex<()>,
 }
 
 impl ControlState {
@@ -44,6 +46,7 @@ impl ControlState {
             ctx,
             settings,
             rates: RateSampler::default(),
+            annotations: std::sync::Mutex::new(()),
         }
     }
 }

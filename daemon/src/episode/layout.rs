@@ -9,7 +9,13 @@
 //!     {episode_id}_chunk_0000.wshard    finalized chunks
 //!     {episode_id}_chunk_0001.wshard.partial   a chunk being written
 //!     journal_0001.wal                  journal of the open chunk (durability `ack`)
+//!   {episode_id}/streams/{stream}/      a stream of a multi-stream episode: the same files
+//!                                       as an episode, named after the stream
 //! ```
+//!
+//! A stream is recorded by exactly the machinery of an episode: its layout is an
+//! [`EpisodeLayout`] whose id is the stream name and whose directory is the stream's folder
+//! ([`EpisodeLayout::stream`]).
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +32,8 @@ pub const JOURNAL_PREFIX: &str = "journal_";
 pub const JOURNAL_SUFFIX: &str = ".wal";
 /// Name of the directory recovery moves unusable files into.
 pub const QUARANTINE_DIR: &str = "quarantine";
+/// The folder of a multi-stream episode holding one folder per stream.
+pub const STREAMS_DIR: &str = wshard::episode_dir::names::STREAMS_DIR;
 
 /// What is wrong with an episode id; every message names the id.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -75,11 +83,15 @@ pub fn validate_episode_id(id: &str, max: usize) -> Result<(), EpisodeIdError> {
     Ok(())
 }
 
-/// The paths of one episode.
+/// The paths of one episode, or of one stream of a multi-stream episode.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EpisodeLayout {
+    /// The episode id, or the stream name: the stem of every file name.
     pub(crate) episode_id: String,
     pub dir: PathBuf,
+    /// Where under `data_dir/quarantine/` recovery moves this directory's files:
+    /// `{episode_id}`, or `{episode}/streams/{stream}`.
+    pub(crate) quarantine_rel: PathBuf,
 }
 
 impl EpisodeLayout {
@@ -89,7 +101,33 @@ impl EpisodeLayout {
         Self {
             episode_id: episode_id.to_owned(),
             dir: data_dir.join(episode_id),
+            quarantine_rel: PathBuf::from(episode_id),
         }
+    }
+
+    /// The layout of stream `stream` of the multi-stream episode `episode` under
+    /// `data_dir`: `data_dir/{episode}/streams/{stream}/`, files named after the stream
+    /// (both names must be valid).
+    #[must_use]
+    pub fn stream(data_dir: &Path, episode: &str, stream: &str) -> Self {
+        let rel = Path::new(episode).join(STREAMS_DIR).join(stream);
+        Self {
+            episode_id: stream.to_owned(),
+            dir: data_dir.join(&rel),
+            quarantine_rel: rel,
+        }
+    }
+
+    /// The file-name stem: the episode id, or the stream name.
+    #[must_use]
+    pub fn id(&self) -> &str {
+        &self.episode_id
+    }
+
+    /// The quarantine directory of this layout's files under `data_dir`.
+    #[must_use]
+    pub(crate) fn quarantine_dir(&self, data_dir: &Path) -> PathBuf {
+        data_dir.join(QUARANTINE_DIR).join(&self.quarantine_rel)
     }
 
     /// Finalized chunk `k`.
@@ -158,6 +196,30 @@ mod tests {
         assert_eq!(EpisodeLayout::journal_index(&l.journal(7)), Some(7));
         assert_eq!(l.partial_index(&l.partial(12)), Some(12));
         assert_eq!(l.partial_index(&l.chunk(12)), None);
+    }
+
+    /// A stream's files are an episode's, named after the stream, in its folder.
+    #[test]
+    fn layout_of_a_stream_is_an_episode_layout_in_its_folder() {
+        let l = EpisodeLayout::stream(Path::new("/d"), "ep", "joints");
+        assert_eq!(l.dir, Path::new("/d/ep/streams/joints"));
+        assert_eq!(
+            l.chunk(0),
+            Path::new("/d/ep/streams/joints/joints_chunk_0000.wshard")
+        );
+        assert_eq!(
+            l.manifest(),
+            Path::new("/d/ep/streams/joints/joints_manifest.wshard")
+        );
+        assert_eq!(
+            l.quarantine_dir(Path::new("/d")),
+            Path::new("/d/quarantine/ep/streams/joints")
+        );
+        let v1 = EpisodeLayout::new(Path::new("/d"), "ep");
+        assert_eq!(
+            v1.quarantine_dir(Path::new("/d")),
+            Path::new("/d/quarantine/ep")
+        );
     }
 
     #[test]

@@ -45,6 +45,9 @@ pub enum SchemaError {
     Format(#[from] wshard::FormatError),
 }
 
+/// The key of the JSON form naming a stream's multi-stream episode (absent for an episode).
+const STREAM_OF_KEY: &str = "stream_of";
+
 fn found(v: Option<&str>) -> Option<String> {
     v.map(str::to_owned)
 }
@@ -76,6 +79,9 @@ pub struct EpisodeSchema {
     pub(crate) metadata: Map<String, Value>,
     /// Sum of the channels' step sizes: the payload of one timestep.
     pub step_payload_bytes: usize,
+    /// For a stream of a multi-stream episode: that episode's id (`episode_id` is then the
+    /// stream name). Every chunk says both in `meta/wshard` (keys `episode`, `stream`).
+    pub(crate) stream_of: Option<String>,
 }
 
 impl EpisodeSchema {
@@ -122,7 +128,21 @@ impl EpisodeSchema {
             channels: out,
             metadata,
             step_payload_bytes: total,
+            stream_of: None,
         })
+    }
+
+    /// This schema as stream `episode_id` of the multi-stream episode `episode`.
+    #[must_use]
+    pub fn in_episode(mut self, episode: impl Into<String>) -> Self {
+        self.stream_of = Some(episode.into());
+        self
+    }
+
+    /// The multi-stream episode this stream belongs to (`None`: an episode of its own).
+    #[must_use]
+    pub fn stream_of(&self) -> Option<&str> {
+        self.stream_of.as_deref()
     }
 
     /// JSON form (journal segment header, recovery).
@@ -146,14 +166,19 @@ impl EpisodeSchema {
                 })
             })
             .collect();
-        json!({
+        let mut v = json!({
             "episode_id": self.episode_id,
             "env_id": self.env_id,
             "timebase": {"type": tb_type, "value": tb_val},
             "durability": self.durability.as_str(),
             "channels": channels,
             "metadata": Value::Object(self.metadata.clone()),
-        })
+        });
+        // Only for a stream: an episode's journal header stays as it was.
+        if let (Some(ep), Some(obj)) = (&self.stream_of, v.as_object_mut()) {
+            obj.insert(STREAM_OF_KEY.into(), json!(ep));
+        }
+        v
     }
 
     /// Parse the JSON form.
@@ -233,14 +258,18 @@ impl EpisodeSchema {
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
-        Self::new(
+        let schema = Self::new(
             s(v, "episode_id")?,
             s(v, "env_id")?,
             timebase,
             durability,
             channels,
             metadata,
-        )
+        )?;
+        Ok(match v.get(STREAM_OF_KEY) {
+            None => schema,
+            Some(_) => schema.in_episode(s(v, STREAM_OF_KEY)?),
+        })
     }
 }
 
@@ -296,5 +325,9 @@ mod tests {
         .unwrap();
         assert_eq!(s.step_payload_bytes, 28 + 48 + 8);
         assert_eq!(EpisodeSchema::from_json(&s.to_json()).unwrap(), s);
+        assert!(s.to_json().get(STREAM_OF_KEY).is_none());
+        let stream = s.in_episode("ep_multi");
+        assert_eq!(stream.to_json()[STREAM_OF_KEY], "ep_multi");
+        assert_eq!(EpisodeSchema::from_json(&stream.to_json()).unwrap(), stream);
     }
 }

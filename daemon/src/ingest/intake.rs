@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use wshard_ingest_proto::{ErrorCode, Frame, StepValues, TimestepBatch};
+use wshard_ingest_proto::{ErrorCode, Frame, StepValues, TimestepBatch, T_NS_OFFSET};
 
 use crate::registry::Registration;
 use crate::session::Session;
@@ -26,6 +26,8 @@ pub(super) struct Intake {
     /// `bool` elements and `t_ns` order (boxed: it is large, and the connection's states
     /// should stay small).
     values: Box<StepValues>,
+    /// `t_ns` of the first timestep accepted.
+    first_t_ns: Option<i64>,
 }
 
 impl Intake {
@@ -45,7 +47,13 @@ impl Intake {
             max_bytes,
             step_payload,
             values,
+            first_t_ns: None,
         }
+    }
+
+    /// `t_ns` of the first and of the last timestep accepted.
+    pub(super) fn t_range(&self) -> (Option<i64>, Option<i64>) {
+        (self.first_t_ns, self.values.last().map(|(_, t)| t))
     }
 
     /// The episode's session.
@@ -151,6 +159,13 @@ impl Intake {
             ));
         }
         self.values.commit(mark);
+        if self.first_t_ns.is_none() {
+            self.first_t_ns = batch
+                .records()
+                .get(T_NS_OFFSET..T_NS_OFFSET + 8)
+                .and_then(|b| b.try_into().ok())
+                .map(i64::from_le_bytes);
+        }
         self.next_seq = batch.end_seq();
         self.bytes += size;
         if dropped > 0 {

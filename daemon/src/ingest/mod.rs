@@ -1,5 +1,6 @@
 //! Ingest: the socket's accept loop, one thread per connection, every protocol check.
-//! It may call `runtime` (the server context), `session`, `registry` and `episode`.
+//! It may call `runtime` (the server context), `session`, `registry`, `multi` (version 2's
+//! multi-stream episodes), `episode_files` and `episode`.
 //!
 //! Timesteps come as socket frames or through a shared-memory ring (the two transports).
 //!

@@ -7,7 +7,7 @@
 //! reported removed) the report is committed first when it changed
 //! ([`Run::save_progress`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use wshard::episode::Episode;
@@ -16,7 +16,7 @@ use wshard::manifest::{ChunkRef, Manifest};
 use super::plan::{Action, RecoveryMode};
 use super::report::{RecoveryReport, MANIFEST_KEY};
 use crate::chunk::publish::{commit_manifest, publish_chunk};
-use crate::episode::layout::{EpisodeLayout, QUARANTINE_DIR};
+use crate::episode::layout::EpisodeLayout;
 use crate::error::StorageError;
 use crate::fsio::Fs;
 use crate::session::SessionSettings;
@@ -28,6 +28,48 @@ pub(super) fn file_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+/// Where `path` goes in the quarantine directory `qdir`: its name, or with `.1`, `.2`, ...
+/// appended when taken (never overwriting).
+pub(crate) fn quarantine_target(fs: &dyn Fs, qdir: &Path, path: &Path) -> PathBuf {
+    let mut target = qdir.join(file_name(path));
+    let mut n = 1;
+    while fs.exists(&target) {
+        target = qdir.join(format!("{}.{n}", file_name(path)));
+        n += 1;
+    }
+    target
+}
+
+/// Move `path` to `target` (in `data_dir/quarantine/...`) durably: the quarantine
+/// directories are created and fsynced up to `data_dir` first, and the new name is durable
+/// before anything can make the old one's removal durable.
+pub(crate) fn move_to_quarantine(
+    fs: &dyn Fs,
+    data_dir: &Path,
+    path: &Path,
+    target: &Path,
+) -> Result<(), StorageError> {
+    let qdir = target.parent().unwrap_or(data_dir);
+    fs.create_dir_all(qdir)
+        .map_err(|e| StorageError::io("create quarantine directory", qdir, e))?;
+    // The quarantine directories themselves must survive a power cut: every one from the
+    // episode's (or stream's) up to the data directory.
+    for dir in qdir.ancestors().skip(1) {
+        fs.sync_dir(dir)
+            .map_err(|e| StorageError::io("fsync directory", dir, e))?;
+        if dir == data_dir {
+            break;
+        }
+    }
+    fs.move_aside(path, target)
+        .map_err(|e| StorageError::io("move to quarantine", path, e))?;
+    // The new name is made durable before anything (the next fsync of the episode
+    // directory) can make the old one's removal durable: else a power cut in between loses
+    // the file, which may hold data that exists nowhere else.
+    fs.sync_dir(qdir)
+        .map_err(|e| StorageError::io("fsync directory", qdir, e))
 }
 
 /// One recovery of one episode.
@@ -75,45 +117,20 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Move `path` into `data_dir/quarantine/{episode}/`, never overwriting. The report
+    /// Move `path` into `data_dir/quarantine/{episode}/` (a stream's files: into
+    /// `data_dir/quarantine/{episode}/streams/{stream}/`), never overwriting. The report
     /// naming it is committed first, so that a cut after the move cannot lose the record
     /// of it (except for the manifest itself, which is what a commit would replace).
     pub(crate) fn quarantine(&mut self, path: &Path, reason: &str) -> Result<(), StorageError> {
-        let qdir = self
-            .data_dir
-            .join(QUARANTINE_DIR)
-            .join(&self.layout.episode_id);
-        let mut target = qdir.join(file_name(path));
-        let mut n = 1;
-        while self.fs.exists(&target) {
-            target = qdir.join(format!("{}.{n}", file_name(path)));
-            n += 1;
-        }
+        let qdir = self.layout.quarantine_dir(self.data_dir);
+        let target = quarantine_target(self.fs, &qdir, path);
         self.report.note_quarantined(target.display().to_string());
         let is_manifest = path == self.layout.manifest();
         if !is_manifest {
             self.save_progress()?;
         }
         if self.mode.applies() {
-            self.fs
-                .create_dir_all(&qdir)
-                .map_err(|e| StorageError::io("create quarantine directory", &qdir, e))?;
-            // The quarantine directories themselves must survive a power cut.
-            let qroot = self.data_dir.join(QUARANTINE_DIR);
-            for dir in [&qroot, self.data_dir] {
-                self.fs
-                    .sync_dir(dir)
-                    .map_err(|e| StorageError::io("fsync directory", dir, e))?;
-            }
-            self.fs
-                .move_aside(path, &target)
-                .map_err(|e| StorageError::io("move to quarantine", path, e))?;
-            // The new name is made durable before anything (the next fsync of the episode
-            // directory) can make the old one's removal durable: else a power cut in
-            // between loses the file, which may hold data that exists nowhere else.
-            self.fs
-                .sync_dir(&qdir)
-                .map_err(|e| StorageError::io("fsync directory", &qdir, e))?;
+            move_to_quarantine(self.fs, self.data_dir, path, &target)?;
         }
         self.report.actions.push(Action::Quarantine {
             from: path.to_path_buf(),

@@ -1,5 +1,6 @@
 //! Recovery: finishing the episodes a stopped or crashed daemon left open.
-//! It may call `session`, `journal`, `chunk`, `episode`, `fsio` and `error`; never `ingest`.
+//! It may call `session`, `episode_files`, `journal`, `chunk`, `episode`, `fsio` and `error`;
+//! never `ingest`.
 //!
 //! Recovery on start (and offline, for `wshard recover`): every episode whose manifest is
 //! not final gets its journal replayed past the last finalized chunk, the rest finalized,
@@ -21,6 +22,7 @@ mod chunks;
 pub(crate) mod fate;
 mod journals;
 mod listed;
+pub mod multi;
 pub(crate) mod plan;
 pub(crate) mod replay;
 pub(crate) mod report;
@@ -33,6 +35,7 @@ use std::sync::Arc;
 use wshard::manifest::Manifest;
 use wshard::read::ShardReader;
 
+pub use multi::MultiRecovery;
 pub use plan::{Action, RecoveryMode};
 pub use report::{Discarded, RecoveryReport};
 
@@ -75,7 +78,7 @@ fn list(fs: &dyn Fs, layout: &EpisodeLayout) -> Result<DirFiles, StorageError> {
             out.journals.insert(k, p);
         } else if let Some(k) = layout.partial_index(&p) {
             out.partials.insert(k, p);
-        } else if name.ends_with(".tmp") {
+        } else if name.ends_with(".tmp") && !multi::is_episode_file_tmp(&name, layout.id()) {
             out.temps.push(p);
         } else if let Some(k) = name
             .strip_prefix(&chunk_prefix)
@@ -125,8 +128,35 @@ pub fn recover_episode_with(
     settings: &SessionSettings,
     mode: RecoveryMode,
 ) -> Result<Option<RecoveryReport>, StorageError> {
-    let fs_ref: &dyn Fs = &**fs;
+    let dir = data_dir.join(episode_id);
+    multi::drop_annotations_tmp(&**fs, &dir, episode_id, mode)?;
+    if multi::is_multi_stream(&**fs, &dir, episode_id) {
+        return multi::recover_multi(fs, data_dir, episode_id, settings, mode)
+            .map(|r| r.map(MultiRecovery::into_episode_report));
+    }
     let layout = EpisodeLayout::new(data_dir, episode_id);
+    let mut report = recover_layout(fs, data_dir, layout, episode_id, settings, mode)?;
+    // Events sent beside a single-stream episode (version 2): a torn last line is cut.
+    if let Some(r) = &mut report {
+        multi::cut_events_tail(&**fs, &dir, episode_id, mode, r)?;
+    }
+    Ok(report)
+}
+
+/// Recover the episode (or stream) files of `layout`; its report is named `report_id`.
+///
+/// # Errors
+/// As [`recover_episode_with`].
+pub(crate) fn recover_layout(
+    fs: &Arc<dyn Fs>,
+    data_dir: &Path,
+    layout: EpisodeLayout,
+    report_id: &str,
+    settings: &SessionSettings,
+    mode: RecoveryMode,
+) -> Result<Option<RecoveryReport>, StorageError> {
+    let fs_ref: &dyn Fs = &**fs;
+    let episode_id = report_id;
     let files = list(fs_ref, &layout)?;
     let existing = if fs_ref.exists(&layout.manifest()) {
         read_manifest(fs_ref, &layout.manifest())
@@ -142,7 +172,7 @@ pub fn recover_episode_with(
     }
     let report = starting_report(episode_id, existing.as_ref());
     let unreadable = existing.is_none() && fs_ref.exists(&layout.manifest());
-    let manifest = existing.unwrap_or_else(|| Manifest::new(episode_id, ""));
+    let manifest = existing.unwrap_or_else(|| Manifest::new(layout.id(), ""));
     let mut run = Run::new(fs_ref, data_dir, layout, settings, mode, manifest, report);
     if unreadable {
         let path = run.layout.manifest();

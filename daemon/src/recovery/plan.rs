@@ -58,6 +58,20 @@ pub enum Action {
     },
     /// The manifest is replaced atomically with this status.
     CommitManifest { path: PathBuf, status: String },
+    /// A multi-stream episode's index is replaced atomically with this status.
+    CommitIndex { path: PathBuf, status: String },
+    /// A multi-stream episode's events file is cut after its last complete line (a torn
+    /// line was never acknowledged).
+    CutEventsTail {
+        path: PathBuf,
+        from_len: u64,
+        to_len: u64,
+    },
+    /// A stream folder the index did not list is listed (never deleted).
+    AdoptStream { stream: String, path: PathBuf },
+    /// A stream the index listed `recording` has no folder: it never recorded anything
+    /// (the folder is created before a stream is acknowledged) and leaves the index.
+    ForgetStream { stream: String, reason: String },
 }
 
 impl Action {
@@ -101,11 +115,29 @@ impl Action {
             Self::CommitManifest { path, status } => {
                 format!("commit manifest {} (status {status})", path.display())
             }
+            Self::CommitIndex { path, status } => {
+                format!("commit index {} (status {status})", path.display())
+            }
+            Self::CutEventsTail {
+                path,
+                from_len,
+                to_len,
+            } => format!(
+                "cut the torn tail of {} ({from_len} -> {to_len} bytes)",
+                path.display()
+            ),
+            Self::AdoptStream { stream, path } => {
+                format!("adopt stream `{stream}` {}", path.display())
+            }
+            Self::ForgetStream { stream, reason } => {
+                format!("forget stream `{stream}`: {reason}")
+            }
         }
     }
 
     /// A JSON object with an `action` key (`remove`, `quarantine`, `adopt_chunk`,
-    /// `publish_chunk`, `rebuild_chunk`, `commit_manifest`) and the paths, numbers and
+    /// `publish_chunk`, `rebuild_chunk`, `commit_manifest`, `commit_index`,
+    /// `cut_events_tail`, `adopt_stream`, `forget_stream`) and the paths, numbers and
     /// reasons above.
     #[must_use]
     pub fn to_json(&self) -> Value {
@@ -148,6 +180,25 @@ impl Action {
             }),
             Self::CommitManifest { path, status } => {
                 json!({"action": "commit_manifest", "path": p(path), "status": status})
+            }
+            Self::CommitIndex { path, status } => {
+                json!({"action": "commit_index", "path": p(path), "status": status})
+            }
+            Self::CutEventsTail {
+                path,
+                from_len,
+                to_len,
+            } => json!({
+                "action": "cut_events_tail",
+                "path": p(path),
+                "from_len": from_len,
+                "to_len": to_len,
+            }),
+            Self::AdoptStream { stream, path } => {
+                json!({"action": "adopt_stream", "stream": stream, "path": p(path)})
+            }
+            Self::ForgetStream { stream, reason } => {
+                json!({"action": "forget_stream", "stream": stream, "reason": reason})
             }
         }
     }

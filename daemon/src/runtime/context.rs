@@ -25,6 +25,8 @@ pub(crate) struct Limits {
     pub(crate) max_episode_wire_bytes: u64,
     pub(crate) max_connections: usize,
     pub(crate) max_episode_id_bytes: usize,
+    /// `limits.max_event_bytes`: the most bytes of one `EVENT`'s data.
+    pub(crate) max_event_bytes: usize,
 }
 
 /// Shared by the listener, every connection and the control socket.
@@ -73,6 +75,8 @@ impl ServerContext {
                 max_connections: usize::try_from(cfg.limits.max_connections).unwrap_or(64),
                 max_episode_id_bytes: usize::try_from(cfg.limits.max_episode_id_bytes)
                     .unwrap_or(128),
+                max_event_bytes: usize::try_from(cfg.limits.max_event_bytes)
+                    .unwrap_or(wshard_ingest_proto::DEFAULT_MAX_EVENT_BYTES),
             },
             default_durability: cfg.durability.default,
             tunables: RwLock::new(tunables(cfg)),

@@ -257,6 +257,7 @@ mod tests {
     fn open(reg: &Arc<Registry>, id: &str) -> crate::registry::Registration {
         reg.register(NewEpisode {
             episode_id: id.into(),
+            multi: None,
             peer: "conn-1".into(),
             client_name: "test".into(),
             cred: None,

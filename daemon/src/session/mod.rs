@@ -102,6 +102,22 @@ impl Session {
         responder: Arc<dyn Responder>,
     ) -> Result<Self, OpenError> {
         let layout = EpisodeLayout::new(data_dir, &schema.episode_id);
+        Self::open_at(fs, layout, schema, settings, responder)
+    }
+
+    /// [`Session::open`] in `layout`'s directory, whose parent must exist: a stream of a
+    /// multi-stream episode ([`EpisodeLayout::stream`]) is recorded exactly like an
+    /// episode, in its folder. The directory is created and its parent fsynced.
+    ///
+    /// # Errors
+    /// As [`Session::open`].
+    pub fn open_at(
+        fs: Arc<dyn Fs>,
+        layout: EpisodeLayout,
+        schema: EpisodeSchema,
+        settings: SessionSettings,
+        responder: Arc<dyn Responder>,
+    ) -> Result<Self, OpenError> {
         match fs.create_dir(&layout.dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -111,8 +127,9 @@ impl Session {
                 return Err(StorageError::io("create episode directory", &layout.dir, e).into())
             }
         }
-        fs.sync_dir(data_dir)
-            .map_err(|e| StorageError::io("fsync directory", data_dir, e))?;
+        let parent = layout.dir.parent().unwrap_or_else(|| Path::new("."));
+        fs.sync_dir(parent)
+            .map_err(|e| StorageError::io("fsync directory", parent, e))?;
         let schema = Arc::new(schema);
         let shared = Arc::new(SessionShared::new(
             fs.clone(),

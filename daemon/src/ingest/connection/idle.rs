@@ -1,12 +1,16 @@
 //! A connection past its handshake without an open episode: idle, or just after the daemon
-//! stopped the client's episode on its own. Only `OPEN` starts something.
+//! stopped the client's episode on its own. Only `OPEN` (or, version 2, `STREAM_OPEN`)
+//! starts a recording; the owner's requests and `EVENT` do not change the state.
 
 use wshard_ingest_proto::{AcceptedWhat, ErrorCode, Frame};
 
+use super::event::on_event;
 use super::link::Link;
 use super::open::open;
+use super::owner::{episode_close, episode_open};
 use super::recording::{Recording, Stopped};
 use super::request::Request;
+use super::stream_open::join;
 
 /// Where a request without an open episode leads.
 pub(super) enum Next {
@@ -14,14 +18,29 @@ pub(super) enum Next {
     Stay,
     /// Idle (the stopped episode's CLOSE was answered).
     Idle,
-    /// The episode the `OPEN` opened.
-    Record(Recording),
+    /// The episode the `OPEN` (or `STREAM_OPEN`) opened.
+    Record(Box<Recording>),
 }
 
 /// Handle `request` while idle (`stopped` is `None`) or after a stopped episode.
 pub(super) fn on_request(stopped: Option<Stopped>, request: Request, link: &mut Link) -> Next {
     match (stopped, request) {
-        (_, Request::Open(o)) => open(o, link).map_or(Next::Stay, Next::Record),
+        (_, Request::Open(o)) => open(o, link).map_or(Next::Stay, |r| Next::Record(Box::new(r))),
+        (_, Request::StreamOpen(o)) => {
+            join(*o, link).map_or(Next::Stay, |r| Next::Record(Box::new(r)))
+        }
+        (_, Request::EpisodeOpen(o)) => {
+            episode_open(o, link);
+            Next::Stay
+        }
+        (_, Request::EpisodeClose(outcome)) => {
+            episode_close(outcome, link);
+            Next::Stay
+        }
+        (_, Request::Event(e)) => {
+            on_event(None, e, link);
+            Next::Stay
+        }
         (_, Request::ShmAttach { .. }) => {
             // Every fd received so far belongs to this SHM_ATTACH: closed unused (here, at
             // the end of the arm).

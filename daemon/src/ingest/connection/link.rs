@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
-use wshard_ingest_proto::ErrorCode;
+use wshard_ingest_proto::{ErrorCode, ProtocolVersion};
 
 use crate::ingest::fds::FdQueue;
 use crate::ingest::responder::SocketResponder;
+use crate::multi::MultiEpisode;
 use crate::registry::PeerCred;
 use crate::runtime::ServerContext;
 
@@ -21,6 +22,11 @@ pub(super) struct Link {
     pub(super) client_name: String,
     /// File descriptors received on the socket, for the next `SHM_ATTACH`.
     pub(super) fds: FdQueue,
+    /// The protocol version the connection speaks (from the handshake).
+    pub(super) version: ProtocolVersion,
+    /// The multi-stream episode this connection owns (version 2: `EPISODE_OPEN`), until
+    /// its `EPISODE_CLOSE`, or until someone else closed it.
+    pub(super) owned: Option<Arc<MultiEpisode>>,
 }
 
 impl Link {

@@ -17,12 +17,15 @@
 //! written once by the kernel, into memory already mapped, then copied once by the writer
 //! into the chunk.
 
+mod event;
 mod handshake;
 mod idle;
 mod link;
 mod open;
+mod owner;
 mod recording;
 mod request;
+mod stream_open;
 
 use std::io::ErrorKind;
 use std::os::unix::net::UnixStream;
@@ -30,7 +33,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use wshard_ingest_proto::{ErrorCode, Frame, FrameDecoder};
+use wshard_ingest_proto::{ErrorCode, Frame, FrameDecoder, ProtocolVersion};
 
 use self::link::{Link, Stop};
 use self::recording::{Ending, Recording, Stopped};
@@ -55,8 +58,8 @@ enum State {
     Idle,
     /// The daemon finalized the open episode on its own; see [`Stopped`].
     Stopped(Stopped),
-    /// An episode is open.
-    Recording(Recording),
+    /// An episode is open (boxed: the recording is large, the other states small).
+    Recording(Box<Recording>),
 }
 
 /// The peer's credentials (`SO_PEERCRED`), `None` when the kernel does not say.
@@ -92,6 +95,8 @@ pub(crate) fn serve(stream: UnixStream, ctx: &Arc<ServerContext>, peer: &str) {
             cred: peer_cred(&stream),
             client_name: String::new(),
             fds: FdQueue::default(),
+            version: ProtocolVersion::V1,
+            owned: None,
         },
         state: State::Handshake,
         clock: DeadlineClock::new(Deadlines::configured(ctx), accepted),
@@ -118,6 +123,11 @@ impl Connection {
                         if let Some(stop) = self.on_frame(frame) {
                             return stop;
                         }
+                        // The handshake decided the version: frames of a later version
+                        // are unknown to the decoder before it.
+                        if decoder.protocol_version() != self.link.version {
+                            decoder.set_protocol_version(self.link.version);
+                        }
                     }
                     Ok(None) => break,
                     Err(e) => {
@@ -132,6 +142,8 @@ impl Connection {
             // After the frames received so far: a HELLO or OPEN that arrived in time counts.
             let phase = match self.state {
                 State::Handshake => Phase::Handshake,
+                // An owner of an open multi-stream episode has an episode open.
+                State::Idle | State::Stopped(_) if self.link.owned.is_some() => Phase::Recording,
                 State::Idle | State::Stopped(_) => Phase::NoEpisode,
                 State::Recording(_) => Phase::Recording,
             };
@@ -190,13 +202,6 @@ impl Connection {
                 link.error(ErrorCode::Handshake, "HELLO sent twice");
                 return Some(Stop::Fatal);
             }
-            (_, Incoming::NotSpoken(kind)) => {
-                link.error(
-                    ErrorCode::UnknownFrame,
-                    format!("unknown frame type 0x{:02x}", kind.code()),
-                );
-                return Some(Stop::Fatal);
-            }
             (_, Incoming::ServerFrame(kind)) => link.error(
                 ErrorCode::MalformedFrame,
                 format!("{} is a server-to-client frame", kind.name()),
@@ -229,7 +234,7 @@ impl Connection {
 
     /// Leave the recording state (to idle): the recording, for the caller to finalize.
     /// `None` when no episode is open.
-    fn take_recording(&mut self) -> Option<Recording> {
+    fn take_recording(&mut self) -> Option<Box<Recording>> {
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Recording(rec) => Some(rec),
             other => {
@@ -250,6 +255,7 @@ impl Connection {
     /// (an operator's `wshard close`, the disk's high watermark). The client gets
     /// `ERROR{STOPPED}` naming the reason and may OPEN again.
     fn obey_stop_request(&mut self) {
+        owner::obey_stop(&mut self.link);
         let State::Recording(rec) = &mut self.state else {
             return;
         };
@@ -274,9 +280,16 @@ impl Connection {
                 self.end_recording(Ending::Failed(error));
             }
         }
-        if let Some(rec) = self.take_recording() {
-            rec.interrupt(stop, &self.link);
-        } else if stop == Stop::Shutdown {
+        let recorded = match self.take_recording() {
+            Some(rec) => {
+                rec.interrupt(stop, &self.link);
+                true
+            }
+            None => false,
+        };
+        // After the connection's own stream: the episode it owns may then finalize.
+        owner::owner_gone(stop, &mut self.link);
+        if !recorded && stop == Stop::Shutdown {
             self.link
                 .error(ErrorCode::ShuttingDown, "the daemon is shutting down");
         }

@@ -79,6 +79,7 @@ pub(super) fn open(open: OpenEpisode, link: &Link) -> Option<Recording> {
             tracing::info!(peer = %link.peer, episode = %id, durability = durability.as_str(), "episode opened");
             let registration = ctx.registry.register(NewEpisode {
                 episode_id: id.clone(),
+                multi: None,
                 peer: link.peer.clone(),
                 client_name: link.client_name.clone(),
                 cred: link.cred,
@@ -114,7 +115,7 @@ pub(super) fn open(open: OpenEpisode, link: &Link) -> Option<Recording> {
 
 /// Why an OPEN's schema is refused (`ERROR{BAD_SCHEMA}` with this text).
 #[derive(Debug, thiserror::Error)]
-enum OpenSchemaError {
+pub(super) enum OpenSchemaError {
     #[error("OPEN metadata_json: must be a JSON object")]
     MetadataNotAnObject,
     #[error("OPEN metadata_json: {0}")]
@@ -124,7 +125,10 @@ enum OpenSchemaError {
 }
 
 /// The episode's schema from `OPEN`, the server's defaults filled in.
-fn schema(ctx: &ServerContext, open: &OpenEpisode) -> Result<EpisodeSchema, OpenSchemaError> {
+pub(super) fn schema(
+    ctx: &ServerContext,
+    open: &OpenEpisode,
+) -> Result<EpisodeSchema, OpenSchemaError> {
     let metadata = if open.metadata_json.trim().is_empty() {
         Map::new()
     } else {

@@ -4,21 +4,30 @@
 //! transport that broke a rule, the connection going away, and a stop request.
 
 use wshard_ingest_proto::{
-    push_step_record, AcceptedWhat, ErrorCode, Frame, FrameDecoder, Outcome, RingPolicy,
+    push_step_record, AcceptedWhat, ErrorCode, Event, Frame, FrameDecoder, Outcome, RingPolicy,
     TimestepBatch, RECORD_HEADER_BYTES,
 };
 
+use super::event::{on_event, Target};
 use super::link::{Link, Stop};
+use super::owner::{episode_close, episode_open};
 use super::request::Request;
+use super::stream_open::StreamOf;
+use crate::episode_files::EventsLog;
 use crate::ingest::intake::Intake;
 use crate::ingest::transport::{Pump, Transport};
 use crate::registry::StopReason;
 use crate::session::FinalStatus;
 
-/// An open episode on a connection.
+/// An open episode (or a stream of a multi-stream episode) on a connection.
 pub(super) struct Recording {
     intake: Intake,
     transport: Transport,
+    /// Set when this is a stream of a multi-stream episode (version 2).
+    stream: Option<StreamOf>,
+    /// A version 1 episode's events file, once it got an `EVENT` (boxed: rare, and the
+    /// connection's states should stay small).
+    events: Option<Box<EventsLog>>,
 }
 
 /// The daemon finalized the open episode on its own (`ERROR{STOPPED}` was sent). Until
@@ -47,7 +56,45 @@ impl Recording {
         Self {
             intake,
             transport: Transport::Socket,
+            stream: None,
+            events: None,
         }
+    }
+
+    /// This recording as stream `stream` of its multi-stream episode.
+    pub(super) fn of_stream(mut self, stream: StreamOf) -> Self {
+        self.stream = Some(stream);
+        self
+    }
+
+    /// `frame`, an `ERROR` about this recording, naming the stream when it is one.
+    fn named(&self, frame: Frame) -> Frame {
+        match (&self.stream, frame) {
+            (Some(s), Frame::Error { code, message }) => Frame::Error {
+                code,
+                message: s.name_in(&message),
+            },
+            (_, f) => f,
+        }
+    }
+
+    /// `EVENT`: into the stream's episode, or this episode's events file.
+    fn event(&mut self, event: Event, link: &Link) {
+        let target =
+            match &self.stream {
+                Some(s) => Target::Multi {
+                    episode: &s.episode,
+                    source: s.name.clone(),
+                },
+                None => {
+                    let layout = &self.intake.session().shared().layout;
+                    let fs = link.ctx.fs.clone();
+                    Target::Single(self.events.get_or_insert_with(|| {
+                        Box::new(EventsLog::new(fs, &layout.dir, layout.id()))
+                    }))
+                }
+            };
+        on_event(Some(target), event, link);
     }
 
     /// Handle `request`; `Some` when it ends the recording.
@@ -61,11 +108,22 @@ impl Recording {
             Request::Open(open) => link.error(
                 ErrorCode::AlreadyOpen,
                 format!(
-                    "OPEN `{}`: episode `{}` is still open on this connection; CLOSE it first",
+                    "OPEN `{}`: {} is still open on this connection; CLOSE it first",
                     open.episode_id,
-                    self.intake.episode_id()
+                    self.what()
                 ),
             ),
+            Request::StreamOpen(open) => link.error(
+                ErrorCode::AlreadyOpen,
+                format!(
+                    "STREAM_OPEN `{}`: {} is still open on this connection; CLOSE it first",
+                    open.stream(),
+                    self.what()
+                ),
+            ),
+            Request::EpisodeOpen(open) => episode_open(open, link),
+            Request::EpisodeClose(outcome) => episode_close(outcome, link),
+            Request::Event(event) => self.event(event, link),
             r @ (Request::Timestep(_) | Request::Batch(_)) if !self.transport.is_socket() => {
                 link.error(
                     ErrorCode::MalformedFrame,
@@ -87,12 +145,12 @@ impl Recording {
                     Err(e) => Some(e.to_error_frame()),
                 };
                 if let Some(f) = refused {
-                    link.responder.send(&f);
+                    link.responder.send(&self.named(f));
                 }
             }
             Request::Batch(b) => {
                 if let Err(f) = self.intake.submit(b, false) {
-                    link.responder.send(&f);
+                    link.responder.send(&self.named(f));
                 }
             }
             Request::Flush => {
@@ -101,7 +159,7 @@ impl Recording {
                     return Some(Ending::Failed(f));
                 }
                 if let Err(f) = self.intake.flush() {
-                    link.responder.send(&f);
+                    link.responder.send(&self.named(f));
                 }
             }
             Request::Close(outcome) => {
@@ -207,28 +265,70 @@ impl Recording {
         }
     }
 
+    /// What is open on the connection, for messages: `episode `ID`` or `stream `S` of
+    /// episode `EP``.
+    fn what(&self) -> String {
+        match &self.stream {
+            Some(s) => format!("stream `{}` of episode `{}`", s.name, s.episode.id()),
+            None => format!("episode `{}`", self.intake.episode_id()),
+        }
+    }
+
+    /// Stop reading the transport, finalize the session with `status` (`answer`: the
+    /// client's CLOSE, answered with a `DURABLE` covering everything first), leave the
+    /// registry, and end the stream in its episode's index when this is one.
+    fn finalize(self, status: FinalStatus, answer: bool, link: &Link) -> Finalized {
+        self.transport.note_counters(&self.intake, &link.peer);
+        let what = self.what();
+        let id = match &self.stream {
+            Some(s) => format!("{}/{}", s.episode.id(), s.name),
+            None => self.intake.episode_id().to_owned(),
+        };
+        let Self {
+            intake,
+            transport,
+            stream,
+            events,
+        } = self;
+        drop(transport);
+        drop(events);
+        let times = intake.t_range();
+        let (session, registration) = intake.into_parts();
+        let shared = session.shared().clone();
+        let summary = if answer {
+            session.close_answering(status.clone())
+        } else {
+            session.close(status.clone())
+        };
+        drop(registration);
+        if let Some(s) = &stream {
+            s.ended(&status, &summary, times, link);
+        }
+        Finalized {
+            what,
+            id,
+            durable: shared.durable(),
+            stats: shared.stats.clone(),
+            summary,
+        }
+    }
+
     /// CLOSE: finalize, then `ACCEPTED{CLOSE}` (or `ERROR{STORAGE}` when the episode had
     /// failed).
     fn close(self, status: FinalStatus, link: &Link) {
-        self.transport.note_counters(&self.intake, &link.peer);
-        let Self { intake, transport } = self;
-        drop(transport);
-        let (session, registration) = intake.into_parts();
-        let id = session.shared().schema.episode_id.clone();
-        let stats = session.shared().stats.clone();
-        let summary = session.close_answering(status);
-        drop(registration);
-        tracing::info!(peer = %link.peer, episode = %id, "episode counters: {}", stats.summary());
-        match summary.failure {
+        let f = self.finalize(status, true, link);
+        let what = &f.what;
+        tracing::info!(peer = %link.peer, episode = %f.id, "episode counters: {}", f.stats.summary());
+        match f.summary.failure {
             Some(why) => link.error(
                 ErrorCode::Storage,
-                format!("CLOSE `{id}`: the episode failed earlier: {why}"),
+                format!("CLOSE {what}: it failed earlier: {why}"),
             ),
             None => {
-                tracing::info!(peer = %link.peer, episode = %id, status = %summary.status, timesteps = summary.timesteps, chunks = summary.chunks, "episode closed");
+                tracing::info!(peer = %link.peer, episode = %f.id, status = %f.summary.status, timesteps = f.summary.timesteps, chunks = f.summary.chunks, "episode closed");
                 link.responder.send(&Frame::Accepted {
                     what: AcceptedWhat::Close,
-                    up_to_seq: summary.timesteps,
+                    up_to_seq: f.summary.timesteps,
                 });
             }
         }
@@ -236,30 +336,19 @@ impl Recording {
 
     /// Send `error`, stop reading the transport and finalize the episode `interrupted`.
     fn fail(self, error: &Frame, link: &Link) {
-        link.responder.send(error);
-        self.transport.note_counters(&self.intake, &link.peer);
-        let Self { intake, transport } = self;
-        drop(transport);
+        link.responder.send(&self.named(error.clone()));
         let reason = match error {
             Frame::Error { code, message } => {
                 format!("shared-memory ring: {}: {message}", code.name())
             }
             _ => "shared-memory ring refused".to_owned(),
         };
-        let (session, registration) = intake.into_parts();
-        let id = session.shared().schema.episode_id.clone();
-        let summary = session.close(FinalStatus::Interrupted(reason.clone()));
-        drop(registration);
-        tracing::warn!(peer = %link.peer, episode = %id, timesteps = summary.timesteps, "episode interrupted: {reason}");
+        let f = self.finalize(FinalStatus::Interrupted(reason.clone()), false, link);
+        tracing::warn!(peer = %link.peer, episode = %f.id, timesteps = f.summary.timesteps, "episode interrupted: {reason}");
     }
 
     /// The connection ends (`stop`) with the episode open: finalize it `interrupted`.
     pub(super) fn interrupt(self, stop: Stop, link: &Link) {
-        self.transport.note_counters(&self.intake, &link.peer);
-        let Self { intake, transport } = self;
-        drop(transport);
-        let (session, registration) = intake.into_parts();
-        let id = session.shared().schema.episode_id.clone();
         let reason = match stop {
             Stop::Eof if link.responder.write_timed_out() => {
                 "the client did not read its socket (server write timeout)"
@@ -270,13 +359,15 @@ impl Recording {
             // Deadlines apply only without an open episode.
             Stop::Deadline => "connection closed at a deadline",
         };
-        let summary = session.close(FinalStatus::Interrupted(reason.into()));
-        drop(registration);
-        tracing::info!(peer = %link.peer, episode = %id, timesteps = summary.timesteps, "episode interrupted: {reason}");
+        let f = self.finalize(FinalStatus::Interrupted(reason.into()), false, link);
+        tracing::info!(peer = %link.peer, episode = %f.id, timesteps = f.summary.timesteps, "episode interrupted: {reason}");
         if stop == Stop::Shutdown {
             link.error(
                 ErrorCode::ShuttingDown,
-                format!("episode `{id}` finalized as interrupted: the daemon is shutting down"),
+                format!(
+                    "{} finalized as interrupted: the daemon is shutting down",
+                    f.what
+                ),
             );
         }
     }
@@ -284,25 +375,17 @@ impl Recording {
     /// Obey the registry's stop request `reason`: finalize the episode `interrupted`; the
     /// client gets `ERROR{STOPPED}` naming the reason and may OPEN again.
     pub(super) fn stop(self, reason: &StopReason, link: &Link) -> Stopped {
-        self.transport.note_counters(&self.intake, &link.peer);
-        let Self { intake, transport } = self;
-        drop(transport);
-        let (session, registration) = intake.into_parts();
-        let id = session.shared().schema.episode_id.clone();
-        let shared = session.shared().clone();
         let why = reason.manifest_reason();
-        let summary = session.close(FinalStatus::Interrupted(why.clone()));
-        let session_durable = shared.durable();
+        let f = self.finalize(FinalStatus::Interrupted(why.clone()), false, link);
         link.ctx
             .registry
             .counters
             .episodes_stopped
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        drop(registration);
-        tracing::warn!(peer = %link.peer, episode = %id, timesteps = summary.timesteps, "episode stopped: {why}");
-        let kept = match &summary.failure {
-            Some(f) => format!("it had failed earlier: {f}"),
-            None => format!("{} timesteps kept", summary.timesteps),
+        tracing::warn!(peer = %link.peer, episode = %f.id, timesteps = f.summary.timesteps, "episode stopped: {why}");
+        let kept = match &f.summary.failure {
+            Some(failure) => format!("it had failed earlier: {failure}"),
+            None => format!("{} timesteps kept", f.summary.timesteps),
         };
         let advice = match reason {
             StopReason::Operator { .. } => "",
@@ -310,11 +393,26 @@ impl Recording {
         };
         link.error(
             ErrorCode::Stopped,
-            format!("episode `{id}` finalized as interrupted ({why}); {kept}{advice}"),
+            format!(
+                "{} finalized as interrupted ({why}); {kept}{advice}",
+                f.what
+            ),
         );
         Stopped {
-            timesteps: summary.timesteps,
-            durable: session_durable,
+            timesteps: f.summary.timesteps,
+            durable: f.durable,
         }
     }
+}
+
+/// What finalizing a recording gave.
+struct Finalized {
+    /// `episode `ID`` or `stream `S` of episode `EP``.
+    what: String,
+    /// The episode id, or `EP/STREAM` (the logs' `episode` field).
+    id: String,
+    /// The final `DURABLE` watermark.
+    durable: u64,
+    stats: std::sync::Arc<crate::session::EpisodeStats>,
+    summary: crate::session::SessionSummary,
 }

@@ -2,7 +2,8 @@
 //! connection past its handshake, or a frame only a server sends.
 
 use wshard_ingest_proto::{
-    Frame, FrameType, OpenEpisode, Outcome, RingPolicy, Timestep, TimestepBatch,
+    EpisodeOpen, Event, Frame, FrameType, OpenEpisode, Outcome, RingPolicy, StreamOpen, Timestep,
+    TimestepBatch,
 };
 
 /// A frame as the connection's states see it.
@@ -13,9 +14,6 @@ pub(super) enum Incoming {
     Request(Request),
     /// A frame only a server sends (`HELLO_OK`, `ACCEPTED`, `DURABLE`, `ERROR`).
     ServerFrame(FrameType),
-    /// A frame of protocol version 2, which this server does not speak yet (its decoder
-    /// refuses them first: `UNKNOWN_FRAME`).
-    NotSpoken(FrameType),
 }
 
 /// A client frame after the handshake.
@@ -31,6 +29,14 @@ pub(super) enum Request {
         /// `block` when the frame has no policy byte.
         policy: RingPolicy,
     },
+    /// Version 2: create a multi-stream episode owned by this connection.
+    EpisodeOpen(EpisodeOpen),
+    /// Version 2: join a multi-stream episode with one stream (boxed: it holds a schema).
+    StreamOpen(Box<StreamOpen>),
+    /// Version 2: an event of the connection's episode.
+    Event(Event),
+    /// Version 2: the owner closes its multi-stream episode.
+    EpisodeClose(Outcome),
 }
 
 impl Incoming {
@@ -64,10 +70,10 @@ impl Incoming {
             | Frame::Accepted { .. }
             | Frame::Durable { .. }
             | Frame::Error { .. }) => return Self::ServerFrame(other.frame_type()),
-            other @ (Frame::EpisodeOpen(_)
-            | Frame::StreamOpen(_)
-            | Frame::Event(_)
-            | Frame::EpisodeClose { .. }) => return Self::NotSpoken(other.frame_type()),
+            Frame::EpisodeOpen(o) => Request::EpisodeOpen(o),
+            Frame::StreamOpen(o) => Request::StreamOpen(o),
+            Frame::Event(e) => Request::Event(e),
+            Frame::EpisodeClose { outcome } => Request::EpisodeClose(outcome),
         };
         Self::Request(request)
     }
@@ -77,7 +83,7 @@ impl Incoming {
         match self {
             Self::Hello { .. } => FrameType::Hello,
             Self::Request(r) => r.frame_type(),
-            Self::ServerFrame(t) | Self::NotSpoken(t) => *t,
+            Self::ServerFrame(t) => *t,
         }
     }
 }
@@ -92,6 +98,10 @@ impl Request {
             Self::Flush => FrameType::Flush,
             Self::Close(_) => FrameType::Close,
             Self::ShmAttach { .. } => FrameType::ShmAttach,
+            Self::EpisodeOpen(_) => FrameType::EpisodeOpen,
+            Self::StreamOpen(_) => FrameType::StreamOpen,
+            Self::Event(_) => FrameType::Event,
+            Self::EpisodeClose(_) => FrameType::EpisodeClose,
         }
     }
 }

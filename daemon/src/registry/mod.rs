@@ -2,6 +2,11 @@
 //! own counters and flags. Written by the connections, read by the control socket and the
 //! metrics; a stop request (an operator's `close`, the disk's high watermark) travels from
 //! here to the connection that owns the episode.
+//!
+//! A stream of a multi-stream episode is an open episode here too, under the key
+//! `EP/STREAM`; the multi-stream episodes themselves are kept beside them ([`multi`]).
+
+mod multi;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
@@ -64,10 +69,13 @@ impl Transport {
     }
 }
 
-/// One open episode as the control socket sees it.
+/// One open episode (or stream) as the control socket sees it.
 #[derive(Debug)]
 pub struct LiveEpisode {
+    /// The episode id, or `EP/STREAM` for a stream.
     pub(crate) episode_id: String,
+    /// For a stream: its multi-stream episode.
+    pub(crate) multi: Option<String>,
     /// The connection's name in the logs (`conn-7`).
     pub(crate) peer: String,
     pub(crate) client_name: String,
@@ -143,6 +151,8 @@ pub struct DaemonCounters {
 #[derive(Debug)]
 pub struct Registry {
     episodes: Mutex<BTreeMap<String, Arc<LiveEpisode>>>,
+    /// The open multi-stream episodes, by id.
+    multi: Mutex<BTreeMap<String, Arc<crate::multi::MultiEpisode>>>,
     pub(crate) counters: DaemonCounters,
     /// Set by the disk monitor while free space is below the low watermark: OPEN is refused.
     pub(crate) disk_low: AtomicBool,
@@ -158,6 +168,7 @@ impl Default for Registry {
     fn default() -> Self {
         Self {
             episodes: Mutex::new(BTreeMap::new()),
+            multi: Mutex::new(BTreeMap::new()),
             counters: DaemonCounters::default(),
             disk_low: AtomicBool::new(false),
             disk_free_bytes: AtomicU64::new(u64::MAX),
@@ -171,7 +182,10 @@ impl Default for Registry {
 /// What a connection gives when its episode opens.
 #[derive(Debug)]
 pub(crate) struct NewEpisode {
+    /// The episode id, or `EP/STREAM` for a stream.
     pub(crate) episode_id: String,
+    /// For a stream: its multi-stream episode.
+    pub(crate) multi: Option<String>,
     pub(crate) peer: String,
     pub(crate) client_name: String,
     pub(crate) cred: Option<PeerCred>,
@@ -204,6 +218,7 @@ impl Registry {
     pub(crate) fn register(self: &Arc<Self>, e: NewEpisode) -> Registration {
         let live = Arc::new(LiveEpisode {
             episode_id: e.episode_id,
+            multi: e.multi,
             peer: e.peer,
             client_name: e.client_name,
             cred: e.cred,
@@ -242,8 +257,12 @@ impl Registry {
         self.episodes.lock().ok().and_then(|m| m.get(id).cloned())
     }
 
-    /// Ask every open episode to stop; returns how many were asked.
+    /// Ask every open episode (and stream) to stop, and close every multi-stream episode
+    /// `interrupted`; returns how many episodes and streams were asked.
     pub(crate) fn stop_all(&self, reason: &StopReason) -> usize {
+        for m in self.multis() {
+            self.stop_multi(&m, reason);
+        }
         let all = self.episodes();
         for e in &all {
             e.request_stop(reason.clone());

@@ -1,0 +1,190 @@
+//! Version 2, `STREAM_OPEN`: join an open multi-stream episode with one stream. The stream
+//! is listed `recording` in the episode's committed index, then recorded exactly as an
+//! episode (a `Session` in its folder `streams/{STREAM}/`); the connection then records it
+//! until `CLOSE` (or the end of the connection), which ends the stream in the index.
+
+use std::sync::Arc;
+
+use wshard::episode_dir::index::EpisodeStatus;
+use wshard_ingest_proto::{AcceptedWhat, ErrorCode, Frame, StepValues, StreamOpen};
+
+use super::link::Link;
+use super::open::schema;
+use super::owner::{refused_for_disk, schema_limits};
+use super::recording::Recording;
+use crate::episode_files::index_path;
+use crate::ingest::intake::Intake;
+use crate::multi::schema::stream_entry;
+use crate::multi::{JoinError, MultiEpisode, StreamEnd};
+use crate::registry::NewEpisode;
+use crate::session::{FinalStatus, Session, SessionSummary};
+
+/// The stream a connection records, and its episode.
+pub(super) struct StreamOf {
+    pub(super) episode: Arc<MultiEpisode>,
+    pub(super) name: String,
+}
+
+impl StreamOf {
+    /// `message` prefixed with the stream and the episode it belongs to.
+    pub(super) fn name_in(&self, message: &str) -> String {
+        format!(
+            "stream `{}` of episode `{}`: {message}",
+            self.name,
+            self.episode.id()
+        )
+    }
+
+    /// The stream's session was finalized with `status` (`summary`), its timesteps'
+    /// first and last `t_ns` being `times`: its index entry is committed, and the episode
+    /// finalizes if it was closed and this was its last stream.
+    pub(super) fn ended(
+        &self,
+        status: &FinalStatus,
+        summary: &SessionSummary,
+        times: (Option<i64>, Option<i64>),
+        link: &Link,
+    ) {
+        let status = match status {
+            FinalStatus::Complete => EpisodeStatus::Complete,
+            FinalStatus::Aborted => EpisodeStatus::Aborted,
+            FinalStatus::Interrupted(_) => EpisodeStatus::Interrupted,
+        };
+        let recorded = summary.timesteps > 0;
+        let progress = self.episode.end_stream(
+            &self.name,
+            StreamEnd {
+                status,
+                steps: summary.timesteps,
+                chunks: summary.chunks,
+                first_t_ns: times.0.filter(|_| recorded),
+                last_t_ns: times.1.filter(|_| recorded),
+            },
+        );
+        link.ctx.registry.settle_multi(&self.episode, &progress);
+    }
+}
+
+/// Refuse a join of episode `id` that is not open: `EPISODE_CLOSED` when it exists as a
+/// (closed or finalized) multi-stream episode, else `UNKNOWN_EPISODE`.
+fn not_open(id: &str, stream: &str, link: &Link) {
+    let dir = link.ctx.data_dir.join(id);
+    if link.ctx.fs.exists(&index_path(&dir, id)) {
+        link.error(
+            ErrorCode::EpisodeClosed,
+            format!("STREAM_OPEN `{stream}`: episode `{id}` is finalized: no stream may join it"),
+        );
+    } else {
+        link.error(
+            ErrorCode::UnknownEpisode,
+            format!("STREAM_OPEN `{stream}`: no open multi-stream episode `{id}` (EPISODE_OPEN creates one)"),
+        );
+    }
+}
+
+/// `STREAM_OPEN`: join, answer `ACCEPTED{STREAM_OPEN}`, and return the recording; `None`
+/// when refused (the `ERROR` was sent).
+pub(super) fn join(request: StreamOpen, link: &Link) -> Option<Recording> {
+    let ctx = link.ctx.clone();
+    let values = match request
+        .validate(&schema_limits(link))
+        .and_then(|()| StepValues::new(&request.schema.channels))
+    {
+        Ok(v) => Box::new(v),
+        Err(e) => {
+            link.responder.send(&e.to_error_frame());
+            return None;
+        }
+    };
+    let id = request.episode_id.clone();
+    let name = request.stream().to_owned();
+    let Some(ep) = ctx.registry.multi(&id) else {
+        not_open(&id, &name, link);
+        return None;
+    };
+    let mut schema = match schema(&ctx, &request.schema) {
+        Ok(s) => s.in_episode(id.clone()),
+        Err(e) => {
+            link.error(ErrorCode::BadSchema, format!("STREAM_OPEN `{name}`: {e}"));
+            return None;
+        }
+    };
+    schema.env_id = ep.index().env_id;
+    if refused_for_disk(link, &format!("STREAM_OPEN `{name}` of episode `{id}`")) {
+        return None;
+    }
+    let entry = stream_entry(&schema, request.schema.timebase.hz(), &link.client_name);
+    let layout = match ep.join(entry, request.schema.clone()) {
+        Ok(l) => l,
+        Err(e) => {
+            let code = match &e {
+                JoinError::Closed { .. } => ErrorCode::EpisodeClosed,
+                JoinError::Exists { .. } => ErrorCode::StreamExists,
+                JoinError::SchemaChanged { .. } => ErrorCode::BadSchema,
+                JoinError::Storage(_) => ErrorCode::Storage,
+            };
+            tracing::warn!(peer = %link.peer, episode = %id, stream = %name, "STREAM_OPEN refused: {e}");
+            link.error(code, format!("STREAM_OPEN: {e}"));
+            return None;
+        }
+    };
+    let step_payload = schema.step_payload_bytes;
+    let durability = schema.durability;
+    let stream = StreamOf {
+        episode: ep,
+        name: name.clone(),
+    };
+    let session = match Session::open_at(
+        ctx.fs.clone(),
+        layout,
+        schema,
+        ctx.settings(),
+        link.responder.clone(),
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            link.error(
+                ErrorCode::Storage,
+                stream.name_in(&format!("STREAM_OPEN: {e}")),
+            );
+            let nothing = SessionSummary {
+                timesteps: 0,
+                chunks: 0,
+                status: String::new(),
+                failure: None,
+            };
+            stream.ended(
+                &FinalStatus::Interrupted(e.to_string()),
+                &nothing,
+                (None, None),
+                link,
+            );
+            return None;
+        }
+    };
+    tracing::info!(peer = %link.peer, episode = %id, stream = %name, durability = durability.as_str(), "stream opened");
+    let registration = ctx.registry.register(NewEpisode {
+        episode_id: format!("{id}/{name}"),
+        multi: Some(id),
+        peer: link.peer.clone(),
+        client_name: link.client_name.clone(),
+        cred: link.cred,
+        durability,
+        stats: session.shared().stats.clone(),
+    });
+    link.responder.send(&Frame::Accepted {
+        what: AcceptedWhat::StreamOpen,
+        up_to_seq: 0,
+    });
+    let max_bytes = ctx.limits.max_episode_wire_bytes;
+    Some(
+        Recording::new(Intake::new(
+            session,
+            registration,
+            step_payload,
+            values,
+            max_bytes,
+        ))
+        .of_stream(stream),
+    )
+}
