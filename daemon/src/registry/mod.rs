@@ -256,17 +256,4 @@ impl Registry {
     pub(crate) fn episode(&self, id: &str) -> Option<Arc<LiveEpisode>> {
         self.episodes.lock().ok().and_then(|m| m.get(id).cloned())
     }
-
-    /// Ask every open episode (and stream) to stop, and close every multi-stream episode
-    /// `interrupted`; returns how many episodes and streams were asked.
-    pub(crate) fn stop_all(&self, reason: &StopReason) -> usize {
-        for m in self.multis() {
-            self.stop_multi(&m, reason);
-        }
-        let all = self.episodes();
-        for e in &all {
-            e.request_stop(reason.clone());
-        }
-        all.len()
-    }
 }

@@ -7,6 +7,19 @@ use super::{LiveEpisode, Registry, StopReason};
 use crate::multi::{MultiEpisode, Progress};
 
 impl Registry {
+    /// Ask every open episode (and stream) to stop, and close every multi-stream episode
+    /// `interrupted`; returns how many episodes and streams were asked.
+    pub(crate) fn stop_all(&self, reason: &StopReason) -> usize {
+        for m in self.multis() {
+            self.stop_multi(&m, reason);
+        }
+        let all = self.episodes();
+        for e in &all {
+            e.request_stop(reason.clone());
+        }
+        all.len()
+    }
+
     /// Add an open multi-stream episode.
     pub(crate) fn add_multi(&self, ep: Arc<MultiEpisode>) {
         if let Ok(mut map) = self.multi.lock() {

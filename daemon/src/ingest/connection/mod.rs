@@ -25,6 +25,7 @@ mod open;
 mod owner;
 mod recording;
 mod request;
+mod stream_of;
 mod stream_open;
 
 use std::io::ErrorKind;

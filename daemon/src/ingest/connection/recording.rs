@@ -12,7 +12,7 @@ use super::event::{on_event, Target};
 use super::link::{Link, Stop};
 use super::owner::{episode_close, episode_open};
 use super::request::Request;
-use super::stream_open::StreamOf;
+use super::stream_of::StreamOf;
 use crate::episode_files::EventsLog;
 use crate::ingest::intake::Intake;
 use crate::ingest::transport::{Pump, Transport};

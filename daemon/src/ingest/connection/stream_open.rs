@@ -3,67 +3,19 @@
 //! episode (a `Session` in its folder `streams/{STREAM}/`); the connection then records it
 //! until `CLOSE` (or the end of the connection), which ends the stream in the index.
 
-use std::sync::Arc;
-
-use wshard::episode_dir::index::EpisodeStatus;
 use wshard_ingest_proto::{AcceptedWhat, ErrorCode, Frame, StepValues, StreamOpen};
 
 use super::link::Link;
 use super::open::schema;
 use super::owner::{refused_for_disk, schema_limits};
 use super::recording::Recording;
+use super::stream_of::StreamOf;
 use crate::episode_files::index_path;
 use crate::ingest::intake::Intake;
 use crate::multi::schema::stream_entry;
-use crate::multi::{JoinError, MultiEpisode, StreamEnd};
+use crate::multi::JoinError;
 use crate::registry::NewEpisode;
 use crate::session::{FinalStatus, Session, SessionSummary};
-
-/// The stream a connection records, and its episode.
-pub(super) struct StreamOf {
-    pub(super) episode: Arc<MultiEpisode>,
-    pub(super) name: String,
-}
-
-impl StreamOf {
-    /// `message` prefixed with the stream and the episode it belongs to.
-    pub(super) fn name_in(&self, message: &str) -> String {
-        format!(
-            "stream `{}` of episode `{}`: {message}",
-            self.name,
-            self.episode.id()
-        )
-    }
-
-    /// The stream's session was finalized with `status` (`summary`), its timesteps'
-    /// first and last `t_ns` being `times`: its index entry is committed, and the episode
-    /// finalizes if it was closed and this was its last stream.
-    pub(super) fn ended(
-        &self,
-        status: &FinalStatus,
-        summary: &SessionSummary,
-        times: (Option<i64>, Option<i64>),
-        link: &Link,
-    ) {
-        let status = match status {
-            FinalStatus::Complete => EpisodeStatus::Complete,
-            FinalStatus::Aborted => EpisodeStatus::Aborted,
-            FinalStatus::Interrupted(_) => EpisodeStatus::Interrupted,
-        };
-        let recorded = summary.timesteps > 0;
-        let progress = self.episode.end_stream(
-            &self.name,
-            StreamEnd {
-                status,
-                steps: summary.timesteps,
-                chunks: summary.chunks,
-                first_t_ns: times.0.filter(|_| recorded),
-                last_t_ns: times.1.filter(|_| recorded),
-            },
-        );
-        link.ctx.registry.settle_multi(&self.episode, &progress);
-    }
-}
 
 /// Refuse a join of episode `id` that is not open: `EPISODE_CLOSED` when it exists as a
 /// (closed or finalized) multi-stream episode, else `UNKNOWN_EPISODE`.

@@ -39,16 +39,14 @@ fn is_event(line: &[u8], path: &Path, seq: Option<u64>) -> bool {
 /// Where the intact events of `bytes` end, and whether an event follows the damage.
 fn intact_end(bytes: &[u8], path: &Path) -> (usize, bool) {
     let mut end = 0;
-    let mut next_seq = 0;
     let mut lines = bytes.split_inclusive(|&b| b == b'\n');
     let mut first_bad = None;
-    for line in lines.by_ref() {
+    for (next_seq, line) in (0u64..).zip(lines.by_ref()) {
         if !line.ends_with(b"\n") || !is_event(line, path, Some(next_seq)) {
             first_bad = Some(line);
             break;
         }
         end += line.len();
-        next_seq += 1;
     }
     // An event out of sequence counts as one after the damage.
     let event_after = first_bad

@@ -9,7 +9,7 @@
 //!    (`streams`); a folder the index does not list is adopted, never deleted; a stream
 //!    listed `recording` without a folder never recorded anything (the folder exists before
 //!    a stream is acknowledged) and leaves the index;
-//! 3. a torn last line of the events file (never acknowledged) is cut ([`events`]);
+//! 3. a torn last line of the events file (never acknowledged) is cut (`events`);
 //! 4. an episode still `recording` becomes `recovered` and closed; the index is committed.
 //!
 //! Every step is atomic and the index commit comes last, so a cut recovery simply runs
@@ -27,11 +27,11 @@ use std::sync::Arc;
 
 use serde_json::Map;
 use wshard::episode_dir::index::{EpisodeIndex, EpisodeStatus};
-use wshard::episode_dir::names::{annotations_file_name, index_file_name, validate_stream_name};
+use wshard::episode_dir::names::{annotations_file_name, validate_stream_name};
 
 use super::changes::{file_name, move_to_quarantine, quarantine_target};
+use super::files::recover_layout;
 use super::plan::{Action, RecoveryMode};
-use super::recover_layout;
 use super::report::RecoveryReport;
 use crate::episode::layout::{EpisodeLayout, QUARANTINE_DIR, STREAMS_DIR};
 use crate::episode_files::{commit_index, index_path, read_index};
@@ -222,15 +222,6 @@ pub fn recover_multi(
         episode: report,
         streams: stream_reports,
     }))
-}
-
-/// True for the temporary file of an episode-level file of `id` (the index, the
-/// annotations), which the manifest's recovery leaves alone.
-#[must_use]
-pub(crate) fn is_episode_file_tmp(name: &str, id: &str) -> bool {
-    [index_file_name(id), annotations_file_name(id)]
-        .iter()
-        .any(|f| name.strip_suffix(".tmp") == Some(f.as_str()))
 }
 
 /// Remove a temporary annotations file (an `annotate` cut before its rename: the
