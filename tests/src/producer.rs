@@ -50,7 +50,7 @@ pub fn python_workload() -> PathBuf {
     repo_root().join("ingest-adapters/python/tests/multirate_workload.py")
 }
 
-/// What a producer process printed, with the time it ended.
+/// What a producer process printed: its stdout lines and its stderr.
 #[derive(Debug, Default)]
 pub struct Output {
     pub lines: Vec<String>,
