@@ -3,7 +3,8 @@
 # installs and lints):
 #   1. build the binaries the suites start (wshardd, wshard)
 #   2. the systemd units: staged install + systemd-analyze verify (systemd/check.sh)
-#   3. every Rust test of the workspace (unit, golden, crash, fault, end-to-end)
+#   3. every Rust test of the workspace (unit, golden, crash, fault, end-to-end; the
+#      multirate_three_producers_* tests run two Python client processes with python3)
 #   4. the Python client's tests against the real wshardd (they fail, never skip, without it)
 #   5. the Python reader (wshard/python): its wheel built with maturin (release), installed
 #      with pip into the running python3, and its tests

@@ -8,7 +8,11 @@
 //! - [`data`]: the test schema and payloads as a pure function of `(seq, channel)`.
 //! - [`multi`]: multi-stream episodes over raw version 2 connections, and their index,
 //!   events and streams read back.
+//! - [`multirate_workload`]: the multi-rate workload (joints, IMU, cameras, events)
+//!   as pure functions of the stream and step, for the producer processes.
 //! - [`check`]: reading episodes back, `wshard verify`, leftover files, quarantine.
+//! - [`producer`]: producer processes (Rust and Python clients) of a multi-stream episode,
+//!   their output read line by line.
 //! - [`privileged`]: root-only helpers: a small tmpfs and a ballast file filling it.
 //! - [`raw`]: a bare socket speaking frames, for protocol abuse.
 //! - [`rng`]: a small seeded RNG (SplitMix64), so every run does the same.
@@ -22,7 +26,9 @@ pub mod check;
 pub mod daemon;
 pub mod data;
 pub mod multi;
+pub mod multirate_workload;
 pub mod privileged;
+pub mod producer;
 pub mod raw;
 pub mod rng;
 pub mod shm;
