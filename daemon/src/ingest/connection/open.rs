@@ -5,10 +5,11 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Map, Value};
 use wshard_ingest_proto::{
-    AcceptedWhat, ErrorCode, Frame, OpenEpisode, SchemaLimits, StepValues, TimebaseSpec,
+    AcceptedWhat, Durability, ErrorCode, Frame, OpenEpisode, StepValues, TimebaseSpec,
 };
 
 use super::link::Link;
+use super::owner::schema_limits;
 use super::recording::Recording;
 use crate::episode::{validate_episode_id, EpisodeSchema, SchemaError};
 use crate::ingest::intake::Intake;
@@ -20,11 +21,7 @@ use crate::session::{OpenError, Session};
 /// refused (the `ERROR` was sent).
 pub(super) fn open(open: OpenEpisode, link: &Link) -> Option<Recording> {
     let ctx = &link.ctx;
-    let limits = SchemaLimits {
-        max_channels: ctx.limits.max_channels,
-        max_frame_bytes: ctx.limits.max_frame_bytes,
-        max_episode_id_bytes: ctx.limits.max_episode_id_bytes,
-    };
+    let limits = schema_limits(link);
     let values = match open
         .validate(&limits)
         .and_then(|()| StepValues::new(&open.channels))
@@ -77,27 +74,13 @@ pub(super) fn open(open: OpenEpisode, link: &Link) -> Option<Recording> {
     ) {
         Ok(session) => {
             tracing::info!(peer = %link.peer, episode = %id, durability = durability.as_str(), "episode opened");
-            let registration = ctx.registry.register(NewEpisode {
-                episode_id: id.clone(),
+            let started = Started {
+                registry_id: id,
                 multi: None,
-                peer: link.peer.clone(),
-                client_name: link.client_name.clone(),
-                cred: link.cred,
                 durability,
-                stats: session.shared().stats.clone(),
-            });
-            link.responder.send(&Frame::Accepted {
-                what: AcceptedWhat::Open,
-                up_to_seq: 0,
-            });
-            let max_bytes = ctx.limits.max_episode_wire_bytes;
-            Some(Recording::new(Intake::new(
-                session,
-                registration,
                 step_payload,
-                values,
-                max_bytes,
-            )))
+            };
+            Some(start(link, session, started, values, AcceptedWhat::Open))
         }
         Err(OpenError::Exists(id)) => {
             link.error(
@@ -111,6 +94,45 @@ pub(super) fn open(open: OpenEpisode, link: &Link) -> Option<Recording> {
             None
         }
     }
+}
+
+/// What the registry and the intake need of a session that just opened.
+pub(super) struct Started {
+    /// The id the registry lists: the episode's, or `EP/STREAM` for a stream.
+    pub(super) registry_id: String,
+    /// For a stream: its multi-stream episode.
+    pub(super) multi: Option<String>,
+    pub(super) durability: Durability,
+    pub(super) step_payload: usize,
+}
+
+/// Register a session that has just opened (an episode's or a stream's), answer
+/// `ACCEPTED{what}`, and hand back the recording the connection then drives.
+pub(super) fn start(
+    link: &Link,
+    session: Session,
+    started: Started,
+    values: Box<StepValues>,
+    what: AcceptedWhat,
+) -> Recording {
+    let ctx = &link.ctx;
+    let registration = ctx.registry.register(NewEpisode {
+        episode_id: started.registry_id,
+        multi: started.multi,
+        peer: link.peer.clone(),
+        client_name: link.client_name.clone(),
+        cred: link.cred,
+        durability: started.durability,
+        stats: session.shared().stats.clone(),
+    });
+    link.responder.send(&Frame::Accepted { what, up_to_seq: 0 });
+    Recording::new(Intake::new(
+        session,
+        registration,
+        started.step_payload,
+        values,
+        ctx.limits.max_episode_wire_bytes,
+    ))
 }
 
 /// Why an OPEN's schema is refused (`ERROR{BAD_SCHEMA}` with this text).

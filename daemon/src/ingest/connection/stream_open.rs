@@ -3,18 +3,16 @@
 //! episode (a `Session` in its folder `streams/{STREAM}/`); the connection then records it
 //! until `CLOSE` (or the end of the connection), which ends the stream in the index.
 
-use wshard_ingest_proto::{AcceptedWhat, ErrorCode, Frame, StepValues, StreamOpen};
+use wshard_ingest_proto::{AcceptedWhat, ErrorCode, StepValues, StreamOpen};
 
 use super::link::Link;
-use super::open::schema;
+use super::open::{schema, start, Started};
 use super::owner::{refused_for_disk, schema_limits};
 use super::recording::Recording;
 use super::stream_of::StreamOf;
 use crate::episode_files::index_path;
-use crate::ingest::intake::Intake;
 use crate::multi::schema::stream_entry;
 use crate::multi::JoinError;
-use crate::registry::NewEpisode;
 use crate::session::{FinalStatus, Session, SessionSummary};
 
 /// Refuse a join of episode `id` that is not open: `EPISODE_CLOSED` when it exists as a
@@ -115,28 +113,11 @@ pub(super) fn join(request: StreamOpen, link: &Link) -> Option<Recording> {
         }
     };
     tracing::info!(peer = %link.peer, episode = %id, stream = %name, durability = durability.as_str(), "stream opened");
-    let registration = ctx.registry.register(NewEpisode {
-        episode_id: format!("{id}/{name}"),
+    let started = Started {
+        registry_id: format!("{id}/{name}"),
         multi: Some(id),
-        peer: link.peer.clone(),
-        client_name: link.client_name.clone(),
-        cred: link.cred,
         durability,
-        stats: session.shared().stats.clone(),
-    });
-    link.responder.send(&Frame::Accepted {
-        what: AcceptedWhat::StreamOpen,
-        up_to_seq: 0,
-    });
-    let max_bytes = ctx.limits.max_episode_wire_bytes;
-    Some(
-        Recording::new(Intake::new(
-            session,
-            registration,
-            step_payload,
-            values,
-            max_bytes,
-        ))
-        .of_stream(stream),
-    )
+        step_payload,
+    };
+    Some(start(link, session, started, values, AcceptedWhat::StreamOpen).of_stream(stream))
 }
