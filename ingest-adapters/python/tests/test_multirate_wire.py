@@ -387,9 +387,9 @@ def test_multirate_wire_codes_match_rust() -> None:
         "EVENT": 10,
         "EPISODE_CLOSE": 11,
     }
-    event_rs = _rust("ingest-adapters/proto/src/event.rs")
+    event_rs = _rust("wshard/src/episode_dir/events.rs")  # the wire's EventKind is the files' one
     rust_kinds = dict(re.findall(r"Self::(\w+) => (\d),", event_rs))
     assert {k.name.title(): k.value for k in EventKind} == {k: int(v) for k, v in rust_kinds.items()}
-    assert "pub const DEFAULT_MAX_EVENT_BYTES: usize = 64 * 1024;" in event_rs
+    assert "pub const DEFAULT_MAX_EVENT_BYTES: usize = 64 * 1024;" in _rust("ingest-adapters/proto/src/event.rs")
     version_rs = _rust("ingest-adapters/proto/src/version.rs")
     assert f"pub const NEWEST_PROTOCOL_VERSION: u16 = {wire.NEWEST_PROTOCOL_VERSION};" in version_rs

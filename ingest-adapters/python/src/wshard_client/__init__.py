@@ -33,7 +33,6 @@ from ._transport import Transport, UnixSocketTransport
 from ._wire import NEWEST_PROTOCOL_VERSION, PROTOCOL_VERSION, Outcome
 from .client import DEFAULT_CLIENT_NAME, Client, ClientOptions, Recorder
 from .episode import CloseSummary, EpisodeWriter, Step
-from .multistream import MultiStreamEpisode
 from .errors import (
     EpisodeFailed,
     ErrorCode,
@@ -46,6 +45,7 @@ from .errors import (
     TransportError,
     WshardError,
 )
+from .multistream import MultiStreamEpisode
 
 __version__ = "0.1.0"
 

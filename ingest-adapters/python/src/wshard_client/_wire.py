@@ -400,7 +400,8 @@ def parse_server_frame(frame_type: int, payload: bytes) -> ServerFrame:
             ecode = ErrorCode(code)
         except ValueError:
             last = max(ErrorCode)
-            raise ProtocolError(f"ERROR: field code has value {code}, expected an error code 1..={last.value}") from None
+            expected = f"expected an error code 1..={last.value}"
+            raise ProtocolError(f"ERROR: field code has value {code}, {expected}") from None
         frame = ErrorFrame(ecode, r.string16("message"))
     r.finish()
     return frame

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional, Sequence, Type, Union
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional, Sequence, Union
 
 from ._batch import ColumnBatch, PendingBatch, checked_header
+from ._closing import ClosesOnExit
 from ._episode_shm import ShmEpisodeMixin
 from ._payload import Payloads, column_payload, layouts_of, order_payloads, step_payload
 from ._schema import EpisodeSpec
@@ -49,7 +49,7 @@ class CloseSummary:
     dropped_steps: int = 0
 
 
-class EpisodeWriter(ShmEpisodeMixin):
+class EpisodeWriter(ShmEpisodeMixin, ClosesOnExit):
     """An open episode on a :class:`~wshard_client.Recorder`.
 
     Steps are numbered from 0 by the writer and collected into one pending
@@ -420,22 +420,6 @@ class EpisodeWriter(ShmEpisodeMixin):
         if late is not None:
             raise late
         return self._summary
-
-    def __enter__(self) -> "EpisodeWriter":
-        return self
-
-    def __exit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        if self._closed:
-            return
-        if exc_type is None:
-            self.close(Outcome.COMPLETED)
-            return
-        try:
-            self.close(Outcome.ABORTED)
-        except WshardError:
-            pass  # the exception that left the block is the one to see
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("failed" if self._failed else "open")

@@ -11,9 +11,9 @@ an :class:`~wshard_client.EpisodeWriter` exactly as a version 1 episode (seqs an
 
 from __future__ import annotations
 
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Type, Union, cast
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union, cast
 
+from ._closing import ClosesOnExit
 from ._events import EventKind, event_data
 from ._ring import RingPolicy
 from ._schema import Channel, Durability, EpisodeSpec, Timebase
@@ -174,7 +174,10 @@ class MultiStreamMixin:
             with state.cond:
                 state.events_sent = min(state.events_sent, mine)
             raise
-        answer = state.wait("ACCEPTED{EVENT}", rec.options.timeout, lambda st: st.event_answers.get(mine))
+        answer = cast(
+            Union[int, ServerError],
+            state.wait("ACCEPTED{EVENT}", rec.options.timeout, lambda st: st.event_answers.get(mine)),
+        )
         with state.cond:
             # Answers of earlier events whose senders gave up waiting go with it.
             for i in [i for i in state.event_answers if i <= mine]:
@@ -186,7 +189,7 @@ class MultiStreamMixin:
             self._owned = None
 
 
-class MultiStreamEpisode:
+class MultiStreamEpisode(ClosesOnExit):
     """A multi-stream episode this connection owns (made by
     :meth:`~wshard_client.Recorder.open_multistream_episode`). The owner sends events,
     may record a stream of it itself (:meth:`join_stream`), and closes it: no more
@@ -274,22 +277,6 @@ class MultiStreamEpisode:
         if earlier is not None:
             raise earlier
         return left
-
-    def __enter__(self) -> "MultiStreamEpisode":
-        return self
-
-    def __exit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        if self._closed:
-            return
-        if exc_type is None:
-            self.close(Outcome.COMPLETED)
-            return
-        try:
-            self.close(Outcome.ABORTED)
-        except WshardError:
-            pass  # the exception that left the block is the one to see
 
     def __repr__(self) -> str:
         return f"<MultiStreamEpisode {self._episode_id!r} {'closed' if self._closed else 'open'}>"
