@@ -6,6 +6,7 @@
 #   3. every Rust test of the workspace (unit, golden, crash, fault, end-to-end; the
 #      multirate_three_producers_* tests run two Python client processes with python3)
 #   4. the Python client's tests against the real wshardd (they fail, never skip, without it)
+#      and the ROS converter core's tests (ingest-adapters/ros, messages built with rosbags)
 #   5. the Python reader (wshard/python): its wheel built with maturin (release), installed
 #      with pip into the running python3, and its tests
 #   6. the fuzz smoke run: every fuzz target for FUZZ_SMOKE_SECONDS (default 15) each;
@@ -13,7 +14,7 @@
 #
 # Prerequisites it checks first (and says how to install): systemd-analyze and
 # systemd-socket-activate, python3 with
-# pytest, numpy, zstandard and prometheus_client, maturin, a C++ compiler for libFuzzer. The upstream golden files are
+# pytest, numpy, zstandard, prometheus_client and rosbags, maturin, a C++ compiler for libFuzzer. The upstream golden files are
 # read from ../shared/golden-upstream or $WSHARD_UPSTREAM_GOLDEN.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,8 +24,8 @@ missing=()
 for t in systemd-analyze systemd-socket-activate; do
     command -v "$t" >/dev/null 2>&1 || missing+=("$t (apt-get install systemd)")
 done
-if ! python3 -c 'import pytest, numpy, zstandard, prometheus_client' >/dev/null 2>&1; then
-    missing+=("python3 modules pytest, numpy, zstandard, prometheus_client (python3 -m pip install pytest numpy zstandard prometheus-client)")
+if ! python3 -c 'import pytest, numpy, zstandard, prometheus_client, rosbags' >/dev/null 2>&1; then
+    missing+=("python3 modules pytest, numpy, zstandard, prometheus_client, rosbags (python3 -m pip install pytest numpy zstandard prometheus-client rosbags)")
 fi
 if ! python3 -m maturin --version >/dev/null 2>&1; then
     missing+=("maturin, to build the Python reader (python3 -m pip install maturin)")
@@ -49,6 +50,9 @@ cargo test --workspace --locked
 
 echo "== Python client against the real wshardd"
 python3 -m pytest ingest-adapters/python/tests -q
+
+echo "== ROS converter core"
+python3 -m pytest ingest-adapters/ros/tests -q
 
 echo "== Python reader: build the wheel, install it, test it"
 wheel_dir="$(mktemp -d)"
