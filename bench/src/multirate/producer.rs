@@ -14,7 +14,7 @@ use wshard_client::{
 
 use super::streams::{Role, RoleData, IMU_STEPS_PER_EVENT};
 use crate::error::{fail, Result};
-use crate::record::drive::quantile;
+use crate::record::drive::{quantile, Observer};
 
 /// Where the producer's timesteps go.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -185,22 +185,20 @@ pub fn run(a: &ProducerArgs) -> Result<()> {
         dropped,
         events,
         wall_s: wall.as_secs_f64(),
-        p50_ms: quantile(&lat.ms, 0.5),
-        p99_ms: quantile(&lat.ms, 0.99),
-        max_ms: quantile(&lat.ms, 1.0),
+        p50_ms: quantile(&lat.obs.ms, 0.5),
+        p99_ms: quantile(&lat.obs.ms, 0.99),
+        max_ms: quantile(&lat.obs.ms, 1.0),
         late: lat.late,
     };
     writeln!(out, "{}", r.line())?;
     Ok(())
 }
 
-/// Push-to-DURABLE latency of a paced run, observed between pushes (the pushing thread is
-/// the only one that may touch the writer).
+/// Push-to-DURABLE latency of a paced run: the `record` benchmark's [`Observer`], when
+/// `on`, plus the pushes that started late.
 struct Latency {
     on: bool,
-    pushed_at: Vec<Instant>,
-    ms: Vec<f64>,
-    seen: u64,
+    obs: Observer,
     late: u64,
 }
 
@@ -209,31 +207,21 @@ const POLL: Duration = Duration::from_micros(100);
 
 impl Latency {
     fn new(steps: u64, on: bool) -> Self {
-        let n = if on { steps as usize } else { 0 };
         Self {
             on,
-            pushed_at: Vec::with_capacity(n),
-            ms: vec![f64::NAN; n],
-            seen: 0,
+            obs: Observer::new(if on { steps } else { 0 }),
             late: 0,
         }
     }
 
     fn pushed(&mut self, _i: u64) {
         if self.on {
-            self.pushed_at.push(Instant::now());
+            self.obs.pushed();
         }
     }
 
     fn observe(&mut self, w: &EpisodeWriter<'_>) {
-        let d = w.durable_seq().min(self.pushed_at.len() as u64);
-        if d > self.seen {
-            let now = Instant::now();
-            for s in self.seen..d {
-                self.ms[s as usize] = (now - self.pushed_at[s as usize]).as_secs_f64() * 1e3;
-            }
-            self.seen = d;
-        }
+        self.obs.observe(w);
     }
 
     fn wait_until(&mut self, w: &EpisodeWriter<'_>, deadline: Instant) {
@@ -252,13 +240,13 @@ impl Latency {
 
     fn drain(&mut self, w: &EpisodeWriter<'_>) -> Result<()> {
         let until = Instant::now() + Duration::from_secs(10);
-        while self.seen < self.pushed_at.len() as u64 {
+        while self.obs.seen < self.obs.pushed_at.len() as u64 {
             self.observe(w);
             if Instant::now() > until {
                 return Err(fail(format!(
                     "only {} of {} steps durable 10 s after the last push",
-                    self.seen,
-                    self.pushed_at.len()
+                    self.obs.seen,
+                    self.obs.pushed_at.len()
                 )));
             }
             std::thread::sleep(POLL);

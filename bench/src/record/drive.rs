@@ -172,12 +172,7 @@ pub fn latency(
     let (me0, rd0) = client_cpu();
     let t0 = Instant::now();
     let mut w = client.open_episode_with(spec, transport)?;
-    let mut obs = Observer {
-        pushed_at: Vec::with_capacity(steps as usize),
-        ms: vec![f64::NAN; steps as usize],
-        seen: 0,
-        advances: 0,
-    };
+    let mut obs = Observer::new(steps);
     let mut late = 0u64;
     let start = Instant::now() + Duration::from_millis(5);
     for i in 0..steps {
@@ -193,7 +188,7 @@ pub fn latency(
             }
             std::thread::sleep((deadline - now).min(poll));
         }
-        obs.pushed_at.push(Instant::now());
+        obs.pushed();
         source.push(&mut w, i, i + 1 == steps)?;
     }
     let wait_until = Instant::now() + Duration::from_secs(5);
@@ -226,16 +221,35 @@ pub fn latency(
     })
 }
 
-/// Push times and the latency of each step, filled as `durable_seq()` advances.
-struct Observer {
-    pushed_at: Vec<Instant>,
-    ms: Vec<f64>,
-    seen: u64,
-    advances: u64,
+/// Push times and the latency of each step, filled as `durable_seq()` advances (the
+/// pushing thread looks between pushes: it is the only one that may touch the writer).
+pub struct Observer {
+    pub pushed_at: Vec<Instant>,
+    /// Milliseconds from push to the first look that saw the step durable; NaN until then.
+    pub ms: Vec<f64>,
+    /// Steps seen durable so far.
+    pub seen: u64,
+    /// Times `durable_seq()` was seen to advance.
+    pub advances: u64,
 }
 
 impl Observer {
-    fn observe(&mut self, w: &EpisodeWriter<'_>) {
+    /// Room for `steps` pushes.
+    pub fn new(steps: u64) -> Self {
+        Self {
+            pushed_at: Vec::with_capacity(steps as usize),
+            ms: vec![f64::NAN; steps as usize],
+            seen: 0,
+            advances: 0,
+        }
+    }
+
+    /// Note the instant of the next push.
+    pub fn pushed(&mut self) {
+        self.pushed_at.push(Instant::now());
+    }
+
+    pub fn observe(&mut self, w: &EpisodeWriter<'_>) {
         let d = w.durable_seq().min(self.pushed_at.len() as u64);
         if d > self.seen {
             let now = Instant::now();
