@@ -1,5 +1,6 @@
 //! Framing (`check`) and payload parsing (`parse`) of one frame.
 
+use crate::counters::Counters;
 use crate::error::{ErrorCode, ProtoError};
 use crate::event::{Event, EventKind};
 use crate::frame::{AcceptedWhat, Frame, FrameType, Outcome, FRAME_HEADER_BYTES, LEN_BYTES};
@@ -223,6 +224,7 @@ pub fn parse_payload(ty: FrameType, payload: &[u8]) -> Result<Frame, ProtoError>
         FrameType::EpisodeClose => Frame::EpisodeClose {
             outcome: parse_outcome(&mut r)?,
         },
+        FrameType::Counters => Frame::Counters(Counters::parse(&mut r)?),
         FrameType::Accepted => {
             let c = r.u8("what")?;
             let what = AcceptedWhat::from_code(c)

@@ -75,6 +75,7 @@ fn encode_inner(frame: &Frame, out: &mut Vec<u8>, start: usize) -> Result<(), Pr
             put_bytes32(out, &e.data, name, "data")?;
         }
         Frame::EpisodeClose { outcome } => out.push(outcome.code()),
+        Frame::Counters(c) => c.encode(out)?,
         Frame::Timestep(s) => {
             push_step_record(out, s.seq, s.t_ns, s.reward, s.done, &[&s.payload]);
         }

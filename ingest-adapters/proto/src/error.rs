@@ -251,6 +251,14 @@ pub enum ProtoError {
     /// (`MALFORMED_FRAME`).
     #[error("EVENT: field data of kind {kind} {reason}")]
     BadEventData { kind: &'static str, reason: String },
+    /// A `COUNTERS` frame's counter breaks the name rule or repeats a name
+    /// (`MALFORMED_FRAME`); `index` is its place in the frame.
+    #[error("COUNTERS: counter {index} {name:?} {reason}")]
+    BadCounter {
+        index: usize,
+        name: String,
+        reason: String,
+    },
     /// A timestep's `t_ns` is below the previous timestep's (`TIMESTAMP_ORDER`): the
     /// episode's `time/timestamps_ns` must not decrease.
     #[error(
@@ -308,7 +316,8 @@ impl ProtoError {
             | Self::BadUtf8 { .. }
             | Self::BadValue { .. }
             | Self::TooLong { .. }
-            | Self::BadEventData { .. } => ErrorCode::MalformedFrame,
+            | Self::BadEventData { .. }
+            | Self::BadCounter { .. } => ErrorCode::MalformedFrame,
             Self::BadSchema { .. } | Self::BadRequest { .. } => ErrorCode::BadSchema,
             Self::BadEpisodeId { .. } | Self::BadId { .. } => ErrorCode::BadEpisodeId,
             Self::EventTooLarge { .. } => ErrorCode::Limit,

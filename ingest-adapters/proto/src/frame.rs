@@ -1,5 +1,6 @@
 //! Frame type codes and the decoded [`Frame`].
 
+use crate::counters::Counters;
 use crate::error::ErrorCode;
 use crate::event::Event;
 use crate::multistream::{EpisodeOpen, StreamOpen};
@@ -30,13 +31,14 @@ pub mod code {
     pub const STREAM_OPEN: u8 = 0x09;
     pub const EVENT: u8 = 0x0A;
     pub const EPISODE_CLOSE: u8 = 0x0B;
+    pub const COUNTERS: u8 = 0x0C;
     pub const HELLO_OK: u8 = 0x81;
     pub const ACCEPTED: u8 = 0x82;
     pub const DURABLE: u8 = 0x83;
     pub const ERROR: u8 = 0x84;
 }
 
-/// The frame types: the eleven of protocol v1 and the four version 2 adds
+/// The frame types: the eleven of protocol v1 and the five version 2 adds
 /// ([`crate::ProtocolVersion::knows`] says which a connection knows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FrameType {
@@ -51,6 +53,7 @@ pub enum FrameType {
     StreamOpen,
     Event,
     EpisodeClose,
+    Counters,
     HelloOk,
     Accepted,
     Durable,
@@ -73,6 +76,7 @@ impl FrameType {
             code::STREAM_OPEN => Self::StreamOpen,
             code::EVENT => Self::Event,
             code::EPISODE_CLOSE => Self::EpisodeClose,
+            code::COUNTERS => Self::Counters,
             code::HELLO_OK => Self::HelloOk,
             code::ACCEPTED => Self::Accepted,
             code::DURABLE => Self::Durable,
@@ -96,6 +100,7 @@ impl FrameType {
             Self::StreamOpen => code::STREAM_OPEN,
             Self::Event => code::EVENT,
             Self::EpisodeClose => code::EPISODE_CLOSE,
+            Self::Counters => code::COUNTERS,
             Self::HelloOk => code::HELLO_OK,
             Self::Accepted => code::ACCEPTED,
             Self::Durable => code::DURABLE,
@@ -118,6 +123,7 @@ impl FrameType {
             Self::StreamOpen => "STREAM_OPEN",
             Self::Event => "EVENT",
             Self::EpisodeClose => "EPISODE_CLOSE",
+            Self::Counters => "COUNTERS",
             Self::HelloOk => "HELLO_OK",
             Self::Accepted => "ACCEPTED",
             Self::Durable => "DURABLE",
@@ -268,6 +274,9 @@ pub enum Frame {
     EpisodeClose {
         outcome: Outcome,
     },
+    /// Version 2: the producer counters of the stream (or episode) the connection records;
+    /// no answer.
+    Counters(Counters),
     Accepted {
         what: AcceptedWhat,
         up_to_seq: u64,
@@ -298,6 +307,7 @@ impl Frame {
             Self::StreamOpen(_) => FrameType::StreamOpen,
             Self::Event(_) => FrameType::Event,
             Self::EpisodeClose { .. } => FrameType::EpisodeClose,
+            Self::Counters(_) => FrameType::Counters,
             Self::Accepted { .. } => FrameType::Accepted,
             Self::Durable { .. } => FrameType::Durable,
             Self::Error { .. } => FrameType::Error,

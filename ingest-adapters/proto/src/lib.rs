@@ -7,6 +7,7 @@
 //! - [`multistream`] (version 2): [`EpisodeOpen`], [`StreamOpen`], the stream-name rule;
 //!   [`schema_diff`]: how a stream's schema differs from the one it was opened with.
 //! - [`event`] (version 2): [`Event`], [`EventKind`], [`DEFAULT_MAX_EVENT_BYTES`].
+//! - [`counters`] (version 2): [`Counters`], a stream's producer counters (`COUNTERS`).
 //! - [`schema`]: the `OPEN` schema ([`OpenEpisode`], [`ChannelSpec`]) and its wire enums;
 //!   [`OpenEpisode::validate`] checks it against [`SchemaLimits`].
 //! - [`timestep`]: step records, [`TimestepBatch`] (one buffer per batch) and
@@ -29,6 +30,7 @@
 
 pub mod batch;
 pub mod codec;
+pub mod counters;
 pub mod decoder;
 pub mod encode;
 pub mod error;
@@ -46,6 +48,9 @@ mod wire;
 
 pub use batch::{finish_batch, start_batch, BatchEncoder, BATCH_HEADER_BYTES};
 pub use codec::{check, check_version, parse, parse_payload, FrameStatus};
+pub use counters::{
+    validate_counter_name, Counter, Counters, MAX_COUNTERS_PER_FRAME, MAX_COUNTER_NAME_BYTES,
+};
 pub use decoder::{FrameDecoder, MIN_READ_BYTES};
 pub use encode::{encode, encode_timestep, encode_to_vec};
 pub use error::{ErrorCode, ProtoError};

@@ -16,8 +16,8 @@ pub enum ProtocolVersion {
     /// 1: one connection records one single-stream episode at a time.
     #[default]
     V1,
-    /// 2: adds multi-stream episodes and events (`EPISODE_OPEN`, `STREAM_OPEN`, `EVENT`,
-    /// `EPISODE_CLOSE`).
+    /// 2: adds multi-stream episodes, events and producer counters (`EPISODE_OPEN`,
+    /// `STREAM_OPEN`, `EVENT`, `EPISODE_CLOSE`, `COUNTERS`).
     V2,
 }
 
@@ -62,7 +62,8 @@ impl ProtocolVersion {
             FrameType::EpisodeOpen
             | FrameType::StreamOpen
             | FrameType::Event
-            | FrameType::EpisodeClose => Self::V2,
+            | FrameType::EpisodeClose
+            | FrameType::Counters => Self::V2,
             _ => Self::V1,
         }
     }

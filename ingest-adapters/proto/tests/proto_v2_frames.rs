@@ -14,11 +14,12 @@ use wshard_ingest_proto::{
     NEWEST_PROTOCOL_VERSION, PROTOCOL_VERSION,
 };
 
-const V2_TYPES: [FrameType; 4] = [
+const V2_TYPES: [FrameType; 5] = [
     FrameType::EpisodeOpen,
     FrameType::StreamOpen,
     FrameType::Event,
     FrameType::EpisodeClose,
+    FrameType::Counters,
 ];
 
 fn payload_of(frame: &Frame) -> (u8, Vec<u8>) {
