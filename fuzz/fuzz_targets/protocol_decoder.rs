@@ -104,6 +104,11 @@ fn round_trip(f: &Frame, len: usize) {
             let _ = e.validate(DEFAULT_MAX_EVENT_BYTES);
             let _ = e.validate(0);
         }
+        Frame::Counters(c) => {
+            // A parsed COUNTERS frame is valid, and its payload length is exact.
+            assert!(c.validate().is_ok(), "a parsed COUNTERS frame must validate");
+            assert_eq!(c.payload_len() + 5, len, "COUNTERS payload_len");
+        }
         _ => {}
     }
 }

@@ -208,6 +208,32 @@ pub fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
             num(&e["gaps"]),
         ]);
     }
+    t.write(out)?;
+    render_producer_counters(eps, out)
+}
+
+/// The producers' own counters (`COUNTERS`, protocol version 2) of the open episodes and
+/// streams, one row per counter; nothing when no producer sent any.
+fn render_producer_counters(eps: &[Value], out: &mut dyn Write) -> io::Result<()> {
+    let mut t = Table::new(&[
+        ("episode", Align::Left),
+        ("counter", Align::Left),
+        ("value", Align::Right),
+    ]);
+    let mut any = false;
+    for e in eps {
+        let Some(counters) = e["producer_counters"].as_object() else {
+            continue;
+        };
+        for (name, value) in counters {
+            any = true;
+            t.push(vec![num(&e["episode"]), name.clone(), num(value)]);
+        }
+    }
+    if !any {
+        return Ok(());
+    }
+    writeln!(out, "\nproducer counters:")?;
     t.write(out)
 }
 

@@ -373,8 +373,38 @@ fn episodes(st: &ControlState, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
             ),
         }?;
     }
-    Ok(())
+    producer_counters(&open, enc)
 }
+
+/// The producers' `COUNTERS` (protocol version 2): one gauge per open stream (or
+/// single-stream episode, `stream=""`) and counter name, absent while none was sent.
+fn producer_counters(open: &[Arc<LiveEpisode>], enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
+    let mut samples = Vec::new();
+    for e in open {
+        let (episode, stream) = e.episode_and_stream();
+        for (name, value) in e.producer_counters() {
+            let labels = [
+                ("episode", episode.to_owned()),
+                ("stream", stream.to_owned()),
+                ("counter", name),
+            ];
+            samples.push((labels, ConstGauge::new(value)));
+        }
+    }
+    if samples.is_empty() {
+        return Ok(());
+    }
+    family(
+        enc,
+        PRODUCER_COUNTER,
+        "A producer's own counter, as its latest COUNTERS frame said (not durable; gone \
+         with the stream).",
+        samples,
+    )
+}
+
+/// The family of the producers' counters.
+const PRODUCER_COUNTER: &str = "wshardd_producer_counter";
 
 #[cfg(test)]
 mod tests {

@@ -136,6 +136,8 @@ pub fn episode_json(st: &ControlState, e: &LiveEpisode) -> Value {
         "gaps": l(&s.gaps),
         "timesteps_per_s": rates.timesteps_per_s,
         "bytes_per_s": rates.bytes_per_s,
+        // The producer's latest COUNTERS (protocol version 2), by name; `{}` before any.
+        "producer_counters": e.producer_counters(),
     })
 }
 

@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
+use wshard_ingest_proto::{Counters, MAX_COUNTERS_PER_STREAM};
+
 use crate::episode::Durability;
 use crate::recovery::RecoveryReport;
 use crate::session::EpisodeStats;
@@ -87,6 +89,9 @@ pub struct LiveEpisode {
     transport: AtomicU8,
     stop_requested: AtomicBool,
     stop: Mutex<Option<StopReason>>,
+    /// The producer's counters (`COUNTERS`, version 2): the latest value of each name.
+    /// Not durable: they go with the episode (or stream) when it ends.
+    producer_counters: Mutex<BTreeMap<String, u64>>,
 }
 
 impl LiveEpisode {
@@ -103,6 +108,64 @@ impl LiveEpisode {
     /// Record that the episode now reads a shared-memory ring.
     pub(crate) fn set_transport(&self, t: Transport) {
         self.transport.store(t as u8, Ordering::Relaxed);
+    }
+
+    /// Take the producer's `COUNTERS`: each name's value replaces the one kept (names not
+    /// in the frame keep theirs). A frame that would make more than
+    /// [`MAX_COUNTERS_PER_STREAM`] names is refused whole.
+    ///
+    /// # Errors
+    /// The message of the `ERROR{LIMIT}`, naming the first new name over the limit.
+    pub(crate) fn set_producer_counters(&self, counters: &Counters) -> Result<(), String> {
+        let Ok(mut kept) = self.producer_counters.lock() else {
+            return Ok(());
+        };
+        let new: Vec<&str> = counters
+            .counters
+            .iter()
+            .map(|c| c.name.as_str())
+            .filter(|n| !kept.contains_key(*n))
+            .collect();
+        if let Some(first) = new.first() {
+            if kept.len() + new.len() > MAX_COUNTERS_PER_STREAM {
+                return Err(format!(
+                    "COUNTERS: counter {first:?} would be name {} of this stream; at most \
+                     {MAX_COUNTERS_PER_STREAM} distinct counter names are kept per stream \
+                     (the frame is refused, the values kept so far stay)",
+                    kept.len() + 1
+                ));
+            }
+        }
+        for c in &counters.counters {
+            kept.insert(c.name.clone(), c.value);
+        }
+        Ok(())
+    }
+
+    /// The producer's counters, by name.
+    #[must_use]
+    pub(crate) fn producer_counters(&self) -> BTreeMap<String, u64> {
+        self.producer_counters
+            .lock()
+            .map(|m| m.clone())
+            .unwrap_or_default()
+    }
+
+    /// The multi-stream episode and the stream name of a stream (`EP/STREAM`), or the
+    /// episode id and `""` for a single-stream episode.
+    #[must_use]
+    pub(crate) fn episode_and_stream(&self) -> (&str, &str) {
+        match &self.multi {
+            Some(m) => {
+                let stream = self
+                    .episode_id
+                    .strip_prefix(m.as_str())
+                    .and_then(|s| s.strip_prefix('/'))
+                    .unwrap_or(&self.episode_id);
+                (m.as_str(), stream)
+            }
+            None => (&self.episode_id, ""),
+        }
     }
 
     /// Ask the owning connection to finalize the episode. The first reason wins.
@@ -229,6 +292,7 @@ impl Registry {
             transport: AtomicU8::new(Transport::Socket as u8),
             stop_requested: AtomicBool::new(false),
             stop: Mutex::new(None),
+            producer_counters: Mutex::new(BTreeMap::new()),
         });
         if let Ok(mut map) = self.episodes.lock() {
             map.insert(live.episode_id.clone(), live.clone());

@@ -16,7 +16,7 @@ use wshard::episode::{Channel, DType, Episode, EpisodeWriteOptions, Lane, Timeba
 use wshard::manifest::{ChunkRef, Manifest};
 use wshard_ingest_proto::{
     encode, AcceptedWhat, BatchEncoder, ChannelSpec, CodecChoice, Durability, ErrorCode, Frame,
-    OpenEpisode, Outcome, TimebaseSpec, Timestep, PROTOCOL_VERSION,
+    OpenEpisode, Outcome, TimebaseSpec, Timestep, Counters, NEWEST_PROTOCOL_VERSION, PROTOCOL_VERSION,
 };
 use wshard_recorder::episode::{self as rec_episode, EpisodeSchema};
 use wshard_recorder::journal::format::JournalWriter;
@@ -302,9 +302,22 @@ fn protocol_seeds(dir: &Path) -> Result<()> {
     ] {
         encode(&f, &mut server)?;
     }
+    // A version 2 producer's counters (the decoder of the target knows every version).
+    let mut counters = Vec::new();
+    for f in [
+        Frame::Hello {
+            version: NEWEST_PROTOCOL_VERSION,
+            client_name: "seed/0.2".into(),
+        },
+        Frame::Counters(Counters::new([("received", 120), ("dropped", 3), ("late", 0)])),
+        Frame::Counters(Counters::default()),
+    ] {
+        encode(&f, &mut counters)?;
+    }
     // `limit_sel u8 | split_seed u8 | stream`: sel 3 = 1 MiB, 0 = 64 bytes, 5 = u32::MAX.
     for (name, sel, seed, stream) in [
         ("session.bin", 3u8, 7u8, &session),
+        ("counters.bin", 3, 9, &counters),
         ("session_tiny_limit.bin", 0, 200, &session),
         ("server_frames.bin", 5, 1, &server),
     ] {

@@ -13,6 +13,7 @@ use crate::client::{Client, Transport};
 use crate::error::{ClientError, Result};
 use crate::shm::Producer;
 
+mod counters;
 mod event;
 mod pending;
 

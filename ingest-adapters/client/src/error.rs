@@ -86,6 +86,10 @@ pub enum ClientError {
     /// kind says, or it does not fit a frame).
     #[error("event refused before sending: {0}")]
     Event(ProtoError),
+    /// Producer counters were refused client-side before anything was sent: too many, a
+    /// name that breaks `[a-z0-9_]{1,32}` or appears twice (the message names it).
+    #[error("counters refused before sending: {0}")]
+    Counters(ProtoError),
     /// No answer within `ClientOptions::timeout`.
     #[error("timed out waiting for {0}")]
     Timeout(&'static str),

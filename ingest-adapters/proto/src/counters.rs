@@ -23,6 +23,10 @@ use crate::wire::{put_str16, Reader};
 /// The most counters one `COUNTERS` frame carries.
 pub const MAX_COUNTERS_PER_FRAME: usize = 32;
 
+/// The most distinct counter names the daemon keeps per stream (over all its `COUNTERS`
+/// frames); a frame that would add a name beyond them is refused whole (`LIMIT`).
+pub const MAX_COUNTERS_PER_STREAM: usize = 256;
+
 /// The longest counter name, in bytes.
 pub const MAX_COUNTER_NAME_BYTES: usize = 32;
 
@@ -170,9 +174,7 @@ pub fn validate_counter_name(name: &str) -> Result<(), String> {
         .char_indices()
         .find(|(_, c)| !matches!(c, 'a'..='z' | '0'..='9' | '_'))
     {
-        Some((at, c)) => Err(format!(
-            "has {c:?} at byte {at} (allowed: a-z, 0-9, _)"
-        )),
+        Some((at, c)) => Err(format!("has {c:?} at byte {at} (allowed: a-z, 0-9, _)")),
         None => Ok(()),
     }
 }

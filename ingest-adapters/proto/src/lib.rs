@@ -49,7 +49,8 @@ mod wire;
 pub use batch::{finish_batch, start_batch, BatchEncoder, BATCH_HEADER_BYTES};
 pub use codec::{check, check_version, parse, parse_payload, FrameStatus};
 pub use counters::{
-    validate_counter_name, Counter, Counters, MAX_COUNTERS_PER_FRAME, MAX_COUNTER_NAME_BYTES,
+    validate_counter_name, Counter, Counters, MAX_COUNTERS_PER_FRAME, MAX_COUNTERS_PER_STREAM,
+    MAX_COUNTER_NAME_BYTES,
 };
 pub use decoder::{FrameDecoder, MIN_READ_BYTES};
 pub use encode::{encode, encode_timestep, encode_to_vec};

@@ -8,8 +8,8 @@ use common::*;
 use proptest::prelude::*;
 use wshard_ingest_proto::{
     check_version, encode, encode_to_vec, parse, validate_counter_name, Counter, Counters,
-    ErrorCode, Frame, FrameDecoder, FrameType, ProtoError, ProtocolVersion,
-    MAX_COUNTERS_PER_FRAME, MAX_COUNTER_NAME_BYTES,
+    ErrorCode, Frame, FrameDecoder, FrameType, ProtoError, ProtocolVersion, MAX_COUNTERS_PER_FRAME,
+    MAX_COUNTER_NAME_BYTES,
 };
 
 const COUNTERS: u8 = 0x0C;
@@ -85,7 +85,10 @@ fn proto_counters_limits_are_exact() {
     let e = parse_err(&payload(33, &[]));
     assert!(e.to_string().contains("field count has value 33"), "{e}");
     // Names of 32 bytes pass, 33 do not.
-    assert_eq!(validate_counter_name(&"a".repeat(MAX_COUNTER_NAME_BYTES)), Ok(()));
+    assert_eq!(
+        validate_counter_name(&"a".repeat(MAX_COUNTER_NAME_BYTES)),
+        Ok(())
+    );
     let long = "a".repeat(MAX_COUNTER_NAME_BYTES + 1);
     let e = parse_err(&payload(1, &[(long.as_bytes(), 1)]));
     assert_eq!(
@@ -101,7 +104,10 @@ fn proto_counters_bad_names_are_named() {
         (b"Received", "has 'R' at byte 0 (allowed: a-z, 0-9, _)"),
         (b"rx-count", "has '-' at byte 2 (allowed: a-z, 0-9, _)"),
         (b"rx count", "has ' ' at byte 2 (allowed: a-z, 0-9, _)"),
-        ("r\u{e9}".as_bytes(), "has '\u{e9}' at byte 1 (allowed: a-z, 0-9, _)"),
+        (
+            "r\u{e9}".as_bytes(),
+            "has '\u{e9}' at byte 1 (allowed: a-z, 0-9, _)",
+        ),
     ] {
         let p = payload(2, &[(b"ok", 1), (name, 2)]);
         let e = parse_err(&p);
@@ -157,10 +163,7 @@ fn proto_counters_hostile_count_is_refused_before_reading() {
     // A count of 65535 with nothing after it: refused for the count, not for the bytes
     // it would need, and nothing is allocated for it.
     let e = parse_err(&u16::MAX.to_le_bytes());
-    assert!(
-        e.to_string().contains("field count has value 65535"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("field count has value 65535"), "{e}");
     // A name length far beyond the frame.
     let mut p = 1u16.to_le_bytes().to_vec();
     p.extend_from_slice(&u16::MAX.to_le_bytes());

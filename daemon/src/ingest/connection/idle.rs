@@ -51,7 +51,16 @@ pub(super) fn on_request(stopped: Option<Stopped>, request: Request, link: &mut 
             );
             Next::Stay
         }
-        (Some(_), Request::Timestep(_) | Request::Batch(_)) => Next::Stay,
+        // Sent before the client learned its episode was stopped: dropped, as its timesteps.
+        (Some(_), Request::Timestep(_) | Request::Batch(_) | Request::Counters(_)) => Next::Stay,
+        (None, Request::Counters(_)) => {
+            link.error(
+                ErrorCode::NotOpen,
+                "COUNTERS without an open stream or episode: send STREAM_OPEN or OPEN first \
+                 (the counters are a stream's)",
+            );
+            Next::Stay
+        }
         (Some(s), Request::Flush) => {
             // FLUSH is always answered: the stopped episode's final watermark.
             link.responder.send(&Frame::Durable {

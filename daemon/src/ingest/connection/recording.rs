@@ -124,6 +124,19 @@ impl Recording {
             Request::EpisodeOpen(open) => episode_open(open, link),
             Request::EpisodeClose(outcome) => episode_close(outcome, link),
             Request::Event(event) => self.event(event, link),
+            Request::Counters(counters) => {
+                // Checked when parsed; only the per-stream limit is left. Never touches
+                // the timesteps.
+                if let Err(message) = self
+                    .intake
+                    .registration()
+                    .live
+                    .set_producer_counters(&counters)
+                {
+                    let refused = Frame::error(ErrorCode::Limit, message);
+                    link.responder.send(&self.named(refused));
+                }
+            }
             r @ (Request::Timestep(_) | Request::Batch(_)) if !self.transport.is_socket() => {
                 link.error(
                     ErrorCode::MalformedFrame,

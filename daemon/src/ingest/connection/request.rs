@@ -2,8 +2,8 @@
 //! connection past its handshake, or a frame only a server sends.
 
 use wshard_ingest_proto::{
-    EpisodeOpen, Event, Frame, FrameType, OpenEpisode, Outcome, RingPolicy, StreamOpen, Timestep,
-    TimestepBatch,
+    Counters, EpisodeOpen, Event, Frame, FrameType, OpenEpisode, Outcome, RingPolicy, StreamOpen,
+    Timestep, TimestepBatch,
 };
 
 /// A frame as the connection's states see it.
@@ -37,6 +37,8 @@ pub(super) enum Request {
     Event(Event),
     /// Version 2: the owner closes its multi-stream episode.
     EpisodeClose(Outcome),
+    /// Version 2: the producer counters of the stream (or episode) the connection records.
+    Counters(Counters),
 }
 
 impl Incoming {
@@ -74,6 +76,7 @@ impl Incoming {
             Frame::StreamOpen(o) => Request::StreamOpen(o),
             Frame::Event(e) => Request::Event(e),
             Frame::EpisodeClose { outcome } => Request::EpisodeClose(outcome),
+            Frame::Counters(c) => Request::Counters(c),
         };
         Self::Request(request)
     }
@@ -102,6 +105,7 @@ impl Request {
             Self::StreamOpen(_) => FrameType::StreamOpen,
             Self::Event(_) => FrameType::Event,
             Self::EpisodeClose(_) => FrameType::EpisodeClose,
+            Self::Counters(_) => FrameType::Counters,
         }
     }
 }
