@@ -95,6 +95,8 @@ class FrameType(enum.IntEnum):
     EVENT = 0x0A
     #: Version 2: the owner closes its multi-stream episode.
     EPISODE_CLOSE = 0x0B
+    #: Version 2: the producer counters of the stream the connection records (no answer).
+    COUNTERS = 0x0C
     HELLO_OK = 0x81
     ACCEPTED = 0x82
     DURABLE = 0x83

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple, Optional, Sequence, Union
 
 from ._batch import ColumnBatch, PendingBatch, checked_header
 from ._closing import ClosesOnExit
+from ._counters import counters_items, encode_counters
 from ._episode_shm import ShmEpisodeMixin
 from ._payload import Payloads, column_payload, layouts_of, order_payloads, step_payload
 from ._schema import EpisodeSpec
 from ._shm import ShmRing
-from ._wire import BATCH_HEADER_BYTES, RECORD_HEADER_BYTES, Outcome, encode_close, encode_flush
+from ._wire import BATCH_HEADER_BYTES, RECORD_HEADER_BYTES, FrameType, Outcome, encode_close, encode_flush
 from .errors import EpisodeFailed, ErrorCode, NotPushed, SchemaError, ServerError, WshardError
 
 if TYPE_CHECKING:
@@ -370,6 +371,23 @@ class EpisodeWriter(ShmEpisodeMixin, ClosesOnExit):
         if isinstance(answer, ServerError):
             raise answer
         return answer
+
+    def send_counters(self, counters: Mapping[str, int]) -> None:
+        """Send the producer's own counters (``COUNTERS``, protocol version 2): each
+        ``name -> value`` replaces the value the daemon keeps for that name in this stream
+        (or episode), shown in ``wshard status`` and the metrics until the stream ends.
+        Names ``[a-z0-9_]{1,32}``, values ``0..=2**64-1``, at most 32 per call. Nothing is
+        answered or awaited and nothing is durable; pending timesteps are not sent by it.
+
+        Raises:
+            NeedsVersion: the connection speaks version 1.
+            SchemaError: code ``MALFORMED_FRAME``, naming the counter (nothing sent).
+            ServerError: an earlier ``ERROR`` (fails the episode as in :meth:`push`).
+            EpisodeFailed, TransportError.
+        """
+        self._client._require_version(FrameType.COUNTERS)
+        self._check_usable()
+        self._write(encode_counters(counters_items(counters)))
 
     # ------------------------------------------------------------------ closing
 
