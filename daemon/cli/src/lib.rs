@@ -20,10 +20,15 @@
 //!   [`control_client`] finds its control socket and sends one request,
 //!   [`control_connect`] says why connecting failed (no daemon, stale socket, refused user),
 //!   [`control_render`] prints the replies as text.
+//! - [`bridge`]: `wshard bridge start|stop|abort|annotate|status` against a running ROS
+//!   bridge; [`bridge_client`] sends its one-line JSON requests.
+//! - [`import`]: `wshard import ...`, running the ROS bag importer (`wshard_ros.bag_import`).
 //! - [`Status`]: the exit status shared by `inspect`, `verify` and `cat` (`recover` has its own).
 
 pub mod aligned;
 pub mod annotate;
+pub mod bridge;
+pub mod bridge_client;
 pub mod cat;
 pub mod check;
 pub mod control;
@@ -34,6 +39,7 @@ pub mod csv;
 pub mod deep;
 pub mod describe;
 pub mod episode_view;
+pub mod import;
 pub mod inspect;
 pub mod inspect_dir;
 pub mod npy;

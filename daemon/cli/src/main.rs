@@ -6,14 +6,17 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use wshard_cli::control::{self, ControlOptions};
-use wshard_cli::{aligned, annotate, cat, inspect, inspect_dir, peek, recover, verify};
+use wshard_cli::{
+    aligned, annotate, bridge, cat, import, inspect, inspect_dir, peek, recover, verify,
+};
 
 /// Inspect, verify and recover WShard files and wshardd data directories.
 ///
 /// Exit codes: 0 all good, 1 a file is corrupt, 2 usage or I/O error; `recover` also
 /// exits 3 when data was (or would be) lost, and 1 when recovery itself failed; `status`,
 /// `episodes`, `close` and `metrics` exit 1 when the daemon refuses (unknown episode,
-/// permission denied) and 2 when it cannot be reached.
+/// permission denied) and 2 when it cannot be reached; `bridge` likewise for the ROS
+/// bridge; `import` exits with the importer's code (2 when it cannot be run).
 #[derive(Debug, Parser)]
 #[command(name = "wshard", version)]
 struct Cli {
@@ -78,6 +81,27 @@ enum Command {
     },
     /// Add an operator annotation to an episode (through the daemon; admin only).
     Annotate(annotate::AnnotateArgs),
+    /// Control a running ROS bridge (wshard-ros-bridge) through its control socket:
+    /// start, stop, abort, annotate an episode, or show its status and counters.
+    ///
+    /// Exit codes: 0 done, 1 the bridge refused or failed (NOT_RECORDING,
+    /// ALREADY_RECORDING, FAILED, DAEMON), 2 usage, no bridge, timeout or a bad reply.
+    Bridge {
+        #[command(subcommand)]
+        verb: bridge::BridgeVerb,
+        #[command(flatten)]
+        options: bridge::BridgeOptions,
+    },
+    /// Import ROS bags (ROS 1 .bag, rosbag2 sqlite3 or MCAP) as episodes: runs
+    /// `python3 -m wshard_ros.bag_import ARGS...` (python from $WSHARD_PYTHON, else
+    /// python3) and exits with its exit code; `wshard import --help` shows its options.
+    /// Exit 2 when python or the wshard_ros package is missing.
+    #[command(disable_help_flag = true)]
+    Import {
+        /// Passed to the importer untouched, e.g. BAG... --mapping M.toml --data-dir DIR.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Print a shard's header and one row per block (name, dtype, shape, codec, sizes, CRC),
     /// a journal's (`*.wal`) records and corrupt regions, or an episode directory's streams
     /// (clock, rate, channels, steps, first/last t_ns, status) and events.
@@ -191,6 +215,9 @@ fn main() -> ExitCode {
         } => control::close(&control.options(), &episode, timeout_ms, &mut out, &mut err),
         Command::Metrics { control } => control::metrics(&control.options(), &mut out, &mut err),
         Command::Annotate(args) => annotate::run(args, &mut out, &mut err),
+        Command::Bridge { verb, options } => bridge::run(&verb, &options, &mut out, &mut err),
+        // The importer writes to the terminal itself (its progress bar).
+        Command::Import { args } => import::run(&args, &mut err),
         Command::Inspect {
             file,
             verbose,

@@ -1,0 +1,318 @@
+//! `wshard bridge start|stop|abort|annotate|status`: episode control of a running ROS
+//! bridge (`wshard-ros-bridge`) through its control socket ([`crate::bridge_client`]),
+//! printed as text or (`--json`) as the bridge's raw reply.
+//!
+//! Exit codes: 0 done; 1 the bridge refused or failed (`NOT_RECORDING`,
+//! `ALREADY_RECORDING`, `FAILED`, `DAEMON`, or any other code it sends); 2 usage or I/O (a
+//! bad argument, no bridge, a timeout, a reply that is not the bridge's JSON,
+//! `BAD_REQUEST`).
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::bridge_client::{bridge_socket_path, request};
+use super::control::exit;
+use super::table::{Align, Table};
+
+/// The default `--timeout-ms`: `stop` drains the bridge's queues and closes its streams.
+pub const DEFAULT_BRIDGE_TIMEOUT_MS: u64 = 30_000;
+
+/// Options every `wshard bridge` verb takes.
+#[derive(Clone, Debug, clap::Args)]
+pub struct BridgeOptions {
+    /// The bridge's control socket (else $WSHARD_BRIDGE_SOCKET, else
+    /// /run/wshardd/ros-bridge.sock).
+    #[arg(long, value_name = "PATH", global = true)]
+    pub bridge_socket: Option<PathBuf>,
+    /// How long to wait for the bridge at each step (send, reply), in milliseconds.
+    #[arg(long, value_name = "MS", global = true, default_value_t = DEFAULT_BRIDGE_TIMEOUT_MS)]
+    pub timeout_ms: u64,
+    /// Print the bridge's reply (one JSON line) instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// The verbs of `wshard bridge`.
+#[derive(Clone, Debug, clap::Subcommand)]
+pub enum BridgeVerb {
+    /// Start recording an episode: one stream per topic (or group) of the mapping.
+    Start {
+        /// The episode id.
+        episode_id: String,
+        /// The environment id stored with the episode.
+        #[arg(long, value_name = "E", default_value = "")]
+        env_id: String,
+        /// The episode's metadata: a JSON object.
+        #[arg(long, value_name = "JSON")]
+        metadata: Option<String>,
+    },
+    /// Stop recording: drain the queues, close every stream and the episode (completed).
+    Stop,
+    /// Abort the episode: close it `aborted` (data kept, the manifest says aborted).
+    Abort,
+    /// Add an annotation to the episode being recorded.
+    Annotate {
+        /// What it is, e.g. `grasp`.
+        #[arg(long, value_name = "L")]
+        label: String,
+        /// A text payload.
+        #[arg(long, value_name = "S", conflicts_with = "json_data")]
+        text: Option<String>,
+        /// A JSON payload (one JSON value).
+        #[arg(long, value_name = "J")]
+        json_data: Option<String>,
+        /// When, in ns on the episode's clock (default: now, as the bridge sees it).
+        #[arg(long, value_name = "NS", allow_hyphen_values = true)]
+        at_ns: Option<i64>,
+    },
+    /// The bridge's state, episode and per-topic counters.
+    Status,
+}
+
+impl BridgeVerb {
+    /// The verb's name (the request's `cmd`).
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Start { .. } => "start",
+            Self::Stop => "stop",
+            Self::Abort => "abort",
+            Self::Annotate { .. } => "annotate",
+            Self::Status => "status",
+        }
+    }
+
+    /// The request line's JSON (design: one object per connection, `cmd` first).
+    ///
+    /// # Errors
+    /// A message for a `--metadata` that is not a JSON object or a `--json-data` that is
+    /// not JSON.
+    pub fn request(&self) -> Result<Value, String> {
+        let mut m = Map::new();
+        m.insert("cmd".into(), json!(self.name()));
+        match self {
+            Self::Start {
+                episode_id,
+                env_id,
+                metadata,
+            } => {
+                m.insert("episode_id".into(), json!(episode_id));
+                m.insert("env_id".into(), json!(env_id));
+                if let Some(text) = metadata {
+                    let v: Value = serde_json::from_str(text)
+                        .map_err(|e| format!("--metadata is not JSON: {e}"))?;
+                    if !v.is_object() {
+                        return Err(format!("--metadata must be a JSON object, got {v}"));
+                    }
+                    m.insert("metadata".into(), v);
+                }
+            }
+            Self::Annotate {
+                label,
+                text,
+                json_data,
+                at_ns,
+            } => {
+                m.insert("label".into(), json!(label));
+                if let Some(t) = text {
+                    m.insert("text".into(), json!(t));
+                }
+                if let Some(j) = json_data {
+                    let v: Value = serde_json::from_str(j)
+                        .map_err(|e| format!("--json-data is not JSON: {e}"))?;
+                    m.insert("json".into(), v);
+                }
+                if let Some(t) = at_ns {
+                    m.insert("at_ns".into(), json!(t));
+                }
+            }
+            Self::Stop | Self::Abort | Self::Status => {}
+        }
+        Ok(Value::Object(m))
+    }
+}
+
+/// The error codes that are a usage error on our side (exit 2); every other error code
+/// the bridge sends is a refusal or failure (exit 1).
+const USAGE_CODES: [&str; 1] = ["BAD_REQUEST"];
+
+/// Run `wshard bridge VERB`; returns the exit code.
+pub fn run(
+    verb: &BridgeVerb,
+    opts: &BridgeOptions,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    let name = verb.name();
+    let req = match verb.request() {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = writeln!(err, "wshard bridge {name}: {e}");
+            return exit::ERROR;
+        }
+    };
+    let path = bridge_socket_path(opts.bridge_socket.as_deref());
+    let timeout = Duration::from_millis(opts.timeout_ms.max(1));
+    let doc = match request(&path, &req, timeout) {
+        Ok(doc) => doc,
+        Err(e) => {
+            let _ = writeln!(err, "wshard bridge {name}: {e}");
+            return exit::ERROR;
+        }
+    };
+    if doc["ok"] != Value::Bool(true) {
+        if opts.json {
+            let _ = writeln!(out, "{doc}");
+        }
+        let code = doc["error"]["code"].as_str().unwrap_or("(no code)");
+        let message = doc["error"]["message"].as_str().unwrap_or("(no message)");
+        let _ = writeln!(err, "wshard bridge {name}: {code}: {message}");
+        return if USAGE_CODES.contains(&code) {
+            exit::ERROR
+        } else {
+            exit::REFUSED
+        };
+    }
+    let written = if opts.json {
+        writeln!(out, "{doc}")
+    } else {
+        render(verb, &doc["result"], out)
+    };
+    match written {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            let _ = writeln!(err, "wshard bridge {name}: writing the output: {e}");
+            exit::ERROR
+        }
+    }
+}
+
+fn cell(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A successful reply as text.
+fn render(verb: &BridgeVerb, result: &Value, out: &mut dyn Write) -> io::Result<()> {
+    match verb {
+        BridgeVerb::Status => render_status(result, out),
+        BridgeVerb::Start { episode_id, .. } => {
+            writeln!(out, "bridge: recording episode `{episode_id}`")?;
+            render_fields(result, out)
+        }
+        BridgeVerb::Stop => {
+            writeln!(out, "bridge: episode stopped (completed)")?;
+            render_fields(result, out)
+        }
+        BridgeVerb::Abort => {
+            writeln!(out, "bridge: episode aborted (data kept)")?;
+            render_fields(result, out)
+        }
+        BridgeVerb::Annotate { label, .. } => {
+            writeln!(out, "bridge: annotation `{label}` added")?;
+            render_fields(result, out)
+        }
+    }
+}
+
+/// A result object's fields, one `key: value` line each (nested values as JSON).
+fn render_fields(result: &Value, out: &mut dyn Write) -> io::Result<()> {
+    if let Some(m) = result.as_object() {
+        for (k, v) in m {
+            writeln!(out, "  {k}: {}", cell(v))?;
+        }
+    }
+    Ok(())
+}
+
+/// `status`: the state, then a table per topic and per stream.
+fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "state    {}\nepisode  {}",
+        cell(&r["state"]),
+        cell(&r["episode"])
+    )?;
+    if !r["last_error"].is_null() {
+        writeln!(out, "error    {}", cell(&r["last_error"]))?;
+    }
+    if let Some(topics) = r["topics"].as_object().filter(|m| !m.is_empty()) {
+        let mut t = Table::new(&[
+            ("topic", Align::Left),
+            ("received", Align::Right),
+            ("recorded", Align::Right),
+            ("dropped", Align::Right),
+            ("late", Align::Right),
+            ("idle", Align::Right),
+            ("last error", Align::Left),
+        ]);
+        for (name, c) in topics {
+            t.push(vec![
+                name.clone(),
+                cell(&c["received"]),
+                cell(&c["recorded"]),
+                cell(&c["dropped"]),
+                cell(&c["late"]),
+                cell(&c["idle"]),
+                if c["last_error"].is_null() {
+                    String::new()
+                } else {
+                    cell(&c["last_error"])
+                },
+            ]);
+        }
+        writeln!(out, "\ntopics:")?;
+        t.write(out)?;
+    }
+    if let Some(streams) = r["streams"].as_object().filter(|m| !m.is_empty()) {
+        let mut t = Table::new(&[
+            ("stream", Align::Left),
+            ("joined", Align::Left),
+            ("pushed", Align::Right),
+            ("durable", Align::Right),
+            ("lag ms", Align::Right),
+            ("topics", Align::Left),
+        ]);
+        for (name, s) in streams {
+            let topics = s["topics"]
+                .as_array()
+                .map(|a| a.iter().map(cell).collect::<Vec<_>>().join(" "))
+                .unwrap_or_default();
+            t.push(vec![
+                name.clone(),
+                cell(&s["joined"]),
+                cell(&s["pushed"]),
+                cell(&s["durable"]),
+                cell(&s["durable_lag_ms"]),
+                topics,
+            ]);
+        }
+        writeln!(out, "\nstreams:")?;
+        t.write(out)?;
+    }
+    if let Some(events) = r["events"].as_object().filter(|m| !m.is_empty()) {
+        let mut t = Table::new(&[
+            ("event topic", Align::Left),
+            ("received", Align::Right),
+            ("recorded", Align::Right),
+            ("dropped", Align::Right),
+        ]);
+        for (name, e) in events {
+            t.push(vec![
+                name.clone(),
+                cell(&e["received"]),
+                cell(&e["recorded"]),
+                cell(&e["dropped"]),
+            ]);
+        }
+        writeln!(out, "\nevents:")?;
+        t.write(out)?;
+    }
+    Ok(())
+}

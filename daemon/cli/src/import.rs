@@ -1,0 +1,131 @@
+//! `wshard import ARGS...`: import ROS bags as episodes by running the ROS bridge's bag
+//! importer, `python3 -m wshard_ros.bag_import ARGS...` (ingest-adapters/ros), with the
+//! arguments passed through untouched; the exit code is the importer's.
+//!
+//! The interpreter is `$WSHARD_PYTHON` when set (non-empty), else `python3` on `PATH`.
+//! Before running it, `wshard` asks that interpreter whether it can find
+//! `wshard_ros.bag_import`, so that a missing interpreter or package is said plainly (exit
+//! 2, with how to install it) instead of as a Python traceback.
+
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use super::control::exit;
+
+/// The environment variable naming the Python interpreter.
+pub const PYTHON_ENV: &str = "WSHARD_PYTHON";
+
+/// The interpreter when [`PYTHON_ENV`] is not set.
+pub const DEFAULT_PYTHON: &str = "python3";
+
+/// The importer's module.
+pub const IMPORT_MODULE: &str = "wshard_ros.bag_import";
+
+/// Exit status of the probe when the module cannot be found.
+const PROBE_MISSING: i32 = 3;
+
+/// The probe: exit 0 when the module can be found, [`PROBE_MISSING`] (with the import
+/// error on stderr) when not.
+const PROBE: &str = "import importlib.util, sys\n\
+try:\n    found = importlib.util.find_spec(sys.argv[1]) is not None\n\
+except ImportError as e:\n    print(e, file=sys.stderr)\n    sys.exit(3)\n\
+sys.exit(0 if found else 3)\n";
+
+/// How to get the importer.
+pub const INSTALL_HINT: &str = "install the ROS bridge's Python package into that \
+     interpreter (`python3 -m pip install ingest-adapters/ros ingest-adapters/python` from a \
+     checkout of wshard-recorder), or put ingest-adapters/ros/src and \
+     ingest-adapters/python/src on PYTHONPATH, or point $WSHARD_PYTHON at a python that has \
+     them";
+
+/// The interpreter: `$WSHARD_PYTHON` (non-empty), else `python3`.
+#[must_use]
+pub fn python() -> OsString {
+    match std::env::var_os(PYTHON_ENV) {
+        Some(v) if !v.is_empty() => v,
+        _ => OsString::from(DEFAULT_PYTHON),
+    }
+}
+
+/// Where the interpreter came from, for messages.
+fn python_source() -> &'static str {
+    match std::env::var_os(PYTHON_ENV) {
+        Some(v) if !v.is_empty() => "$WSHARD_PYTHON",
+        _ => "the default; set $WSHARD_PYTHON to choose another",
+    }
+}
+
+/// Whether `python` finds the importer: `Err` with the message to print.
+fn probe(python: &OsStr) -> Result<(), String> {
+    let shown = python.to_string_lossy();
+    let out = Command::new(python)
+        .arg("-c")
+        .arg(PROBE)
+        .arg(IMPORT_MODULE)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| {
+            format!(
+                "cannot run the Python interpreter `{shown}` ({}): {e}; {INSTALL_HINT}",
+                python_source()
+            )
+        })?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let why = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+    let why = if why.is_empty() {
+        format!("the probe exited with {}", out.status)
+    } else {
+        why
+    };
+    match out.status.code() {
+        Some(PROBE_MISSING) => Err(format!(
+            "`{shown}` ({}) cannot import {IMPORT_MODULE} ({why}); {INSTALL_HINT}",
+            python_source()
+        )),
+        _ => Err(format!(
+            "`{shown}` ({}) failed to look for {IMPORT_MODULE}: {why}; is it a Python 3 \
+             interpreter? {INSTALL_HINT}",
+            python_source()
+        )),
+    }
+}
+
+/// The exit code for a child's status: its code, or 128 + the signal that killed it (as
+/// shells report it).
+fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => u8::try_from(c & 0xFF).unwrap_or(exit::ERROR),
+        (None, Some(sig)) => u8::try_from((128 + sig) & 0xFF).unwrap_or(exit::ERROR),
+        (None, None) => exit::ERROR,
+    }
+}
+
+/// Run `wshard import ARGS...`; returns the importer's exit code, or 2 when it cannot be
+/// run (no interpreter, no `wshard_ros`).
+pub fn run(args: &[OsString], err: &mut dyn Write) -> u8 {
+    let python = python();
+    if let Err(message) = probe(&python) {
+        let _ = writeln!(err, "wshard import: {message}");
+        return exit::ERROR;
+    }
+    match Command::new(&python)
+        .arg("-m")
+        .arg(IMPORT_MODULE)
+        .args(args)
+        .status()
+    {
+        Ok(status) => exit_code(status),
+        Err(e) => {
+            let _ = writeln!(
+                err,
+                "wshard import: cannot run `{} -m {IMPORT_MODULE}`: {e}",
+                python.to_string_lossy()
+            );
+            exit::ERROR
+        }
+    }
+}
