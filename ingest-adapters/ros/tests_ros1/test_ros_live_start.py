@@ -1,0 +1,99 @@
+"""The ROS 1 front end's start-up and its parts that need no recording: the generated service
+code is current, the ROS tools find the service types, a message type not installed is
+refused at start naming topic and type, a bad mapping is refused, the trigger commands."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rosharness import PYTHON, PYTHONPATH, ROS_DIR, BridgeProc, RosMaster
+
+from wshard_ros.ros1.errors import BadTrigger
+from wshard_ros.ros1.trigger import parse_trigger
+
+SRC = ROS_DIR / "src"
+
+
+def test_ros_live_srv_generated_is_current(tmp_path: Path) -> None:
+    r = subprocess.run([PYTHON, str(ROS_DIR / "srv" / "generate.py"), str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    fresh = tmp_path / "wshard_ros_msgs"
+    committed = SRC / "wshard_ros_msgs"
+    names = sorted(p.relative_to(fresh).as_posix() for p in fresh.rglob("*.py"))
+    assert names == sorted(p.relative_to(committed).as_posix() for p in committed.rglob("*.py")), (
+        "the committed wshard_ros_msgs files differ from what srv/generate.py writes: run it"
+    )
+    for name in names:
+        assert (fresh / name).read_text() == (committed / name).read_text(), (
+            f"wshard_ros_msgs/{name} is stale: run /usr/bin/python3 ingest-adapters/ros/srv/generate.py"
+        )
+
+
+def test_ros_live_service_types_found_by_ros_tools() -> None:
+    import roslib.message
+
+    for name in ("Start", "Stop", "Abort", "Annotate", "Status"):
+        cls = roslib.message.get_service_class(f"wshard_ros_msgs/{name}")
+        assert cls is not None, name
+        assert cls._type == f"wshard_ros_msgs/{name}"
+    from wshard_ros_msgs.srv import AnnotateRequest
+
+    assert AnnotateRequest.__slots__ == ["label", "text", "json", "at"]
+
+
+def test_ros_live_type_not_installed_refused_at_start(ros: RosMaster, tmp_path: Path) -> None:
+    # geometry_msgs without its .msg module (std_msgs is there): the type is known to the converters,
+    # but rospy has no class for it.
+    fake = tmp_path / "shadow" / "geometry_msgs"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    mapping = tmp_path / "m.toml"
+    mapping.write_text(
+        '[topics."/gripper"]\ntype = "std_msgs/Float64"\n'
+        '[topics."/ft"]\ntype = "geometry_msgs/WrenchStamped"\n'
+    )
+    env = dict(ros.env, PYTHONPATH=f"{fake.parent}:{PYTHONPATH}")
+    r = subprocess.run(
+        [PYTHON, "-m", "wshard_ros.ros1", "--mapping", str(mapping), "--socket", str(tmp_path / "none.sock")],
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert r.returncode == 2, r.stderr
+    assert "topic '/ft'" in r.stderr and "'geometry_msgs/WrenchStamped'" in r.stderr and "not installed" in r.stderr
+
+
+def test_ros_live_bad_mapping_refused_at_start(ros: RosMaster, tmp_path: Path) -> None:
+    mapping = tmp_path / "m.toml"
+    mapping.write_text('[topics."/x"]\ntype = "sensor_msgs/PointCloud2"\n')
+    r = subprocess.run(
+        [PYTHON, "-m", "wshard_ros.ros1", "--mapping", str(mapping), "--socket", str(tmp_path / "none.sock")],
+        env=ros.env, capture_output=True, text=True, timeout=60,
+    )
+    assert r.returncode == 2
+    assert "topic '/x'" in r.stderr and "PointCloud2" in r.stderr
+
+
+def test_ros_live_trigger_commands() -> None:
+    assert parse_trigger("start ep1") == {"cmd": "start", "episode_id": "ep1", "env_id": ""}
+    assert parse_trigger("  start ep1 kitchen ") == {"cmd": "start", "episode_id": "ep1", "env_id": "kitchen"}
+    assert parse_trigger("stop") == {"cmd": "stop"}
+    assert parse_trigger("ABORT") == {"cmd": "abort"}
+    assert parse_trigger("annotate grasp the red  cup") == {"cmd": "annotate", "label": "grasp", "text": "the red  cup"}
+    assert parse_trigger("annotate ok") == {"cmd": "annotate", "label": "ok"}
+    assert parse_trigger('{"cmd": "annotate", "label": "x", "json": {"a": 1}}')["json"] == {"a": 1}
+    for bad, why in [
+        ("", "empty"),
+        ("start", "EPISODE_ID"),
+        ("start a b c", "3 arguments"),
+        ("stop now", "no arguments"),
+        ("annotate", "LABEL"),
+        ("record ep", "unknown command 'record'"),
+        ("{nope", "not JSON"),
+        ('{"cmd": "reboot"}', "'cmd'"),
+        ("[1]", "unknown command"),
+    ]:
+        with pytest.raises(BadTrigger, match=why):
+            parse_trigger(bad)
+
+
+__all__ = ["BridgeProc", "sys"]
