@@ -52,7 +52,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (MappingError, MessageClassMissing) as e:
         print(f"wshard-ros-bridge: {e}", file=sys.stderr)
         return EXIT_REFUSED
-    from ..bridge import Bridge, BridgeOptions
+    from ..bridge import Bridge, BridgeOptions, serve_control
     from .node import Ros1Node, init_node
 
     try:
@@ -71,7 +71,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     init_node()
     bridge = Bridge(mapping, opts)
     node = Ros1Node(bridge, mapping)
-    server = _serve(bridge, node, args.bridge_socket)
+    server = serve_control(bridge, args.bridge_socket) if args.bridge_socket else None
     rospy.loginfo("wshard-ros-bridge: %d topics, %d event topics, daemon %s", len(mapping.topics),
                   len(mapping.events), args.socket)
     try:
@@ -83,11 +83,3 @@ def main(argv: Optional[List[str]] = None) -> int:
         bridge.close()
     return 0
 
-
-def _serve(bridge: object, node: object, path: Optional[str]) -> Optional[object]:
-    """Start the bridge control socket at ``path`` (``None``: none)."""
-    if path is None:
-        return None
-    from ..bridge import serve_control
-
-    return serve_control(bridge, path)  # type: ignore[arg-type]

@@ -10,13 +10,15 @@ from typing import Any, Dict, List, Optional
 import rospy
 from std_msgs.msg import String
 
-from ..bridge import Bridge
+from ..bridge import Bridge, handle_request
 from ..mapping import BridgeMapping
-from .commands import Reply, execute
 from .errors import BadTrigger
 from .msgclasses import message_classes
 from .services import register_services
 from .trigger import parse_trigger
+
+#: A bridge-socket reply: ``{"ok": true, "result": ...}`` or ``{"ok": false, "error": {...}}``.
+Reply = Dict[str, Any]
 
 log = logging.getLogger("wshard_ros.ros1")
 
@@ -100,7 +102,7 @@ class Ros1Node:
         if request.get("cmd") == "status":
             return {"ok": True, "result": self.status()}
         with self._control:
-            return execute(self.bridge, request, ros_now_ns)
+            return handle_request(self.bridge, request)
 
     def status(self) -> Dict[str, Any]:
         """:meth:`Bridge.status` plus ``ros``: node name, ROS time, ``use_sim_time``, the

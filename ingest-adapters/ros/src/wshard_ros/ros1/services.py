@@ -1,6 +1,6 @@
 """The node's services ``~start``, ``~stop``, ``~abort``, ``~annotate`` and ``~status``
 (types of the package ``wshard_ros_msgs``, ingest-adapters/ros/srv), each a thin
-translation of the request into :func:`~wshard_ros.ros1.commands.execute`."""
+translation of the request into the bridge socket's request (:func:`~wshard_ros.bridge.handle_request`)."""
 
 import json
 from typing import Any, Callable, Dict, List
@@ -20,11 +20,10 @@ from wshard_ros_msgs.srv import (
     StopResponse,
 )
 
-from .commands import Reply
-
 #: The services, under the node's private namespace.
 SERVICE_NAMES = ("~start", "~stop", "~abort", "~annotate", "~status")
 
+Reply = Dict[str, Any]
 Run = Callable[[Dict[str, Any]], Reply]
 
 
@@ -37,7 +36,8 @@ def _outcome(reply: Reply) -> Dict[str, Any]:
 
 
 def register_services(run: Run, status: Callable[[], Dict[str, Any]]) -> List[Any]:
-    """Advertise the five services; ``run`` executes a bridge-socket request, ``status``
+    """Advertise the five services; ``run`` executes a bridge-socket request
+    (:func:`~wshard_ros.bridge.handle_request`), ``status``
     gives the JSON object of ``~status``. Returns the ``rospy.Service`` objects."""
 
     def start(req: Any) -> Any:
@@ -55,7 +55,9 @@ def register_services(run: Run, status: Callable[[], Dict[str, Any]]) -> List[An
         return AbortResponse(**_outcome(run({"cmd": "abort"})))
 
     def annotate(req: Any) -> Any:
-        request: Dict[str, Any] = {"cmd": "annotate", "label": req.label, "at_ns": int(req.at.to_nsec())}
+        request: Dict[str, Any] = {"cmd": "annotate", "label": req.label}
+        if not req.at.is_zero():
+            request["at_ns"] = int(req.at.to_nsec())
         if req.text:
             request["text"] = req.text
         if req.json.strip():

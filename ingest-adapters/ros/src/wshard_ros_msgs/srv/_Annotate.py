@@ -16,7 +16,7 @@ class AnnotateRequest(genpy.Message):
 string label          # required, 1..=256 bytes
 string text           # a text payload ("" for none)
 string json           # a JSON payload ("" for none); at most one of text and json
-time at               # when, in ROS time (the clock of the step times); 0: now (rospy.get_rostime())
+time at               # when, in ROS time (the clock of the step times); 0: the latest step or event time recorded
 """
   __slots__ = ['label','text','json','at']
   _slot_types = ['string','string','string','time']
