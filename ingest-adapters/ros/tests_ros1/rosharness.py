@@ -159,15 +159,15 @@ class BridgeProc:
         return self.log_path.read_text(errors="replace")[-4000:]
 
     def _wait_services(self) -> None:
-        import rosgraph
+        """Until ~status answers (a killed bridge's registration may still be listed)."""
 
         def up() -> bool:
             if self.proc.poll() is not None:
                 raise AssertionError(f"bridge exited {self.proc.returncode}:\n{self.log()}")
             try:
-                rosgraph.Master("/test", master_uri=self.master.uri).lookupService(f"{self.node}/status")
+                self.status()
                 return True
-            except Exception:  # noqa: BLE001 - not registered yet (rosgraph raises several kinds)
+            except Exception:  # noqa: BLE001 - not registered yet, or a dead node's URI (rospy raises several kinds)
                 return False
 
         wait_for("the bridge's services", up, timeout=30.0, every=0.05)
