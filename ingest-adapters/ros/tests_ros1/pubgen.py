@@ -38,6 +38,21 @@ def image_bytes(i: int, width: int, height: int, channels: int = 3) -> bytes:
     return ((np.arange(n, dtype=np.uint32) * 31 + i * 7) % 251).astype(np.uint8).tobytes()
 
 
+_NOISE: Dict[Tuple[int, int], List[bytes]] = {}
+NOISE_FRAMES = 16
+
+
+def noise_bytes(i: int, width: int, height: int) -> bytes:
+    """Incompressible rgb8 pixels for the benchmark: frame ``i % 16`` of a random pool (not
+    deterministic across processes; the tests use :func:`image_bytes`)."""
+    import os
+
+    pool = _NOISE.get((width, height))
+    if pool is None:
+        pool = _NOISE[(width, height)] = [os.urandom(width * height * 3) for _ in range(NOISE_FRAMES)]
+    return pool[i % NOISE_FRAMES]
+
+
 def imu_values(i: int) -> Dict[str, List[float]]:
     """orientation (x, y, z, w), angular_velocity, linear_acceleration of Imu ``i``."""
     return {
@@ -64,7 +79,7 @@ def _time(ns: int) -> Any:
 
 
 def make_message(kind: str, i: int, t_ns: int, width: int = 64, height: int = 48) -> Any:
-    """rospy message ``i`` of ``kind`` (``joint``, ``image``, ``imu``, ``event``, ``clock``)
+    """rospy message ``i`` of ``kind`` (``joint``, ``image``, ``image_noise``, ``imu``, ``event``, ``clock``)
     with header stamp ``t_ns``."""
     if kind == "joint":
         from sensor_msgs.msg import JointState
@@ -74,11 +89,11 @@ def make_message(kind: str, i: int, t_ns: int, width: int = 64, height: int = 48
         m.header.stamp = _time(t_ns)
         m.header.frame_id = "base"
         return m
-    if kind == "image":
+    if kind in ("image", "image_noise"):
         from sensor_msgs.msg import Image
 
         m = Image(height=height, width=width, encoding="rgb8", is_bigendian=0, step=width * 3)
-        m.data = image_bytes(i, width, height)
+        m.data = image_bytes(i, width, height) if kind == "image" else noise_bytes(i, width, height)
         m.header.stamp = _time(t_ns)
         m.header.frame_id = "camera"
         return m

@@ -96,3 +96,18 @@ def test_ros_live_control_two_episodes_services_then_trigger(
         ("done", "text", "all good", T0 + 199 * NS // 200)
     ]
     daemon.assert_verified(data / "c1", data / "c2")
+
+
+def test_ros_live_control_sigterm_stops_the_episode(
+    ros: RosMaster, daemon: Daemon, bridge_factory, publishers  # type: ignore[no-untyped-def]
+) -> None:
+    """SIGTERM (systemctl stop): rospy shuts down, the bridge stops the episode (drained,
+    completed) and exits 0."""
+    bridge: BridgeProc = bridge_factory(MAPPING, daemon)
+    assert bridge.call("start", episode_id="t1", env_id="", metadata_json="").ok
+    pub = publishers("joint", "/joint_states", count=80, rate=200, t0=T0)
+    assert pub.wait_published() == 80
+    bridge.wait_received({"/joint_states": 80})
+    assert bridge.stop() == 0, bridge.log()
+    assert L.index(daemon.data_dir, "t1")["status"] == "complete"
+    L.check_joint(L.stream(daemon.data_dir, "t1", "joint_states"), 0, 80, T0, 200)
