@@ -3,9 +3,12 @@ through the ~trigger topic; both episodes complete and hold exactly their own me
 refusals answer their codes; the bridge socket (--bridge-socket) serves the same bridge."""
 
 import json
+import os
 import socket
+import subprocess
 import tempfile
 from pathlib import Path
+from typing import Dict
 
 import livecheck as L
 import rospy
@@ -44,6 +47,11 @@ def test_ros_live_control_two_episodes_services_then_trigger(
     r = bridge.call("start", episode_id="", env_id="", metadata_json="")
     assert (r.ok, r.code) == (False, "BAD_REQUEST"), r
     assert _bridge_socket(sock, {"cmd": "status"})["result"]["state"] == "idle"
+    # the ROS tools find the service types (wshard_ros_msgs on PYTHONPATH)
+    r = subprocess.run(
+        ["rosservice", "call", "/wshard_ros_bridge/status"], env=ros.env, capture_output=True, text=True, timeout=60
+    )
+    assert r.returncode == 0 and "status_json" in r.stdout and '\\"state\\": \\"idle\\"' in r.stdout, r
 
     # episode 1 through the services
     r = bridge.call("start", episode_id="c1", env_id="lab", metadata_json='{"operator": "ann"}')
@@ -111,3 +119,33 @@ def test_ros_live_control_sigterm_stops_the_episode(
     assert bridge.stop() == 0, bridge.log()
     assert L.index(daemon.data_dir, "t1")["status"] == "complete"
     L.check_joint(L.stream(daemon.data_dir, "t1", "joint_states"), 0, 80, T0, 200)
+
+
+def test_ros_live_control_wshard_bridge_cli(
+    ros: RosMaster, daemon: Daemon, binaries: Dict[str, Path], bridge_factory, publishers  # type: ignore[no-untyped-def]
+) -> None:
+    """`wshard bridge start|annotate|status|stop` on the bridge socket of a ROS 1 bridge."""
+    sock = Path(tempfile.mkdtemp(prefix="wsb-", dir="/tmp")) / "bridge.sock"
+    bridge_factory(MAPPING, daemon, extra=["--bridge-socket", str(sock)])
+    env = dict(os.environ, WSHARD_BRIDGE_SOCKET=str(sock))
+
+    def cli(*args: str) -> "subprocess.CompletedProcess[str]":
+        return subprocess.run(
+            [str(binaries["wshard"]), "bridge", *args], env=env, capture_output=True, text=True, timeout=60
+        )
+
+    r = cli("start", "cli1", "--env-id", "lab", "--metadata", '{"robot": "r2"}')
+    assert r.returncode == 0, f"wshard bridge start (a wshard with the bridge verb is needed): {r.stderr}"
+    pub = publishers("joint", "/joint_states", count=50, rate=200, t0=T0)
+    assert pub.wait_published() == 50
+    wait_for("50 received", lambda: json.loads(cli("status", "--json").stdout)["result"]["topics"]["/joint_states"]
+             ["received"] >= 50)
+    r = cli("annotate", "--label", "grasp", "--text", "from the cli")
+    assert r.returncode == 0, r.stderr
+    r = cli("stop")
+    assert r.returncode == 0, r.stderr
+    r = cli("stop", "--json")
+    assert r.returncode == 1 and json.loads(r.stdout)["error"]["code"] == "NOT_RECORDING", r
+    assert L.index(daemon.data_dir, "cli1")["status"] == "complete"
+    L.check_joint(L.stream(daemon.data_dir, "cli1", "joint_states"), 0, 50, T0, 200)
+    assert [(a["label"], a["data"]) for a in L.annotations(daemon.data_dir, "cli1")] == [("grasp", "from the cli")]
