@@ -140,3 +140,36 @@ def test_ros_bridge_shm_transport(daemon) -> None:
         bridge.on_message("/camera/image", m, i)
     assert bridge.stop()["streams"]["cam"]["timesteps"] == 20
     assert K.stream_of(daemon, "shm", "cam").channel("signal/image") == b"".join(K.pixels(m) for m in ims)
+
+
+def test_ros_bridge_concurrent_callbacks(daemon) -> None:
+    """rospy calls each subscription from its own thread: rgb, depth and joints at once."""
+    import threading
+
+    bridge = K.make_bridge(daemon, CAMERA)
+    bridge.start("threads")
+    n = 120
+    rgb = [K.rgb(i, t_ns=t(i)) for i in range(n)]
+    dep = [K.depth(i, t_ns=t(i)) for i in range(n)]
+    js = [K.joints(i) for i in range(n)]
+    jobs = [("/camera/color", rgb), ("/camera/depth", dep), ("/joint_states", js)]
+    threads = [
+        threading.Thread(target=lambda tp=tp, ms=ms: [bridge.on_message(tp, m, i) for i, m in enumerate(ms)])
+        for tp, ms in jobs
+    ]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    bridge.stop()
+    st = bridge.status()["topics"]
+    assert st["/joint_states"]["recorded"] == n
+    for topic in ("/camera/color", "/camera/depth"):
+        c = st[topic]
+        assert c["recorded"] + c["drop_reasons"]["unmatched"] == n and c["dropped"] == c["drop_reasons"]["unmatched"]
+    ep = K.stream_of(daemon, "threads", "camera")
+    kept = [(ts - t(0)) // 33_000_000 for ts in ep.timestamps]
+    assert kept == sorted(set(kept)) and len(kept) == st["/camera/color"]["recorded"]
+    assert ep.channel("signal/rgb/image") == b"".join(K.pixels(rgb[i]) for i in kept)
+    assert ep.channel("signal/depth/image") == b"".join(K.pixels(dep[i]) for i in kept)
+    assert K.stream_of(daemon, "threads", "joint_states").timestamps == [K.stamp(i) for i in range(n)]
