@@ -7,7 +7,7 @@ from pathlib import Path
 
 import livecheck as L
 from daemon_harness import Daemon
-from rosharness import BridgeProc, RosMaster
+from rosharness import BridgeProc, RosMaster, wait_for
 
 NS = 1_000_000_000
 T0 = 1_700_000_000 * NS
@@ -84,8 +84,10 @@ def test_ros_live_sim_time_receive_clock(
     mapping = '[topics."/imu"]\ntype = "sensor_msgs/Imu"\ntime = "receive"\n'
     bridge: BridgeProc = bridge_factory(mapping, daemon)
     sim_t0 = 5_000 * NS  # far from the wall clock
-    clock = publishers("clock", "/clock", count=1, rate=1, t0=sim_t0, node="sim_clock")
+    # under use_sim_time the publisher's own node subscribes to /clock too: wait for 2
+    clock = publishers("clock", "/clock", count=1, rate=1, t0=sim_t0, node="sim_clock", subs=2)
     assert clock.wait_published() == 1
+    wait_for("the bridge on /clock", lambda: bridge.status()["ros"]["ros_time_ns"] == sim_t0)
     assert bridge.call("start", episode_id="sim1", env_id="", metadata_json="").ok
     pub = publishers("imu", "/imu", count=20, rate=100, t0=T0)
     assert pub.wait_published() == 20
