@@ -46,8 +46,8 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 20.0, every: 
 class RosMaster:
     """``rosmaster --core`` on 127.0.0.1:PORT; ``env`` is what every ROS process gets."""
 
-    def __init__(self, workdir: Path) -> None:
-        self.port = free_port()
+    def __init__(self, workdir: Path, port: Optional[int] = None) -> None:
+        self.port = port or free_port()
         self.uri = f"http://127.0.0.1:{self.port}"
         self.env = dict(os.environ)
         self.env.update(
@@ -154,6 +154,15 @@ class BridgeProc:
         self.node = "/wshard_ros_bridge"
         if wait:
             self._wait_services()
+
+    @classmethod
+    def attach(cls, master: RosMaster, proc: "subprocess.Popen[bytes]", log: Any) -> "BridgeProc":
+        """A bridge process the caller started with its output on the file ``log`` (closed
+        by :meth:`stop`), once its services answer."""
+        b = cls.__new__(cls)
+        b.master, b.proc, b.node, b.log_path, b._log = master, proc, "/wshard_ros_bridge", Path(log.name), log
+        b._wait_services()
+        return b
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:]

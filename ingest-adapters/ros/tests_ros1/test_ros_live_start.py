@@ -2,12 +2,13 @@
 code is current, the ROS tools find the service types, a message type not installed is
 refused at start naming topic and type, a bad mapping is refused, the trigger commands."""
 
+import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from rosharness import PYTHON, PYTHONPATH, ROS_DIR, BridgeProc, RosMaster
+from daemon_harness import Daemon
+from rosharness import PYTHON, PYTHONPATH, ROS_DIR, BridgeProc, RosMaster, free_port, wait_for
 
 from wshard_ros.ros1.errors import BadTrigger
 from wshard_ros.ros1.trigger import parse_trigger
@@ -50,13 +51,15 @@ def test_ros_live_type_not_installed_refused_at_start(ros: RosMaster, tmp_path: 
     (fake / "__init__.py").write_text("")
     mapping = tmp_path / "m.toml"
     mapping.write_text(
-        '[topics."/gripper"]\ntype = "std_msgs/Float64"\n'
-        '[topics."/ft"]\ntype = "geometry_msgs/WrenchStamped"\n'
+        '[topics."/gripper"]\ntype = "std_msgs/Float64"\n[topics."/ft"]\ntype = "geometry_msgs/WrenchStamped"\n'
     )
     env = dict(ros.env, PYTHONPATH=f"{fake.parent}:{PYTHONPATH}")
     r = subprocess.run(
         [PYTHON, "-m", "wshard_ros.ros1", "--mapping", str(mapping), "--socket", str(tmp_path / "none.sock")],
-        env=env, capture_output=True, text=True, timeout=60,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert r.returncode == 2, r.stderr
     assert "topic '/ft'" in r.stderr and "'geometry_msgs/WrenchStamped'" in r.stderr and "not installed" in r.stderr
@@ -67,7 +70,10 @@ def test_ros_live_bad_mapping_refused_at_start(ros: RosMaster, tmp_path: Path) -
     mapping.write_text('[topics."/x"]\ntype = "sensor_msgs/PointCloud2"\n')
     r = subprocess.run(
         [PYTHON, "-m", "wshard_ros.ros1", "--mapping", str(mapping), "--socket", str(tmp_path / "none.sock")],
-        env=ros.env, capture_output=True, text=True, timeout=60,
+        env=ros.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert r.returncode == 2
     assert "topic '/x'" in r.stderr and "PointCloud2" in r.stderr
@@ -96,4 +102,43 @@ def test_ros_live_trigger_commands() -> None:
             parse_trigger(bad)
 
 
-__all__ = ["BridgeProc", "sys"]
+def test_ros_live_start_before_the_master(tmp_path: Path, daemon: Daemon) -> None:
+    """Started before rosmaster (a boot order systemd does not fix): rospy keeps trying,
+    the services come up once the master does, and the bridge records."""
+    port = free_port()
+    env = dict(
+        os.environ,
+        ROS_MASTER_URI=f"http://127.0.0.1:{port}",
+        ROS_IP="127.0.0.1",
+        ROS_HOSTNAME="localhost",
+        PYTHONPATH=PYTHONPATH,
+        ROS_HOME=str(tmp_path / "ros_home"),
+    )
+    mapping = tmp_path / "m.toml"
+    mapping.write_text('[topics."/imu"]\ntype = "sensor_msgs/Imu"\n')
+    log = open(tmp_path / "bridge.log", "wb")  # noqa: SIM115 - closed by bridge.stop()
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "wshard_ros.ros1", "--mapping", str(mapping), "--socket", str(daemon.socket)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    master = None
+    bridge = None
+    try:
+        wait_for(
+            "rospy's retry message", lambda: b"master may not be running yet" in (tmp_path / "bridge.log").read_bytes()
+        )
+        master = RosMaster(tmp_path, port)
+        os.environ["ROS_MASTER_URI"] = master.uri
+        bridge = BridgeProc.attach(master, proc, log)
+        assert bridge.call("start", episode_id="late", env_id="", metadata_json="").ok
+        assert bridge.call("stop").ok
+        assert bridge.stop() == 0
+    finally:
+        if bridge is None:
+            proc.kill()
+            proc.wait()
+            log.close()
+        if master is not None:
+            master.stop()
