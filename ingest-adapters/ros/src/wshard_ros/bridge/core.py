@@ -11,7 +11,7 @@ from typing import Any, Dict, Mapping, Optional, Set, Union
 
 from wshard_client import ErrorCode, Outcome, Recorder, SchemaError, ServerError, WshardError
 
-from ..convert import event_converter_for
+from ..convert import converter_for, event_converter_for
 from ..errors import MessageError
 from ..mapping import BridgeMapping
 from . import daemon_control
@@ -33,10 +33,14 @@ class Bridge:
     """Records the topics of a mapping as one multi-stream episode per ``start`` /
     ``stop``. Thread-safe; :meth:`on_message` never raises.
 
-    Raises (constructor): nothing beyond what ``options`` checked.
+    Raises (constructor):
+        MissingDependency: a topic needs a package not installed (Pillow for
+            ``compressed = "decode"``).
     """
 
     def __init__(self, mapping: BridgeMapping, options: BridgeOptions) -> None:
+        for spec in mapping.topics:
+            converter_for(spec)  # refuse now what could only fail at start
         self.mapping = mapping
         self.options = options
         self.counters = Counters([t.topic for t in mapping.topics], [e.topic for e in mapping.events])
