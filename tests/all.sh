@@ -33,6 +33,9 @@ if ! /usr/bin/python3 -c 'import rospy, rosmaster, genpy, sensor_msgs.msg, geome
     || ! command -v rosmaster >/dev/null 2>&1; then
     missing+=("Debian's ROS 1 packages for /usr/bin/python3, for the live ROS 1 bridge's tests (apt-get install python3-rosmaster python3-rospy python3-rosservice python3-sensor-msgs python3-geometry-msgs python3-std-msgs python3-genpy python3-netifaces python3-numpy python3-pytest python3-zstandard)")
 fi
+if ! python3 -c 'import PIL' >/dev/null 2>&1; then
+    missing+=("python3 module PIL, for the ROS bridge's compressed = \"decode\" tests (python3 -m pip install pillow)")
+fi
 if ! python3 -m maturin --version >/dev/null 2>&1; then
     missing+=("maturin, to build the Python reader (python3 -m pip install maturin)")
 fi
