@@ -65,6 +65,52 @@ def test_ros_live_type_not_installed_refused_at_start(ros: RosMaster, tmp_path: 
     assert "topic '/ft'" in r.stderr and "'geometry_msgs/WrenchStamped'" in r.stderr and "not installed" in r.stderr
 
 
+def _refused(tmp_path: Path, env: dict, mapping_text: str, *extra: str) -> str:  # type: ignore[type-arg]
+    mapping = tmp_path / "m.toml"
+    mapping.write_text(mapping_text)
+    r = subprocess.run(
+        [PYTHON, "-m", "wshard_ros.ros1", "--mapping", str(mapping), "--socket", str(tmp_path / "none.sock"), *extra],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    return r.stderr
+
+
+def _shadow(tmp_path: Path, module: str) -> str:
+    """A PYTHONPATH whose ``module`` fails to import (as on a python without it)."""
+    d = tmp_path / "shadow"
+    d.mkdir(exist_ok=True)
+    (d / f"{module}.py").write_text(f"raise ImportError('no {module} here')\n")
+    return f"{d}:{PYTHONPATH}"
+
+
+def test_ros_live_start_refused_without_rospy(ros: RosMaster, tmp_path: Path) -> None:
+    env = dict(ros.env, PYTHONPATH=_shadow(tmp_path, "rospy"))
+    err = _refused(tmp_path, env, '[topics."/imu"]\ntype = "sensor_msgs/Imu"\n')
+    assert "rospy cannot be imported" in err and "/usr/bin/python3" in err
+
+
+def test_ros_live_start_refused_without_pillow_for_decode(ros: RosMaster, tmp_path: Path) -> None:
+    env = dict(ros.env, PYTHONPATH=_shadow(tmp_path, "PIL"))
+    err = _refused(tmp_path, env, '[topics."/cam"]\ntype = "sensor_msgs/CompressedImage"\ncompressed = "decode"\n')
+    assert "decode" in err and "Pillow" in err and "python3-pil" in err, err
+
+
+def test_ros_live_start_refused_bridge_socket_in_use(ros: RosMaster, tmp_path: Path) -> None:
+    import socket as so
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="wsb-", dir="/tmp")) / "bridge.sock"
+    with so.socket(so.AF_UNIX, so.SOCK_STREAM) as live:
+        live.bind(str(path))
+        live.listen(1)
+        err = _refused(tmp_path, ros.env, '[topics."/imu"]\ntype = "sensor_msgs/Imu"\n', "--bridge-socket", str(path))
+    assert str(path) in err and "in use" in err, err
+
+
 def test_ros_live_bad_mapping_refused_at_start(ros: RosMaster, tmp_path: Path) -> None:
     mapping = tmp_path / "m.toml"
     mapping.write_text('[topics."/x"]\ntype = "sensor_msgs/PointCloud2"\n')

@@ -1,8 +1,10 @@
 """``wshard-ros-bridge`` / ``python3 -m wshard_ros.ros1``: the live ROS 1 bridge process.
 
 Exit status: 0 after a normal shutdown (SIGINT, SIGTERM, ``rosnode kill``); 2 when it
-refuses to start (a bad mapping file, a message type not installed, bad arguments), each
-with one line on stderr naming the file, topic and type.
+refuses to start, with one line on stderr: bad arguments, rospy not importable (not Debian's
+``/usr/bin/python3``), a bad mapping file (naming file, topic and key), a message type not
+installed (naming topic and type), a package a mapping option needs (Pillow for
+``compressed = "decode"``), a bridge socket path in use.
 """
 
 import argparse
@@ -10,11 +12,12 @@ import logging
 import sys
 from typing import List, Optional
 
-from ..errors import MappingError
+from ..errors import RosBridgeError
 from ..mapping import load_mapping
-from .errors import MessageClassMissing
 
 EXIT_REFUSED = 2
+#: What marks a ROS remapping argument (``__name:=other``, ``/topic:=/other``).
+ROS_REMAP = ":="
 
 
 def parser() -> argparse.ArgumentParser:
@@ -36,26 +39,25 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Run the bridge until ROS shuts it down; returns the exit status."""
-    import rospy  # here: `--help` and the converter core's tests need no ROS install
-
-    args = parser().parse_args(rospy.myargv(argv if argv is not None else sys.argv)[1:])
+    """Run the bridge until ROS shuts it down; returns the exit status (see the module)."""
+    raw = list(argv if argv is not None else sys.argv)
+    # ROS remappings (`name:=value`) are rospy's (init_node reads them from `raw`).
+    args = parser().parse_args([a for a in raw[1:] if ROS_REMAP not in a])
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("wshard-ros-bridge: %(levelname)s %(message)s"))
     logging.getLogger("wshard_ros").addHandler(handler)
     logging.getLogger("wshard_ros").setLevel(logging.INFO)
     try:
-        mapping = load_mapping(args.mapping)
-        from .msgclasses import message_classes
-
-        message_classes(mapping)  # refuse a type not installed before talking to ROS
-    except (MappingError, MessageClassMissing) as e:
-        print(f"wshard-ros-bridge: {e}", file=sys.stderr)
-        return EXIT_REFUSED
+        import rospy
+    except ImportError as e:
+        return _refuse(f"rospy cannot be imported ({e}): run it with Debian's /usr/bin/python3 (python3-rospy)")
     from ..bridge import Bridge, BridgeOptions, serve_control
+    from .msgclasses import message_classes
     from .node import Ros1Node, init_node
 
     try:
+        mapping = load_mapping(args.mapping)
+        message_classes(mapping)  # refuse a type not installed before talking to ROS
         opts = BridgeOptions(
             socket_path=args.socket,
             control_path=args.control_socket,
@@ -65,15 +67,17 @@ def main(argv: Optional[List[str]] = None) -> int:
             durability=args.durability,
             bridge_socket=args.bridge_socket,
         )
-    except ValueError as e:
-        print(f"wshard-ros-bridge: {e}", file=sys.stderr)
-        return EXIT_REFUSED
-    init_node()
-    bridge = Bridge(mapping, opts)
+        bridge = Bridge(mapping, opts)  # MissingDependency (e.g. Pillow for decode)
+    except (RosBridgeError, ValueError) as e:
+        return _refuse(str(e))
+    try:
+        server = serve_control(bridge, args.bridge_socket) if args.bridge_socket else None
+    except (RosBridgeError, OSError) as e:
+        return _refuse(str(e))
+    init_node(argv=raw)
     node = Ros1Node(bridge, mapping)
-    server = serve_control(bridge, args.bridge_socket) if args.bridge_socket else None
-    rospy.loginfo("wshard-ros-bridge: %d topics, %d event topics, daemon %s", len(mapping.topics),
-                  len(mapping.events), args.socket)
+    topics, events = len(mapping.topics), len(mapping.events)
+    rospy.loginfo("wshard-ros-bridge: %d topics, %d event topics, daemon %s", topics, events, args.socket)
     try:
         rospy.spin()
     finally:
@@ -83,3 +87,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         bridge.close()
     return 0
 
+
+def _refuse(why: str) -> int:
+    print(f"wshard-ros-bridge: {why}", file=sys.stderr)
+    return EXIT_REFUSED

@@ -127,6 +127,7 @@ class Ros1Node:
             srv.shutdown("bridge shutting down")
 
 
-def init_node(name: Optional[str] = None) -> None:
-    """``rospy.init_node`` (anonymous off, rospy's SIGINT/SIGTERM handling on)."""
-    rospy.init_node(name or NODE_NAME)
+def init_node(name: Optional[str] = None, argv: Optional[List[str]] = None) -> None:
+    """``rospy.init_node`` (anonymous off, rospy's SIGINT/SIGTERM handling on); ``argv``
+    carries the ROS remappings (default ``sys.argv``)."""
+    rospy.init_node(name or NODE_NAME, argv=argv)
