@@ -188,3 +188,13 @@ def test_ros_live_start_before_the_master(tmp_path: Path, daemon: Daemon) -> Non
             log.close()
         if master is not None:
             master.stop()
+
+
+def test_ros_live_start_node_name_remapped(ros: RosMaster, daemon: Daemon, bridge_factory) -> None:  # type: ignore[no-untyped-def]
+    """`__name:=` renames the node: services and trigger follow its private namespace."""
+    mapping = '[topics."/imu"]\ntype = "sensor_msgs/Imu"\n'
+    bridge: BridgeProc = bridge_factory(mapping, daemon, extra=["__name:=recorder2"], wait=False)
+    bridge.node = "/recorder2"
+    bridge._wait_services()
+    st = bridge.status()
+    assert st["ros"]["node"] == "/recorder2" and st["state"] == "idle"
