@@ -269,7 +269,8 @@ def table(res: dict[str, Any]) -> str:
         lines.append(f"| {t} | {n} | {n - res['recorded']['wshard'][t]} | {n - res['recorded']['rosbag'][t]} |")
     lines += ["", "| stream | DURABLE lag median ms | max ms |", "|---|---|---|"]
     for s, v in res["durable_lag_ms"].items():
-        lines.append(f"| {s} | {v['median']} | {v['max']} |")
+        med, top = v["median"], v["max"]
+        lines.append(f"| {s} | {'-' if med is None else f'{med:.1f}'} | {'-' if top is None else f'{top:.1f}'} |")
     c = res["cpu_s"]
     lines.append(
         f"\nCPU s: bridge {c['bridge']:.2f}, wshardd {c['wshardd']:.2f}, rosbag {c['rosbag']:.2f} "
