@@ -137,6 +137,12 @@ def test_ros_bridge_control_socket_path_in_use_and_stale(daemon, sockdir) -> Non
         ControlServer(bridge, str(path))
     with pytest.raises(ValueError):
         serve_control(bridge)  # no path given, none configured
+    with pytest.raises(ControlSocketError, match="no/such/dir"):
+        ControlServer(bridge, str(sockdir / "no" / "such" / "dir" / "s.sock"))
+    path.unlink()
+    with ControlServer(bridge, str(path)):
+        # the end of the stream ends a request without its newline
+        assert raw(path, b'{"cmd": "status"}')["ok"] is True
 
 
 def test_ros_bridge_main_serves_and_stops_on_sigterm(daemon, sockdir, tmp_path) -> None:

@@ -264,12 +264,15 @@ class Bridge:
             self._run = None
             message = self._last_error
         log.error("%s; the bridge stays up, the next start connects anew", message)
-        for s in run.streams.values():
-            if s.worker is not None:
-                s.worker.kill()
+        workers = [s.worker for s in run.streams.values() if s.worker is not None]
+        for w in workers:
+            w.kill()
         run.owner.transport.shutdown()
         with run.owner_lock:
             run.owner.close()
+        # Once status() says failed, every step the workers held is counted.
+        for w in workers:
+            w.join(self.options.timeout)
 
     # ------------------------------------------------------------------ internals
 
