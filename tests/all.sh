@@ -7,6 +7,8 @@
 #      multirate_three_producers_* tests run two Python client processes with python3)
 #   4. the Python client's tests against the real wshardd (they fail, never skip, without it)
 #      and the ROS converter core's tests (ingest-adapters/ros, messages built with rosbags)
+#      and the live ROS 1 bridge's tests (ingest-adapters/ros/tests_ros1: a real rosmaster,
+#      rospy publishers, Debian's /usr/bin/python3)
 #   5. the Python reader (wshard/python): its wheel built with maturin (release), installed
 #      with pip into the running python3, and its tests
 #   6. the fuzz smoke run: every fuzz target for FUZZ_SMOKE_SECONDS (default 15) each;
@@ -26,6 +28,13 @@ for t in systemd-analyze systemd-socket-activate; do
 done
 if ! python3 -c 'import pytest, numpy, zstandard, prometheus_client, rosbags' >/dev/null 2>&1; then
     missing+=("python3 modules pytest, numpy, zstandard, prometheus_client, rosbags (python3 -m pip install pytest numpy zstandard prometheus-client rosbags)")
+fi
+if ! /usr/bin/python3 -c 'import rospy, rosmaster, genpy, sensor_msgs.msg, geometry_msgs.msg, netifaces, numpy, pytest, zstandard' >/dev/null 2>&1 \
+    || ! command -v rosmaster >/dev/null 2>&1; then
+    missing+=("Debian's ROS 1 packages for /usr/bin/python3, for the live ROS 1 bridge's tests (apt-get install python3-rosmaster python3-rospy python3-rosservice python3-sensor-msgs python3-geometry-msgs python3-std-msgs python3-genpy python3-netifaces python3-numpy python3-pytest python3-zstandard)")
+fi
+if ! python3 -c 'import PIL' >/dev/null 2>&1; then
+    missing+=("python3 module PIL, for the ROS bridge's compressed = \"decode\" tests (python3 -m pip install pillow)")
 fi
 if ! python3 -m maturin --version >/dev/null 2>&1; then
     missing+=("maturin, to build the Python reader (python3 -m pip install maturin)")
@@ -53,6 +62,9 @@ python3 -m pytest ingest-adapters/python/tests -q
 
 echo "== ROS converter core"
 python3 -m pytest ingest-adapters/ros/tests -q
+
+echo "== ROS 1 live bridge (rosmaster, rospy publishers, the real wshardd; Debian's /usr/bin/python3)"
+PYTHONPATH=ingest-adapters/python/src:ingest-adapters/ros/src /usr/bin/python3 -m pytest ingest-adapters/ros/tests_ros1 -q
 
 echo "== Python reader: build the wheel, install it, test it"
 wheel_dir="$(mktemp -d)"
