@@ -17,6 +17,7 @@ import sys
 import threading
 from typing import List, Optional, Sequence
 
+from ..bridge.errors import ControlSocketError
 from ..errors import MappingError
 from ..mapping import load_mapping
 from .errors import DdsSetupError, UnsupportedTopicType
@@ -105,7 +106,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
     try:
-        bridge.start()
+        try:
+            bridge.start()
+        except ControlSocketError as e:
+            print(f"wshard-ros2-bridge: {e}", file=sys.stderr)
+            return EXIT_USAGE
         topics: List[str] = [t.topic for t in mapping.topics] + [e.topic for e in mapping.events]
         log.info(
             "ready: %d topics on DDS domain %d%s; commands on %s",

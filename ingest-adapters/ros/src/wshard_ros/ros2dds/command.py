@@ -18,7 +18,7 @@ from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 from cyclonedds.util import duration
 
-from .errors import DdsSetupError
+from .errors import CommandError, DdsSetupError
 from .idl import String_
 from .names import dds_topic_name
 from .participant import XCDR1, Participant, reader_qos
@@ -62,14 +62,14 @@ def parse_command(text: str) -> Tuple[Optional[Any], Dict[str, Any]]:
     """``(id or None, request)`` of one command message.
 
     Raises:
-        ValueError: not a JSON object (the message says why).
+        CommandError: not a JSON object (the message says why).
     """
     try:
         request = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ValueError(f"not JSON: {e}") from None
+        raise CommandError(f"not JSON: {e}") from None
     if not isinstance(request, dict):
-        raise ValueError(f"a JSON object is expected, got {type(request).__name__}")
+        raise CommandError(f"a JSON object is expected, got {type(request).__name__}")
     return request.pop("id", None), request
 
 

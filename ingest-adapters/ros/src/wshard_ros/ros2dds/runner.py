@@ -5,7 +5,7 @@ command topic."""
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..bridge import Bridge, BridgeOptions
+from ..bridge import Bridge, BridgeOptions, ControlServer, handle_request, serve_control
 from ..mapping import BridgeMapping
 from .command import CommandTopic, command_topic
 from .names import dds_topic_name, dds_type_for
@@ -72,15 +72,21 @@ class DdsBridge:
             self.bridge.close()
             raise
         self.command_topic_name = dds_topic_name(command_topic(opts.node_name))
+        self.control: Optional[ControlServer] = None
 
     def handle_request(self, request: Dict[str, Any]) -> Dict[str, Any]:
         """One control request (the bridge socket's JSON) -> its reply; never raises."""
-        from ..bridge.control_socket import handle_request
-
         return handle_request(self.bridge, request)
 
     def start(self) -> None:
-        """Start taking samples and serving the command topic."""
+        """Serve the bridge socket (if configured), start taking samples and serving the
+        command topic.
+
+        Raises:
+            ControlSocketError: the bridge socket path is in use or cannot be bound.
+        """
+        if self.opts.bridge_socket:
+            self.control = serve_control(self.bridge, self.opts.bridge_socket)
         self.subscriber.start()
         self.commands.start()
 
@@ -93,6 +99,8 @@ class DdsBridge:
     def close(self) -> None:
         """Stop commands and readers, stop a recording episode (completed), disconnect,
         leave DDS."""
+        if self.control is not None:
+            self.control.close()
         self.commands.close()
         self.subscriber.close()
         try:
