@@ -7,12 +7,15 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List
 
+import bridgekit as K
+import dds_workload as W
 from daemon_harness import Daemon
 
 HERE = Path(__file__).resolve().parent
@@ -155,3 +158,43 @@ def run_all(pubs: List["Publisher"], counts: List[int]) -> None:
 def read_events(daemon: Daemon, episode: str) -> List[Dict[str, Any]]:
     path = daemon.data_dir / episode / f"{episode}_events.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+MAPPING = """
+[topics."/joint_states"]
+type = "sensor_msgs/JointState"
+tick_hz = 1000
+
+[topics."/camera/image_raw"]
+type = "sensor_msgs/Image"
+stream = "cam"
+codec = "none"
+tick_hz = 30
+
+[events."/instruction"]
+type = "std_msgs/String"
+label = "instruction"
+
+[events."/success"]
+type = "std_msgs/Bool"
+"""
+
+W_IMG, H_IMG = 32, 24
+
+
+def f64s(values: List[float]) -> bytes:
+    return struct.pack(f"<{len(values)}d", *values)
+
+
+def check_joints(daemon: Daemon, episode: str, first: int, n: int) -> None:
+    """Stream ``joint_states`` of ``episode``: messages ``first..first+n`` of the workload, bit for bit."""
+    s = K.stream_of(daemon, episode, "joint_states")
+    assert s.status == "complete"
+    idx = range(first, first + n)
+    assert s.timestamps == [W.stamp(i, 1000) for i in idx]
+    vals = [W.joint_values(i) for i in idx]
+    assert s.channel("signal/position") == b"".join(f64s(v[0]) for v in vals)
+    assert s.channel("signal/velocity") == b"".join(f64s(v[1]) for v in vals)
+    assert s.channel("signal/effort") == b"".join(f64s(v[2]) for v in vals)
+    recv = struct.unpack(f"<{n}q", s.channel("signal/receive_t_ns"))
+    assert list(recv) == sorted(recv) and recv[0] > W.BASE_NS  # wall clock, after the stamps' base
