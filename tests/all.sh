@@ -27,6 +27,11 @@ done
 if ! python3 -c 'import pytest, numpy, zstandard, prometheus_client, rosbags' >/dev/null 2>&1; then
     missing+=("python3 modules pytest, numpy, zstandard, prometheus_client, rosbags (python3 -m pip install pytest numpy zstandard prometheus-client rosbags)")
 fi
+# The ROS 2 front end's tests (ingest-adapters/ros/tests/test_ros_dds_*) talk DDS with Cyclone DDS's
+# Python binding (the PyPI wheel bundles its C library).
+if ! python3 -c 'import cyclonedds' >/dev/null 2>&1; then
+    missing+=("python3 module cyclonedds, for the ROS 2 (DDS) front end's tests (python3 -m pip install cyclonedds)")
+fi
 if ! python3 -m maturin --version >/dev/null 2>&1; then
     missing+=("maturin, to build the Python reader (python3 -m pip install maturin)")
 fi
