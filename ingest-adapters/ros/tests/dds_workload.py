@@ -2,6 +2,7 @@
 test can rebuild exactly what a publisher process sent and compare the recording bit for
 bit. Shared by tests/dds_publisher.py, the tests and bench/ros/ros2_dds_live.py."""
 
+import random
 import struct
 from typing import Any, Dict, List, Tuple
 
@@ -61,10 +62,8 @@ def image_bytes(i: int, width: int, height: int, base: bytes = b"") -> bytes:
 
 
 def image_base(width: int, height: int) -> bytes:
-    n = width * height * 3
-    return bytes((k * 7 + 3) % 251 for k in range(min(n, 4096))) * (n // 4096) + bytes(
-        (k * 7 + 3) % 251 for k in range(n % 4096)
-    )
+    """Pseudo-random rgb8 pixels, the same for the same size (incompressible, like a camera's)."""
+    return random.Random(width * 100_003 + height).randbytes(width * height * 3)
 
 
 def imu_values(i: int) -> Dict[str, List[float]]:
