@@ -4,12 +4,13 @@ type ``pkg::msg::dds_::T_``, plain CDR) and records them through the recording c
 (:mod:`wshard_ros.bridge`). Run it as ``python3 -m wshard_ros.ros2dds`` or
 ``wshard-ros2-bridge`` (:mod:`.cli`)."""
 
-from .errors import CommandError, DdsSetupError, Ros2DdsError, UnsupportedTopicType
+from .errors import BadDomainId, CommandError, DdsSetupError, Ros2DdsError, UnsupportedTopicType
 from .names import DDS_TYPES, dds_topic_name, dds_type_for, dds_type_name
 from .participant import LOOPBACK_CONFIG, DdsOptions
 from .runner import DdsBridge, DdsBridgeOptions
 
 __all__ = [
+    "BadDomainId",
     "CommandError",
     "DDS_TYPES",
     "DdsBridge",

@@ -64,8 +64,8 @@ def options(args: argparse.Namespace) -> DdsBridgeOptions:
     """The front end's options from the command line.
 
     Raises:
-        DdsSetupError: a bad domain id (argument or ``$ROS_DOMAIN_ID``).
-        ValueError: a bad node name or queue bound.
+        ValueError: a bad node name or queue bound; ``BadDomainId`` (a ``ValueError``) for
+            a bad domain id (argument or ``$ROS_DOMAIN_ID``).
     """
     if not _NODE_RE.match(args.node_name):
         raise ValueError(f"--node-name {args.node_name!r}: letters, digits and _, starting with a letter")

@@ -30,5 +30,10 @@ class DdsSetupError(Ros2DdsError):
     DDS configuration, a domain id out of range): the message says which and why."""
 
 
+class BadDomainId(DdsSetupError, ValueError):
+    """A DDS domain id outside 0..232, or a ``ROS_DOMAIN_ID`` that is not a number (a bad
+    option: the command line exits 2)."""
+
+
 class CommandError(Ros2DdsError, ValueError):
     """A command (bridge socket or DDS command topic) that is not a valid request."""

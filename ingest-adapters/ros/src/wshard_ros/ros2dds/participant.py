@@ -16,7 +16,7 @@ from cyclonedds.core import DDSException, Policy, Qos
 from cyclonedds.domain import Domain, DomainParticipant
 from cyclonedds.util import duration
 
-from .errors import DdsSetupError
+from .errors import BadDomainId, DdsSetupError
 
 #: Environment switch of the loopback configuration (``1``, ``true`` or ``yes``).
 LOOPBACK_ENV = "WSHARD_ROS2_LOOPBACK"
@@ -61,7 +61,7 @@ def default_domain_id() -> int:
     """``$ROS_DOMAIN_ID`` or 0.
 
     Raises:
-        DdsSetupError: the variable is set but not a domain id.
+        BadDomainId: the variable is set but not a domain id.
     """
     raw = os.environ.get(DOMAIN_ENV, "").strip()
     if not raw:
@@ -69,7 +69,7 @@ def default_domain_id() -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise DdsSetupError(f"{DOMAIN_ENV}={raw!r}: not an integer") from None
+        raise BadDomainId(f"{DOMAIN_ENV}={raw!r}: not an integer") from None
     return check_domain_id(value)
 
 
@@ -77,10 +77,10 @@ def check_domain_id(value: int) -> int:
     """``value`` if it is a usable domain id.
 
     Raises:
-        DdsSetupError: outside 0..232.
+        BadDomainId: outside 0..232.
     """
     if not 0 <= value <= MAX_DOMAIN_ID:
-        raise DdsSetupError(f"DDS domain id {value}: must be 0..{MAX_DOMAIN_ID}")
+        raise BadDomainId(f"DDS domain id {value}: must be 0..{MAX_DOMAIN_ID}")
     return value
 
 
