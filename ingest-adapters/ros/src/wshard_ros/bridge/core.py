@@ -251,7 +251,8 @@ class Bridge:
             self._state = BridgeState.FAILED
             self._accepting = False
             self._failed_run = run
-            self._last_error = f"episode {run.episode_id!r}: {where}: {error}"
+            why = "the daemon refused" if isinstance(error, ServerError) else "connection to the daemon lost"
+            self._last_error = f"episode {run.episode_id!r}: {where}: {why}: {error}"
             self._run = None
             message = self._last_error
         log.error("%s; the bridge stays up, the next start connects anew", message)

@@ -8,7 +8,7 @@ from wshard_client import ErrorCode, Recorder, SchemaError, ServerError, WshardE
 
 from .._base import Sample
 from .counters import DROP_ERROR, DROP_FAILED, DROP_QUEUE_FULL, DROP_UNMATCHED
-from .stream_worker import FULL, QUEUED, StreamWorker
+from .stream_worker import DEAD, FULL, QUEUED, StreamWorker
 from .streams import EpisodeRun, StreamRun
 
 if TYPE_CHECKING:
@@ -121,6 +121,8 @@ def record_step(
                 DROP_QUEUE_FULL,
                 f"stream {stream.name!r}: queue full ({bridge.options.queue_steps} steps): step at {t_ns} ns dropped",
             )
+        elif answer == DEAD:
+            counters.dropped(topics, DROP_FAILED)
         else:
             counters.idle_or_failed(topics, bridge.failed)
     return None
