@@ -61,25 +61,29 @@ def test_ros_dds_live_joints_images_events_bit_exact(daemon, tmp_path: Path) -> 
 
 
 def test_ros_dds_live_publisher_restart_mid_episode(daemon, tmp_path: Path) -> None:
-    """A publisher killed mid-episode (after its samples were acknowledged) and started
-    again: everything before and after is recorded, in order, nothing twice."""
+    """A publisher that goes away mid-episode and comes back, twice: once exiting cleanly
+    (its writer unregisters: DDS hands the reader a sample without data, which is not a
+    message), once SIGKILLed after its samples were acknowledged (no goodbye on DDS).
+    Everything before and after is recorded, in order, nothing twice or extra."""
     domain = D.new_domain()
     bridge = D.BridgeProc(daemon, K.write_mapping(tmp_path, D.MAPPING), tmp_path, domain)
     try:
         bridge.ok({"cmd": "start", "episode_id": "restart"})
-        first = D.Publisher(domain, "/joint_states", "joint_state", 1000, 400, "--hold")
-        first.expect("matched")
-        first.expect("done 400")
-        first.kill()  # SIGKILL: no clean goodbye on DDS
-        bridge.wait_received({"/joint_states": 400})
-        second = D.Publisher(domain, "/joint_states", "joint_state", 1000, 600, "--start", "400")
-        D.run_all([second], [600])
+        D.run_all([D.Publisher(domain, "/joint_states", "joint_state", 1000, 300)], [300])
+        bridge.wait_received({"/joint_states": 300})
+        killed = D.Publisher(domain, "/joint_states", "joint_state", 1000, 300, "--start", "300", "--hold")
+        killed.expect("matched")
+        killed.expect("done 300")
+        killed.kill()
+        bridge.wait_received({"/joint_states": 600})
+        last = D.Publisher(domain, "/joint_states", "joint_state", 1000, 400, "--start", "600")
+        D.run_all([last], [400])
         status = bridge.wait_received({"/joint_states": 1000})
         summary = bridge.ok({"cmd": "stop"})
     finally:
         assert bridge.stop() == 0, bridge.log()
     t = status["topics"]["/joint_states"]
-    assert (t["received"], t["recorded"], t["dropped"], t["late"]) == (1000, 1000, 0, 0)
+    assert (t["received"], t["recorded"], t["dropped"], t["late"]) == (1000, 1000, 0, 0), t
     assert summary["streams"]["joint_states"]["timesteps"] == 1000
     D.check_joints(daemon, "restart", 0, 1000)
 
