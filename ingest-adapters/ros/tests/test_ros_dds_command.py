@@ -70,12 +70,16 @@ def test_ros_dds_command_start_stop_over_dds(daemon, setup) -> None:
     assert reply["result"]["episode"] == "c1"
     D.run_all([D.Publisher(domain, "/joint_states", "joint_state", 1000, 300)], [300])
     bridge.wait_received({"/joint_states": 300})
+    note = cmd.send({"cmd": "annotate", "label": "grasp", "text": "over DDS", "at_ns": 1_700_000_000_123_000_000})
+    assert note["ok"], note
     reply = cmd.send({"cmd": "stop"})
     assert reply["ok"] and reply["result"]["outcome"] == "completed", reply
     assert reply["result"]["streams"]["joint_states"]["timesteps"] == 300
     index = K.index_of(daemon, "c1")
     assert index["status"] == "complete" and index["env_id"] == "cell" and index["metadata"] == {"op": "dds"}
     D.check_joints(daemon, "c1", 0, 300)
+    [ann] = K.annotations_of(daemon, "c1")
+    assert (ann["label"], ann["data"], ann["t_ns"]) == ("grasp", "over DDS", 1_700_000_000_123_000_000)
     # a second episode, started and aborted over DDS
     assert cmd.send({"cmd": "start", "episode_id": "c2"})["ok"]
     assert cmd.send({"cmd": "status"})["result"]["episode"] == "c2"

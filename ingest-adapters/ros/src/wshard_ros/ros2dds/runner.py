@@ -90,12 +90,6 @@ class DdsBridge:
         self.subscriber.start()
         self.commands.start()
 
-    def status(self) -> Dict[str, Any]:
-        """The recording core's status plus the samples taken per topic (``dds_taken``)."""
-        out = dict(self.bridge.status())
-        out["dds_taken"] = self.subscriber.taken()
-        return out
-
     def close(self) -> None:
         """Stop commands and readers, stop a recording episode (completed), disconnect,
         leave DDS."""
