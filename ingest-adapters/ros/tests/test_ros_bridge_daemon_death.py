@@ -148,3 +148,21 @@ def test_ros_bridge_process_killed_episode_interrupted(daemon) -> None:
     assert K.index_of(daemon, "bridge-killed")["status"] == "interrupted"
     ep = K.stream_of(daemon, "bridge-killed", "joint_states")
     assert ep.timestamps == [K.stamp(i) for i in range(30)]
+
+
+def test_ros_bridge_operator_stops_a_stream(daemon) -> None:
+    # `wshard close EP/STREAM`: the daemon ends that stream (ERROR STOPPED on its
+    # connection); status() notices without a message, the bridge goes failed
+    from wshard_ros.bridge.daemon_control import control_request
+
+    bridge = K.make_bridge(daemon, K.JOINTS_AND_CAMERA)
+    bridge.start("op")
+    bridge.on_message("/joint_states", K.joints(0), 0)
+    wait_for(lambda: bridge.status()["streams"]["joint_states"]["durable"] == 1, "1 durable step")
+    control = str(daemon.config.parent / "wshardd-control.sock")
+    control_request(control, {"verb": "close", "episode": "op/joint_states"}, 30)
+    wait_for(lambda: bridge.status()["state"] == "failed", "state failed")
+    assert bridge.status()["last_error"].startswith("episode 'op': stream 'joint_states': ")
+    bridge.on_message("/joint_states", K.joints(1), 1)
+    assert bridge.status()["topics"]["/joint_states"]["drop_reasons"]["failed"] == 1
+    bridge.close()

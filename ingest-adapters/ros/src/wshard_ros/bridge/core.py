@@ -19,7 +19,8 @@ from .counters import DROP_ERROR, DROP_FAILED, Counters
 from .ending import end_episode
 from .errors import ALREADY_RECORDING, BAD_REQUEST, DAEMON, FAILED, NOT_RECORDING, BridgeError
 from .options import BridgeOptions, BridgeState
-from .recording import record_step, recorder_gone
+from .recording import record_step
+from .stream_worker import recorder_gone
 from .streams import EpisodeRun, StreamRun, stream_runs
 
 log = logging.getLogger("wshard_ros.bridge")
@@ -319,8 +320,13 @@ class Bridge:
         (``streams``), and the event topics' counters (``events``); JSON-serialisable."""
         with self._lock:
             run = self._run
-        if run is not None and self._state is BridgeState.RECORDING and recorder_gone(run.owner):
-            self._fail(run, WshardError("the daemon closed the episode's connection"))
+        if run is not None and self._state is BridgeState.RECORDING:
+            if recorder_gone(run.owner):
+                self._fail(run, WshardError("the daemon closed the episode's connection"))
+            for s in list(run.streams.values()):
+                worker = s.worker
+                if worker is not None and worker.connection_gone():
+                    self._fail(run, WshardError("the daemon closed the stream's connection"), f"stream {s.name!r}")
         with self._lock:
             state, run, last_error = self._state, self._run or self._failed_run, self._last_error
             episode = self._episode_id()

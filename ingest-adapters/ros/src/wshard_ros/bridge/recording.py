@@ -19,14 +19,6 @@ if TYPE_CHECKING:
 _STREAM_ONLY_ERRORS = (ErrorCode.BAD_SCHEMA, ErrorCode.BAD_EPISODE_ID, ErrorCode.LIMIT, ErrorCode.PAYLOAD_SIZE)
 
 
-def recorder_gone(rec: Recorder) -> bool:
-    """Whether the daemon ended ``rec``'s connection (its reader thread saw the end or an
-    ``ERROR`` is pending). Reads the client's shared state: the client has no public
-    liveness probe that neither blocks nor raises."""
-    state = rec._state
-    return bool(state.is_ended or state.error_pending)
-
-
 def join_stream(bridge: "Bridge", run: EpisodeRun, stream: StreamRun) -> StreamWorker:
     """Open ``stream``'s own connection and join the episode with it (channels and
     metadata of every topic, ``timestamps_ns``); start its worker.

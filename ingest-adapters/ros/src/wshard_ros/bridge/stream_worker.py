@@ -23,6 +23,14 @@ DEAD = "dead"  # the stream failed or was killed
 ENDED = "ended"  # the stream is ending (stop, abort)
 
 
+def recorder_gone(rec: Recorder) -> bool:
+    """Whether the daemon ended ``rec``'s connection (its reader thread saw the end or an
+    ``ERROR`` is pending). Reads the client's shared state: the client has no public
+    liveness probe that neither blocks nor raises."""
+    state = rec._state
+    return bool(state.is_ended or state.error_pending)
+
+
 @dataclass
 class _Item:
     t_ns: int
@@ -133,6 +141,11 @@ class StreamWorker:
         """Wait for the worker thread to end (after :meth:`kill` or :meth:`finish`)."""
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
+
+    def connection_gone(self) -> bool:
+        """Whether the daemon ended the stream's connection or sent it an ``ERROR`` not
+        yet reported (seen without sending anything)."""
+        return not self._dead and self._summary is None and recorder_gone(self._rec)
 
     def status(self) -> Dict[str, Any]:
         """``pushed`` (steps sent), ``durable`` (the daemon's durable seq),
