@@ -36,6 +36,11 @@ fi
 if ! python3 -c 'import PIL' >/dev/null 2>&1; then
     missing+=("python3 module PIL, for the ROS bridge's compressed = \"decode\" tests (python3 -m pip install pillow)")
 fi
+# The ROS 2 front end's tests (ingest-adapters/ros/tests/test_ros_dds_*) talk DDS with Cyclone DDS's
+# Python binding (the PyPI wheel bundles its C library).
+if ! python3 -c 'import cyclonedds' >/dev/null 2>&1; then
+    missing+=("python3 module cyclonedds, for the ROS 2 (DDS) front end's tests (python3 -m pip install cyclonedds)")
+fi
 if ! python3 -m maturin --version >/dev/null 2>&1; then
     missing+=("maturin, to build the Python reader (python3 -m pip install maturin)")
 fi
