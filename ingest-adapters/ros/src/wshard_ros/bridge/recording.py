@@ -61,16 +61,13 @@ def counters_reporter(counters: Counters, topics: List[str]) -> Callable[[Episod
     """A stream worker's ``report``: the stream's counters
     (:meth:`~wshard_ros.bridge.counters.Counters.stream_counters`) sent with the writer's
     ``send_counters`` (protocol version 2 ``COUNTERS``) when they changed since the last
-    time; nothing with a client that has no ``send_counters``."""
+    time."""
     last: Dict[str, int] = {}
 
     def report(writer: EpisodeWriter) -> None:
-        send = getattr(writer, "send_counters", None)
-        if send is None:
-            return
         now = counters.stream_counters(topics)
         if now != last:
-            send(now)
+            writer.send_counters(now)
             last.clear()
             last.update(now)
 
