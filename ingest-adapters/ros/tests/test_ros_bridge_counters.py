@@ -1,4 +1,5 @@
-"""The producer counters a stream worker reports to the daemon (``send_counters``): names and sums, sent only when changed, from the worker thread, every
+"""The producer counters a stream worker reports to the daemon (``send_counters``): names
+and sums, sent only when changed, from the worker thread, every
 ``report_every_s`` busy or idle; a report's client error fails the stream."""
 
 import json
