@@ -1,0 +1,198 @@
+"""The bridge control socket: a Unix socket, one JSON request line per connection, one
+JSON reply line (``{"ok": true, "result": ...}`` or ``{"ok": false, "error": {"code",
+"message"}}``). Commands: ``start``, ``stop``, ``abort``, ``annotate``, ``status``
+(ingest-adapters/ros/README.md, "The bridge control socket")."""
+
+import json
+import logging
+import os
+import socket
+import stat
+import threading
+from typing import Any, Dict, Optional
+
+from .core import Bridge
+from .errors import BAD_REQUEST, BridgeError, ControlSocketError
+from .options import MAX_REQUEST_BYTES
+
+log = logging.getLogger("wshard_ros.bridge")
+
+#: Seconds a client has to send its request line, and to take the reply.
+REQUEST_TIMEOUT_S = 5.0
+#: Default permission bits of the socket file.
+DEFAULT_MODE = 0o660
+COMMANDS = ("start", "stop", "abort", "annotate", "status")
+
+
+def _error(code: str, message: str) -> Dict[str, Any]:
+    return {"ok": False, "error": {"code": code, "message": message}}
+
+
+def _field(request: Dict[str, Any], key: str, kind: type, required: bool, default: Any = None) -> Any:
+    if key not in request:
+        if required:
+            raise BridgeError(BAD_REQUEST, f"{request.get('cmd')}: field {key!r} missing")
+        return default
+    value = request[key]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise BridgeError(BAD_REQUEST, f"{request.get('cmd')}: field {key!r}: {value!r} is not a {kind.__name__}")
+    return value
+
+
+def handle_request(bridge: Bridge, request: Any) -> Dict[str, Any]:
+    """The reply to one decoded request (never raises: a :class:`BridgeError` becomes an
+    ``ok: false`` reply with its code)."""
+    if not isinstance(request, dict):
+        return _error(BAD_REQUEST, f"a request is a JSON object, got {type(request).__name__}")
+    cmd = request.get("cmd")
+    try:
+        if cmd == "start":
+            metadata = request.get("metadata")
+            if metadata is not None and not isinstance(metadata, (dict, str)):
+                raise BridgeError(BAD_REQUEST, "start: field 'metadata': an object or a JSON string")
+            bridge.start(
+                _field(request, "episode_id", str, True),
+                _field(request, "env_id", str, False, ""),
+                metadata,
+            )
+            result: Dict[str, Any] = bridge.status()
+        elif cmd == "stop":
+            result = bridge.stop()
+        elif cmd == "abort":
+            result = bridge.abort()
+        elif cmd == "annotate":
+            result = bridge.annotate(
+                _field(request, "label", str, True),
+                text=_field(request, "text", str, False),
+                json=request.get("json"),
+                at_ns=_field(request, "at_ns", int, False),
+            )
+        elif cmd == "status":
+            result = bridge.status()
+        else:
+            return _error(BAD_REQUEST, f"unknown cmd {cmd!r} (one of {', '.join(COMMANDS)})")
+    except BridgeError as e:
+        return _error(e.code, e.message)
+    return {"ok": True, "result": result}
+
+
+def _read_line(conn: socket.socket) -> bytes:
+    buf = bytearray()
+    while b"\n" not in buf and len(buf) <= MAX_REQUEST_BYTES:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    return bytes(buf).split(b"\n", 1)[0]
+
+
+class ControlServer:
+    """Serves :func:`handle_request` on the Unix socket ``path`` (mode ``mode``), one
+    thread per connection. :meth:`close` stops it and removes the socket file.
+
+    Raises (constructor):
+        ControlSocketError: ``path`` is served by a live process, or cannot be bound.
+    """
+
+    def __init__(self, bridge: Bridge, path: str, mode: int = DEFAULT_MODE) -> None:
+        self.bridge = bridge
+        self.path = path
+        _remove_stale(path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(path)
+            os.chmod(path, mode)
+            sock.listen(16)
+        except OSError as e:
+            sock.close()
+            raise ControlSocketError(f"bridge control socket {path}: {e.strerror or e}") from e
+        self._sock = sock
+        self._closed = False
+        self._thread = threading.Thread(target=self._accept_loop, name="wshard-ros-control", daemon=True)
+        self._thread.start()
+
+    def _accept_loop(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                if self._closed:
+                    return
+                continue
+            threading.Thread(target=self._serve, args=(conn,), name="wshard-ros-control-conn", daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.settimeout(REQUEST_TIMEOUT_S)
+                line = _read_line(conn)
+                if len(line) > MAX_REQUEST_BYTES:
+                    reply = _error(BAD_REQUEST, f"request line over {MAX_REQUEST_BYTES} bytes")
+                else:
+                    try:
+                        request = json.loads(line)
+                    except ValueError as e:
+                        reply = _error(BAD_REQUEST, f"not JSON: {e}")
+                    else:
+                        conn.settimeout(None)  # stop drains: no bound but the daemon's timeouts
+                        reply = handle_request(self.bridge, request)
+                conn.settimeout(REQUEST_TIMEOUT_S)
+                conn.sendall(json.dumps(reply, separators=(",", ":")).encode("utf-8") + b"\n")
+            except OSError as e:
+                log.warning("bridge control socket %s: a client: %s", self.path, e)
+
+    def close(self) -> None:
+        """Stop accepting, remove the socket file. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+        self._thread.join(timeout=5.0)
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+    def __enter__(self) -> "ControlServer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _remove_stale(path: str) -> None:
+    """Remove a socket file nobody listens on; refuse one a live process serves."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise ControlSocketError(f"bridge control socket {path}: {e.strerror or e}") from e
+    if not stat.S_ISSOCK(st.st_mode):
+        raise ControlSocketError(f"bridge control socket {path}: exists and is not a socket")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        os.unlink(path)
+        return
+    finally:
+        probe.close()
+    raise ControlSocketError(f"bridge control socket {path}: in use by a running process")
+
+
+def serve_control(bridge: Bridge, path: Optional[str] = None, mode: int = DEFAULT_MODE) -> ControlServer:
+    """Start the bridge control socket at ``path`` (default ``bridge.options.bridge_socket``).
+
+    Raises:
+        ControlSocketError: as :class:`ControlServer`; ``ValueError`` when no path is given
+            or configured.
+    """
+    where = path or bridge.options.bridge_socket
+    if not where:
+        raise ValueError("no bridge socket path: give one or set BridgeOptions.bridge_socket")
+    return ControlServer(bridge, where, mode)

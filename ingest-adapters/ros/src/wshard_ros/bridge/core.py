@@ -1,0 +1,343 @@
+"""The recording core of the ROS bridge, front-end independent: :class:`Bridge`.
+
+Front ends (rospy, DDS, bag import) call :meth:`Bridge.on_message` from their callbacks;
+episode control is :meth:`Bridge.start`, :meth:`Bridge.stop`, :meth:`Bridge.abort`,
+:meth:`Bridge.annotate`. See ingest-adapters/ros/README.md, "The recording core".
+"""
+
+import logging
+import threading
+from typing import Any, Dict, Mapping, Optional, Set, Union
+
+from wshard_client import ErrorCode, Outcome, Recorder, SchemaError, ServerError, WshardError
+
+from ..convert import event_converter_for
+from ..errors import MessageError
+from ..mapping import BridgeMapping
+from . import daemon_control
+from .counters import DROP_ERROR, DROP_FAILED, Counters
+from .ending import end_episode
+from .errors import ALREADY_RECORDING, BAD_REQUEST, DAEMON, FAILED, NOT_RECORDING, BridgeError
+from .options import BridgeOptions, BridgeState
+from .recording import record_step, recorder_gone
+from .streams import EpisodeRun, StreamRun, stream_runs
+
+log = logging.getLogger("wshard_ros.bridge")
+
+#: Server refusals of one event alone (the episode records on): the event is dropped.
+_EVENT_ONLY_ERRORS = (ErrorCode.LIMIT, ErrorCode.MALFORMED_FRAME)
+
+
+class Bridge:
+    """Records the topics of a mapping as one multi-stream episode per ``start`` /
+    ``stop``. Thread-safe; :meth:`on_message` never raises.
+
+    Raises (constructor): nothing beyond what ``options`` checked.
+    """
+
+    def __init__(self, mapping: BridgeMapping, options: BridgeOptions) -> None:
+        self.mapping = mapping
+        self.options = options
+        self.counters = Counters([t.topic for t in mapping.topics], [e.topic for e in mapping.events])
+        self._topic_stream = {t.topic: t.stream for t in mapping.topics}
+        self._event_conv = {e.topic: event_converter_for(e) for e in mapping.events}
+        self._topic_locks = {t.topic: threading.Lock() for t in mapping.topics}
+        self._lock = threading.Lock()  # state, run, last_error
+        self._op_lock = threading.Lock()  # one episode operation at a time
+        self._state = BridgeState.IDLE
+        self._accepting = False  # RECORDING and not stopping
+        self._run: Optional[EpisodeRun] = None
+        self._failed_run: Optional[EpisodeRun] = None
+        self._last_error: Optional[str] = None
+        self._unknown: Set[str] = set()
+
+    # ------------------------------------------------------------------ episode control
+
+    def start(self, episode_id: str, env_id: str = "", metadata: Union[Mapping[str, Any], str, None] = None) -> None:
+        """Open the multi-stream episode ``episode_id`` (a new owner connection, protocol
+        version 2); streams join as their first complete samples arrive.
+
+        Raises:
+            BridgeError: ``ALREADY_RECORDING``; ``BAD_REQUEST`` (a bad id or metadata,
+                refused before sending); ``DAEMON`` (the daemon cannot be reached or
+                refused: ``EPISODE_EXISTS``, ``DISK_LOW``, ...).
+        """
+        with self._op_lock:
+            with self._lock:
+                if self._state is BridgeState.RECORDING:
+                    raise BridgeError(ALREADY_RECORDING, f"episode {self._episode_id()!r} is recording; stop it first")
+            path = self.options.socket_path
+            try:
+                owner = Recorder.connect(
+                    path, self.options.client_name, protocol_version=2, timeout=self.options.timeout
+                )
+            except WshardError as e:
+                raise BridgeError(DAEMON, f"cannot connect to the daemon at {path}: {e}") from e
+            try:
+                episode = owner.open_multistream_episode(episode_id, env_id, metadata)
+            except (SchemaError, ValueError, TypeError) as e:
+                owner.close()
+                raise BridgeError(BAD_REQUEST, f"episode {episode_id!r}: {e}") from e
+            except WshardError as e:
+                owner.close()
+                raise BridgeError(DAEMON, f"the daemon refused episode {episode_id!r}: {e}") from e
+            run = EpisodeRun(episode_id, owner, episode, stream_runs(self.mapping, self.options.max_pending))
+            with self._lock:
+                self._run = run
+                self._state = BridgeState.RECORDING
+                self._accepting = True
+                self._last_error = None
+                self._failed_run = None
+            log.info("episode %s: recording", episode_id)
+
+    def stop(self) -> Dict[str, Any]:
+        """Drain every stream's queue, close every stream ``completed``, then the episode;
+        returns a summary (``episode``, ``outcome``, ``streams``: per stream
+        ``timesteps`` and ``durable``, ``topics``, ``events``: the counters).
+
+        Raises:
+            BridgeError: ``NOT_RECORDING``; ``FAILED`` (the recording failed earlier,
+                with its error); ``DAEMON`` (the daemon failed while closing: the bridge
+                is then ``failed``).
+        """
+        return self._end(Outcome.COMPLETED)
+
+    def abort(self) -> Dict[str, Any]:
+        """As :meth:`stop`, with the outcome ``aborted`` (data kept, the manifest says
+        ``aborted``).
+
+        Raises:
+            BridgeError: as :meth:`stop`.
+        """
+        return self._end(Outcome.ABORTED)
+
+    def annotate(
+        self, label: str, text: Optional[str] = None, json: Any = None, at_ns: Optional[int] = None
+    ) -> Dict[str, Any]:
+        """Annotate the recording episode through the daemon's control socket
+        (docs/CONTROL.md ``annotate``) at ``at_ns`` (default: the latest step or event
+        time queued so far), with a ``text`` or ``json`` payload or neither. Returns the
+        daemon's result (``seq``, ``t_ns``, ``file``, ...).
+
+        Raises:
+            BridgeError: ``NOT_RECORDING``; ``FAILED``; ``BAD_REQUEST`` (both ``text`` and
+                ``json``, a bad label, no ``at_ns`` and nothing recorded yet);
+                ``DAEMON`` (no ``control_path`` configured, the control socket cannot be
+                reached, or the daemon refused: its code and message are in the text).
+        """
+        with self._op_lock:
+            run = self._recording_run("annotate")
+            if text is not None and json is not None:
+                raise BridgeError(BAD_REQUEST, "annotate: give text or json, not both")
+            if not isinstance(label, str) or not label:
+                raise BridgeError(BAD_REQUEST, f"annotate: label {label!r}: a non-empty string")
+            if at_ns is not None and (isinstance(at_ns, bool) or not isinstance(at_ns, int)):
+                raise BridgeError(BAD_REQUEST, f"annotate: at_ns {at_ns!r}: an integer (ns)")
+            path = self.options.control_path
+            if path is None:
+                raise BridgeError(
+                    DAEMON, "annotate needs the daemon's control socket: set control_path (--control-socket)"
+                )
+            with self._lock:
+                at = at_ns if at_ns is not None else run.latest_t
+            if at is None:
+                raise BridgeError(
+                    BAD_REQUEST, f"annotate: nothing recorded in episode {run.episode_id!r} yet: give at_ns"
+                )
+            return daemon_control.annotate(path, run.episode_id, at, label, text, json, self.options.timeout)
+
+    def close(self) -> None:
+        """Stop the episode if one is recording (errors logged, not raised) and release
+        every connection. Idempotent."""
+        with self._lock:
+            recording = self._state is BridgeState.RECORDING
+        if recording:
+            try:
+                self.stop()
+            except BridgeError as e:
+                log.error("closing the bridge: %s", e)
+
+    # ------------------------------------------------------------------ messages
+
+    def on_message(self, topic: str, msg: Any, receive_t_ns: int) -> None:
+        """Record one message of ``topic`` received at ``receive_t_ns`` (the front end's
+        clock). Thread-safe; never raises: every outcome is counted (``status()``)."""
+        try:
+            if topic in self._topic_stream:
+                self._on_stream_message(topic, msg, receive_t_ns)
+            elif topic in self._event_conv:
+                self._on_event(topic, msg, receive_t_ns)
+            elif topic not in self._unknown:
+                self._unknown.add(topic)
+                log.warning("topic %s is not in the mapping %s: ignored", topic, self.mapping.file)
+        except Exception as e:  # the contract: nothing reaches the subscriber's callback
+            log.exception("topic %s: unexpected error", topic)
+            self.counters.dropped([topic], DROP_ERROR, f"topic {topic!r}: internal error: {e!r}")
+
+    def _current(self, topic: str) -> Optional[EpisodeRun]:
+        """The recording episode, or ``None`` with the message counted ``idle`` (no
+        episode) or ``dropped`` (``failed``)."""
+        with self._lock:
+            if self._accepting:
+                return self._run
+            failed = self._state is BridgeState.FAILED
+        if failed:
+            self.counters.dropped([topic], DROP_FAILED)
+        else:
+            self.counters.idle(topic)
+        return None
+
+    def _on_stream_message(self, topic: str, msg: Any, receive_t_ns: int) -> None:
+        self.counters.received(topic)
+        run = self._current(topic)
+        if run is None:
+            return
+        stream = run.streams[self._topic_stream[topic]]
+        with self._topic_locks[topic]:
+            try:
+                sample = stream.converters[topic].convert(msg, receive_t_ns)
+            except MessageError as e:
+                self.counters.dropped([topic], DROP_ERROR, str(e))
+                return
+            failure = record_step(self, run, stream, topic, sample)
+        if failure is not None:
+            self._fail(run, failure)
+
+    def _on_event(self, topic: str, msg: Any, receive_t_ns: int) -> None:
+        self.counters.received(topic)
+        run = self._current(topic)
+        if run is None:
+            return
+        try:
+            ev = self._event_conv[topic].convert(msg, receive_t_ns)
+        except MessageError as e:
+            self.counters.dropped([topic], DROP_ERROR, str(e))
+            return
+        with run.owner_lock:
+            try:
+                run.episode.send_event(ev.t_ns, ev.label, ev.data)
+            except ServerError as e:
+                if e.code in _EVENT_ONLY_ERRORS:
+                    self.counters.dropped([topic], DROP_ERROR, f"topic {topic!r}: the daemon refused the event: {e}")
+                    return
+                self.counters.dropped([topic], DROP_FAILED, f"topic {topic!r}: {e}")
+                failure: Optional[BaseException] = e
+            except (SchemaError, ValueError, TypeError) as e:
+                self.counters.dropped([topic], DROP_ERROR, f"topic {topic!r}: event refused: {e}")
+                return
+            except WshardError as e:
+                self.counters.dropped([topic], DROP_FAILED, f"topic {topic!r}: {e}")
+                failure = e
+            else:
+                failure = None
+                self.counters.recorded([topic])
+                with self._lock:
+                    run.latest_t = ev.t_ns if run.latest_t is None else max(run.latest_t, ev.t_ns)
+        if failure is not None:
+            self._fail(run, failure)
+
+    # ------------------------------------------------------------------ failures
+
+    def stream_failed(self, run: EpisodeRun, stream: str, error: BaseException) -> None:
+        """A stream's worker or join failed (called from any thread)."""
+        self._fail(run, error, f"stream {stream!r}")
+
+    def _fail(self, run: EpisodeRun, error: BaseException, where: str = "episode") -> None:
+        """Mark the bridge ``failed`` (once per episode), cut every connection of ``run``
+        without closing anything: the daemon ends the episode ``interrupted``."""
+        with self._lock:
+            if self._run is not run or self._state is not BridgeState.RECORDING:
+                return
+            self._state = BridgeState.FAILED
+            self._accepting = False
+            self._failed_run = run
+            self._last_error = f"episode {run.episode_id!r}: {where}: {error}"
+            self._run = None
+            message = self._last_error
+        log.error("%s; the bridge stays up, the next start connects anew", message)
+        for s in run.streams.values():
+            if s.worker is not None:
+                s.worker.kill()
+        run.owner.transport.shutdown()
+        with run.owner_lock:
+            run.owner.close()
+
+    # ------------------------------------------------------------------ internals
+
+    @property
+    def state_lock(self) -> threading.Lock:
+        """The lock of the bridge's state (held while a stream joins)."""
+        return self._lock
+
+    @property
+    def failed(self) -> bool:
+        """Whether the bridge is ``failed``."""
+        return self._state is BridgeState.FAILED
+
+    def accepting(self, run: EpisodeRun) -> bool:
+        """Whether ``run`` is recording and not ending (call under :attr:`state_lock`)."""
+        return self._accepting and self._run is run
+
+    def _episode_id(self) -> Optional[str]:
+        run = self._run or self._failed_run
+        return run.episode_id if run is not None else None
+
+    def _recording_run(self, what: str) -> EpisodeRun:
+        """The recording episode (under the operation lock), else the right error."""
+        with self._lock:
+            run = self._run
+            if self._state is BridgeState.FAILED:
+                raise BridgeError(FAILED, f"{what}: the recording failed: {self._last_error}")
+            if run is None or not self._accepting:
+                raise BridgeError(NOT_RECORDING, f"{what}: no episode is recording")
+        if recorder_gone(run.owner):
+            self._fail(run, WshardError("the daemon closed the episode's connection"))
+            raise BridgeError(FAILED, f"{what}: the recording failed: {self._last_error}")
+        return run
+
+    def _end(self, outcome: Outcome) -> Dict[str, Any]:
+        what = "stop" if outcome is Outcome.COMPLETED else "abort"
+        with self._op_lock:
+            run = self._recording_run(what)
+            with self._lock:
+                self._accepting = False
+            summary, error = end_episode(self, run, outcome)
+            if error is not None:
+                self._fail(run, error)
+                raise BridgeError(DAEMON, f"{what}: {self._last_error}")
+            with self._lock:
+                if self._run is run:
+                    self._run = None
+                    self._state = BridgeState.IDLE
+            log.info("episode %s: %s", run.episode_id, summary["outcome"])
+            return summary
+
+    def status(self) -> Dict[str, Any]:
+        """``state``, ``episode``, ``last_error``, per topic counters (``topics``), per
+        stream ``topics``, ``joined``, ``pushed``, ``durable``, ``durable_lag_ms``
+        (``streams``), and the event topics' counters (``events``); JSON-serialisable."""
+        with self._lock:
+            run = self._run
+        if run is not None and self._state is BridgeState.RECORDING and recorder_gone(run.owner):
+            self._fail(run, WshardError("the daemon closed the episode's connection"))
+        with self._lock:
+            state, run, last_error = self._state, self._run or self._failed_run, self._last_error
+            episode = self._episode_id()
+        streams: Dict[str, Any] = {}
+        for name, specs in self.mapping.streams().items():
+            sr: Optional[StreamRun] = run.streams.get(name) if run is not None else None
+            worker = sr.worker if sr is not None else None
+            st: Dict[str, Any] = {"pushed": 0, "durable": 0, "durable_lag_ms": 0.0, "queued": 0}
+            if worker is not None:
+                st = worker.status()
+            streams[name] = {"topics": [s.topic for s in specs], "joined": worker is not None, **st}
+            if sr is not None and sr.refused is not None:
+                streams[name]["refused"] = sr.refused
+        return {
+            "state": state.value,
+            "episode": episode,
+            "last_error": last_error,
+            "topics": self.counters.topics(),
+            "streams": streams,
+            "events": self.counters.events(),
+        }
