@@ -205,8 +205,12 @@ def _end(
             if tc is None:
                 continue
             tc.recorded = int(c.get("recorded", 0))
-            for reason, n in (c.get("drop_reasons") or {}).items():
-                tc.skip(str(reason), int(n))
+            reasons = {str(k): int(v) for k, v in (c.get("drop_reasons") or {}).items() if v}
+            for reason, n in reasons.items():
+                tc.skip(reason, n)
+            unexplained = int(c.get("dropped", 0)) - sum(reasons.values())
+            if unexplained > 0:
+                tc.skip("dropped", unexplained)
             if c.get("late"):
                 tc.skip("late", int(c["late"]))
             if c.get("last_error"):
