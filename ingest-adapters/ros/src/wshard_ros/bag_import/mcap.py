@@ -20,7 +20,7 @@ from .typestores import build_typestore, default_store
 MAGIC = b"\x89MCAP0\r\n"
 OP_HEADER, OP_FOOTER, OP_SCHEMA, OP_CHANNEL, OP_MESSAGE, OP_CHUNK, OP_DATA_END = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x0F
 _SCHEMA_FORMATS = {"ros2msg": "msg", "ros2idl": "idl", "omgidl": "idl"}
-#: (log time, record offset, offset in the chunk (0 outside chunks), channel id)
+#: (log time, record offset, 1 + offset in the chunk (0: a message outside chunks), channel id)
 Entry = Tuple[int, int, int, int]
 
 
@@ -166,7 +166,7 @@ class McapBag(BagSource):
                 if cut:
                     break
                 raise ValueError(f"record at {pos} of the chunk runs past it")
-            self._record(op, data, pos + 9, rec, pos)
+            self._record(op, data, pos + 9, rec, pos + 1)
             count += op == OP_MESSAGE
             pos += 9 + n
         return count
@@ -187,7 +187,7 @@ class McapBag(BagSource):
                 continue
             try:
                 if inner:
-                    data, body = self._chunk(rec), inner + 9
+                    data, body = self._chunk(rec), inner - 1 + 9
                 else:
                     data, body = self._buf, rec + 9
                 (n,) = struct.unpack_from("<Q", data, body - 8)

@@ -12,8 +12,7 @@ from .source import BagConnection, BagSource, Damage, RawMessage
 from .typestores import build_typestore, default_store
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-#: rows per salvage query, and how far past an unreadable row id the salvage probes.
-SALVAGE_BATCH = 1000
+#: How far past an unreadable row id the salvage probes (ids + 2^0 .. 2^N).
 SALVAGE_PROBES = 24
 
 
@@ -40,6 +39,10 @@ class SqliteBag(BagSource):
         self._cut = pages * page > self.size_bytes
         try:
             self._db = sqlite3.connect(f"file:{Path(path).resolve()}?immutable=1", uri=True)
+            if self._cut:
+                # SQLite refuses a file shorter than its header's page count as corrupt unless
+                # the schema is "writable"; the connection is read-only, nothing is written.
+                self._db.execute("PRAGMA writable_schema = ON")
             rows = self._db.execute("SELECT id, name, type FROM topics ORDER BY id").fetchall()
         except sqlite3.Error as e:
             raise BagError(path, f"topics table unreadable: {e}", record="topics") from None
@@ -73,24 +76,23 @@ class SqliteBag(BagSource):
         probes = 0
         while probes <= SALVAGE_PROBES:
             try:
-                batch = self._db.execute(
-                    "SELECT timestamp, id, topic_id FROM messages WHERE id >= ? ORDER BY id LIMIT ?",
-                    (next_id, SALVAGE_BATCH),
-                ).fetchall()
+                cur = self._db.execute(
+                    "SELECT timestamp, id, topic_id FROM messages WHERE id >= ? ORDER BY id", (next_id,)
+                )
+                for t, i, tid in cur:
+                    if bad_from is not None:
+                        self.damage.append(
+                            Damage(self.path, f"{why}; rows from id {bad_from} to {int(i) - 1} unreadable",
+                                   record=f"messages row {bad_from}")
+                        )
+                        bad_from, probes = None, 0
+                    rows.append((int(t), int(i), int(tid)))
+                    next_id = int(i) + 1
+                break
             except sqlite3.Error:
                 bad_from = next_id if bad_from is None else bad_from
                 next_id += 1 << probes
                 probes += 1
-                continue
-            if bad_from is not None:
-                self.damage.append(Damage(self.path, f"{why}; rows from id {bad_from} to {next_id - 1} unreadable",
-                                          record=f"messages row {bad_from}"))
-                bad_from = None
-            probes = 0
-            rows.extend((int(t), int(i), int(tid)) for t, i, tid in batch)
-            if len(batch) < SALVAGE_BATCH:
-                break
-            next_id = rows[-1][1] + 1
         if bad_from is not None:
             self.damage.append(Damage(self.path, f"{why}; rows from id {bad_from} on unreadable",
                                       record=f"messages row {bad_from}"))

@@ -1,0 +1,136 @@
+"""Bag import of damaged and wrong bags: a bag cut short (each storage kind) imports what
+is readable, reports the rest and ends the episode ``aborted`` with the damage in its
+metadata; a corrupt bag, a bag that is no bag, a mapping whose type differs from the
+bag's: a clear error, exit code, and no episode; a message whose shape changes mid-bag
+is skipped, counted and named."""
+
+import json
+from pathlib import Path
+from typing import Any, Dict, List
+
+import bagkit as B
+import pytest
+from shard_parse import read_episode
+
+CUT_AT = 0.6
+
+
+def index_of(data: Path, ep: str) -> Dict[str, Any]:
+    return dict(json.loads((data / ep / f"{ep}_index.json").read_text()))
+
+
+def mapping_file(tmp_path: Path, text: str = B.MAPPING) -> Path:
+    p = tmp_path / "m.toml"
+    p.write_text(text)
+    return p
+
+
+def cut(path: Path, fraction: float) -> int:
+    data = path.read_bytes()
+    keep = int(len(data) * fraction)
+    path.write_bytes(data[:keep])
+    return keep
+
+
+@pytest.mark.parametrize("kind", B.KINDS)
+def test_ros_import_truncated_bag_keeps_what_is_readable(kind: str, binaries: Dict[str, Path], tmp_path: Path) -> None:
+    msgs = B.workload(kind, joints=600, frames=24)
+    bag = B.write_bag(kind, tmp_path / "cut", msgs)
+    if kind != "ros1":
+        (bag / "metadata.yaml").unlink()  # a recording cut short has none
+    storage = B.storage_file(kind, bag)
+    cut(storage, CUT_AT)
+    data = tmp_path / "data"
+    r = B.run_import([bag], mapping_file(tmp_path), binaries["wshardd"], "--data-dir", str(data))
+    assert r.code == 5, r.stdout + r.stderr
+    assert "damaged bag" in r.stderr and storage.name in r.stderr
+    assert r.summary is not None and r.summary["outcome"] == "aborted"
+    assert r.summary["damage"] and any(storage.name in d["file"] for d in r.summary["damage"])
+    index = index_of(data, "cut")
+    assert index["status"] == "aborted"
+    damage = index["metadata"]["ros_bag_import"]["damage"]
+    assert any(storage.name in d["file"] for d in damage), damage
+
+    joints = B.by_topic(msgs)["/joint_states"]
+    j = read_episode(data / "cut" / "streams", "joint_states")
+    n = len(j.timestamps)
+    assert 0 < n < len(joints)
+    assert r.summary["topics"]["/joint_states"]["recorded"] == n
+    want = {B.stamp_of(m.msg): m for m in joints}
+    got: List[B.Msg] = [want[t] for t in j.timestamps]  # every step is a message of the bag ...
+    assert j.timestamps == sorted(j.timestamps)  # ... in order ...
+    assert j.channel("signal/position") == b"".join(bytes(m.msg.position.astype("<f8").tobytes()) for m in got)
+    if kind != "sqlite3":  # ... and for a sequential file the readable part is its head
+        assert j.timestamps == [B.stamp_of(m.msg) for m in joints[:n]]
+    v = __import__("subprocess").run([str(binaries["wshard"]), "verify", str(data / "cut")], capture_output=True,
+                                     text=True)
+    assert v.returncode == 0, v.stdout + v.stderr
+
+
+@pytest.mark.parametrize(
+    "name, content, what",
+    [
+        ("garbage.bag", b"#ROSBAG V2.0\n" + b"\xff" * 64, "bag header unreadable"),
+        ("garbage.mcap", b"\x89MCAP0\r\n" + b"\x00" * 3, "no channel record readable"),
+        ("notabag.bag", b"hello, I am not a bag\n", "unknown magic"),
+        ("empty.db3", b"", "empty file"),
+        ("garbage.db3", b"SQLite format 3\x00" + b"\x10\x00" + b"\x00" * 200, "not a database"),
+    ],
+)
+def test_ros_import_corrupt_bag_refused_without_episode(
+    name: str, content: bytes, what: str, binaries: Dict[str, Path], tmp_path: Path
+) -> None:
+    bag = tmp_path / name
+    bag.write_bytes(content)
+    data = tmp_path / "data"
+    r = B.run_import([bag], mapping_file(tmp_path), binaries["wshardd"], "--data-dir", str(data))
+    assert r.code == 3, r.stdout + r.stderr
+    assert str(bag) in r.stderr and what in r.stderr, r.stderr
+    assert r.summary is None and r.stdout == ""
+    assert not data.exists() or not any(p.name != ".wshardd.lock" for p in data.iterdir())
+
+
+def test_ros_import_missing_bag_refused(binaries: Dict[str, Path], tmp_path: Path) -> None:
+    r = B.run_import([tmp_path / "nope.bag"], mapping_file(tmp_path), binaries["wshardd"], "--data-dir",
+                     str(tmp_path / "d"))
+    assert r.code == 3 and "nope.bag: no such file or directory" in r.stderr
+
+
+@pytest.mark.parametrize("kind", ["ros1", "mcap"])
+def test_ros_import_type_mismatch_names_topic_and_both_types(
+    kind: str, binaries: Dict[str, Path], tmp_path: Path
+) -> None:
+    bag = B.write_bag(kind, tmp_path / "mm", B.workload(kind, joints=20, frames=1))
+    wrong = B.MAPPING.replace('[topics."/imu"]\ntype = "sensor_msgs/Imu"', '[topics."/imu"]\ntype = "sensor_msgs/JointState"')
+    assert wrong != B.MAPPING
+    data = tmp_path / "data"
+    r = B.run_import([bag], mapping_file(tmp_path, wrong), binaries["wshardd"], "--data-dir", str(data))
+    assert r.code == 4, r.stdout + r.stderr
+    assert "'/imu'" in r.stderr and "sensor_msgs/msg/Imu" in r.stderr and "sensor_msgs/JointState" in r.stderr
+    assert not data.exists()
+
+
+def test_ros_import_shape_change_skipped_and_counted(binaries: Dict[str, Path], tmp_path: Path) -> None:
+    msgs = B.workload("mcap", joints=50, frames=2)
+    joints = [m for m in msgs if m.topic == "/joint_states"]
+    bad = joints[20].msg
+    bad.position = bad.position[:6]  # 6 joints where the first message had 7
+    bag = B.write_bag("mcap", tmp_path / "shape", msgs)
+    data = tmp_path / "data"
+    r = B.run_import([bag], mapping_file(tmp_path), binaries["wshardd"], "--data-dir", str(data))
+    assert r.code == 1, r.stdout + r.stderr
+    t = r.summary["topics"]["/joint_states"] if r.summary else {}
+    assert (t["read"], t["recorded"], t["skipped"]) == (50, 49, {"error": 1})
+    assert "position" in t["last_error"] and "/joint_states" in t["last_error"]
+    assert index_of(data, "shape")["status"] == "complete"
+    j = read_episode(data / "shape" / "streams", "joint_states")
+    assert j.timestamps == [B.stamp_of(m.msg) for m in joints if m.msg is not bad]
+
+
+def test_ros_import_bad_mapping_and_metadata_are_usage_errors(binaries: Dict[str, Path], tmp_path: Path) -> None:
+    bag = B.write_bag("ros1", tmp_path / "u", B.workload("ros1", joints=5, frames=1))
+    r = B.run_import([bag], mapping_file(tmp_path, "[topics]\n"), binaries["wshardd"], "--data-dir", str(tmp_path / "d"))
+    assert r.code == 2 and "m.toml" in r.stderr
+    r = B.run_import([bag], mapping_file(tmp_path), binaries["wshardd"], "--data-dir", str(tmp_path / "d"),
+                     "--metadata", "[1]")
+    assert r.code == 2 and "--metadata" in r.stderr
