@@ -130,8 +130,14 @@ def workload(kind: str, joints: int = 300, frames: int = 9) -> List[Msg]:
     store = STORES[kind]
     out: List[Msg] = []
     for i in range(joints):
-        out.append(Msg("/joint_states", "sensor_msgs/msg/JointState", BASE_NS + i * 1_000_000 + LOG_DELAY_NS,
-                       joint_state(store, i)))
+        out.append(
+            Msg(
+                "/joint_states",
+                "sensor_msgs/msg/JointState",
+                BASE_NS + i * 1_000_000 + LOG_DELAY_NS,
+                joint_state(store, i),
+            )
+        )
     for i in range(joints // 5):
         out.append(Msg("/imu", "sensor_msgs/msg/Imu", BASE_NS + i * 5_000_000 + LOG_DELAY_NS, imu(store, i)))
     for i in range(frames):
@@ -190,8 +196,17 @@ def run_import(bags: Sequence[Path], mapping: Path, wshardd: Path, *args: str) -
     """``python3 -m wshard_ros.bag_import BAG... --mapping M ARGS`` (a real process)."""
     summary = mapping.parent / f"summary-{os.getpid()}-{len(list(mapping.parent.iterdir()))}.json"
     env = dict(os.environ, PYTHONPATH=f"{SRC}:{CLIENT_SRC}", WSHARDD_BIN=str(wshardd))
-    cmd = [sys.executable, "-m", "wshard_ros.bag_import", *map(str, bags), "--mapping", str(mapping),
-           "--summary-json", str(summary), *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "wshard_ros.bag_import",
+        *map(str, bags),
+        "--mapping",
+        str(mapping),
+        "--summary-json",
+        str(summary),
+        *args,
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     data = json.loads(summary.read_text()) if summary.exists() else None
     return Run(r.returncode, r.stdout, r.stderr, data)

@@ -62,8 +62,9 @@ def test_ros_import_truncated_bag_keeps_what_is_readable(kind: str, binaries: Di
     assert j.channel("signal/position") == b"".join(bytes(m.msg.position.astype("<f8").tobytes()) for m in got)
     if kind != "sqlite3":  # ... and for a sequential file the readable part is its head
         assert j.timestamps == [B.stamp_of(m.msg) for m in joints[:n]]
-    v = __import__("subprocess").run([str(binaries["wshard"]), "verify", str(data / "cut")], capture_output=True,
-                                     text=True)
+    v = __import__("subprocess").run(
+        [str(binaries["wshard"]), "verify", str(data / "cut")], capture_output=True, text=True
+    )
     assert v.returncode == 0, v.stdout + v.stderr
 
 
@@ -91,8 +92,9 @@ def test_ros_import_corrupt_bag_refused_without_episode(
 
 
 def test_ros_import_missing_bag_refused(binaries: Dict[str, Path], tmp_path: Path) -> None:
-    r = B.run_import([tmp_path / "nope.bag"], mapping_file(tmp_path), binaries["wshardd"], "--data-dir",
-                     str(tmp_path / "d"))
+    r = B.run_import(
+        [tmp_path / "nope.bag"], mapping_file(tmp_path), binaries["wshardd"], "--data-dir", str(tmp_path / "d")
+    )
     assert r.code == 3 and "nope.bag: no such file or directory" in r.stderr
 
 
@@ -101,7 +103,9 @@ def test_ros_import_type_mismatch_names_topic_and_both_types(
     kind: str, binaries: Dict[str, Path], tmp_path: Path
 ) -> None:
     bag = B.write_bag(kind, tmp_path / "mm", B.workload(kind, joints=20, frames=1))
-    wrong = B.MAPPING.replace('[topics."/imu"]\ntype = "sensor_msgs/Imu"', '[topics."/imu"]\ntype = "sensor_msgs/JointState"')
+    wrong = B.MAPPING.replace(
+        '[topics."/imu"]\ntype = "sensor_msgs/Imu"', '[topics."/imu"]\ntype = "sensor_msgs/JointState"'
+    )
     assert wrong != B.MAPPING
     data = tmp_path / "data"
     r = B.run_import([bag], mapping_file(tmp_path, wrong), binaries["wshardd"], "--data-dir", str(data))
@@ -129,8 +133,11 @@ def test_ros_import_shape_change_skipped_and_counted(binaries: Dict[str, Path], 
 
 def test_ros_import_bad_mapping_and_metadata_are_usage_errors(binaries: Dict[str, Path], tmp_path: Path) -> None:
     bag = B.write_bag("ros1", tmp_path / "u", B.workload("ros1", joints=5, frames=1))
-    r = B.run_import([bag], mapping_file(tmp_path, "[topics]\n"), binaries["wshardd"], "--data-dir", str(tmp_path / "d"))
+    r = B.run_import(
+        [bag], mapping_file(tmp_path, "[topics]\n"), binaries["wshardd"], "--data-dir", str(tmp_path / "d")
+    )
     assert r.code == 2 and "m.toml" in r.stderr
-    r = B.run_import([bag], mapping_file(tmp_path), binaries["wshardd"], "--data-dir", str(tmp_path / "d"),
-                     "--metadata", "[1]")
+    r = B.run_import(
+        [bag], mapping_file(tmp_path), binaries["wshardd"], "--data-dir", str(tmp_path / "d"), "--metadata", "[1]"
+    )
     assert r.code == 2 and "--metadata" in r.stderr

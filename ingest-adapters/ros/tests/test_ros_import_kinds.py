@@ -10,9 +10,8 @@ from typing import Any, Dict, List
 import bagkit as B
 import numpy as np
 import pytest
-from shard_parse import read_episode
-
 from bridgekit import events_of, index_of
+from shard_parse import read_episode
 
 
 def f64(values: Any) -> bytes:
@@ -90,8 +89,12 @@ def check_summary(summary: Dict[str, Any], msgs: List[B.Msg]) -> None:
     for topic, n in counts.items():
         if topic == "/unmapped":
             assert topics[topic] == {
-                "type": "std_msgs/Float64", "mapped": "", "read": n, "recorded": 0,
-                "skipped": {"not_in_mapping": n}, "last_error": None,
+                "type": "std_msgs/Float64",
+                "mapped": "",
+                "read": n,
+                "recorded": 0,
+                "skipped": {"not_in_mapping": n},
+                "last_error": None,
             }
         else:
             assert (topics[topic]["read"], topics[topic]["recorded"], topics[topic]["skipped"]) == (n, n, {}), topic
@@ -104,8 +107,9 @@ def test_ros_import_each_storage_kind_bit_exact(kind: str, binaries: Dict[str, P
     mapping = tmp_path / "m.toml"
     mapping.write_text(B.MAPPING)
     data = tmp_path / "data"
-    r = B.run_import([bag], mapping, binaries["wshardd"], "--data-dir", str(data), "--env-id", "arm",
-                     "--metadata", '{"robot": "r1"}')
+    r = B.run_import(
+        [bag], mapping, binaries["wshardd"], "--data-dir", str(data), "--env-id", "arm", "--metadata", '{"robot": "r1"}'
+    )
     assert r.code == 0, r.stderr
     assert r.summary is not None and r.summary["outcome"] == "completed"
     check_summary(r.summary, msgs)
@@ -115,7 +119,9 @@ def test_ros_import_each_storage_kind_bit_exact(kind: str, binaries: Dict[str, P
     index = index_of_dir(data, ep)
     assert index["env_id"] == "arm" and index["metadata"]["robot"] == "r1"
     assert "episode run_" in r.stdout and "/unmapped" in r.stdout
-    v = __import__("subprocess").run([str(binaries["wshard"]), "verify", str(data / ep)], capture_output=True, text=True)
+    v = __import__("subprocess").run(
+        [str(binaries["wshard"]), "verify", str(data / ep)], capture_output=True, text=True
+    )
     assert v.returncode == 0, v.stdout + v.stderr
 
 
@@ -124,8 +130,9 @@ def test_ros_import_into_a_running_daemon(daemon: Any, binaries: Dict[str, Path]
     bag = B.write_bag("mcap", tmp_path / "live", msgs)
     mapping = tmp_path / "m.toml"
     mapping.write_text(B.MAPPING)
-    r = B.run_import([bag], mapping, binaries["wshardd"], "--socket", str(daemon.socket), "--episode-id", "from-bag",
-                     "--quiet")
+    r = B.run_import(
+        [bag], mapping, binaries["wshardd"], "--socket", str(daemon.socket), "--episode-id", "from-bag", "--quiet"
+    )
     assert r.code == 0, r.stderr
     assert r.stderr == ""  # --quiet: no progress
     check_episode(daemon.data_dir, "from-bag", msgs, "live.mcap", "mcap")

@@ -18,7 +18,15 @@ from .source import BagConnection, BagSource, Damage, RawMessage
 from .typestores import build_typestore, default_store
 
 MAGIC = b"\x89MCAP0\r\n"
-OP_HEADER, OP_FOOTER, OP_SCHEMA, OP_CHANNEL, OP_MESSAGE, OP_CHUNK, OP_DATA_END = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x0F
+OP_HEADER, OP_FOOTER, OP_SCHEMA, OP_CHANNEL, OP_MESSAGE, OP_CHUNK, OP_DATA_END = (
+    0x01,
+    0x02,
+    0x03,
+    0x04,
+    0x05,
+    0x06,
+    0x0F,
+)
 _SCHEMA_FORMATS = {"ros2msg": "msg", "ros2idl": "idl", "omgidl": "idl"}
 #: (log time, record offset, 1 + offset in the chunk (0: a message outside chunks), channel id)
 Entry = Tuple[int, int, int, int]
@@ -123,8 +131,8 @@ class McapBag(BagSource):
         else:
             self.damage.append(Damage(self.path, f"{why}; every record was read by a sequential scan"))
         self._entries.sort()
-        for e in self._entries:
-            self.counts[e[3]] = self.counts.get(e[3], 0) + 1
+        for entry in self._entries:
+            self.counts[entry[3]] = self.counts.get(entry[3], 0) + 1
         self.message_count = len(self._entries)
 
     def _record(self, op: int, buf: Any, body: int, rec: int, inner: int) -> None:

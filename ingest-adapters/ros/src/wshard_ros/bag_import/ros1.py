@@ -6,7 +6,7 @@ of an uncompressed chunk cut short, and reports the rest as damage."""
 import bz2
 import mmap
 import struct
-from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterator, List, Set, Tuple
 
 import lz4.frame  # type: ignore[import-untyped]  # a dependency of rosbags
 from rosbags.typesys.msg import normalize_msgtype
@@ -27,7 +27,7 @@ class Truncated(Exception):
     """A record runs past the end of what is there."""
 
 
-def _fields(buf: bytes) -> Dict[str, bytes]:
+def _fields(buf: Any) -> Dict[str, bytes]:
     out: Dict[str, bytes] = {}
     pos = 0
     while pos < len(buf):
@@ -45,7 +45,7 @@ def _fields(buf: bytes) -> Dict[str, bytes]:
     return out
 
 
-def _record(buf: bytes, pos: int) -> Tuple[Dict[str, bytes], int, int, int]:
+def _record(buf: Any, pos: int) -> Tuple[Dict[str, bytes], int, int, int]:
     """``(header fields, data start, data length, next position)`` of the record at
     ``pos``; :class:`Truncated` when it runs past ``buf``."""
     if pos + 4 > len(buf):
@@ -182,7 +182,9 @@ class Ros1Bag(BagSource):
                 if cut and kind != "none":
                     lost_chunks += 1
                     self.damage.append(
-                        Damage(self.path, f"{why}; {kind} chunk cut short: its messages are lost", pos, f"CHUNK at {pos}")
+                        Damage(
+                            self.path, f"{why}; {kind} chunk cut short: its messages are lost", pos, f"CHUNK at {pos}"
+                        )
                     )
                     return
                 got = self._scan_chunk(pos, kind, s, min(n, len(buf) - s), _u32(h, "size"))
@@ -243,8 +245,12 @@ class Ros1Bag(BagSource):
                     raise ValueError("not a message record")
             except (Truncated, ValueError, KeyError, OSError, RuntimeError) as e:
                 self.damage.append(
-                    Damage(self.path, f"message record unreadable ({e}); the rest is not imported", chunk_pos,
-                           f"CHUNK at {chunk_pos} offset {off}")
+                    Damage(
+                        self.path,
+                        f"message record unreadable ({e}); the rest is not imported",
+                        chunk_pos,
+                        f"CHUNK at {chunk_pos} offset {off}",
+                    )
                 )
                 return
             yield t, (chunk_pos, off), self._conns[conn], data[s:nxt]
@@ -262,4 +268,3 @@ class Ros1Bag(BagSource):
 def _size(f: Any) -> int:
     f.seek(0, 2)
     return int(f.tell())
-

@@ -82,8 +82,11 @@ class SqliteBag(BagSource):
                 for t, i, tid in cur:
                     if bad_from is not None:
                         self.damage.append(
-                            Damage(self.path, f"{why}; rows from id {bad_from} to {int(i) - 1} unreadable",
-                                   record=f"messages row {bad_from}")
+                            Damage(
+                                self.path,
+                                f"{why}; rows from id {bad_from} to {int(i) - 1} unreadable",
+                                record=f"messages row {bad_from}",
+                            )
                         )
                         bad_from, probes = None, 0
                     rows.append((int(t), int(i), int(tid)))
@@ -94,8 +97,9 @@ class SqliteBag(BagSource):
                 next_id += 1 << probes
                 probes += 1
         if bad_from is not None:
-            self.damage.append(Damage(self.path, f"{why}; rows from id {bad_from} on unreadable",
-                                      record=f"messages row {bad_from}"))
+            self.damage.append(
+                Damage(self.path, f"{why}; rows from id {bad_from} on unreadable", record=f"messages row {bad_from}")
+            )
         elif not self.damage:
             self.damage.append(Damage(self.path, f"{why}; every row salvaged by row id"))
         rows.sort()
@@ -121,7 +125,8 @@ class SqliteBag(BagSource):
         last = (-1, -1)
         try:
             cur = self._db.execute(
-                f"SELECT timestamp, id, topic_id, data FROM messages WHERE topic_id IN ({marks}) ORDER BY timestamp, id",
+                "SELECT timestamp, id, topic_id, data FROM messages"
+                f" WHERE topic_id IN ({marks}) ORDER BY timestamp, id",
                 sorted(keys),
             )
             for t, i, tid, data in cur:
@@ -129,8 +134,11 @@ class SqliteBag(BagSource):
                 yield int(t), (int(i),), self._conns[int(tid)], bytes(data)
         except sqlite3.Error as e:
             self.damage.append(
-                Damage(self.path, f"query failed after row id {last[1]} ({e}): the rest is not imported",
-                       record=f"messages row {last[1]}")
+                Damage(
+                    self.path,
+                    f"query failed after row id {last[1]} ({e}): the rest is not imported",
+                    record=f"messages row {last[1]}",
+                )
             )
 
     def deserialize(self, raw: bytes, msgtype: str) -> Any:

@@ -5,8 +5,9 @@ message types still reads right; the types the bag does not define come from a d
 store (``ros2_humble`` for rosbag2 unless the bag names its distribution, ``ros1_noetic``
 for ROS 1)."""
 
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Iterable, Optional, Tuple
 
+from rosbags.interfaces.typing import Typesdict
 from rosbags.typesys import Stores, TypesysError, get_types_from_idl, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
@@ -26,16 +27,14 @@ def default_store(ros1: bool, distro: Optional[str]) -> Typestore:
     return get_typestore(store)
 
 
-def build_typestore(
-    path: str, definitions: Iterable[Tuple[str, str, str]], fallback: Typestore
-) -> Typestore:
+def build_typestore(path: str, definitions: Iterable[Tuple[str, str, str]], fallback: Typestore) -> Typestore:
     """A typestore with the bag's own ``definitions`` (``(msgtype, format, text)``,
     format ``"msg"`` or ``"idl"``), and ``fallback``'s types for everything else.
 
     Raises:
         BagError: a definition the bag carries does not parse (naming the type).
     """
-    typs: Dict[str, object] = {}
+    typs: Typesdict = {}
     for msgtype, fmt, text in definitions:
         if not text:
             continue
@@ -53,7 +52,7 @@ def build_typestore(
     store = get_typestore(Stores.EMPTY)
     base = {k: v for k, v in fallback.fielddefs.items() if k not in typs}
     try:
-        store.register({**base, **typs})  # type: ignore[arg-type]
+        store.register({**base, **typs})
     except TypesysError as e:
         raise BagError(path, f"message definitions conflict: {e}") from None
     return store
