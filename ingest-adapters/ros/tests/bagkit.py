@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from rosbags.rosbag1 import Writer as Writer1
-from rosbags.rosbag2 import StoragePlugin
+from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin
 from rosbags.rosbag2 import Writer as Writer2
 from rosbags.typesys import Stores, get_typestore
 
@@ -154,9 +154,9 @@ def workload(kind: str, joints: int = 300, frames: int = 9) -> List[Msg]:
     return out
 
 
-def write_bag(kind: str, path: Path, msgs: Sequence[Msg]) -> Path:
+def write_bag(kind: str, path: Path, msgs: Sequence[Msg], zstd_chunks: bool = False) -> Path:
     """Write ``msgs`` as a bag of ``kind`` at ``path`` (a ``.bag`` file or a rosbag2
-    directory); returns what the import is given."""
+    directory; ``zstd_chunks``: MCAP chunks compressed); returns what the import is given."""
     store = STORES[kind]
     if kind == "ros1":
         bag = path.with_suffix(".bag")
@@ -168,7 +168,10 @@ def write_bag(kind: str, path: Path, msgs: Sequence[Msg]) -> Path:
                 w.write(conns[m.topic], m.log_ns, store.serialize_ros1(m.msg, m.msgtype))
         return bag
     plugin = StoragePlugin.MCAP if kind == "mcap" else StoragePlugin.SQLITE3
-    with Writer2(path, version=9, storage_plugin=plugin) as w2:
+    w2 = Writer2(path, version=9, storage_plugin=plugin)
+    if zstd_chunks:
+        w2.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
+    with w2:
         conns = {}
         for m in msgs:
             if m.topic not in conns:

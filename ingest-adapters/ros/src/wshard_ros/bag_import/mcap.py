@@ -4,6 +4,7 @@ which reads every complete chunk and message record and reports the rest as dama
 
 import mmap
 import struct
+import sys
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
@@ -14,6 +15,11 @@ from rosbags.rosbag2 import ReaderError
 from rosbags.rosbag2.storage_mcap import McapReader
 
 from .errors import BagError
+
+if sys.version_info >= (3, 14):
+    from compression.zstd import ZstdError as RosbagsZstdError
+else:  # rosbags decompresses zstd chunks with backports.zstd before Python 3.14
+    from backports.zstd import ZstdError as RosbagsZstdError
 from .source import BagConnection, BagSource, Damage, RawMessage
 from .typestores import build_typestore, default_store
 
@@ -213,7 +219,7 @@ class McapBag(BagSource):
             for conn, t, data in self._reader.messages(conns):
                 n += 1
                 yield t, (n,), self._conns[conn.id], bytes(data)
-        except (ReaderError, struct.error, ValueError, zstandard.ZstdError, RuntimeError) as e:
+        except (ReaderError, RosbagsZstdError, struct.error, ValueError, zstandard.ZstdError, RuntimeError) as e:
             self.damage.append(Damage(self.path, f"unreadable after {n} messages ({e}): the rest is not imported"))
 
     def deserialize(self, raw: bytes, msgtype: str) -> Any:

@@ -109,37 +109,36 @@ class SqliteBag(BagSource):
             self.counts[tid] = self.counts.get(tid, 0) + 1
 
     def raw_messages(self, keys: Set[int]) -> Iterator[RawMessage]:
-        if self._salvaged is not None:
-            for t, i, tid in self._salvaged:
-                if tid not in keys:
-                    continue
-                try:
-                    row = self._db.execute("SELECT data FROM messages WHERE id = ?", (i,)).fetchone()
-                except sqlite3.Error as e:
-                    self.damage.append(Damage(self.path, f"data unreadable ({e})", record=f"messages row {i}"))
-                    continue
-                if row is not None:
-                    yield t, (i,), self._conns[tid], bytes(row[0])
-            return
-        marks = ",".join("?" for _ in keys)
-        last = (-1, -1)
-        try:
-            cur = self._db.execute(
-                "SELECT timestamp, id, topic_id, data FROM messages"
-                f" WHERE topic_id IN ({marks}) ORDER BY timestamp, id",
-                sorted(keys),
-            )
-            for t, i, tid, data in cur:
-                last = (int(t), int(i))
-                yield int(t), (int(i),), self._conns[int(tid)], bytes(data)
-        except sqlite3.Error as e:
-            self.damage.append(
-                Damage(
-                    self.path,
-                    f"query failed after row id {last[1]} ({e}): the rest is not imported",
-                    record=f"messages row {last[1]}",
+        last: Optional[Tuple[int, int]] = None
+        if self._salvaged is None:
+            marks = ",".join("?" for _ in keys)
+            try:
+                cur = self._db.execute(
+                    "SELECT timestamp, id, topic_id, data FROM messages"
+                    f" WHERE topic_id IN ({marks}) ORDER BY timestamp, id",
+                    sorted(keys),
                 )
-            )
+                for t, i, tid, data in cur:
+                    last = (int(t), int(i))
+                    yield int(t), (int(i),), self._conns[int(tid)], bytes(data)
+                return
+            except sqlite3.Error as e:
+                after = f"after row id {last[1]}" if last else "before the first row"
+                self._salvage(f"the ordered query failed {after} ({e})", 0)
+        yield from self._salvaged_messages(keys, last)
+
+    def _salvaged_messages(self, keys: Set[int], after: Optional[Tuple[int, int]]) -> Iterator[RawMessage]:
+        """The salvaged rows of ``keys`` past ``after`` (timestamp, id), data read row by row."""
+        for t, i, tid in self._salvaged or []:
+            if tid not in keys or (after is not None and (t, i) <= after):
+                continue
+            try:
+                row = self._db.execute("SELECT data FROM messages WHERE id = ?", (i,)).fetchone()
+            except sqlite3.Error as e:
+                self.damage.append(Damage(self.path, f"data unreadable ({e})", record=f"messages row {i}"))
+                continue
+            if row is not None:
+                yield t, (i,), self._conns[tid], bytes(row[0])
 
     def deserialize(self, raw: bytes, msgtype: str) -> Any:
         return self.typestore.deserialize_cdr(raw, msgtype)
