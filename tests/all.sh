@@ -27,6 +27,9 @@ done
 if ! python3 -c 'import pytest, numpy, zstandard, prometheus_client, rosbags' >/dev/null 2>&1; then
     missing+=("python3 modules pytest, numpy, zstandard, prometheus_client, rosbags (python3 -m pip install pytest numpy zstandard prometheus-client rosbags)")
 fi
+if ! python3 -c 'import PIL' >/dev/null 2>&1; then
+    missing+=("python3 module PIL, for the ROS bridge's compressed = \"decode\" tests (python3 -m pip install pillow)")
+fi
 if ! python3 -m maturin --version >/dev/null 2>&1; then
     missing+=("maturin, to build the Python reader (python3 -m pip install maturin)")
 fi

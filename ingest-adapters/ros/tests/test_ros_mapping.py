@@ -145,10 +145,10 @@ def test_ros_mapping_file_errors(tmp_path: Path) -> None:
             "one of bytes, decode",
         ),
         (
-            '[topics."/c"]\ntype = "sensor_msgs/CompressedImage"\ncompressed = "decode"\n',
+            '[topics."/c"]\ntype = "sensor_msgs/CompressedImage"\ncompressed = "decode"\nmax_bytes = 9\n',
             "/c",
-            "compressed",
-            "not built yet",
+            "max_bytes",
+            'only with compressed = "bytes"',
         ),
         ('[events."/e"]\ntype = "std_msgs/String"\nlabel = ""\n', "/e", "label", "empty"),
         ('[events."/e"]\ntype = "std_msgs/String"\ncodec = "lz4"\n', "/e", "codec", "unknown key"),

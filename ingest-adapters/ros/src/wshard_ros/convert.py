@@ -5,6 +5,7 @@ from typing import Dict, Type
 from ._base import Converter
 from .events import EventConverter
 from .image import CompressedImageBytesConverter, ImageConverter
+from .image_decode import CompressedImageDecodeConverter
 from .mapping import EventSpec, TopicSpec
 from .msgtypes import SCALAR_TYPES, STREAM_TYPES
 from .numeric import (
@@ -32,7 +33,13 @@ assert set(CONVERTERS) == set(STREAM_TYPES), "msgtypes.STREAM_TYPES and CONVERTE
 
 
 def converter_for(spec: TopicSpec) -> Converter:
-    """The converter of a mapping's topic (its type was checked when the mapping loaded)."""
+    """The converter of a mapping's topic (its type was checked when the mapping loaded).
+
+    Raises:
+        MissingDependency: ``compressed = "decode"`` without Pillow installed.
+    """
+    if spec.type == "sensor_msgs/CompressedImage" and spec.compressed == "decode":
+        return CompressedImageDecodeConverter(spec)
     return CONVERTERS[spec.type](spec)
 
 

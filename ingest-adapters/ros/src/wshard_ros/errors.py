@@ -81,3 +81,8 @@ class MessageTypeMismatch(MessageError):
 
 class NotLearned(RosBridgeError, RuntimeError):
     """:meth:`~wshard_ros.Converter.channels` read before the first message was seen."""
+
+
+class MissingDependency(RosBridgeError, ImportError):
+    """A mapping option needs a package that is not installed (the text says which and
+    how to install it), e.g. Pillow for ``compressed = "decode"``."""

@@ -200,7 +200,9 @@ def _compressed(file: str, topic: str, entry: Mapping[str, Any], msg_type: str) 
     if mode not in COMPRESSED_MODES:
         raise MappingError(file, topic, "compressed", f"{mode!r}: one of {', '.join(COMPRESSED_MODES)}")
     if mode == "decode":
-        raise MappingError(file, topic, "compressed", '"decode" is not built yet; use "bytes"')
+        if "max_bytes" in entry:
+            raise MappingError(file, topic, "max_bytes", 'only with compressed = "bytes" (decode learns the shape)')
+        return mode, 0
     if "max_bytes" not in entry:
         raise MappingError(file, topic, "max_bytes", "missing: the largest compressed image, in bytes")
     max_bytes = _get(file, topic, entry, "max_bytes", int, 0)

@@ -11,7 +11,7 @@ from typing import Any, Dict, Mapping, Optional, Set, Union
 
 from wshard_client import ErrorCode, Outcome, Recorder, SchemaError, ServerError, WshardError
 
-from ..convert import event_converter_for
+from ..convert import converter_for, event_converter_for
 from ..errors import MessageError
 from ..mapping import BridgeMapping
 from . import daemon_control
@@ -19,7 +19,8 @@ from .counters import DROP_ERROR, DROP_FAILED, Counters
 from .ending import end_episode
 from .errors import ALREADY_RECORDING, BAD_REQUEST, DAEMON, FAILED, NOT_RECORDING, BridgeError
 from .options import BridgeOptions, BridgeState
-from .recording import record_step, recorder_gone
+from .recording import record_step
+from .stream_worker import recorder_gone
 from .streams import EpisodeRun, StreamRun, stream_runs
 
 log = logging.getLogger("wshard_ros.bridge")
@@ -32,10 +33,14 @@ class Bridge:
     """Records the topics of a mapping as one multi-stream episode per ``start`` /
     ``stop``. Thread-safe; :meth:`on_message` never raises.
 
-    Raises (constructor): nothing beyond what ``options`` checked.
+    Raises (constructor):
+        MissingDependency: a topic needs a package not installed (Pillow for
+            ``compressed = "decode"``).
     """
 
     def __init__(self, mapping: BridgeMapping, options: BridgeOptions) -> None:
+        for spec in mapping.topics:
+            converter_for(spec)  # refuse now what could only fail at start
         self.mapping = mapping
         self.options = options
         self.counters = Counters([t.topic for t in mapping.topics], [e.topic for e in mapping.events])
@@ -251,7 +256,8 @@ class Bridge:
             self._state = BridgeState.FAILED
             self._accepting = False
             self._failed_run = run
-            self._last_error = f"episode {run.episode_id!r}: {where}: {error}"
+            why = "the daemon refused" if isinstance(error, ServerError) else "connection to the daemon lost"
+            self._last_error = f"episode {run.episode_id!r}: {where}: {why}: {error}"
             self._run = None
             message = self._last_error
         log.error("%s; the bridge stays up, the next start connects anew", message)
@@ -318,8 +324,13 @@ class Bridge:
         (``streams``), and the event topics' counters (``events``); JSON-serialisable."""
         with self._lock:
             run = self._run
-        if run is not None and self._state is BridgeState.RECORDING and recorder_gone(run.owner):
-            self._fail(run, WshardError("the daemon closed the episode's connection"))
+        if run is not None and self._state is BridgeState.RECORDING:
+            if recorder_gone(run.owner):
+                self._fail(run, WshardError("the daemon closed the episode's connection"))
+            for s in list(run.streams.values()):
+                worker = s.worker
+                if worker is not None and worker.connection_gone():
+                    self._fail(run, WshardError("the daemon closed the stream's connection"), f"stream {s.name!r}")
         with self._lock:
             state, run, last_error = self._state, self._run or self._failed_run, self._last_error
             episode = self._episode_id()

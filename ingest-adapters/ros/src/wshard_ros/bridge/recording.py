@@ -8,7 +8,7 @@ from wshard_client import ErrorCode, Recorder, SchemaError, ServerError, WshardE
 
 from .._base import Sample
 from .counters import DROP_ERROR, DROP_FAILED, DROP_QUEUE_FULL, DROP_UNMATCHED
-from .stream_worker import FULL, QUEUED, StreamWorker
+from .stream_worker import DEAD, FULL, QUEUED, StreamWorker
 from .streams import EpisodeRun, StreamRun
 
 if TYPE_CHECKING:
@@ -17,14 +17,6 @@ if TYPE_CHECKING:
 #: Refusals of a stream's join that concern that stream only (its schema): its steps are
 #: dropped (``error``) and the episode records on.
 _STREAM_ONLY_ERRORS = (ErrorCode.BAD_SCHEMA, ErrorCode.BAD_EPISODE_ID, ErrorCode.LIMIT, ErrorCode.PAYLOAD_SIZE)
-
-
-def recorder_gone(rec: Recorder) -> bool:
-    """Whether the daemon ended ``rec``'s connection (its reader thread saw the end or an
-    ``ERROR`` is pending). Reads the client's shared state: the client has no public
-    liveness probe that neither blocks nor raises."""
-    state = rec._state
-    return bool(state.is_ended or state.error_pending)
 
 
 def join_stream(bridge: "Bridge", run: EpisodeRun, stream: StreamRun) -> StreamWorker:
@@ -121,6 +113,8 @@ def record_step(
                 DROP_QUEUE_FULL,
                 f"stream {stream.name!r}: queue full ({bridge.options.queue_steps} steps): step at {t_ns} ns dropped",
             )
+        elif answer == DEAD:
+            counters.dropped(topics, DROP_FAILED)
         else:
             counters.idle_or_failed(topics, bridge.failed)
     return None

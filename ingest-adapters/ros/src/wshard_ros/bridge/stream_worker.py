@@ -19,7 +19,16 @@ NS_PER_MS = 1_000_000
 #: What :meth:`StreamWorker.put` answers.
 QUEUED = "queued"
 FULL = "full"
-GONE = "gone"
+DEAD = "dead"  # the stream failed or was killed
+ENDED = "ended"  # the stream is ending (stop, abort)
+
+
+def recorder_gone(rec: Recorder) -> bool:
+    """Whether the daemon ended ``rec``'s connection (its reader thread saw the end or an
+    ``ERROR`` is pending). Reads the client's shared state: the client has no public
+    liveness probe that neither blocks nor raises."""
+    state = rec._state
+    return bool(state.is_ended or state.error_pending)
 
 
 @dataclass
@@ -73,14 +82,17 @@ class StreamWorker:
     # ------------------------------------------------------------------ callers
 
     def put(self, t_ns: int, payloads: List[bytes]) -> str:
-        """Queue one step: :data:`QUEUED`, :data:`FULL` (live mode, not queued) or
-        :data:`GONE` (the stream failed or is ending; not queued). With
-        ``block_when_full`` waits for room instead of answering :data:`FULL`."""
+        """Queue one step: :data:`QUEUED`, :data:`FULL` (live mode, not queued),
+        :data:`DEAD` (the stream failed or was killed; not queued) or :data:`ENDED` (the
+        stream is ending; not queued). With ``block_when_full`` waits for room instead of
+        answering :data:`FULL`."""
         item = _Item(t_ns, payloads, time.monotonic_ns())
         with self._cond:
             while True:
-                if self._dead or self._ending:
-                    return GONE
+                if self._dead:
+                    return DEAD
+                if self._ending:
+                    return ENDED
                 if len(self._queue) < self._capacity:
                     break
                 if not self._block:
@@ -93,7 +105,7 @@ class StreamWorker:
     def end(self, outcome: Outcome) -> None:
         """Ask the thread to send every queued step, then close the stream with
         ``outcome`` and its connection; returns at once (see :meth:`finish`). Later
-        :meth:`put` calls answer :data:`GONE`."""
+        :meth:`put` calls answer :data:`ENDED`."""
         with self._cond:
             if not self._ending:
                 self._ending = True
@@ -129,6 +141,11 @@ class StreamWorker:
         """Wait for the worker thread to end (after :meth:`kill` or :meth:`finish`)."""
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
+
+    def connection_gone(self) -> bool:
+        """Whether the daemon ended the stream's connection or sent it an ``ERROR`` not
+        yet reported (seen without sending anything)."""
+        return not self._dead and self._summary is None and recorder_gone(self._rec)
 
     def status(self) -> Dict[str, Any]:
         """``pushed`` (steps sent), ``durable`` (the daemon's durable seq),
