@@ -17,10 +17,12 @@ reader sets).
     python3 bench/ros/import_mcap.py                   # 2 GB (the real run; minutes)
     python3 bench/ros/import_mcap.py --size-gb 0.01    # smoke: a few seconds
 
-wshardd: --wshardd, $WSHARDD_BIN, or target/release/wshardd, else target/debug/wshardd.
+wshardd: --wshardd, else target/release/wshardd, else $WSHARDD_BIN, else target/debug/wshardd
+(use a release build: a debug wshardd is ~10x slower and becomes the bottleneck).
 """
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -147,7 +149,9 @@ def timed(cmd: List[str], env: Dict[str, str]) -> Tuple[float, float, str]:
 
 
 def find_wshardd(explicit: str) -> str:
-    for c in (explicit, os.environ.get("WSHARDD_BIN", ""), str(REPO / "target/release/wshardd"),
+    """--wshardd, else a release build, else $WSHARDD_BIN, else a debug build (a debug
+    wshardd is ~10x slower and makes the daemon the bottleneck: a warning says so)."""
+    for c in (explicit, str(REPO / "target/release/wshardd"), os.environ.get("WSHARDD_BIN", ""),
               str(REPO / "target/debug/wshardd")):
         if c and Path(c).is_file():
             return c
@@ -160,6 +164,7 @@ def main() -> None:
     p.add_argument("--workdir", help="where the bag and the episode go (default: a temporary directory)")
     p.add_argument("--image-codec", default="lz4", help="codec of the image channel (default lz4)")
     p.add_argument("--wshardd", default="")
+    p.add_argument("--durability", choices=("ack", "chunk"), default="ack", help="the import's streams (default ack)")
     p.add_argument("--keep", action="store_true", help="keep the bag and the episode")
     args = p.parse_args()
     wshardd = find_wshardd(args.wshardd)
@@ -177,15 +182,23 @@ def main() -> None:
         mapping.write_text(MAPPING.format(image_codec=args.image_codec))
         read_wall, read_cpu, out = timed([sys.executable, "-c", READ_FLOOR, str(bag)], env)
         assert int(out.strip()) == n, f"rosbags read {out.strip()} of {n} messages"
+        summary = work / "summary.json"
         imp = [sys.executable, "-m", "wshard_ros.bag_import", str(bag), "--mapping", str(mapping),
-               "--data-dir", str(data), "--quiet", "--episode-id", "bench"]
+               "--data-dir", str(data), "--quiet", "--episode-id", "bench", "--summary-json", str(summary),
+               "--durability", args.durability]
         imp_wall, imp_cpu, _ = timed(imp, env)
+        split = json.loads(summary.read_text())["cpu_s"]
         rows = [
             ("rosbags read (deserialize all)", read_wall, read_cpu),
             ("bag_import --data-dir (+ wshardd)", imp_wall, imp_cpu),
+            ("  of which the import process", imp_wall, split["import"]),
+            ("  of which wshardd", imp_wall, split["daemon"]),
         ]
         print(f"\nbag: {size / 1e6:.1f} MB, {n} messages (JointState {JOINT_HZ} Hz, Image {W}x{H} rgb8 "
-              f"{IMAGE_HZ} Hz, Imu {IMU_HZ} Hz); image codec {args.image_codec}; wshardd {wshardd}\n")
+              f"{IMAGE_HZ} Hz, Imu {IMU_HZ} Hz); image codec {args.image_codec}; durability {args.durability}; "
+              f"wshardd {wshardd}\n")
+        if "/debug/" in wshardd or Path(wshardd).stat().st_size > 80_000_000:
+            print("warning: this wshardd looks like a debug build (~10x slower): use a release build\n")
         print(f"{'':36} {'wall s':>8} {'CPU s':>8} {'MB/s':>8} {'CPU s/GB':>9} {'us CPU/msg':>10}")
         for name, wall, cpu in rows:
             print(f"{name:36} {wall:8.2f} {cpu:8.2f} {size / 1e6 / wall:8.1f} {cpu / (size / 1e9):9.2f} "

@@ -3,6 +3,7 @@ summary and the exit codes (ingest-adapters/ros/README.md, "Bag import")."""
 
 import argparse
 import json
+import resource
 import sys
 from typing import Any, Dict, List, Optional, TextIO
 
@@ -13,7 +14,7 @@ from .daemon import PrivateDaemon, find_wshardd
 from .determinism import pin_created_time
 from .errors import BagError, BagImportError, BagTypeMismatch, DaemonStartError
 from .progress import Progress
-from .run import ImportResult, check_types, default_episode_id, open_bags, record
+from .run import CLIENT_NAME, ImportResult, check_types, default_episode_id, open_bags, record
 
 EXIT_OK = 0
 EXIT_SKIPPED = 1
@@ -40,6 +41,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--env-id", default="")
     p.add_argument("--metadata", default="{}", help="episode metadata, a JSON object")
     p.add_argument("--wshardd", help="the wshardd binary for --data-dir")
+    p.add_argument(
+        "--durability",
+        choices=("ack", "chunk"),
+        default="ack",
+        help="durability of the streams (default ack: every step journaled; chunk: only finalized chunks)",
+    )
     p.add_argument("--summary-json", help="also write the summary as JSON to this file")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
@@ -76,7 +83,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                 socket_path, control = daemon.socket, daemon.control
             else:
                 socket_path, control = args.socket, args.control_socket
-            options = BridgeOptions(socket_path, control, client_name="wshard-ros-import", block_when_full=True)
+            options = BridgeOptions(
+                socket_path, control, client_name=CLIENT_NAME, block_when_full=True, durability=args.durability
+            )
             result = record(mapping, sources, topics, options, episode_id, args.env_id, metadata, progress)
             if daemon is not None:
                 daemon.stop()
@@ -100,8 +109,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             s.close()
     print_summary(result, sys.stdout)
     if args.summary_json:
+        doc = summary_json(result)
+        doc["cpu_s"] = {"import": _cpu(resource.RUSAGE_SELF), "daemon": _cpu(resource.RUSAGE_CHILDREN)}
         with open(args.summary_json, "w") as f:
-            json.dump(summary_json(result), f, indent=2, sort_keys=True)
+            json.dump(doc, f, indent=2, sort_keys=True)
     if result.outcome == "failed":
         print(f"wshard-ros-import: the daemon failed: {result.error}", file=sys.stderr)
         return EXIT_DAEMON
@@ -110,6 +121,13 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"wshard-ros-import: damaged bag: {d.describe()}", file=sys.stderr)
         return EXIT_DAMAGED
     return EXIT_SKIPPED if result.skipped_mapped else EXIT_OK
+
+
+def _cpu(who: int) -> float:
+    """User + system CPU seconds of this process or of its waited-for children (the
+    private daemon)."""
+    r = resource.getrusage(who)
+    return float(r.ru_utime + r.ru_stime)
 
 
 def _fail(code: int, text: str) -> int:
