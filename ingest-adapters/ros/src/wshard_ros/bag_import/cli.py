@@ -4,7 +4,9 @@ summary and the exit codes (ingest-adapters/ros/README.md, "Bag import")."""
 import argparse
 import json
 import resource
+import signal
 import sys
+import threading
 from typing import Any, Dict, List, Optional, TextIO
 
 from ..bridge import BridgeError, BridgeOptions
@@ -86,11 +88,19 @@ def main(argv: Optional[List[str]] = None) -> int:
             options = BridgeOptions(
                 socket_path, control, client_name=CLIENT_NAME, block_when_full=True, durability=args.durability
             )
-            result = record(mapping, sources, topics, options, episode_id, args.env_id, metadata, progress)
+            interrupt = threading.Event()
+
+            def on_signal(signum: int, _frame: object) -> None:
+                interrupt.set()
+                signal.signal(signum, signal.SIG_DFL)  # a second one ends the process at once
+
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, on_signal)
+            result = record(mapping, sources, topics, options, episode_id, args.env_id, metadata, progress, interrupt)
             if daemon is not None:
                 daemon.stop()
                 daemon = None
-                if result.outcome != "failed":
+                if result.outcome in ("completed", "aborted"):
                     pin_created_time(args.data_dir, episode_id, result.first_t_ns)
         except KeyboardInterrupt:
             return _fail(EXIT_INTERRUPTED, "interrupted: the episode was aborted")
@@ -113,6 +123,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         doc["cpu_s"] = {"import": _cpu(resource.RUSAGE_SELF), "daemon": _cpu(resource.RUSAGE_CHILDREN)}
         with open(args.summary_json, "w") as f:
             json.dump(doc, f, indent=2, sort_keys=True)
+    if result.outcome == "interrupted":
+        print("wshard-ros-import: interrupted: the episode was aborted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if result.outcome == "failed":
         print(f"wshard-ros-import: the daemon failed: {result.error}", file=sys.stderr)
         return EXIT_DAEMON

@@ -7,6 +7,7 @@ import heapq
 import os
 import re
 import struct
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
@@ -147,8 +148,11 @@ def record(
     env_id: str,
     metadata: Dict[str, Any],
     progress: Progress,
+    interrupt: Optional[threading.Event] = None,
 ) -> ImportResult:
-    """Record the bags into one episode through the recording core.
+    """Record the bags into one episode through the recording core. ``interrupt`` set
+    while messages are fed ends the feeding and the episode ``aborted`` (outcome
+    ``interrupted`` in the result); once every message is fed the episode is finished.
 
     Raises:
         BridgeError: the episode could not be started (the daemon refused it, is gone).
@@ -158,8 +162,13 @@ def record(
     try:
         bridge.start(episode_id, env_id, import_metadata(metadata, sources, opened_damage))
         first_t: Optional[int] = None
+        stop = interrupt or threading.Event()
         try:
             for t, _, _, src, conn, raw in merged_messages(sources, topics):
+                if stop.is_set():
+                    result = _end(bridge, "aborted", episode_id, topics, [])
+                    result.outcome = "interrupted" if result.outcome == "aborted" else result.outcome
+                    return result
                 first_t = t if first_t is None else first_t
                 tc = topics[conn.topic]
                 tc.read += 1
