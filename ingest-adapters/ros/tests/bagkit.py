@@ -154,13 +154,17 @@ def workload(kind: str, joints: int = 300, frames: int = 9) -> List[Msg]:
     return out
 
 
-def write_bag(kind: str, path: Path, msgs: Sequence[Msg], zstd_chunks: bool = False) -> Path:
+def write_bag(kind: str, path: Path, msgs: Sequence[Msg], zstd_chunks: bool = False, lz4: bool = False) -> Path:
     """Write ``msgs`` as a bag of ``kind`` at ``path`` (a ``.bag`` file or a rosbag2
-    directory; ``zstd_chunks``: MCAP chunks compressed); returns what the import is given."""
+    directory; ``zstd_chunks``: MCAP chunks compressed; ``lz4``: ROS 1 chunks compressed);
+    returns what the import is given."""
     store = STORES[kind]
     if kind == "ros1":
         bag = path.with_suffix(".bag")
-        with Writer1(bag) as w:
+        w = Writer1(bag)
+        if lz4:
+            w.set_compression(Writer1.CompressionFormat.LZ4)
+        with w:
             conns: Dict[str, Any] = {}
             for m in msgs:
                 if m.topic not in conns:

@@ -33,10 +33,13 @@ def cut(path: Path, fraction: float) -> int:
     return keep
 
 
-@pytest.mark.parametrize("kind", B.KINDS)
-def test_ros_import_truncated_bag_keeps_what_is_readable(kind: str, binaries: Dict[str, Path], tmp_path: Path) -> None:
+@pytest.mark.parametrize("variant", [*B.KINDS, "ros1-lz4"])
+def test_ros_import_truncated_bag_keeps_what_is_readable(
+    variant: str, binaries: Dict[str, Path], tmp_path: Path
+) -> None:
+    kind = variant.split("-")[0]
     msgs = B.workload(kind, joints=600, frames=24)
-    bag = B.write_bag(kind, tmp_path / "cut", msgs)
+    bag = B.write_bag(kind, tmp_path / "cut", msgs, lz4=variant == "ros1-lz4")
     if kind != "ros1":
         (bag / "metadata.yaml").unlink()  # a recording cut short has none
     storage = B.storage_file(kind, bag)
@@ -47,6 +50,8 @@ def test_ros_import_truncated_bag_keeps_what_is_readable(kind: str, binaries: Di
     assert "damaged bag" in r.stderr and storage.name in r.stderr
     assert r.summary is not None and r.summary["outcome"] == "aborted"
     assert r.summary["damage"] and any(storage.name in d["file"] for d in r.summary["damage"])
+    if variant == "ros1-lz4":  # a compressed chunk cut short cannot be read at all
+        assert "lz4 chunk cut short: its messages are lost" in r.stderr
     index = index_of(data, "cut")
     assert index["status"] == "aborted"
     damage = index["metadata"]["ros_bag_import"]["damage"]

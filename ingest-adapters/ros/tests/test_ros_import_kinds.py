@@ -5,7 +5,7 @@ the same bag imported twice gives byte-identical episode directories."""
 
 import struct
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import bagkit as B
 import numpy as np
@@ -22,13 +22,15 @@ def i64s(values: List[int]) -> bytes:
     return struct.pack(f"<{len(values)}q", *values)
 
 
-def check_episode(data_dir: Path, ep: str, msgs: List[B.Msg], bag_name: str, kind: str) -> None:
-    """Every stream and event of the episode against the workload ``msgs``."""
+def check_episode(data_dir: Path, ep: str, msgs: List[B.Msg], bag_name: Optional[str], kind: str) -> None:
+    """Every stream and event of the episode against the workload ``msgs`` (and the bag's
+    name in the metadata unless ``bag_name`` is None)."""
     topics = B.by_topic(msgs)
     index = index_of_dir(data_dir, ep)
     assert index["status"] == "complete"
     assert [s["name"] for s in index["streams"]] == ["joint_states", "imu", "camera"]
-    assert index["metadata"]["ros_bag_import"]["bags"][0]["file"] == bag_name
+    if bag_name is not None:
+        assert index["metadata"]["ros_bag_import"]["bags"][0]["file"] == bag_name
     assert index["metadata"]["ros_bag_import"]["bags"][0]["kind"] == kind
     assert "damage" not in index["metadata"]["ros_bag_import"]
 
@@ -157,3 +159,24 @@ def test_ros_import_same_bag_same_bytes(kind: str, binaries: Dict[str, Path], tm
         assert a == b, f"{name} differs between two imports of the same bag"
     index = index_of_dir(tmp_path / "data0", "det")
     assert index["created_unix_ns"] == min(m.log_ns for m in msgs if m.topic != "/unmapped")
+
+
+def test_ros_import_ros1_lz4_chunks_and_two_bags_in_one_episode(binaries: Dict[str, Path], tmp_path: Path) -> None:
+    """lz4-compressed ROS 1 chunks; the workload split over two bags (the camera in one,
+    the rest in the other) gives the same episode as one bag: merged by log time."""
+    msgs = B.workload("ros1")
+    cam = [m for m in msgs if m.topic.startswith("/camera/")]
+    rest = [m for m in msgs if not m.topic.startswith("/camera/")]
+    a = B.write_bag("ros1", tmp_path / "part_a", rest, lz4=True)
+    b = B.write_bag("ros1", tmp_path / "part_b", cam, lz4=True)
+    assert b"compression=lz4" in a.read_bytes()
+    mapping = tmp_path / "m.toml"
+    mapping.write_text(B.MAPPING)
+    data = tmp_path / "data"
+    r = B.run_import([a, b], mapping, binaries["wshardd"], "--data-dir", str(data), "--episode-id", "two", "--quiet")
+    assert r.code == 0, r.stderr
+    assert r.summary is not None
+    check_summary(r.summary, msgs)
+    index = index_of_dir(data, "two")
+    assert [x["file"] for x in index["metadata"]["ros_bag_import"]["bags"]] == ["part_a.bag", "part_b.bag"]
+    check_episode(data, "two", msgs, None, "ros1")
