@@ -41,6 +41,12 @@ class Progress:
         if not self.quiet:
             self._draw(time.monotonic(), final=True)
 
+    def note(self, text: str) -> None:
+        """One line of text (``import: TEXT``), unless quiet."""
+        if not self.quiet:
+            self.out.write(f"import: {text}\n")
+            self.out.flush()
+
     def _draw(self, now: float, final: bool) -> None:
         elapsed = max(now - self.start, 1e-9)
         rate = self.bytes / elapsed / 1e6

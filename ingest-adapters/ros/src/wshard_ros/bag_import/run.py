@@ -184,6 +184,7 @@ def record(
             _end(bridge, "aborted", episode_id, topics, [])
             raise
         progress.done()
+        progress.note("every message fed; closing the streams and the episode")
         damage = [d for s in sources for d in s.damage]
         late = damage[len(opened_damage) :] if len(damage) > len(opened_damage) else []
         if late and options.control_path is not None:
