@@ -30,6 +30,9 @@ fi
 if ! python3 -c 'import PIL' >/dev/null 2>&1; then
     missing+=("python3 module PIL, for the ROS bridge's compressed = \"decode\" tests (python3 -m pip install pillow)")
 fi
+if ! /usr/bin/python3 -c 'import rosbag, sensor_msgs.msg' >/dev/null 2>&1; then
+    missing+=("Debian's ROS 1 rosbag for /usr/bin/python3, for the bag import's real-rosbag tests (apt-get install python3-rosbag python3-sensor-msgs)")
+fi
 if ! python3 -m maturin --version >/dev/null 2>&1; then
     missing+=("maturin, to build the Python reader (python3 -m pip install maturin)")
 fi
