@@ -85,7 +85,21 @@ class McapBag(BagSource):
         defs: List[Tuple[str, str, str]] = []
         reader = McapReader(Path(path))
         try:
-            reader.open()
+            reader.open()  # closes itself when it raises
+        except (
+            ReaderError,
+            RosbagsZstdError,
+            AssertionError,
+            struct.error,
+            ValueError,
+            TypeError,
+            KeyError,
+            IndexError,
+            UnicodeDecodeError,
+        ) as e:
+            self._scan(f"no usable footer or summary ({e or type(e).__name__})")
+            defs = list(self._schemas.values())
+        else:
             self._reader = reader
             for c in reader.connections:
                 self._conns[c.id] = BagConnection(c.id, c.topic, c.msgtype)
@@ -94,9 +108,6 @@ class McapBag(BagSource):
                 if c.msgdef.format != MessageDefinitionFormat.NONE:
                     defs.append((c.msgtype, fmt, c.msgdef.data))
             self.message_count = sum(self.counts.values())
-        except (ReaderError, AssertionError, struct.error, ValueError) as e:
-            self._scan(f"no usable footer or summary ({e})")
-            defs = list(self._schemas.values())
         if not self._conns:
             raise BagError(path, "no channel record readable: nothing to import")
         self.connections = sorted(self._conns.values(), key=lambda c: c.key)

@@ -4,6 +4,7 @@ still readable is salvaged by row id and the rest reported as damage."""
 
 import sqlite3
 import struct
+import urllib.parse
 from pathlib import Path
 from typing import Any, Iterator, List, Optional, Set, Tuple
 
@@ -38,7 +39,8 @@ class SqliteBag(BagSource):
         pages = struct.unpack(">I", head[28:32])[0]
         self._cut = pages * page > self.size_bytes
         try:
-            self._db = sqlite3.connect(f"file:{Path(path).resolve()}?immutable=1", uri=True)
+            uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + "?immutable=1"
+            self._db = sqlite3.connect(uri, uri=True)
             if self._cut:
                 # SQLite refuses a file shorter than its header's page count as corrupt unless
                 # the schema is "writable"; the connection is read-only, nothing is written.
