@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, TextIO
 from ..bridge import BridgeError, BridgeOptions
 from ..errors import MappingError
 from ..mapping import load_mapping
-from .daemon import PrivateDaemon, find_wshardd
+from .daemon import DEFAULT_MAX_TIMESTEPS, PrivateDaemon, find_wshardd
 from .determinism import pin_created_time
 from .errors import BagError, BagImportError, BagTypeMismatch, DaemonStartError
 from .progress import Progress
@@ -44,6 +44,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--metadata", default="{}", help="episode metadata, a JSON object")
     p.add_argument("--wshardd", help="the wshardd binary for --data-dir")
     p.add_argument(
+        "--chunk-steps",
+        type=int,
+        default=DEFAULT_MAX_TIMESTEPS,
+        help="with --data-dir: steps per chunk at most (the private daemon's rotation.max_timesteps)",
+    )
+    p.add_argument(
         "--durability",
         choices=("ack", "chunk"),
         default="ack",
@@ -62,6 +68,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return _fail(EXIT_USAGE, f"--metadata: not JSON: {e}")
     if not isinstance(metadata, dict):
         return _fail(EXIT_USAGE, "--metadata: must be a JSON object")
+    if args.chunk_steps < 1:
+        return _fail(EXIT_USAGE, f"--chunk-steps {args.chunk_steps}: at least 1")
     try:
         mapping = load_mapping(args.mapping)
     except MappingError as e:
@@ -81,7 +89,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         daemon: Optional[PrivateDaemon] = None
         try:
             if args.data_dir:
-                daemon = PrivateDaemon(find_wshardd(args.wshardd), args.data_dir)
+                daemon = PrivateDaemon(find_wshardd(args.wshardd), args.data_dir, args.chunk_steps)
                 socket_path, control = daemon.socket, daemon.control
             else:
                 socket_path, control = args.socket, args.control_socket

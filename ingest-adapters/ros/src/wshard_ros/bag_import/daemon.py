@@ -19,6 +19,9 @@ READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 120.0
 #: Config of the private daemon. `rotation.max_seconds` at its maximum: chunks roll on
 #: size and step count only, never on the wall clock, so one bag gives the same chunks.
+#: (The daemon splits a batch at the step the limit falls on, so how the client batched
+#: the steps does not move a chunk boundary.)
+DEFAULT_MAX_TIMESTEPS = 100_000
 CONFIG = """data_dir = {data_dir}
 [socket]
 path = {socket}
@@ -26,6 +29,7 @@ path = {socket}
 path = {control}
 [rotation]
 max_seconds = 86400
+max_timesteps = {max_timesteps}
 [log]
 level = "warn"
 """
@@ -62,14 +66,15 @@ def _toml_str(value: str) -> str:
 
 
 class PrivateDaemon:
-    """A ``wshardd`` writing to ``data_dir``, for one import. ``socket`` and ``control``
-    are its sockets; :meth:`stop` ends it (also a context manager).
+    """A ``wshardd`` writing to ``data_dir``, for one import (chunks of at most
+    ``max_timesteps`` steps). ``socket`` and ``control`` are its sockets; :meth:`stop` ends
+    it (also a context manager).
 
     Raises (from the constructor):
         DaemonStartError: it could not start or did not become ready (its log is quoted).
     """
 
-    def __init__(self, binary: str, data_dir: str) -> None:
+    def __init__(self, binary: str, data_dir: str, max_timesteps: int = DEFAULT_MAX_TIMESTEPS) -> None:
         Path(data_dir).mkdir(parents=True, exist_ok=True)
         base = tempfile.gettempdir()
         if len(os.path.join(base, "x" * 24, "wshardd-control.sock")) > MAX_SOCKET_PATH:
@@ -84,6 +89,7 @@ class PrivateDaemon:
                 data_dir=_toml_str(str(Path(data_dir).resolve())),
                 socket=_toml_str(self.socket),
                 control=_toml_str(self.control),
+                max_timesteps=max_timesteps,
             )
         )
         notify_path = str(self.dir / "notify.sock")
