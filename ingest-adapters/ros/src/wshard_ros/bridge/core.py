@@ -20,7 +20,7 @@ from .ending import end_episode
 from .errors import ALREADY_RECORDING, BAD_REQUEST, DAEMON, FAILED, NOT_RECORDING, BridgeError
 from .options import BridgeOptions, BridgeState
 from .recording import record_step
-from .stream_worker import recorder_gone
+from .stream_worker import connection_error
 from .streams import EpisodeRun, StreamRun, stream_runs
 
 log = logging.getLogger("wshard_ros.bridge")
@@ -206,7 +206,7 @@ class Bridge:
                 return
             failure = record_step(self, run, stream, topic, sample)
         if failure is not None:
-            self._fail(run, failure)
+            self.stream_failed(run, stream.name, failure)
 
     def _on_event(self, topic: str, msg: Any, receive_t_ns: int) -> None:
         self.counters.received(topic)
@@ -219,6 +219,9 @@ class Bridge:
             self.counters.dropped([topic], DROP_ERROR, str(e))
             return
         with run.owner_lock:
+            if run.episode.closed:  # stop/abort closed it since the check above
+                self.counters.idle_or_failed([topic], self.failed)
+                return
             try:
                 run.episode.send_event(ev.t_ns, ev.label, ev.data)
             except ServerError as e:
@@ -261,12 +264,15 @@ class Bridge:
             self._run = None
             message = self._last_error
         log.error("%s; the bridge stays up, the next start connects anew", message)
-        for s in run.streams.values():
-            if s.worker is not None:
-                s.worker.kill()
+        workers = [s.worker for s in run.streams.values() if s.worker is not None]
+        for w in workers:
+            w.kill()
         run.owner.transport.shutdown()
         with run.owner_lock:
             run.owner.close()
+        # Once status() says failed, every step the workers held is counted.
+        for w in workers:
+            w.join(self.options.timeout)
 
     # ------------------------------------------------------------------ internals
 
@@ -288,6 +294,21 @@ class Bridge:
         run = self._run or self._failed_run
         return run.episode_id if run is not None else None
 
+    def _check_connections(self, run: EpisodeRun) -> bool:
+        """Fail ``run`` when the daemon ended or failed one of its connections (seen
+        without sending); whether it did."""
+        error = connection_error(run.owner)
+        if error is not None:
+            self._fail(run, error)
+            return True
+        for s in list(run.streams.values()):
+            worker = s.worker
+            error = worker.connection_error() if worker is not None else None
+            if error is not None:
+                self.stream_failed(run, s.name, error)
+                return True
+        return False
+
     def _recording_run(self, what: str) -> EpisodeRun:
         """The recording episode (under the operation lock), else the right error."""
         with self._lock:
@@ -296,8 +317,7 @@ class Bridge:
                 raise BridgeError(FAILED, f"{what}: the recording failed: {self._last_error}")
             if run is None or not self._accepting:
                 raise BridgeError(NOT_RECORDING, f"{what}: no episode is recording")
-        if recorder_gone(run.owner):
-            self._fail(run, WshardError("the daemon closed the episode's connection"))
+        if self._check_connections(run):
             raise BridgeError(FAILED, f"{what}: the recording failed: {self._last_error}")
         return run
 
@@ -325,12 +345,7 @@ class Bridge:
         with self._lock:
             run = self._run
         if run is not None and self._state is BridgeState.RECORDING:
-            if recorder_gone(run.owner):
-                self._fail(run, WshardError("the daemon closed the episode's connection"))
-            for s in list(run.streams.values()):
-                worker = s.worker
-                if worker is not None and worker.connection_gone():
-                    self._fail(run, WshardError("the daemon closed the stream's connection"), f"stream {s.name!r}")
+            self._check_connections(run)
         with self._lock:
             state, run, last_error = self._state, self._run or self._failed_run, self._last_error
             episode = self._episode_id()

@@ -8,7 +8,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
-from wshard_client import CloseSummary, EpisodeWriter, Outcome, Recorder, WshardError
+from wshard_client import CloseSummary, EpisodeWriter, Outcome, Recorder, ServerError, TransportError, WshardError
 
 from .counters import DROP_FAILED, Counters
 
@@ -23,12 +23,20 @@ DEAD = "dead"  # the stream failed or was killed
 ENDED = "ended"  # the stream is ending (stop, abort)
 
 
-def recorder_gone(rec: Recorder) -> bool:
-    """Whether the daemon ended ``rec``'s connection (its reader thread saw the end or an
-    ``ERROR`` is pending). Reads the client's shared state: the client has no public
-    liveness probe that neither blocks nor raises."""
+def connection_error(rec: Recorder) -> Optional[WshardError]:
+    """What ended ``rec``'s connection or failed it, seen without sending or taking
+    anything: the first ``ERROR`` not yet reported (a :class:`ServerError`), else the end
+    of the connection (a :class:`TransportError`), else ``None`` (alive). Reads the
+    client's shared state: the client has no public probe that neither blocks nor
+    raises."""
     state = rec._state
-    return bool(state.is_ended or state.error_pending)
+    with state.cond:
+        if state.errors:
+            code, message = state.errors[0]
+            return ServerError(code, message)
+        if state.is_ended:
+            return state.ended or TransportError("connection closed by the daemon")
+    return None
 
 
 @dataclass
@@ -142,10 +150,12 @@ class StreamWorker:
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
 
-    def connection_gone(self) -> bool:
-        """Whether the daemon ended the stream's connection or sent it an ``ERROR`` not
-        yet reported (seen without sending anything)."""
-        return not self._dead and self._summary is None and recorder_gone(self._rec)
+    def connection_error(self) -> Optional[WshardError]:
+        """The error that ended or failed the stream's connection while it records
+        (:func:`connection_error`), else ``None``."""
+        if self._dead or self._summary is not None:
+            return None
+        return connection_error(self._rec)
 
     def status(self) -> Dict[str, Any]:
         """``pushed`` (steps sent), ``durable`` (the daemon's durable seq),
