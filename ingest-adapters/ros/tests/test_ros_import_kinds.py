@@ -181,3 +181,22 @@ def test_ros_import_ros1_lz4_chunks_and_two_bags_in_one_episode(binaries: Dict[s
     index = index_of_dir(data, "two")
     assert [x["file"] for x in index["metadata"]["ros_bag_import"]["bags"]] == ["part_a.bag", "part_b.bag"]
     check_episode(data, "two", msgs, None, "ros1")
+
+
+def test_ros_import_sqlite_without_definitions_uses_the_distro_store(binaries: Dict[str, Path], tmp_path: Path) -> None:
+    """A rosbag2 sqlite3 bag without message definitions (older rosbag2) is read with the
+    built-in types of its distribution: the values are the same."""
+    import sqlite3
+
+    msgs = B.workload("sqlite3", joints=60, frames=3)
+    bag = B.write_bag("sqlite3", tmp_path / "nodefs", msgs)
+    db = sqlite3.connect(B.storage_file("sqlite3", bag))
+    with db:
+        db.execute("DELETE FROM message_definitions")
+    db.close()
+    mapping = tmp_path / "m.toml"
+    mapping.write_text(B.MAPPING)
+    data = tmp_path / "data"
+    r = B.run_import([bag], mapping, binaries["wshardd"], "--data-dir", str(data), "--quiet")
+    assert r.code == 0, r.stderr
+    check_episode(data, "nodefs", msgs, "nodefs.db3", "sqlite3")
