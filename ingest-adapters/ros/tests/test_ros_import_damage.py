@@ -14,6 +14,7 @@ from shard_parse import read_episode
 
 CUT_AT = 0.6
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+LZ4_MAGIC = b"\x04\x22\x4d\x18"
 
 
 def index_of(data: Path, ep: str) -> Dict[str, Any]:
@@ -209,3 +210,34 @@ def test_ros_import_damage_found_while_reading_is_annotated(binaries: Dict[str, 
     j = read_episode(data / "garbled" / "streams", "joint_states")
     assert 0 < len(j.timestamps) < len(joints)
     assert j.timestamps == [B.stamp_of(m.msg) for m in joints[: len(j.timestamps)]]
+
+
+def test_ros_import_ros1_bad_chunk_skipped(binaries: Dict[str, Path], tmp_path: Path) -> None:
+    """An indexed ROS 1 bag with one lz4 chunk garbled: that chunk's messages are skipped
+    and reported, the chunks after it still imported, the episode aborted."""
+    msgs = B.workload("ros1", joints=600, frames=24)
+    bag = B.write_bag("ros1", tmp_path / "badchunk", msgs, lz4=True)
+    raw = bytearray(bag.read_bytes())
+    frames, at = [], raw.find(LZ4_MAGIC)
+    while at >= 0:
+        frames.append(at)
+        at = raw.find(LZ4_MAGIC, at + 1)
+    assert len(frames) >= 3
+    raw[frames[len(frames) // 2] : frames[len(frames) // 2] + 4] = b"\0\0\0\0"
+    bag.write_bytes(bytes(raw))
+    data = tmp_path / "data"
+    r = B.run_import([bag], mapping_file(tmp_path), binaries["wshardd"], "--data-dir", str(data), "--quiet")
+    assert r.code == 5, r.stdout + r.stderr
+    assert "chunk unreadable" in r.stderr and "CHUNK at" in r.stderr
+    assert index_of(data, "badchunk")["status"] == "aborted"
+    notes = json.loads((data / "badchunk" / "badchunk_annotations.json").read_text())["annotations"]
+    assert "chunk unreadable" in notes[0]["data"]["damage"][0]["what"]
+    joints = B.by_topic(msgs)["/joint_states"]
+    j = read_episode(data / "badchunk" / "streams", "joint_states")
+    assert 0 < len(j.timestamps) < len(joints)
+    color = B.by_topic(msgs)["/camera/color"]
+    c = read_episode(data / "badchunk" / "streams", "camera")
+    assert c.timestamps[-1] == B.stamp_of(color[-1].msg)  # the chunk after the bad one was read
+    want = {B.stamp_of(m.msg): m for m in joints}
+    got = [want[t] for t in j.timestamps]
+    assert j.channel("signal/position") == b"".join(bytes(m.msg.position.astype("<f8").tobytes()) for m in got)

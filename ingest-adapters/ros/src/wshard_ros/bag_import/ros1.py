@@ -235,8 +235,9 @@ class Ros1Bag(BagSource):
         return self._chunk_cache[1]
 
     def raw_messages(self, keys: Set[int]) -> Iterator[RawMessage]:
+        bad: Set[int] = set()  # chunks that do not read: their messages are skipped
         for t, chunk_pos, off, conn in self._entries:
-            if conn not in keys:
+            if conn not in keys or chunk_pos in bad:
                 continue
             try:
                 data = self._chunk(chunk_pos)
@@ -244,15 +245,16 @@ class Ros1Bag(BagSource):
                 if h.get("op", b"\0")[0] != OP_MSGDATA or nxt > len(data):
                     raise ValueError("not a message record")
             except (Truncated, ValueError, KeyError, OSError, RuntimeError) as e:
+                bad.add(chunk_pos)
                 self.damage.append(
                     Damage(
                         self.path,
-                        f"message record unreadable ({e}); the rest is not imported",
+                        f"chunk unreadable ({e or 'cut short'}): its messages from offset {off} on are skipped",
                         chunk_pos,
-                        f"CHUNK at {chunk_pos} offset {off}",
+                        f"CHUNK at {chunk_pos}",
                     )
                 )
-                return
+                continue
             yield t, (chunk_pos, off), self._conns[conn], data[s:nxt]
 
     def deserialize(self, raw: bytes, msgtype: str) -> Any:
