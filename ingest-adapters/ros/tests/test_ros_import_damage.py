@@ -241,3 +241,32 @@ def test_ros_import_ros1_bad_chunk_skipped(binaries: Dict[str, Path], tmp_path: 
     want = {B.stamp_of(m.msg): m for m in joints}
     got = [want[t] for t in j.timestamps]
     assert j.channel("signal/position") == b"".join(bytes(m.msg.position.astype("<f8").tobytes()) for m in got)
+
+
+def test_ros_import_mcap_scan_skips_a_bad_chunk(binaries: Dict[str, Path], tmp_path: Path) -> None:
+    """An MCAP cut short (so scanned) with one zstd chunk garbled before the cut: the scan
+    skips that chunk and reads the chunks after it."""
+    msgs = B.workload("mcap", joints=600, frames=36)
+    bag = B.write_bag("mcap", tmp_path / "scanbad", msgs, zstd_chunks=True)
+    (bag / "metadata.yaml").unlink()
+    f = B.storage_file("mcap", bag)
+    raw = bytearray(f.read_bytes())
+    frames, at = [], raw.find(ZSTD_MAGIC)
+    while at >= 0:
+        frames.append(at)
+        at = raw.find(ZSTD_MAGIC, at + 1)
+    assert len(frames) >= 4
+    raw[frames[1] : frames[1] + 4] = b"\0\0\0\0"  # the second chunk
+    f.write_bytes(bytes(raw[: frames[-1] + 16]))  # cut inside the last chunk: no summary, no footer
+    data = tmp_path / "data"
+    r = B.run_import([bag], mapping_file(tmp_path), binaries["wshardd"], "--data-dir", str(data), "--quiet")
+    assert r.code == 5, r.stdout + r.stderr
+    assert "chunk unreadable" in r.stderr and "skipped" in r.stderr and "no usable footer" in r.stderr
+    damage = index_of(data, "scanbad")["metadata"]["ros_bag_import"]["damage"]
+    assert sum("chunk unreadable" in d["what"] for d in damage) == 1
+    color = B.by_topic(msgs)["/camera/color"]
+    c = read_episode(data / "scanbad" / "streams", "camera")
+    stamps = [B.stamp_of(m.msg) for m in color]
+    assert c.timestamps[0] == stamps[0]  # the first chunk
+    assert [t for t in stamps if t > c.timestamps[0]] != [t for t in c.timestamps[1:]]  # a gap: chunk 2 lost
+    assert set(c.timestamps) < set(stamps) and max(c.timestamps) > stamps[len(stamps) // 2]  # chunks after it read

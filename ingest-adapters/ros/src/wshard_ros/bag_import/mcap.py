@@ -134,7 +134,13 @@ class McapBag(BagSource):
                 if op in (OP_FOOTER, OP_DATA_END):
                     break
                 if op == OP_CHUNK:
-                    self._scan_chunk(pos, body)
+                    try:
+                        self._scan_chunk(pos, body)
+                    except (struct.error, ValueError, UnicodeDecodeError, zstandard.ZstdError, RuntimeError) as e:
+                        # the record's length is sound: skip this chunk, read the next
+                        self._chunks.pop(pos, None)
+                        self._entries = [x for x in self._entries if x[1] != pos]
+                        self.damage.append(Damage(self.path, f"{why}; chunk unreadable ({e}): skipped", pos))
                 else:
                     self._record(op, buf, body, pos, 0)
             except _Cut as e:
