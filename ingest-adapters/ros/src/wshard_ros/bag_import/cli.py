@@ -26,6 +26,9 @@ EXIT_TYPE = 4
 EXIT_DAMAGED = 5
 EXIT_DAEMON = 6
 EXIT_INTERRUPTED = 130
+#: Steps queued per stream at most (back-pressure beyond): bounds the memory an import
+#: can hold when the daemon is slower than the bag reads (256 x 640x480 rgb8 = 236 MB).
+QUEUE_STEPS = 256
 
 
 def parser() -> argparse.ArgumentParser:
@@ -55,6 +58,9 @@ def parser() -> argparse.ArgumentParser:
         default="ack",
         help="durability of the streams (default ack: every step journaled; chunk: only finalized chunks)",
     )
+    p.add_argument(
+        "--queue-steps", type=int, default=QUEUE_STEPS, help=f"steps queued per stream at most (default {QUEUE_STEPS})"
+    )
     p.add_argument("--summary-json", help="also write the summary as JSON to this file")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
@@ -68,8 +74,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return _fail(EXIT_USAGE, f"--metadata: not JSON: {e}")
     if not isinstance(metadata, dict):
         return _fail(EXIT_USAGE, "--metadata: must be a JSON object")
-    if args.chunk_steps < 1:
-        return _fail(EXIT_USAGE, f"--chunk-steps {args.chunk_steps}: at least 1")
+    if args.chunk_steps < 1 or args.queue_steps < 1:
+        return _fail(EXIT_USAGE, "--chunk-steps and --queue-steps: at least 1")
     try:
         mapping = load_mapping(args.mapping)
     except MappingError as e:
@@ -94,7 +100,12 @@ def main(argv: Optional[List[str]] = None) -> int:
             else:
                 socket_path, control = args.socket, args.control_socket
             options = BridgeOptions(
-                socket_path, control, client_name=CLIENT_NAME, block_when_full=True, durability=args.durability
+                socket_path,
+                control,
+                client_name=CLIENT_NAME,
+                block_when_full=True,
+                durability=args.durability,
+                queue_steps=args.queue_steps,
             )
             interrupt = threading.Event()
 
