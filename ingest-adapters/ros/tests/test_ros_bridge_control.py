@@ -137,6 +137,12 @@ def test_ros_bridge_control_socket_path_in_use_and_stale(daemon, sockdir) -> Non
         ControlServer(bridge, str(path))
     with pytest.raises(ValueError):
         serve_control(bridge)  # no path given, none configured
+    with pytest.raises(ControlSocketError, match="no/such/dir"):
+        ControlServer(bridge, str(sockdir / "no" / "such" / "dir" / "s.sock"))
+    path.unlink()
+    with ControlServer(bridge, str(path)):
+        # the end of the stream ends a request without its newline
+        assert raw(path, b'{"cmd": "status"}')["ok"] is True
 
 
 def test_ros_bridge_main_serves_and_stops_on_sigterm(daemon, sockdir, tmp_path) -> None:
@@ -167,3 +173,27 @@ def test_ros_bridge_main_serves_and_stops_on_sigterm(daemon, sockdir, tmp_path) 
         timeout=60,
     )
     assert bad.returncode == 2 and "nonexistent.toml" in bad.stderr
+
+
+def test_ros_bridge_control_socket_request_timeout(daemon, sockdir) -> None:
+    bridge = K.make_bridge(daemon, K.JOINTS_AND_CAMERA)
+    path = sockdir / "t.sock"
+    with ControlServer(bridge, str(path), request_timeout=0.2):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(30)
+            s.connect(str(path))
+            s.sendall(b'{"cmd": "sta')  # never finished
+            reply = json.loads(s.makefile("rb").readline())
+        assert code(reply) == "BAD_REQUEST" and "no request line within 0.2 s" in reply["error"]["message"]
+        assert call(path, cmd="status")["ok"]  # still serving
+
+
+def test_ros_bridge_options_refused() -> None:
+    from wshard_ros.bridge import BridgeOptions
+
+    for bad in ({"queue_steps": 0}, {"max_pending": 0}, {"timeout": 0}, {"transport": "tcp"}):
+        with pytest.raises(ValueError):
+            BridgeOptions(socket_path="s", **bad)
+    o = BridgeOptions(socket_path="s", shm_streams={"cam"})
+    assert o.stream_transport("cam") == "shm" and o.stream_transport("js") == "socket"
+    assert BridgeOptions(socket_path="s", transport="shm").stream_transport("js") == "shm"

@@ -96,3 +96,28 @@ def test_ros_bridge_durable_lag(daemon) -> None:
     wait_for(lambda: bridge.status()["streams"]["joint_states"]["durable"] == 2, "durable 2")
     assert bridge.status()["streams"]["joint_states"]["durable_lag_ms"] == 0.0
     bridge.stop()
+
+
+def test_ros_bridge_stop_times_out_on_a_stopped_daemon(daemon) -> None:
+    import pytest
+
+    from wshard_ros.bridge import BridgeError
+
+    bridge = K.make_bridge(daemon, K.JOINTS_AND_CAMERA, timeout=0.5)
+    bridge.start("hung")
+    for i in range(5):
+        bridge.on_message("/joint_states", K.joints(i), i)
+    wait_for(lambda: bridge.status()["streams"]["joint_states"]["durable"] == 5, "5 durable steps")
+    os.kill(daemon.proc.pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(BridgeError) as e:
+            bridge.stop()  # the stream's CLOSE is never answered in time
+        assert e.value.code == "DAEMON" and e.value.message.startswith("stop: episode 'hung': ")
+        assert bridge.status()["state"] == "failed"
+    finally:
+        os.kill(daemon.proc.pid, signal.SIGCONT)
+    wait_for(lambda: K.index_of(daemon, "hung")["status"] != "recording", "the episode's end")
+    assert K.index_of(daemon, "hung")["status"] == "interrupted"
+    assert K.stream_of(daemon, "hung", "joint_states").timestamps == [K.stamp(i) for i in range(5)]
+    bridge.start("after-hung")  # reconnects
+    bridge.stop()

@@ -88,15 +88,19 @@ def _read_line(conn: socket.socket) -> bytes:
 
 class ControlServer:
     """Serves :func:`handle_request` on the Unix socket ``path`` (mode ``mode``), one
-    thread per connection. :meth:`close` stops it and removes the socket file.
+    thread per connection; a client has ``request_timeout`` seconds to send its line
+    (else ``BAD_REQUEST``) and to take the reply. :meth:`close` stops it and removes the socket file.
 
     Raises (constructor):
         ControlSocketError: ``path`` is served by a live process, or cannot be bound.
     """
 
-    def __init__(self, bridge: Bridge, path: str, mode: int = DEFAULT_MODE) -> None:
+    def __init__(
+        self, bridge: Bridge, path: str, mode: int = DEFAULT_MODE, request_timeout: float = REQUEST_TIMEOUT_S
+    ) -> None:
         self.bridge = bridge
         self.path = path
+        self.request_timeout = request_timeout
         _remove_stale(path)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -124,9 +128,14 @@ class ControlServer:
     def _serve(self, conn: socket.socket) -> None:
         with conn:
             try:
-                conn.settimeout(REQUEST_TIMEOUT_S)
-                line = _read_line(conn)
-                if len(line) > MAX_REQUEST_BYTES:
+                conn.settimeout(self.request_timeout)
+                try:
+                    line: Optional[bytes] = _read_line(conn)
+                except socket.timeout:
+                    line = None
+                if line is None:
+                    reply = _error(BAD_REQUEST, f"no request line within {self.request_timeout} s")
+                elif len(line) > MAX_REQUEST_BYTES:
                     reply = _error(BAD_REQUEST, f"request line over {MAX_REQUEST_BYTES} bytes")
                 else:
                     try:
@@ -136,7 +145,7 @@ class ControlServer:
                     else:
                         conn.settimeout(None)  # stop drains: no bound but the daemon's timeouts
                         reply = handle_request(self.bridge, request)
-                conn.settimeout(REQUEST_TIMEOUT_S)
+                conn.settimeout(self.request_timeout)
                 conn.sendall(json.dumps(reply, separators=(",", ":")).encode("utf-8") + b"\n")
             except OSError as e:
                 log.warning("bridge control socket %s: a client: %s", self.path, e)

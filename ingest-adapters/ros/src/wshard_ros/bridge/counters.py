@@ -128,6 +128,25 @@ class Counters:
         with self._lock:
             return {t: c.as_dict() for t, c in self._events.items()}
 
+    def stream_counters(self, topics: Iterable[str]) -> Dict[str, int]:
+        """The producer counters of a stream for the daemon (``send_counters``): each
+        counter summed over the stream's ``topics``: ``received``, ``recorded``,
+        ``dropped``, ``late``, ``idle`` and ``dropped_<reason>`` per reason (9 names of
+        ``[a-z0-9_]``)."""
+        out = {"received": 0, "recorded": 0, "dropped": 0, "late": 0, "idle": 0}
+        out.update({f"dropped_{r}": 0 for r in DROP_REASONS})
+        with self._lock:
+            for t in topics:
+                c = self._get(t)
+                out["received"] += c.received
+                out["recorded"] += c.recorded
+                out["dropped"] += c.dropped
+                out["late"] += c.late
+                out["idle"] += c.idle
+                for r, n in c.drop_reasons.items():
+                    out[f"dropped_{r}"] = out.get(f"dropped_{r}", 0) + n
+        return out
+
     def recorded_of(self, topic: str) -> int:
         """``recorded`` of one topic."""
         with self._lock:

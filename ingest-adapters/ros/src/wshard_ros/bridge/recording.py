@@ -2,12 +2,12 @@
 rule, the lazy join (in the caller's thread, under the bridge's lock, so streams join in
 the order of their first messages) and the queue."""
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional
 
-from wshard_client import ErrorCode, Recorder, SchemaError, ServerError, WshardError
+from wshard_client import EpisodeWriter, ErrorCode, Recorder, SchemaError, ServerError, WshardError
 
 from .._base import Sample
-from .counters import DROP_ERROR, DROP_FAILED, DROP_QUEUE_FULL, DROP_UNMATCHED
+from .counters import DROP_ERROR, DROP_FAILED, DROP_QUEUE_FULL, DROP_UNMATCHED, Counters
 from .stream_worker import DEAD, FULL, QUEUED, StreamWorker
 from .streams import EpisodeRun, StreamRun
 
@@ -53,7 +53,28 @@ def join_stream(bridge: "Bridge", run: EpisodeRun, stream: StreamRun) -> StreamW
         opts.block_when_full,
         bridge.counters,
         lambda name, error: bridge.stream_failed(run, name, error),
+        counters_reporter(bridge.counters, stream.topics),
     )
+
+
+def counters_reporter(counters: Counters, topics: List[str]) -> Callable[[EpisodeWriter], None]:
+    """A stream worker's ``report``: the stream's counters
+    (:meth:`~wshard_ros.bridge.counters.Counters.stream_counters`) sent with the writer's
+    ``send_counters`` (protocol version 2 ``COUNTERS``) when they changed since the last
+    time; nothing with a client that has no ``send_counters``."""
+    last: Dict[str, int] = {}
+
+    def report(writer: EpisodeWriter) -> None:
+        send = getattr(writer, "send_counters", None)
+        if send is None:
+            return
+        now = counters.stream_counters(topics)
+        if now != last:
+            send(now)
+            last.clear()
+            last.update(now)
+
+    return report
 
 
 def record_step(

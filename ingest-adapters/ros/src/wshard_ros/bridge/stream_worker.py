@@ -14,6 +14,8 @@ from .counters import DROP_FAILED, Counters
 
 #: Steps one ``push_batch`` sends at most (the client splits frames by size anyway).
 MAX_BATCH_STEPS = 256
+#: Seconds between two calls of a worker's ``report`` (the producer counters it sends).
+REPORT_EVERY_S = 1.0
 NS_PER_MS = 1_000_000
 
 #: What :meth:`StreamWorker.put` answers.
@@ -54,6 +56,10 @@ class StreamWorker:
     ``on_failure(stream, error)`` is called from the worker thread when the daemon or the
     connection fails (a :class:`~wshard_client.WshardError` from the client); the steps
     still queued are counted ``dropped`` (``failed``) on the stream's topics.
+
+    ``report(writer)``, when given, is called from the worker thread (the writer's only
+    user) about every ``report_every_s`` seconds, busy or idle: it sends the stream's
+    producer counters (``send_counters``). Its client errors fail the stream as a push's.
     """
 
     def __init__(
@@ -66,6 +72,8 @@ class StreamWorker:
         block_when_full: bool,
         counters: Counters,
         on_failure: Callable[[str, BaseException], None],
+        report: Optional[Callable[[EpisodeWriter], None]] = None,
+        report_every_s: float = REPORT_EVERY_S,
     ) -> None:
         self.stream = stream
         self.topics = list(topics)
@@ -75,6 +83,9 @@ class StreamWorker:
         self._block = block_when_full
         self._counters = counters
         self._on_failure = on_failure
+        self._report = report
+        self._report_every_s = report_every_s
+        self._next_report = time.monotonic() + report_every_s
         self._cond = threading.Condition(threading.Lock())
         self._queue: Deque[_Item] = deque()
         self._inflight: Deque[Tuple[int, int]] = deque()  # (seq, enqueued_ns) pushed, maybe not durable
@@ -188,7 +199,13 @@ class StreamWorker:
         """The next steps to send; ``None`` when the thread should end."""
         with self._cond:
             while not self._queue and not self._ending and not self._dead:
-                self._cond.wait()
+                if self._report is None:
+                    self._cond.wait()
+                    continue
+                left = self._next_report - time.monotonic()
+                if left <= 0:
+                    return []  # nothing to send, a report is due
+                self._cond.wait(left)
             if self._dead:
                 return None
             if not self._queue:
@@ -204,6 +221,15 @@ class StreamWorker:
                 items = self._take()
                 if items is None:
                     break
+                if self._report is not None and time.monotonic() >= self._next_report:
+                    self._next_report = time.monotonic() + self._report_every_s
+                    try:
+                        self._report(self._writer)
+                    except WshardError as e:
+                        self._fail(e, len(items))
+                        return
+                if not items:
+                    continue
                 try:
                     first = self._writer.push_batch([(i.t_ns, 0.0, False, i.payloads) for i in items]).start
                 except WshardError as e:
@@ -219,6 +245,8 @@ class StreamWorker:
                 self._rec.close()
                 return
             try:
+                if self._report is not None:
+                    self._report(self._writer)  # the final counters
                 self._summary = self._writer.close(self._outcome)
                 self._rec.close()
             except WshardError as e:
