@@ -181,8 +181,8 @@ def test_ros_import_sqlite_page_smashed_mid_file(binaries: Dict[str, Path], tmp_
 
 def test_ros_import_damage_found_while_reading_is_annotated(binaries: Dict[str, Path], tmp_path: Path) -> None:
     """An MCAP whose footer and index are intact but one zstd chunk is garbled: found only
-    when that chunk is read; what came before is kept, the episode aborted and the damage
-    annotated on it."""
+    when that chunk is read; the rest comes from a sequential scan that skips that chunk;
+    the episode is aborted and the damage annotated on it."""
     msgs = B.workload("mcap", joints=600, frames=24)
     bag = B.write_bag("mcap", tmp_path / "garbled", msgs, zstd_chunks=True)
     f = B.storage_file("mcap", bag)
@@ -200,16 +200,26 @@ def test_ros_import_damage_found_while_reading_is_annotated(binaries: Dict[str, 
     data = tmp_path / "data"
     r = B.run_import([bag], mapping_file(tmp_path), binaries["wshardd"], "--data-dir", str(data))
     assert r.code == 5, r.stdout + r.stderr
-    assert "the rest is not imported" in r.stderr and f.name in r.stderr
+    assert "the rest is read by a sequential scan" in r.stderr and f.name in r.stderr
+    assert "chunk unreadable" in r.stderr
     index = index_of(data, "garbled")
     assert index["status"] == "aborted" and "damage" not in index["metadata"]["ros_bag_import"]
     notes = json.loads((data / "garbled" / "garbled_annotations.json").read_text())["annotations"]
     assert [a["label"] for a in notes] == ["ros_bag_import.damage"]
-    assert "the rest is not imported" in notes[0]["data"]["damage"][0]["what"]
-    joints = B.by_topic(msgs)["/joint_states"]
-    j = read_episode(data / "garbled" / "streams", "joint_states")
-    assert 0 < len(j.timestamps) < len(joints)
-    assert j.timestamps == [B.stamp_of(m.msg) for m in joints[: len(j.timestamps)]]
+    whats = [d["what"] for d in notes[0]["data"]["damage"]]
+    assert any("the rest is read by a sequential scan" in w for w in whats)
+    assert any("chunk unreadable" in w for w in whats)
+    by = B.by_topic(msgs)
+    for topic, stream, field in (("/joint_states", "joint_states", "signal/position"), ("/imu", "imu", None)):
+        want = {B.stamp_of(m.msg): m for m in by[topic]}
+        s = read_episode(data / "garbled" / "streams", stream)
+        assert 0 < len(s.timestamps) < len(want) and s.timestamps == sorted(s.timestamps)
+        assert len(set(s.timestamps)) == len(s.timestamps)  # nothing fed twice
+        if field:
+            got = [want[t] for t in s.timestamps]
+            assert s.channel(field) == b"".join(bytes(m.msg.position.astype("<f8").tobytes()) for m in got)
+    c = read_episode(data / "garbled" / "streams", "camera")
+    assert c.timestamps[-1] == B.stamp_of(by["/camera/color"][-1].msg)  # read past the bad chunk
 
 
 def test_ros_import_ros1_bad_chunk_skipped(binaries: Dict[str, Path], tmp_path: Path) -> None:

@@ -212,9 +212,16 @@ class McapBag(BagSource):
     def raw_messages(self, keys: Set[int]) -> Iterator[RawMessage]:
         if self._reader is not None:
             yield from self._indexed(keys)
-            return
+        else:
+            yield from self._scanned(keys, 0)
+
+    def _scanned(self, keys: Set[int], skip: int) -> Iterator[RawMessage]:
+        """The scan's messages of ``keys``, less the first ``skip`` of them."""
         for t, rec, inner, cid in self._entries:
             if cid not in keys:
+                continue
+            if skip:
+                skip -= 1
                 continue
             try:
                 if inner:
@@ -229,15 +236,26 @@ class McapBag(BagSource):
             yield t, (rec, inner), self._conns[cid], raw
 
     def _indexed(self, keys: Set[int]) -> Iterator[RawMessage]:
+        """Through rosbags' index; when a chunk fails part way, the rest comes from a
+        sequential scan that skips what does not read (the scan's order is the index's:
+        log time, chunk, position), less the messages already given."""
         assert self._reader is not None
         conns = [c for c in self._reader.connections if c.id in keys]
         n = 0
         try:
             for conn, t, data in self._reader.messages(conns):
                 n += 1
-                yield t, (n,), self._conns[conn.id], bytes(data)
+                yield t, (0, n), self._conns[conn.id], bytes(data)
+            return
         except (ReaderError, RosbagsZstdError, struct.error, ValueError, zstandard.ZstdError, RuntimeError) as e:
-            self.damage.append(Damage(self.path, f"unreadable after {n} messages ({e}): the rest is not imported"))
+            self.damage.append(
+                Damage(self.path, f"unreadable after {n} messages ({e}): the rest is read by a sequential scan")
+            )
+        self._reader.close()
+        self._reader = None
+        self.counts.clear()
+        self._scan("the indexed read failed")
+        yield from self._scanned(keys, n)
 
     def deserialize(self, raw: bytes, msgtype: str) -> Any:
         return self.typestore.deserialize_cdr(raw, msgtype)
