@@ -6,17 +6,19 @@
 #   3. every Rust test of the workspace (unit, golden, crash, fault, end-to-end; the
 #      multirate_three_producers_* tests run two Python client processes with python3)
 #   4. the Python client's tests against the real wshardd (they fail, never skip, without it)
-#      and the ROS converter core's tests (ingest-adapters/ros, messages built with rosbags)
-#      and the live ROS 1 bridge's tests (ingest-adapters/ros/tests_ros1: a real rosmaster,
-#      rospy publishers, Debian's /usr/bin/python3)
+#      and the ROS bridge's: ingest-adapters/ros/tests (converter and recording cores, ROS 2
+#      over DDS with publisher processes, bag import; the real wshardd) and
+#      ingest-adapters/ros/tests_ros1 (the live ROS 1 bridge: a real rosmaster, rospy
+#      publishers, Debian's /usr/bin/python3)
 #   5. the Python reader (wshard/python): its wheel built with maturin (release), installed
 #      with pip into the running python3, and its tests
 #   6. the fuzz smoke run: every fuzz target for FUZZ_SMOKE_SECONDS (default 15) each;
 #      FUZZ_SMOKE_SECONDS=0 leaves it out
 #
 # Prerequisites it checks first (and says how to install): systemd-analyze and
-# systemd-socket-activate, python3 with
-# pytest, numpy, zstandard, prometheus_client and rosbags, maturin, a C++ compiler for libFuzzer. The upstream golden files are
+# systemd-socket-activate, python3 with pytest, numpy, zstandard, prometheus_client, rosbags,
+# pillow and cyclonedds, Debian's ROS 1 packages for /usr/bin/python3, maturin, a C++
+# compiler for libFuzzer. The upstream golden files are
 # read from ../shared/golden-upstream or $WSHARD_UPSTREAM_GOLDEN.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,20 +28,16 @@ missing=()
 for t in systemd-analyze systemd-socket-activate; do
     command -v "$t" >/dev/null 2>&1 || missing+=("$t (apt-get install systemd)")
 done
-if ! python3 -c 'import pytest, numpy, zstandard, prometheus_client, rosbags' >/dev/null 2>&1; then
-    missing+=("python3 modules pytest, numpy, zstandard, prometheus_client, rosbags (python3 -m pip install pytest numpy zstandard prometheus-client rosbags)")
+# pillow: the ROS bridge's compressed = "decode"; cyclonedds (its PyPI wheel bundles the C
+# library): the ROS 2 front end over DDS (ingest-adapters/ros/tests/test_ros_dds_*).
+if ! python3 -c 'import pytest, numpy, zstandard, prometheus_client, rosbags, PIL, cyclonedds' >/dev/null 2>&1; then
+    missing+=("python3 modules pytest, numpy, zstandard, prometheus_client, rosbags, PIL, cyclonedds (python3 -m pip install pytest numpy zstandard prometheus-client rosbags pillow cyclonedds==11.0.1)")
 fi
-if ! /usr/bin/python3 -c 'import rospy, rosmaster, genpy, sensor_msgs.msg, geometry_msgs.msg, netifaces, numpy, pytest, zstandard' >/dev/null 2>&1 \
+# Debian's ROS 1 for /usr/bin/python3: the live ROS 1 bridge's tests (a real rosmaster and
+# rospy) and the bag import's tests of bags written by Debian's rosbag library.
+if ! /usr/bin/python3 -c 'import rospy, rosmaster, rosbag, genpy, sensor_msgs.msg, geometry_msgs.msg, netifaces, numpy, pytest, zstandard' >/dev/null 2>&1 \
     || ! command -v rosmaster >/dev/null 2>&1; then
-    missing+=("Debian's ROS 1 packages for /usr/bin/python3, for the live ROS 1 bridge's tests (apt-get install python3-rosmaster python3-rospy python3-rosservice python3-sensor-msgs python3-geometry-msgs python3-std-msgs python3-genpy python3-netifaces python3-numpy python3-pytest python3-zstandard)")
-fi
-if ! python3 -c 'import PIL' >/dev/null 2>&1; then
-    missing+=("python3 module PIL, for the ROS bridge's compressed = \"decode\" tests (python3 -m pip install pillow)")
-fi
-# The ROS 2 front end's tests (ingest-adapters/ros/tests/test_ros_dds_*) talk DDS with Cyclone DDS's
-# Python binding (the PyPI wheel bundles its C library).
-if ! python3 -c 'import cyclonedds' >/dev/null 2>&1; then
-    missing+=("python3 module cyclonedds, for the ROS 2 (DDS) front end's tests (python3 -m pip install cyclonedds)")
+    missing+=("Debian's ROS 1 packages for /usr/bin/python3 (apt-get install python3-rosmaster python3-rospy python3-rosservice python3-rosbag python3-sensor-msgs python3-geometry-msgs python3-std-msgs python3-genpy python3-netifaces python3-numpy python3-pytest python3-zstandard)")
 fi
 if ! python3 -m maturin --version >/dev/null 2>&1; then
     missing+=("maturin, to build the Python reader (python3 -m pip install maturin)")
@@ -65,7 +63,7 @@ cargo test --workspace --locked
 echo "== Python client against the real wshardd"
 python3 -m pytest ingest-adapters/python/tests -q
 
-echo "== ROS converter core"
+echo "== ROS bridge: converter and recording cores, ROS 2 over DDS, bag import (the real wshardd)"
 python3 -m pytest ingest-adapters/ros/tests -q
 
 echo "== ROS 1 live bridge (rosmaster, rospy publishers, the real wshardd; Debian's /usr/bin/python3)"
