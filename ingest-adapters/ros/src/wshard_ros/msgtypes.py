@@ -47,14 +47,25 @@ def canonical_type(name: str) -> Optional[str]:
     return f"{m.group(1)}/{m.group(2)}" if m else None
 
 
+#: The type of each message class met so far (a per-message regex is measurable at 1 kHz).
+_CLASS_TYPES: Dict[type, str] = {}
+
+
 def message_type_of(msg: Any) -> Optional[str]:
     """The canonical type a message says it has: rosbags' ``__msgtype__``
     (``sensor_msgs/msg/Image``) or rospy's ``_type`` (``sensor_msgs/Image``); ``None``
     when it says nothing (a plain object with the right fields)."""
+    cls = type(msg)
+    cached = _CLASS_TYPES.get(cls)
+    if cached is not None:
+        return cached
     for attr in ("__msgtype__", "_type"):
         value = getattr(msg, attr, None)
         if isinstance(value, str):
-            return canonical_type(value) or value
+            name = canonical_type(value) or value
+            if getattr(cls, attr, None) == value:  # a class's type (rospy, rosbags): the same for every message
+                _CLASS_TYPES[cls] = name
+            return name
     return None
 
 

@@ -5,6 +5,7 @@ time ``rospy.get_rostime()`` (ROS time: ``/clock`` under ``use_sim_time``), the 
 
 import logging
 import threading
+import time
 from typing import Any, Dict, List, Optional
 
 import rospy
@@ -43,7 +44,10 @@ def subscriber_sizes(msg_type: str) -> Dict[str, Any]:
 
 
 def ros_now_ns() -> int:
-    """ROS time in ns (the simulated ``/clock`` under ``use_sim_time``)."""
+    """ROS time in ns (the simulated ``/clock`` under ``use_sim_time``, else the wall
+    clock, read as integer ns rather than through rospy's float seconds)."""
+    if rospy.rostime.is_wallclock():
+        return time.time_ns()
     return int(rospy.get_rostime().to_nsec())
 
 
