@@ -59,6 +59,12 @@ def parser() -> argparse.ArgumentParser:
         help="durability of the streams (default ack: every step journaled; chunk: only finalized chunks)",
     )
     p.add_argument(
+        "--transport",
+        choices=("shm", "socket"),
+        default="shm",
+        help="how steps reach the daemon (default shm: a shared-memory ring per stream, fewer copies; socket)",
+    )
+    p.add_argument(
         "--queue-steps", type=int, default=QUEUE_STEPS, help=f"steps queued per stream at most (default {QUEUE_STEPS})"
     )
     p.add_argument("--summary-json", help="also write the summary as JSON to this file")
@@ -106,6 +112,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 block_when_full=True,
                 durability=args.durability,
                 queue_steps=args.queue_steps,
+                transport=args.transport,
             )
             interrupt = threading.Event()
 
