@@ -12,9 +12,11 @@ reader sets).
    (which starts and stops its private wshardd): wall and CPU seconds, the daemon's CPU
    included (the import waits for its daemon, so the daemon's CPU is in the child's
    rusage).
-3. Print MB/s of both and the ratio (import / read; the target is >= 1x).
+3. Print MB/s of both and the ratio (import / read; the target is >= 1x). ``--cold`` drops
+   the page cache (root) before each of the two runs, so both read the bag from the disk.
 
     python3 bench/ros/import_mcap.py                   # 2 GB (the real run; minutes)
+    python3 bench/ros/import_mcap.py --cold            # the same, each run reading from the disk
     python3 bench/ros/import_mcap.py --size-gb 0.01    # smoke: a few seconds
 
 wshardd: --wshardd, else target/release/wshardd, else $WSHARDD_BIN, else target/debug/wshardd
@@ -148,6 +150,15 @@ def timed(cmd: List[str], env: Dict[str, str]) -> Tuple[float, float, str]:
     return wall, cpu, r.stdout
 
 
+def drop_page_cache() -> None:
+    """Write back dirty pages and drop the page cache (root only)."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except OSError as e:
+        sys.exit(f"--cold: cannot drop the page cache ({e}); run as root")
+
+
 def find_wshardd(explicit: str) -> str:
     """--wshardd, else a release build, else $WSHARDD_BIN, else a debug build (a debug
     wshardd is ~10x slower and makes the daemon the bottleneck: a warning says so)."""
@@ -166,6 +177,12 @@ def main() -> None:
     p.add_argument("--wshardd", default="")
     p.add_argument("--durability", choices=("ack", "chunk"), default="ack", help="the import's streams (default ack)")
     p.add_argument("--keep", action="store_true", help="keep the bag and the episode")
+    p.add_argument(
+        "--cold",
+        action="store_true",
+        help="drop the page cache (as root) before each timed run: the bag is read from the disk, "
+        "as an archive of bags not read lately is",
+    )
     args = p.parse_args()
     wshardd = find_wshardd(args.wshardd)
     work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-import-"))
@@ -180,12 +197,16 @@ def main() -> None:
         print(f"generated {bag}: {n} messages, {size / 1e6:.1f} MB in {time.monotonic() - t:.1f} s", file=sys.stderr)
         mapping = work / "mapping.toml"
         mapping.write_text(MAPPING.format(image_codec=args.image_codec))
+        if args.cold:
+            drop_page_cache()
         read_wall, read_cpu, out = timed([sys.executable, "-c", READ_FLOOR, str(bag)], env)
         assert int(out.strip()) == n, f"rosbags read {out.strip()} of {n} messages"
         summary = work / "summary.json"
         imp = [sys.executable, "-m", "wshard_ros.bag_import", str(bag), "--mapping", str(mapping),
                "--data-dir", str(data), "--quiet", "--episode-id", "bench", "--summary-json", str(summary),
                "--durability", args.durability]
+        if args.cold:
+            drop_page_cache()
         imp_wall, imp_cpu, _ = timed(imp, env)
         split = json.loads(summary.read_text())["cpu_s"]
         rows = [
@@ -196,6 +217,7 @@ def main() -> None:
         ]
         print(f"\nbag: {size / 1e6:.1f} MB, {n} messages (JointState {JOINT_HZ} Hz, Image {W}x{H} rgb8 "
               f"{IMAGE_HZ} Hz, Imu {IMU_HZ} Hz); image codec {args.image_codec}; durability {args.durability}; "
+              f"page cache {'dropped before each run' if args.cold else 'warm (the bag just written)'}; "
               f"wshardd {wshardd}\n")
         if "/debug/" in wshardd or Path(wshardd).stat().st_size > 80_000_000:
             print("warning: this wshardd looks like a debug build (~10x slower): use a release build\n")
