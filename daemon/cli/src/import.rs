@@ -6,6 +6,9 @@
 //! Before running it, `wshard` asks that interpreter whether it can find
 //! `wshard_ros.bag_import`, so that a missing interpreter or package is said plainly (exit
 //! 2, with how to install it) instead of as a Python traceback.
+//!
+//! Unless `$WSHARD_BIN` is set already, the importer gets this executable's path in it, so
+//! that `--data-dir` finds the `wshardd` installed beside this `wshard`.
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
@@ -18,6 +21,9 @@ pub const PYTHON_ENV: &str = "WSHARD_PYTHON";
 
 /// The interpreter when [`PYTHON_ENV`] is not set.
 pub const DEFAULT_PYTHON: &str = "python3";
+
+/// The variable the importer reads to find `wshardd` beside `wshard`.
+pub const WSHARD_BIN_ENV: &str = "WSHARD_BIN";
 
 /// The importer's module.
 pub const IMPORT_MODULE: &str = "wshard_ros.bag_import";
@@ -112,12 +118,14 @@ pub fn run(args: &[OsString], err: &mut dyn Write) -> u8 {
         let _ = writeln!(err, "wshard import: {message}");
         return exit::ERROR;
     }
-    match Command::new(&python)
-        .arg("-m")
-        .arg(IMPORT_MODULE)
-        .args(args)
-        .status()
-    {
+    let mut cmd = Command::new(&python);
+    cmd.arg("-m").arg(IMPORT_MODULE).args(args);
+    if std::env::var_os(WSHARD_BIN_ENV).map_or(true, |v| v.is_empty()) {
+        if let Ok(me) = std::env::current_exe() {
+            cmd.env(WSHARD_BIN_ENV, me);
+        }
+    }
+    match cmd.status() {
         Ok(status) => exit_code(status),
         Err(e) => {
             let _ = writeln!(

@@ -3,7 +3,10 @@ imported by the real command line into a real wshardd, every value read back bit
 with the right stamps; events; a topic the mapping does not name skipped and counted;
 the same bag imported twice gives byte-identical episode directories."""
 
+import os
 import struct
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -121,9 +124,7 @@ def test_ros_import_each_storage_kind_bit_exact(kind: str, binaries: Dict[str, P
     index = index_of_dir(data, ep)
     assert index["env_id"] == "arm" and index["metadata"]["robot"] == "r1"
     assert "episode run_" in r.stdout and "/unmapped" in r.stdout
-    v = __import__("subprocess").run(
-        [str(binaries["wshard"]), "verify", str(data / ep)], capture_output=True, text=True
-    )
+    v = subprocess.run([str(binaries["wshard"]), "verify", str(data / ep)], capture_output=True, text=True)
     assert v.returncode == 0, v.stdout + v.stderr
 
 
@@ -200,3 +201,25 @@ def test_ros_import_sqlite_without_definitions_uses_the_distro_store(binaries: D
     r = B.run_import([bag], mapping, binaries["wshardd"], "--data-dir", str(data), "--quiet")
     assert r.code == 0, r.stderr
     check_episode(data, "nodefs", msgs, "nodefs.db3", "sqlite3")
+
+
+def test_ros_import_through_wshard_import(binaries: Dict[str, Path], tmp_path: Path) -> None:
+    """`wshard import` (the operator CLI) runs the importer, which finds the wshardd beside
+    that `wshard` for --data-dir with neither $WSHARDD_BIN nor $WSHARD_BIN set."""
+    msgs = B.workload("mcap")
+    bag = B.write_bag("mcap", tmp_path / "cli_run", msgs)
+    mapping = tmp_path / "m.toml"
+    mapping.write_text(B.MAPPING)
+    data = tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if k not in ("WSHARDD_BIN", "WSHARD_BIN")}
+    env["PYTHONPATH"] = f"{B.SRC}:{B.CLIENT_SRC}"
+    env["WSHARD_PYTHON"] = sys.executable
+    r = subprocess.run(
+        [str(binaries["wshard"]), "import", str(bag), "--mapping", str(mapping), "--data-dir", str(data), "--quiet"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    check_episode(data, "cli_run", msgs, B.storage_file("mcap", bag).name, "mcap")
