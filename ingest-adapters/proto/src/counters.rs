@@ -12,7 +12,7 @@
 //! ```
 //!
 //! Names are unique within a frame. The layout is read and written only here
-//! ([`Counters::parse`], [`Counters::encode`]).
+//! (`Counters::parse`, `Counters::encode`).
 
 use std::collections::BTreeSet;
 
@@ -135,7 +135,7 @@ impl Counters {
         Ok(())
     }
 
-    /// Bytes of the payload (what [`Counters::encode`] appends).
+    /// Bytes of the payload (what `Counters::encode` appends).
     #[must_use]
     pub fn payload_len(&self) -> usize {
         self.counters
