@@ -280,3 +280,37 @@ def test_py_errors_flush_and_close_answered_with_nothing_to_sync(daemon: Daemon)
         assert ep.flush(timeout=10) == 1
         summary = ep.close()
         assert (summary.timesteps, summary.durable_up_to) == (1, 1)
+
+
+def test_py_errors_connection_error_is_a_probe(daemon: Daemon) -> None:
+    """``connection_error()`` reports a pending server ERROR without taking it (the next call
+    still raises it), then the end of the connection; ``None`` while all is well."""
+    with Recorder.connect(daemon.socket) as rec:
+        ep = rec.episode("probe", CHANNELS, "", 10.0)
+        ep.push(0, 0.0, False, GOOD)
+        assert ep.flush() == 1
+        assert rec.connection_error() is None
+        rec.send_raw(wire.encode_timestep_batch([wire.record_header(5, 0, 0.0, False) + b"".join(GOOD)]))
+        deadline = time.monotonic() + 20
+        while rec.connection_error() is None:
+            assert time.monotonic() < deadline, "no ERROR seen"
+            time.sleep(0.005)
+        seen = rec.connection_error()
+        assert isinstance(seen, ServerError) and seen.code == ErrorCode.SEQUENCE
+        with pytest.raises(ServerError) as ei:  # still there for the caller
+            ep.push(1, 0.0, False, GOOD)
+            ep.flush()
+        assert ei.value.code == ErrorCode.SEQUENCE
+        ep.close()
+        assert daemon.stop() == 0  # says SHUTTING_DOWN, then ends the connection
+        deadline = time.monotonic() + 20
+        while rec.connection_error() is None:
+            assert time.monotonic() < deadline, "shutdown not seen"
+            time.sleep(0.005)
+        seen = rec.connection_error()
+        assert isinstance(seen, ServerError) and seen.code == ErrorCode.SHUTTING_DOWN
+        with pytest.raises(ServerError):  # the caller takes it
+            rec.episode("after", CHANNELS, "", 10.0)
+        while not isinstance(rec.connection_error(), TransportError):
+            assert time.monotonic() < deadline, f"connection end not seen: {rec.connection_error()!r}"
+            time.sleep(0.005)

@@ -94,6 +94,17 @@ class SharedState:
         with self.cond:
             return self._pop_error()
 
+    def peek_error(self) -> Optional[WshardError]:
+        """The oldest server ``ERROR`` not yet returned (left in place), else the end of the
+        connection, else ``None``; never blocks."""
+        with self.cond:
+            if self.errors:
+                code, message = self.errors[0]
+                return ServerError(code, message)
+            if self.is_ended:
+                return self.ended or TransportError("connection closed by the daemon")
+        return None
+
     def _pop_error(self) -> Optional[ServerError]:
         if not self.errors:
             self.error_pending = False

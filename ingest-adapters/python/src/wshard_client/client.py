@@ -315,6 +315,14 @@ class Recorder(MultiStreamMixin):
 
     # ------------------------------------------------------------------ low level
 
+    def connection_error(self) -> Optional[WshardError]:
+        """What failed or ended this connection, seen without sending, taking or raising
+        anything (for a thread that watches connections another thread writes on): the
+        oldest server ``ERROR`` not yet reported (a :class:`ServerError`; the next call
+        still raises it), else the end of the connection (a :class:`TransportError`), else
+        ``None``."""
+        return self._state.peek_error()
+
     def send_raw(self, frame: Buffer) -> None:
         """Write already encoded bytes as they are (see ``wshard_client._wire``), for
         tools and tests; bypasses every client-side check and the episode's seq

@@ -20,7 +20,6 @@ from .ending import end_episode
 from .errors import ALREADY_RECORDING, BAD_REQUEST, DAEMON, FAILED, NOT_RECORDING, BridgeError
 from .options import BridgeOptions, BridgeState
 from .recording import record_step
-from .stream_worker import connection_error
 from .streams import EpisodeRun, StreamRun, stream_runs
 
 log = logging.getLogger("wshard_ros.bridge")
@@ -297,7 +296,7 @@ class Bridge:
     def _check_connections(self, run: EpisodeRun) -> bool:
         """Fail ``run`` when the daemon ended or failed one of its connections (seen
         without sending); whether it did."""
-        error = connection_error(run.owner)
+        error = run.owner.connection_error()
         if error is not None:
             self._fail(run, error)
             return True

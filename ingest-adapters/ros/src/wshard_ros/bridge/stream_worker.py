@@ -8,7 +8,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
-from wshard_client import CloseSummary, EpisodeWriter, Outcome, Recorder, ServerError, TransportError, WshardError
+from wshard_client import CloseSummary, EpisodeWriter, Outcome, Recorder, WshardError
 
 from .counters import DROP_FAILED, Counters
 
@@ -27,22 +27,6 @@ QUEUED = "queued"
 FULL = "full"
 DEAD = "dead"  # the stream failed or was killed
 ENDED = "ended"  # the stream is ending (stop, abort)
-
-
-def connection_error(rec: Recorder) -> Optional[WshardError]:
-    """What ended ``rec``'s connection or failed it, seen without sending or taking
-    anything: the first ``ERROR`` not yet reported (a :class:`ServerError`), else the end
-    of the connection (a :class:`TransportError`), else ``None`` (alive). Reads the
-    client's shared state: the client has no public probe that neither blocks nor
-    raises."""
-    state = rec._state
-    with state.cond:
-        if state.errors:
-            code, message = state.errors[0]
-            return ServerError(code, message)
-        if state.is_ended:
-            return state.ended or TransportError("connection closed by the daemon")
-    return None
 
 
 @dataclass
@@ -170,10 +154,10 @@ class StreamWorker:
 
     def connection_error(self) -> Optional[WshardError]:
         """The error that ended or failed the stream's connection while it records
-        (:func:`connection_error`), else ``None``."""
+        (the client's ``Recorder.connection_error``), else ``None``."""
         if self._dead or self._summary is not None:
             return None
-        return connection_error(self._rec)
+        return self._rec.connection_error()
 
     def status(self) -> Dict[str, Any]:
         """``pushed`` (steps sent), ``durable`` (the daemon's durable seq),
