@@ -21,6 +21,26 @@ use crate::config::{Credentials, StoreConfig, TransferOptions};
 use crate::error::PublishError;
 use crate::manifest::hex;
 
+/// S3 error codes (and statuses) that mean the credentials are wrong; `NotSignedUp` is what
+/// s3s answers for an unknown access key id.
+const CREDENTIAL_CODES: &[&str] = &[
+    "SignatureDoesNotMatch",
+    "InvalidAccessKeyId",
+    "NotSignedUp",
+    "InvalidToken",
+    "ExpiredToken",
+    "401 Unauthorized",
+];
+/// Access denied with valid credentials.
+const FORBIDDEN_TEXT: &[&str] = &["AccessDenied", "403 Forbidden"];
+/// No connection: reqwest's words for a request that never got an answer.
+const UNREACHABLE_TEXT: &[&str] = &[
+    "error sending request",
+    "Connection refused",
+    "dns error",
+    "error trying to connect",
+];
+
 /// How a conditional put ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PutOutcome {
@@ -134,7 +154,9 @@ impl Store {
         &self.options
     }
 
-    /// Map a client error on `op` of `key` to a typed error.
+    /// Map a client error on `op` of `key` to a typed error. object_store wraps some
+    /// errors (listings, multipart) as `Generic`, so the S3 error code and status in the
+    /// text decide too.
     pub(crate) fn classify(
         &self,
         op: &'static str,
@@ -144,41 +166,31 @@ impl Store {
         let detail = e.to_string();
         let endpoint = self.config.endpoint.clone();
         let bucket = self.config.bucket.clone();
-        if chain_has_connect_error(&e) {
+        let has = |needles: &[&str]| needles.iter().any(|n| detail.contains(n));
+        if chain_has_connect_error(&e) || has(UNREACHABLE_TEXT) {
             return PublishError::EndpointUnreachable { endpoint, detail };
         }
-        if detail.contains("NoSuchBucket") {
+        if has(&["NoSuchBucket"]) {
             return PublishError::BucketNotFound {
                 bucket,
                 endpoint,
                 detail,
             };
         }
-        let creds = [
-            "SignatureDoesNotMatch",
-            "InvalidAccessKeyId",
-            "InvalidToken",
-            "ExpiredToken",
-        ];
-        match e {
-            object_store::Error::Unauthenticated { .. } => {
-                PublishError::CredentialsRejected { endpoint, detail }
-            }
-            object_store::Error::PermissionDenied { .. }
-                if creds.iter().any(|c| detail.contains(c)) =>
-            {
-                PublishError::CredentialsRejected { endpoint, detail }
-            }
-            object_store::Error::PermissionDenied { .. } => PublishError::Forbidden {
+        if matches!(e, object_store::Error::Unauthenticated { .. }) || has(CREDENTIAL_CODES) {
+            return PublishError::CredentialsRejected { endpoint, detail };
+        }
+        if matches!(e, object_store::Error::PermissionDenied { .. }) || has(FORBIDDEN_TEXT) {
+            return PublishError::Forbidden {
                 bucket,
                 key: key.to_owned(),
                 detail,
-            },
-            _ => PublishError::Store {
-                op,
-                key: key.to_owned(),
-                detail,
-            },
+            };
+        }
+        PublishError::Store {
+            op,
+            key: key.to_owned(),
+            detail,
         }
     }
 
