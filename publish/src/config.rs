@@ -133,7 +133,9 @@ impl Credentials {
 
 /// Default size from which a blob goes up as a multipart upload.
 pub const DEFAULT_MULTIPART_THRESHOLD: u64 = 64 << 20;
-/// Default part size (S3's minimum is 5 MiB except for the last part).
+/// S3's smallest part (every part but the last); s3s-fs enforces it too.
+pub const MIN_PART_SIZE: usize = 5 << 20;
+/// Default part size.
 pub const DEFAULT_PART_SIZE: usize = 16 << 20;
 
 /// How blobs are sent and how long the client waits.

@@ -157,21 +157,27 @@ fn rel_of(root: &Path, path: &Path) -> String {
 
 fn collect(dir: &EpisodeDir, status: EpisodeStatus) -> Result<LocalEpisode, PublishError> {
     let root = dir.path();
-    let id = dir.episode_id().to_owned();
+    // Keyed by the directory's name: unique in a data directory (the id inside may differ
+    // in a renamed directory).
+    let id = root.file_name().map_or_else(
+        || dir.episode_id().to_owned(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let file_id = dir.episode_id().to_owned();
     let mut paths: Vec<PathBuf> = Vec::new();
     let mut expected: Vec<(PathBuf, String)> = Vec::new();
     let optional = match dir.layout() {
         Layout::SingleStream => vec![
-            root.join(events_file_name(&id)),
-            root.join(annotations_file_name(&id)),
+            root.join(events_file_name(&file_id)),
+            root.join(annotations_file_name(&file_id)),
         ],
         Layout::MultiStream => {
-            paths.push(root.join(index_file_name(&id)));
+            paths.push(root.join(index_file_name(&file_id)));
             let events = dir
                 .index()
                 .map(|i| root.join(&i.events_file))
-                .unwrap_or_else(|| root.join(events_file_name(&id)));
-            vec![events, root.join(annotations_file_name(&id))]
+                .unwrap_or_else(|| root.join(events_file_name(&file_id)));
+            vec![events, root.join(annotations_file_name(&file_id))]
         }
     };
     for p in optional {

@@ -103,6 +103,15 @@ impl PublishReport {
     }
 }
 
+/// What `latest.json` held when read: the start of a compare-and-swap.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObservedLatest {
+    /// The version it pointed at; `None` when absent.
+    pub version: Option<String>,
+    /// Its ETag.
+    pub e_tag: Option<String>,
+}
+
 /// Publishes to one store.
 #[derive(Debug)]
 pub struct Publisher {
@@ -261,13 +270,41 @@ impl Publisher {
         Ok(BlobAction::Uploaded { multipart })
     }
 
-    /// Move `latest.json` to the prepared version by compare-and-swap.
+    /// Move `latest.json` to the prepared version by compare-and-swap:
+    /// [`Publisher::observe_latest`] then [`Publisher::commit_over`].
     ///
     /// # Errors
     /// [`PublishError::LatestConflict`] when another publisher moved it first (retrying
     /// is the caller's choice: [`Publisher::commit`] again reads the new latest and puts
     /// this version on top of it), [`PublishError::BadLatest`], typed store errors.
     pub fn commit(&self, prepared: PreparedVersion) -> Result<PublishReport, PublishError> {
+        let observed = self.observe_latest(&prepared.dataset)?;
+        self.commit_over(prepared, observed)
+    }
+
+    /// Read `latest.json` (its version and ETag): the state a compare-and-swap starts from.
+    ///
+    /// # Errors
+    /// [`PublishError::BadLatest`], typed store errors.
+    pub fn observe_latest(&self, dataset: &DatasetId) -> Result<ObservedLatest, PublishError> {
+        let key = self.keys.latest(dataset);
+        let current = self.read_latest_at(dataset, &key)?;
+        Ok(ObservedLatest {
+            version: current.as_ref().map(|(h, _)| h.clone()),
+            e_tag: current.and_then(|(_, e)| e),
+        })
+    }
+
+    /// Move `latest.json` from `observed` to the prepared version: create-only when it was
+    /// absent, else If-Match its ETag; then read it back.
+    ///
+    /// # Errors
+    /// As [`Publisher::commit`].
+    pub fn commit_over(
+        &self,
+        prepared: PreparedVersion,
+        observed: ObservedLatest,
+    ) -> Result<PublishReport, PublishError> {
         let ds = prepared.dataset.to_string();
         let key = self.keys.latest(&prepared.dataset);
         let ours = prepared.version_hash.clone();
@@ -276,17 +313,16 @@ impl Publisher {
             key: key.clone(),
             reason: e.to_string(),
         })?;
-        let current = self.read_latest_at(&prepared.dataset, &key)?;
-        let (condition, change) = match current {
+        let (condition, change) = match observed.version {
             None => (None, LatestChange::Created),
-            Some((hash, _)) if hash == ours => {
+            Some(hash) if hash == ours => {
                 return Ok(PublishReport {
                     prepared,
                     latest: LatestChange::Unchanged,
                 })
             }
-            Some((previous, e_tag)) => {
-                let e_tag = e_tag.ok_or_else(|| PublishError::Store {
+            Some(previous) => {
+                let e_tag = observed.e_tag.ok_or_else(|| PublishError::Store {
                     op: "get",
                     key: key.clone(),
                     detail: "the store gave no ETag: compare-and-swap is impossible".into(),

@@ -17,7 +17,7 @@ use object_store::{
 use sha2::{Digest, Sha256};
 use tokio::runtime::Runtime;
 
-use crate::config::{Credentials, StoreConfig, TransferOptions};
+use crate::config::{Credentials, StoreConfig, TransferOptions, MIN_PART_SIZE};
 use crate::error::PublishError;
 use crate::manifest::hex;
 
@@ -100,10 +100,13 @@ impl Store {
         options: TransferOptions,
     ) -> Result<Self, PublishError> {
         config.validate()?;
-        if options.part_size == 0 {
+        if options.part_size < MIN_PART_SIZE {
             return Err(PublishError::InvalidConfig {
                 field: "part_size",
-                reason: "0".into(),
+                reason: format!(
+                    "{} bytes is below S3's smallest part, {MIN_PART_SIZE}",
+                    options.part_size
+                ),
             });
         }
         let client = ClientOptions::new()
