@@ -448,3 +448,91 @@ fn publish_detects_a_tampered_manifest_and_a_corrupt_local_chunk() {
     assert!(matches!(e, PublishError::LocalChunkMismatch { .. }), "{e}");
     assert!(!s3.object_path("datasets/lab/third").exists());
 }
+
+#[test]
+fn publish_multistream_episode_keeps_its_layout_and_refuses_a_live_one() {
+    use wshard_e2e::data;
+    use wshard_e2e::multi::{episode_close, event, owner, producer, stream_spec};
+    use wshard_ingest_proto::{Durability, Outcome};
+
+    let s3 = S3Server::start();
+    let d = Daemon::start(DaemonOptions::default().rotation(8));
+    let mut o = owner(&d.socket(), "multi-ep");
+    let joints = stream_spec(
+        "multi-ep",
+        "joints",
+        &data::channels(),
+        1000.0,
+        Durability::Ack,
+    );
+    let imu = stream_spec(
+        "multi-ep",
+        "imu",
+        &data::small_channels(),
+        200.0,
+        Durability::Ack,
+    );
+    let mut a = producer(&d.socket(), &joints);
+    let mut b = producer(&d.socket(), &imu);
+    a.timesteps(&data::channels(), 0..20);
+    b.timesteps(&data::small_channels(), 0..4);
+    assert_eq!(event(&mut o, data::t_ns(3), "instruction", "pick"), 0);
+    a.flush_until(20);
+    b.flush_until(4);
+    a.close(Outcome::Completed, 20);
+    b.close(Outcome::Completed, 4);
+    assert_eq!(episode_close(&mut o), 0);
+    // A second episode still recording while we publish.
+    let live_owner = owner(&d.socket(), "live-ep");
+    let live = stream_spec(
+        "live-ep",
+        "joints",
+        &data::channels(),
+        1000.0,
+        Durability::Ack,
+    );
+    let mut l = producer(&d.socket(), &live);
+    l.timesteps(&data::channels(), 0..10);
+    l.flush_until(10);
+
+    let p = publisher(&s3);
+    let e = p
+        .publish(&d.data_dir(), &ds(), &["multi-ep".into(), "live-ep".into()])
+        .expect_err("live episode");
+    match &e {
+        PublishError::EpisodeNotFinished { episode, .. } => assert_eq!(episode, "live-ep"),
+        other => panic!("expected EpisodeNotFinished, got {other}"),
+    }
+    let r = p.publish(&d.data_dir(), &ds(), &[]).expect("publish");
+    assert_eq!(
+        r.prepared.left_out,
+        [("live-ep".to_owned(), "status recording".to_owned())]
+    );
+    let files: Vec<&str> = r.prepared.files.iter().map(|f| f.file.as_str()).collect();
+    assert_eq!(
+        files[..3],
+        [
+            "multi-ep_events.jsonl",
+            "multi-ep_index.json",
+            "streams/imu/imu_chunk_0000.wshard"
+        ]
+    );
+    assert!(
+        files.contains(&"streams/imu/imu_manifest.wshard"),
+        "{files:?}"
+    );
+    assert!(
+        files.contains(&"streams/joints/joints_chunk_0002.wshard"),
+        "{files:?}"
+    );
+    assert!(
+        files.contains(&"streams/joints/joints_manifest.wshard"),
+        "{files:?}"
+    );
+    for f in &r.prepared.files {
+        let local = std::fs::read(d.data_dir().join("multi-ep").join(&f.file)).expect("local");
+        assert_eq!(object(&s3, &f.key), local, "{}", f.file);
+    }
+    // The live episode is left to the daemon's end (killed with the test's daemon).
+    drop((l, live_owner));
+}
