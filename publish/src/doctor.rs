@@ -19,7 +19,7 @@ use bytes::Bytes;
 use crate::config::{Credentials, StoreConfig, TransferOptions};
 use crate::error::PublishError;
 use crate::layout::Keys;
-use crate::store::{PutOutcome, Store};
+use crate::store::{PutCondition, PutOutcome, Store};
 
 /// Default port of an `http://` endpoint.
 const HTTP_PORT: u16 = 80;
@@ -268,7 +268,7 @@ fn store_checks(store: &Store, out: &mut Vec<Check>) {
     let probe = keys.doctor_probe(&unique);
     let body = Bytes::from(format!("wshard doctor probe {unique}"));
     let write = store
-        .put(&probe, body.clone(), None)
+        .put(&probe, body.clone(), PutCondition::Always)
         .and_then(|_| store.get(&probe))
         .and_then(|got| match got {
             Some(f) if f.bytes == body => store.delete(&probe).map(|()| true),
@@ -289,8 +289,16 @@ fn store_checks(store: &Store, out: &mut Vec<Check>) {
         }
     }
     let cas_probe = format!("{probe}-cas");
-    let first = store.put(&cas_probe, Bytes::from_static(b"1"), Some(None));
-    let second = store.put(&cas_probe, Bytes::from_static(b"2"), Some(None));
+    let first = store.put(
+        &cas_probe,
+        Bytes::from_static(b"1"),
+        PutCondition::CreateOnly,
+    );
+    let second = store.put(
+        &cas_probe,
+        Bytes::from_static(b"2"),
+        PutCondition::CreateOnly,
+    );
     let e_tag = match (&first, &second) {
         (Ok(PutOutcome::Written { e_tag }), Ok(PutOutcome::ConditionFailed)) => {
             out.push(ok(
@@ -331,9 +339,13 @@ fn store_checks(store: &Store, out: &mut Vec<Check>) {
             let swap = store.put(
                 &cas_probe,
                 Bytes::from_static(b"3"),
-                Some(Some(stale.clone())),
+                PutCondition::IfMatch(stale.clone()),
             );
-            let again = store.put(&cas_probe, Bytes::from_static(b"4"), Some(Some(stale)));
+            let again = store.put(
+                &cas_probe,
+                Bytes::from_static(b"4"),
+                PutCondition::IfMatch(stale),
+            );
             match (swap, again) {
                 (Ok(PutOutcome::Written { .. }), Ok(PutOutcome::ConditionFailed)) => out.push(ok(
                     "compare-and-swap",

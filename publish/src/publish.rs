@@ -24,7 +24,7 @@ use crate::layout::{DatasetId, Keys};
 use crate::manifest::{
     latest_bytes, parse_latest, sha256_hex, EpisodeEntry, FileEntry, VersionManifest,
 };
-use crate::store::{PutOutcome, Store};
+use crate::store::{PutCondition, PutOutcome, Store};
 
 /// What happened to one file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -222,7 +222,7 @@ impl Publisher {
             Some(_) => false,
             None => matches!(
                 self.store
-                    .put(&version_key, Bytes::from(bytes), Some(None))?,
+                    .put(&version_key, Bytes::from(bytes), PutCondition::CreateOnly)?,
                 PutOutcome::Written { .. }
             ),
         };
@@ -314,7 +314,7 @@ impl Publisher {
             reason: e.to_string(),
         })?;
         let (condition, change) = match observed.version {
-            None => (None, LatestChange::Created),
+            None => (PutCondition::CreateOnly, LatestChange::Created),
             Some(hash) if hash == ours => {
                 return Ok(PublishReport {
                     prepared,
@@ -327,10 +327,13 @@ impl Publisher {
                     key: key.clone(),
                     detail: "the store gave no ETag: compare-and-swap is impossible".into(),
                 })?;
-                (Some(e_tag), LatestChange::Moved { previous })
+                (
+                    PutCondition::IfMatch(e_tag),
+                    LatestChange::Moved { previous },
+                )
             }
         };
-        let outcome = self.store.put(&key, Bytes::from(bytes), Some(condition))?;
+        let outcome = self.store.put(&key, Bytes::from(bytes), condition)?;
         let now = self
             .read_latest_at(&prepared.dataset, &key)?
             .map(|(h, _)| h);

@@ -41,6 +41,17 @@ const UNREACHABLE_TEXT: &[&str] = &[
     "error trying to connect",
 ];
 
+/// When a put may write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PutCondition {
+    /// Always (overwrites).
+    Always,
+    /// Only when the key is absent (`If-None-Match: *`).
+    CreateOnly,
+    /// Only over the object with this ETag (`If-Match`).
+    IfMatch(String),
+}
+
 /// How a conditional put ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PutOutcome {
@@ -263,8 +274,7 @@ impl Store {
             .map_err(|e| self.classify("get", key, e))
     }
 
-    /// Put `bytes` at `key`: unconditionally (`None`), create-only (`Some(None)`), or only
-    /// over the object with this ETag (`Some(Some(etag))`).
+    /// Put `bytes` at `key` under `condition`.
     ///
     /// # Errors
     /// Typed store errors; a failed condition is [`PutOutcome::ConditionFailed`].
@@ -272,12 +282,12 @@ impl Store {
         &self,
         key: &str,
         bytes: Bytes,
-        condition: Option<Option<String>>,
+        condition: PutCondition,
     ) -> Result<PutOutcome, PublishError> {
         let mode = match condition {
-            None => PutMode::Overwrite,
-            Some(None) => PutMode::Create,
-            Some(Some(e_tag)) => PutMode::Update(UpdateVersion {
+            PutCondition::Always => PutMode::Overwrite,
+            PutCondition::CreateOnly => PutMode::Create,
+            PutCondition::IfMatch(e_tag) => PutMode::Update(UpdateVersion {
                 e_tag: Some(e_tag),
                 version: None,
             }),
