@@ -339,6 +339,58 @@ fn publish_wrong_secret_is_a_typed_credentials_error_without_the_secret() {
         !s3.object_path("datasets").exists(),
         "something was written"
     );
+    // An unknown access key id is the same typed error.
+    let unknown = Store::new(
+        config(s3.endpoint(), BUCKET),
+        &Credentials::new("no-such-key", SECRET_KEY),
+        quick(),
+    )
+    .expect("store");
+    let e = Publisher::new(unknown)
+        .publish(data.path(), &ds(), &[])
+        .expect_err("unknown key");
+    assert!(matches!(e, PublishError::CredentialsRejected { .. }), "{e}");
+    assert_secret_free(&e);
+}
+
+#[test]
+fn publish_doctor_fails_the_endpoint_check_with_a_hint_and_skips_the_rest() {
+    use wshard_publish::doctor::{self, CheckStatus};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let cfg = config(&format!("http://127.0.0.1:{port}"), BUCKET);
+    let checks = doctor::run(&cfg, Ok(Credentials::new(ACCESS_KEY, SECRET_KEY)), &quick());
+    let got: Vec<(&str, CheckStatus)> = checks.iter().map(|c| (c.name, c.status)).collect();
+    assert_eq!(
+        got,
+        [
+            ("config", CheckStatus::Ok),
+            ("credentials", CheckStatus::Ok),
+            ("endpoint", CheckStatus::Failed),
+            ("bucket", CheckStatus::Skipped),
+            ("write", CheckStatus::Skipped),
+            ("create-only", CheckStatus::Skipped),
+            ("compare-and-swap", CheckStatus::Skipped),
+        ]
+    );
+    let hint = checks[2].hint.as_deref().unwrap_or_default();
+    assert!(hint.contains("check the endpoint URL"), "{hint}");
+    // An http:// endpoint without allow_http is a config failure.
+    let mut no_http = cfg;
+    no_http.allow_http = false;
+    let checks = doctor::run(
+        &no_http,
+        Ok(Credentials::new(ACCESS_KEY, SECRET_KEY)),
+        &quick(),
+    );
+    assert_eq!(checks[0].status, CheckStatus::Failed);
+    assert!(
+        checks[0].detail.contains("--allow-http"),
+        "{}",
+        checks[0].detail
+    );
 }
 
 #[test]
