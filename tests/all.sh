@@ -18,7 +18,7 @@
 # Prerequisites it checks first (and says how to install): systemd-analyze and
 # systemd-socket-activate, python3 with pytest, numpy, zstandard, prometheus_client, rosbags,
 # pillow and cyclonedds, Debian's ROS 1 packages for /usr/bin/python3, maturin, a C++
-# compiler for libFuzzer. The upstream golden files are
+# compiler for libFuzzer, s3s-fs 0.14.1 ($WSHARD_S3S_FS or PATH). The upstream golden files are
 # read from ../shared/golden-upstream or $WSHARD_UPSTREAM_GOLDEN.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +44,16 @@ if ! python3 -m maturin --version >/dev/null 2>&1; then
 fi
 if [ "$fuzz_secs" != 0 ] && ! command -v "${CXX:-c++}" >/dev/null 2>&1; then
     missing+=("a C++ compiler for the fuzz smoke run (apt-get install g++), or FUZZ_SMOKE_SECONDS=0")
+fi
+# s3s-fs 0.14.1, the real S3-compatible server the publish_* tests start on loopback:
+# $WSHARD_S3S_FS, else on PATH; its path is passed to the tests in $WSHARD_S3S_FS.
+if [ -z "${WSHARD_S3S_FS:-}" ]; then
+    WSHARD_S3S_FS="$(command -v s3s-fs || true)"
+fi
+if [ -z "$WSHARD_S3S_FS" ] || [ ! -x "$WSHARD_S3S_FS" ]; then
+    missing+=("s3s-fs 0.14.1 for the publish_* tests (cargo install s3s-fs@0.14.1 --features binary --locked --root ../tools, then WSHARD_S3S_FS=../tools/bin/s3s-fs)")
+else
+    export WSHARD_S3S_FS
 fi
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "tests/all.sh: missing prerequisites:" >&2

@@ -16,6 +16,7 @@
 //! - [`privileged`]: root-only helpers: a small tmpfs and a ballast file filling it.
 //! - [`raw`]: a bare socket speaking frames, for protocol abuse.
 //! - [`rng`]: a small seeded RNG (SplitMix64), so every run does the same.
+//! - [`s3`]: [`s3::S3Server`], a real S3-compatible server (s3s-fs) for the publish tests.
 //! - [`shm`]: shared-memory rings written by hand (through the memfd, no mapping), for the
 //!   hostile-producer tests.
 //! - [`workload`]: clients streaming episodes until the daemon dies, and what must survive.
@@ -31,6 +32,7 @@ pub mod privileged;
 pub mod producer;
 pub mod raw;
 pub mod rng;
+pub mod s3;
 pub mod shm;
 pub mod workload;
 

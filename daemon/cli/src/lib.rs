@@ -22,6 +22,9 @@
 //!   [`control_render`] prints the replies as text.
 //! - [`bridge`]: `wshard bridge start|stop|abort|annotate|status` against a running ROS
 //!   bridge; [`bridge_client`] sends its one-line JSON requests.
+//! - [`publish`]: `wshard publish --dataset WS/NAME`, finished episodes to an object store
+//!   as a dataset version; [`doctor`]: `wshard doctor`, the store setup checked;
+//!   [`store_args`]: their shared store flags and variables.
 //! - [`import`]: `wshard import ...`, running the ROS bag importer (`wshard_ros.bag_import`).
 //! - [`Status`]: the exit status shared by `inspect`, `verify` and `cat` (`recover` has its own).
 
@@ -38,14 +41,17 @@ pub mod control_render;
 pub mod csv;
 pub mod deep;
 pub mod describe;
+pub mod doctor;
 pub mod episode_view;
 pub mod import;
 pub mod inspect;
 pub mod inspect_dir;
 pub mod npy;
 pub mod peek;
+pub mod publish;
 pub mod recover;
 pub mod report;
+pub mod store_args;
 pub mod table;
 pub mod verify;
 

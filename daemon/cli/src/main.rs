@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use wshard_cli::control::{self, ControlOptions};
 use wshard_cli::{
-    aligned, annotate, bridge, cat, import, inspect, inspect_dir, peek, recover, verify,
+    aligned, annotate, bridge, cat, doctor, import, inspect, inspect_dir, peek, publish, recover,
+    verify,
 };
 
 /// Inspect, verify and recover WShard files and wshardd data directories.
@@ -102,6 +103,15 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<std::ffi::OsString>,
     },
+    /// Publish finished episodes (complete, interrupted, recovered) of a data directory to an
+    /// S3-compatible store as a dataset version: content-addressed blobs, an immutable
+    /// version manifest, latest.json moved by compare-and-swap. Credentials from
+    /// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY. Exit 0 published, 1 failed, 2 usage,
+    /// 3 another publisher moved latest.json first.
+    Publish(publish::PublishArgs),
+    /// Check the object-store setup: endpoint, credentials, bucket, write, conditional
+    /// puts. One line per check; exit 1 when any failed.
+    Doctor(doctor::DoctorArgs),
     /// Print a shard's header and one row per block (name, dtype, shape, codec, sizes, CRC),
     /// a journal's (`*.wal`) records and corrupt regions, or an episode directory's streams
     /// (clock, rate, channels, steps, first/last t_ns, status) and events.
@@ -215,6 +225,8 @@ fn main() -> ExitCode {
         } => control::close(&control.options(), &episode, timeout_ms, &mut out, &mut err),
         Command::Metrics { control } => control::metrics(&control.options(), &mut out, &mut err),
         Command::Annotate(args) => annotate::run(args, &mut out, &mut err),
+        Command::Publish(args) => publish::run(&args, &mut out, &mut err),
+        Command::Doctor(args) => doctor::run(&args, &mut out),
         Command::Bridge { verb, options } => bridge::run(&verb, &options, &mut out, &mut err),
         // The importer writes to the terminal itself (its progress bar).
         Command::Import { args } => import::run(&args, &mut err),

@@ -1,0 +1,201 @@
+//! `wshard publish --dataset WS/NAME [--data-dir DIR] [EPISODE...]`: publish finished
+//! episodes to an S3-compatible store as a dataset version (docs/PUBLISH.md), printing each
+//! file sent or skipped and the version hash; `--json` prints one JSON object instead.
+//!
+//! Exit codes: 0 published (or nothing new: same version), 1 failed (store, episode or
+//! verification error), 2 usage (bad dataset name, store settings, credentials missing),
+//! 3 another publisher moved `latest.json` first (the version is stored; run again to put
+//! it on top of the new latest).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use wshard_publish::publish::{BlobAction, LatestChange};
+use wshard_publish::{Credentials, DatasetId, PublishError, PublishReport, Publisher, Store};
+use wshardd_config::Config;
+
+use super::store_args::StoreArgs;
+
+/// Exit: published.
+pub const EXIT_OK: u8 = 0;
+/// Exit: failed.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit: usage or setup.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit: lost the race on latest.json.
+pub const EXIT_CONFLICT: u8 = 3;
+
+/// The arguments of `wshard publish`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct PublishArgs {
+    /// The dataset, workspace/name (a-z 0-9 _ -).
+    #[arg(long, value_name = "WS/NAME")]
+    pub dataset: String,
+    /// The data directory (else data_dir of the wshardd config, found as wshardd finds it).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// The wshardd config whose data_dir to use.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Episodes to publish (each must be complete, interrupted or recovered); default every
+    /// finished episode of the data directory.
+    pub episodes: Vec<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The exit code for an error.
+#[must_use]
+pub fn exit_code(e: &PublishError) -> u8 {
+    match e {
+        PublishError::LatestConflict { .. } => EXIT_CONFLICT,
+        PublishError::InvalidDataset { .. }
+        | PublishError::InvalidConfig { .. }
+        | PublishError::CredentialsMissing { .. } => EXIT_USAGE,
+        _ => EXIT_FAILED,
+    }
+}
+
+fn data_dir(args: &PublishArgs) -> Result<PathBuf, String> {
+    if let Some(d) = &args.data_dir {
+        return Ok(d.clone());
+    }
+    Config::load(args.config.as_deref())
+        .map(|(cfg, _)| cfg.data_dir)
+        .map_err(|e| format!("no --data-dir, and the wshardd config cannot be loaded: {e}"))
+}
+
+fn publish(args: &PublishArgs, dir: &Path) -> Result<PublishReport, PublishError> {
+    let dataset = DatasetId::parse(&args.dataset)?;
+    let config = args.store.config();
+    config.validate()?;
+    let creds = Credentials::from_env()?;
+    let store = Store::new(config, &creds, args.store.transfer())?;
+    Publisher::new(store).publish(dir, &dataset, &args.episodes)
+}
+
+/// Run `wshard publish`; returns the exit code.
+pub fn run(args: &PublishArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let dir = match data_dir(args) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = writeln!(err, "wshard publish: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    match publish(args, &dir) {
+        Ok(report) => {
+            let written = if args.json {
+                writeln!(out, "{}", report_json(&report))
+            } else {
+                write_text(&report, out)
+            };
+            match written {
+                Ok(()) => EXIT_OK,
+                Err(_) => EXIT_FAILED,
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(err, "wshard publish: {e}");
+            exit_code(&e)
+        }
+    }
+}
+
+fn latest_json(change: &LatestChange) -> serde_json::Value {
+    match change {
+        LatestChange::Created => json!({"change": "created"}),
+        LatestChange::Moved { previous } => json!({"change": "moved", "previous": previous}),
+        LatestChange::Unchanged => json!({"change": "unchanged"}),
+    }
+}
+
+/// The `--json` document.
+#[must_use]
+pub fn report_json(r: &PublishReport) -> serde_json::Value {
+    let p = &r.prepared;
+    let files: Vec<_> = p
+        .files
+        .iter()
+        .map(|f| {
+            let (action, multipart) = match f.action {
+                BlobAction::Uploaded { multipart } => ("sent", multipart),
+                BlobAction::AlreadyStored => ("skipped", false),
+            };
+            json!({"episode": f.episode, "file": f.file, "sha256": f.sha256, "size": f.size,
+                   "key": f.key, "action": action, "multipart": multipart})
+        })
+        .collect();
+    let left_out: Vec<_> = p
+        .left_out
+        .iter()
+        .map(|(d, why)| json!({"dir": d, "reason": why}))
+        .collect();
+    json!({
+        "dataset": p.dataset.to_string(),
+        "version_hash": p.version_hash,
+        "version_key": p.version_key,
+        "version_created": p.version_created,
+        "latest": latest_json(&r.latest),
+        "bytes_sent": r.bytes_sent(),
+        "bytes_skipped": r.bytes_skipped(),
+        "episodes": p.manifest.episodes.keys().collect::<Vec<_>>(),
+        "files": files,
+        "left_out": left_out,
+    })
+}
+
+fn write_text(r: &PublishReport, out: &mut dyn Write) -> std::io::Result<()> {
+    let p = &r.prepared;
+    for f in &p.files {
+        let what = match f.action {
+            BlobAction::Uploaded { multipart: true } => "sent (multipart)",
+            BlobAction::Uploaded { multipart: false } => "sent",
+            BlobAction::AlreadyStored => "skipped (already stored)",
+        };
+        writeln!(
+            out,
+            "{what:<24} {}/{} {} B sha256 {}",
+            f.episode, f.file, f.size, f.sha256
+        )?;
+    }
+    for (dir, why) in &p.left_out {
+        writeln!(out, "{:<24} {dir}: {why}", "left out")?;
+    }
+    let sent_n = p
+        .files
+        .iter()
+        .filter(|f| matches!(f.action, BlobAction::Uploaded { .. }))
+        .count();
+    writeln!(
+        out,
+        "dataset {}: {} episodes, {} files; sent {} B in {sent_n} blobs, skipped {} B",
+        p.dataset,
+        p.manifest.episodes.len(),
+        p.files.len(),
+        r.bytes_sent(),
+        r.bytes_skipped()
+    )?;
+    writeln!(
+        out,
+        "version {} ({}) at {}",
+        p.version_hash,
+        if p.version_created {
+            "new"
+        } else {
+            "already stored"
+        },
+        p.version_key
+    )?;
+    match &r.latest {
+        LatestChange::Created => writeln!(out, "latest  created -> {}", p.version_hash),
+        LatestChange::Moved { previous } => {
+            writeln!(out, "latest  moved {previous} -> {}", p.version_hash)
+        }
+        LatestChange::Unchanged => writeln!(out, "latest  unchanged ({})", p.version_hash),
+    }
+}

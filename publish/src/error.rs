@@ -1,0 +1,173 @@
+//! [`PublishError`]: every way publishing or checking the store can fail, each naming what
+//! was wrong (episode, file, key, dataset) and, where the operator can act, how.
+//!
+//! No variant ever holds a credential: the store's own error text is kept as `detail`, and
+//! object_store never puts the secret key (only the access key id, and only inside a
+//! signature-mismatch reply) in it.
+
+use std::path::PathBuf;
+
+use wshard::episode_dir::index::EpisodeStatus;
+
+/// What publishing, reading a dataset or a doctor check can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PublishError {
+    /// No access key id or no secret key in the environment.
+    #[error(
+        "AWS credentials not found: {missing} is not set; set AWS_ACCESS_KEY_ID and \
+         AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials) in the \
+         environment of this command"
+    )]
+    CredentialsMissing { missing: &'static str },
+    /// The store refused the credentials (unknown access key id or wrong secret key).
+    #[error(
+        "the store at {endpoint} rejected the credentials (unknown access key id or wrong \
+         secret key): check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY ({detail})"
+    )]
+    CredentialsRejected { endpoint: String, detail: String },
+    /// The credentials are valid but may not do this (a bucket policy, an IAM policy).
+    #[error(
+        "access denied to {key} in bucket {bucket}: the bucket or IAM policy forbids it; ask \
+         the bucket's admin for read and write on this prefix ({detail})"
+    )]
+    Forbidden {
+        bucket: String,
+        key: String,
+        detail: String,
+    },
+    /// The bucket does not exist (or is not visible at this endpoint and region).
+    #[error(
+        "bucket {bucket} does not exist at {endpoint}: create it, or check --bucket, \
+         --endpoint and --region ({detail})"
+    )]
+    BucketNotFound {
+        bucket: String,
+        endpoint: String,
+        detail: String,
+    },
+    /// No connection to the endpoint (refused, DNS, timeout, TLS).
+    #[error(
+        "endpoint {endpoint} unreachable: check the URL, the network, and --allow-http for \
+         an http:// endpoint ({detail})"
+    )]
+    EndpointUnreachable { endpoint: String, detail: String },
+    /// The dataset has no `latest.json` (never published, or a misspelled name).
+    #[error(
+        "dataset {dataset} not found under {key}: it was never published, or the \
+         workspace/name or --prefix is misspelled"
+    )]
+    DatasetNotFound { dataset: String, key: String },
+    /// A version manifest read back from the store does not hash to its name.
+    #[error(
+        "manifest hash mismatch at {key}: expected sha256 {expected}, the store holds \
+         {actual}; the object was altered or truncated (re-publish to rewrite it only after \
+         deleting it)"
+    )]
+    ManifestHashMismatch {
+        key: String,
+        expected: String,
+        actual: String,
+    },
+    /// Another publisher moved `latest.json` between our read and our write: the version
+    /// manifest is stored, `latest.json` does not point at it.
+    #[error(
+        "dataset {dataset}: latest.json changed while publishing (another publisher won the \
+         compare-and-swap); version {ours} is stored but not latest; latest is {current}; \
+         publish again to put it on top of the new latest"
+    )]
+    LatestConflict {
+        dataset: String,
+        ours: String,
+        current: String,
+    },
+    /// `latest.json` exists but is not a pointer this library wrote.
+    #[error("dataset {dataset}: {key} is not a valid latest pointer: {reason}")]
+    BadLatest {
+        dataset: String,
+        key: String,
+        reason: String,
+    },
+    /// A version manifest that is not what this library writes.
+    #[error("{key}: not a valid version manifest: {reason}")]
+    BadManifest { key: String, reason: String },
+    /// An episode asked for is still being written (or was aborted).
+    #[error(
+        "episode {episode} is {status}, not finished: only complete, interrupted or \
+         recovered episodes are published (wait for it to be closed, or `wshard close` it)"
+    )]
+    EpisodeNotFinished {
+        episode: String,
+        status: EpisodeStatus,
+    },
+    /// An episode without a status (no manifest status, no index).
+    #[error("episode {episode}: its manifest has no status; run `wshard recover` first")]
+    EpisodeStatusUnknown { episode: String },
+    /// Nothing finished to publish.
+    #[error("no finished episode to publish in {}", data_dir.display())]
+    NothingToPublish { data_dir: PathBuf },
+    /// No such episode directory in the data directory.
+    #[error("episode {episode} not found in {data_dir}")]
+    EpisodeNotFound { episode: String, data_dir: PathBuf },
+    /// The episode directory could not be read.
+    #[error("episode {episode}: {source}")]
+    EpisodeRead {
+        episode: String,
+        #[source]
+        source: wshard::episode_dir::EpisodeDirError,
+    },
+    /// A stream manifest could not be read.
+    #[error("episode {episode}: {source}")]
+    ManifestRead {
+        episode: String,
+        #[source]
+        source: wshard::FormatError,
+    },
+    /// A local chunk does not hash to what its manifest says: never published.
+    #[error(
+        "episode {episode}: {file} has sha256 {actual}, its manifest says {expected}: the \
+         local copy is corrupt (run `wshard verify`), nothing of this episode was published"
+    )]
+    LocalChunkMismatch {
+        episode: String,
+        file: PathBuf,
+        expected: String,
+        actual: String,
+    },
+    /// What the store holds under a blob key does not match the file (size or SHA-256).
+    #[error("blob {key}: the store holds {found}, expected {expected}")]
+    BlobMismatch {
+        key: String,
+        expected: String,
+        found: String,
+    },
+    /// A dataset name that is not `workspace/name` of `[a-z0-9_-]`.
+    #[error("dataset name {name:?}: {reason} (expected workspace/name, each 1-64 of a-z 0-9 _ -)")]
+    InvalidDataset { name: String, reason: &'static str },
+    /// A store setting that cannot work.
+    #[error("store config: {field}: {reason}")]
+    InvalidConfig { field: &'static str, reason: String },
+    /// A local file could not be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Any other store failure, with the operation and the key.
+    #[error("store: {op} {key}: {detail}")]
+    Store {
+        op: &'static str,
+        key: String,
+        detail: String,
+    },
+}
+
+impl PublishError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

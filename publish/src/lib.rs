@@ -1,0 +1,30 @@
+//! Publishing finished episodes of a wshardd data directory to S3-compatible object
+//! storage as immutable, content-addressed dataset versions (docs/PUBLISH.md).
+//!
+//! - [`config`]: where the store is, the credentials (environment only, never printed),
+//!   how blobs are sent.
+//! - [`layout`]: the keys of the store and the checked dataset name.
+//! - [`canonical`]: canonical JSON. [`manifest`]: the version manifest and latest pointer.
+//! - [`episodes`]: which local files make up the finished episodes, with their hashes.
+//! - [`store`]: a blocking handle on the bucket (a tokio runtime inside) and error mapping.
+//! - [`publish`]: blobs, then the version manifest (create-only), then `latest.json` (CAS).
+//! - [`doctor`]: checks of the storage setup, one line each.
+//! - [`error`]: the typed errors.
+//!
+//! The API is blocking; depends on the format library `wshard` only, never on the daemon.
+
+pub mod canonical;
+pub mod config;
+pub mod doctor;
+pub mod episodes;
+pub mod error;
+pub mod layout;
+pub mod manifest;
+pub mod publish;
+pub mod store;
+
+pub use config::{Credentials, StoreConfig, TransferOptions};
+pub use error::PublishError;
+pub use layout::DatasetId;
+pub use publish::{PublishReport, Publisher};
+pub use store::Store;

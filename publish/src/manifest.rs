@@ -1,0 +1,276 @@
+//! The version manifest and the latest pointer, and their canonical JSON.
+//!
+//! A version manifest (stored as `versions/<hash>.json`, its bytes exactly the canonical
+//! form, `hash` = SHA-256 of those bytes):
+//!
+//! ```json
+//! {"dataset":"lab/pick","episodes":{"ep1":{"files":{"ep1_chunk_0000.wshard":
+//!  {"sha256":"<64 hex>","size":1234},...},"status":"complete"}},
+//!  "format":"wshard-dataset-version","format_version":1}
+//! ```
+//!
+//! File names are relative to the episode directory (`streams/S/S_chunk_0000.wshard` for a
+//! stream of a multi-stream episode): no local path, no time, nothing of the publisher.
+//! The pointer (`latest.json`, canonical too) is
+//! `{"dataset":"lab/pick","format":"wshard-dataset-latest","format_version":1,"version":"<hash>"}`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::canonical::{to_canonical_bytes, CanonicalError};
+
+/// `format` of a version manifest.
+pub const MANIFEST_FORMAT: &str = "wshard-dataset-version";
+/// `format` of the latest pointer.
+pub const LATEST_FORMAT: &str = "wshard-dataset-latest";
+/// `format_version` written, and the highest read.
+pub const FORMAT_VERSION: u64 = 1;
+/// Length of a SHA-256 in hex.
+pub const SHA256_HEX_LEN: usize = 64;
+
+/// One file of an episode: its content hash and size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileEntry {
+    pub sha256: String,
+    pub size: u64,
+}
+
+/// One episode of a version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EpisodeEntry {
+    /// `complete`, `interrupted` or `recovered`.
+    pub status: String,
+    /// Relative file name -> blob.
+    pub files: BTreeMap<String, FileEntry>,
+}
+
+/// A dataset version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VersionManifest {
+    pub dataset: String,
+    pub episodes: BTreeMap<String, EpisodeEntry>,
+}
+
+/// Why a manifest or pointer does not parse.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestError {
+    #[error("not JSON: {0}")]
+    Json(String),
+    #[error("field {0}: missing or of the wrong type")]
+    Field(String),
+    #[error("format {found:?} (expected {expected}) or format_version above {FORMAT_VERSION}")]
+    Format {
+        found: String,
+        expected: &'static str,
+    },
+    #[error(transparent)]
+    Canonical(#[from] CanonicalError),
+}
+
+/// Lower-case hex SHA-256 of `bytes`.
+#[must_use]
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// Lower-case hex of `bytes`.
+#[must_use]
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// True for 64 lower-case hex digits.
+#[must_use]
+pub fn is_sha256_hex(s: &str) -> bool {
+    s.len() == SHA256_HEX_LEN
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+fn field<'a>(
+    obj: &'a Map<String, Value>,
+    name: &str,
+    at: &str,
+) -> Result<&'a Value, ManifestError> {
+    obj.get(name)
+        .ok_or_else(|| ManifestError::Field(format!("{at}{name}")))
+}
+
+fn str_field(obj: &Map<String, Value>, name: &str, at: &str) -> Result<String, ManifestError> {
+    field(obj, name, at)?
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| ManifestError::Field(format!("{at}{name}")))
+}
+
+fn object<'a>(v: &'a Value, at: &str) -> Result<&'a Map<String, Value>, ManifestError> {
+    v.as_object()
+        .ok_or_else(|| ManifestError::Field(at.trim_end_matches('.').to_owned()))
+}
+
+fn check_format(obj: &Map<String, Value>, expected: &'static str) -> Result<(), ManifestError> {
+    let found = str_field(obj, "format", "")?;
+    let version = field(obj, "format_version", "")?
+        .as_u64()
+        .ok_or_else(|| ManifestError::Field("format_version".into()))?;
+    if found != expected || version > FORMAT_VERSION {
+        return Err(ManifestError::Format { found, expected });
+    }
+    Ok(())
+}
+
+impl VersionManifest {
+    /// The JSON value (before canonicalization).
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        let episodes: Map<String, Value> = self
+            .episodes
+            .iter()
+            .map(|(id, ep)| {
+                let files: Map<String, Value> = ep
+                    .files
+                    .iter()
+                    .map(|(name, f)| (name.clone(), json!({"sha256": f.sha256, "size": f.size})))
+                    .collect();
+                (id.clone(), json!({"files": files, "status": ep.status}))
+            })
+            .collect();
+        json!({
+            "dataset": self.dataset,
+            "episodes": episodes,
+            "format": MANIFEST_FORMAT,
+            "format_version": FORMAT_VERSION,
+        })
+    }
+
+    /// The canonical bytes: what is stored and hashed.
+    ///
+    /// # Errors
+    /// Never for a manifest built by this crate (sizes are integers).
+    pub fn canonical_bytes(&self) -> Result<Vec<u8>, ManifestError> {
+        Ok(to_canonical_bytes(&self.to_value())?)
+    }
+
+    /// Parse stored bytes (any JSON spelling; the caller checks the hash of the bytes).
+    ///
+    /// # Errors
+    /// [`ManifestError`] naming the field.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ManifestError> {
+        let v: Value =
+            serde_json::from_slice(bytes).map_err(|e| ManifestError::Json(e.to_string()))?;
+        let top = object(&v, "$")?;
+        check_format(top, MANIFEST_FORMAT)?;
+        let dataset = str_field(top, "dataset", "")?;
+        let mut episodes = BTreeMap::new();
+        for (id, ep) in object(field(top, "episodes", "")?, "episodes")? {
+            let at = format!("episodes.{id}.");
+            let ep = object(ep, &at)?;
+            let status = str_field(ep, "status", &at)?;
+            let mut files = BTreeMap::new();
+            for (name, f) in object(field(ep, "files", &at)?, &format!("{at}files"))? {
+                let fat = format!("{at}files.{name}.");
+                let f = object(f, &fat)?;
+                let sha256 = str_field(f, "sha256", &fat)?;
+                if !is_sha256_hex(&sha256) {
+                    return Err(ManifestError::Field(format!("{fat}sha256")));
+                }
+                let size = field(f, "size", &fat)?
+                    .as_u64()
+                    .ok_or_else(|| ManifestError::Field(format!("{fat}size")))?;
+                files.insert(name.clone(), FileEntry { sha256, size });
+            }
+            episodes.insert(id.clone(), EpisodeEntry { status, files });
+        }
+        Ok(Self { dataset, episodes })
+    }
+
+    /// Total payload bytes referenced.
+    #[must_use]
+    pub fn total_bytes(&self) -> u64 {
+        self.episodes
+            .values()
+            .flat_map(|e| e.files.values())
+            .map(|f| f.size)
+            .sum()
+    }
+}
+
+/// The canonical bytes of `latest.json` pointing at `version_hash`.
+///
+/// # Errors
+/// Never in practice (only strings).
+pub fn latest_bytes(dataset: &str, version_hash: &str) -> Result<Vec<u8>, ManifestError> {
+    Ok(to_canonical_bytes(&json!({
+        "dataset": dataset,
+        "format": LATEST_FORMAT,
+        "format_version": FORMAT_VERSION,
+        "version": version_hash,
+    }))?)
+}
+
+/// The version hash a `latest.json` points at.
+///
+/// # Errors
+/// [`ManifestError`] when it is not a pointer.
+pub fn parse_latest(bytes: &[u8]) -> Result<String, ManifestError> {
+    let v: Value = serde_json::from_slice(bytes).map_err(|e| ManifestError::Json(e.to_string()))?;
+    let top = object(&v, "$")?;
+    check_format(top, LATEST_FORMAT)?;
+    let version = str_field(top, "version", "")?;
+    if !is_sha256_hex(&version) {
+        return Err(ManifestError::Field("version".into()));
+    }
+    Ok(version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> VersionManifest {
+        let mut files = BTreeMap::new();
+        files.insert(
+            "ep_chunk_0000.wshard".to_owned(),
+            FileEntry {
+                sha256: "a".repeat(64),
+                size: 10,
+            },
+        );
+        let mut episodes = BTreeMap::new();
+        episodes.insert(
+            "ep".to_owned(),
+            EpisodeEntry {
+                status: "complete".into(),
+                files,
+            },
+        );
+        VersionManifest {
+            dataset: "lab/pick".into(),
+            episodes,
+        }
+    }
+
+    #[test]
+    fn manifest_round_trips_and_hash_is_stable() -> Result<(), ManifestError> {
+        let m = sample();
+        let bytes = m.canonical_bytes()?;
+        assert_eq!(VersionManifest::from_bytes(&bytes)?, m);
+        // The same content spelled differently canonicalizes to the same bytes.
+        let pretty = serde_json::to_vec_pretty(&m.to_value()).unwrap_or_default();
+        assert_eq!(
+            VersionManifest::from_bytes(&pretty)?.canonical_bytes()?,
+            bytes
+        );
+        assert_eq!(sha256_hex(&bytes), sha256_hex(&m.canonical_bytes()?));
+        let latest = latest_bytes("lab/pick", &"b".repeat(64))?;
+        assert_eq!(parse_latest(&latest)?, "b".repeat(64));
+        Ok(())
+    }
+}

@@ -1,0 +1,428 @@
+//! [`Publisher`]: publish the finished episodes of a data directory as a dataset version.
+//!
+//! 1. Every file is a blob at `blobs/sha256/<hh>/<hash>`: HEAD first; a blob already there
+//!    (same size) is never sent again; a missing one is sent (multipart above the
+//!    threshold) and verified: HEAD size, then the SHA-256 of a streamed GET.
+//! 2. The version manifest (canonical JSON) goes to `versions/<hash>.json` create-only,
+//!    and is read back and hashed.
+//! 3. `latest.json` is moved by compare-and-swap: create-only when absent, else If-Match
+//!    the ETag read. A failed condition is [`PublishError::LatestConflict`]; so is a
+//!    read-back that finds another version (a store whose conditional writes are
+//!    check-then-write, as s3s-fs's are, can let two writers through: the later one wins
+//!    and the earlier learns it here).
+//!
+//! The same content twice: no blob sent, the same version hash, `latest.json` untouched.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use bytes::Bytes;
+
+use crate::episodes::{select, Selection};
+use crate::error::PublishError;
+use crate::layout::{DatasetId, Keys};
+use crate::manifest::{
+    latest_bytes, parse_latest, sha256_hex, EpisodeEntry, FileEntry, VersionManifest,
+};
+use crate::store::{PutCondition, PutOutcome, Store};
+
+/// What happened to one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlobAction {
+    /// Sent (and verified); `multipart` when sent in parts.
+    Uploaded { multipart: bool },
+    /// The store had it: nothing sent.
+    AlreadyStored,
+}
+
+/// One file of the version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlobReport {
+    pub episode: String,
+    /// Relative to the episode directory.
+    pub file: String,
+    pub sha256: String,
+    pub size: u64,
+    pub key: String,
+    pub action: BlobAction,
+}
+
+/// What became of `latest.json`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LatestChange {
+    /// There was none: created.
+    Created,
+    /// Moved from this version.
+    Moved { previous: String },
+    /// It already pointed at this version.
+    Unchanged,
+}
+
+/// Blobs and manifest stored, `latest.json` not yet moved ([`Publisher::prepare`]).
+#[derive(Clone, Debug)]
+pub struct PreparedVersion {
+    pub dataset: DatasetId,
+    pub manifest: VersionManifest,
+    pub version_hash: String,
+    pub version_key: String,
+    /// The manifest was written by this run (false: it was there already).
+    pub version_created: bool,
+    pub files: Vec<BlobReport>,
+    /// Directories of the data directory not published, and why.
+    pub left_out: Vec<(String, String)>,
+}
+
+/// The result of a publish.
+#[derive(Clone, Debug)]
+pub struct PublishReport {
+    pub prepared: PreparedVersion,
+    pub latest: LatestChange,
+}
+
+impl PublishReport {
+    /// Payload bytes sent (blobs; not the manifest or pointer).
+    #[must_use]
+    pub fn bytes_sent(&self) -> u64 {
+        self.prepared
+            .files
+            .iter()
+            .filter(|f| matches!(f.action, BlobAction::Uploaded { .. }))
+            .map(|f| f.size)
+            .sum()
+    }
+
+    /// Payload bytes the store already had.
+    #[must_use]
+    pub fn bytes_skipped(&self) -> u64 {
+        self.prepared
+            .files
+            .iter()
+            .filter(|f| f.action == BlobAction::AlreadyStored)
+            .map(|f| f.size)
+            .sum()
+    }
+}
+
+/// What `latest.json` held when read: the start of a compare-and-swap.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObservedLatest {
+    /// The version it pointed at; `None` when absent.
+    pub version: Option<String>,
+    /// Its ETag.
+    pub e_tag: Option<String>,
+}
+
+/// Publishes to one store.
+#[derive(Debug)]
+pub struct Publisher {
+    store: Store,
+    keys: Keys,
+}
+
+impl Publisher {
+    #[must_use]
+    pub fn new(store: Store) -> Self {
+        let keys = Keys::new(store.config().key_prefix());
+        Self { store, keys }
+    }
+
+    #[must_use]
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    #[must_use]
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// [`Publisher::prepare`] then [`Publisher::commit`].
+    ///
+    /// # Errors
+    /// See both.
+    pub fn publish(
+        &self,
+        data_dir: &Path,
+        dataset: &DatasetId,
+        episodes: &[String],
+    ) -> Result<PublishReport, PublishError> {
+        let prepared = self.prepare(data_dir, dataset, episodes)?;
+        self.commit(prepared)
+    }
+
+    /// Hash the episodes' files, send the blobs the store lacks, verify them, and store the
+    /// version manifest (create-only, read back). `latest.json` is not touched.
+    ///
+    /// # Errors
+    /// Episode errors ([`select`]), [`PublishError::NothingToPublish`], typed store errors,
+    /// [`PublishError::BlobMismatch`], [`PublishError::ManifestHashMismatch`].
+    pub fn prepare(
+        &self,
+        data_dir: &Path,
+        dataset: &DatasetId,
+        episodes: &[String],
+    ) -> Result<PreparedVersion, PublishError> {
+        let Selection {
+            episodes: local,
+            left_out,
+        } = select(data_dir, episodes)?;
+        if local.is_empty() {
+            return Err(PublishError::NothingToPublish {
+                data_dir: data_dir.to_path_buf(),
+            });
+        }
+        // Credentials, bucket and network first, with the clearest errors.
+        self.store.check_bucket(self.keys.prefix())?;
+        let mut files = Vec::new();
+        let mut done: BTreeSet<String> = BTreeSet::new();
+        let mut manifest = VersionManifest {
+            dataset: dataset.to_string(),
+            episodes: BTreeMap::new(),
+        };
+        for ep in &local {
+            let mut entry = EpisodeEntry {
+                status: ep.status.as_str().to_owned(),
+                files: BTreeMap::new(),
+            };
+            for f in &ep.files {
+                let key = self.keys.blob(&f.sha256);
+                let action = if done.contains(&f.sha256) {
+                    BlobAction::AlreadyStored
+                } else {
+                    self.put_blob(&key, &f.path, &f.sha256, f.size)?
+                };
+                done.insert(f.sha256.clone());
+                entry.files.insert(
+                    f.rel.clone(),
+                    FileEntry {
+                        sha256: f.sha256.clone(),
+                        size: f.size,
+                    },
+                );
+                files.push(BlobReport {
+                    episode: ep.id.clone(),
+                    file: f.rel.clone(),
+                    sha256: f.sha256.clone(),
+                    size: f.size,
+                    key,
+                    action,
+                });
+            }
+            manifest.episodes.insert(ep.id.clone(), entry);
+        }
+        let bytes = manifest
+            .canonical_bytes()
+            .map_err(|e| PublishError::BadManifest {
+                key: dataset.to_string(),
+                reason: e.to_string(),
+            })?;
+        let version_hash = sha256_hex(&bytes);
+        let version_key = self.keys.version(dataset, &version_hash);
+        let version_created = match self.store.get(&version_key)? {
+            Some(_) => false,
+            None => matches!(
+                self.store
+                    .put(&version_key, Bytes::from(bytes), PutCondition::CreateOnly)?,
+                PutOutcome::Written { .. }
+            ),
+        };
+        // Read back what the store holds under the name: it must hash to the name.
+        self.read_version_at(&version_key, &version_hash)?;
+        Ok(PreparedVersion {
+            dataset: dataset.clone(),
+            manifest,
+            version_hash,
+            version_key,
+            version_created,
+            files,
+            left_out,
+        })
+    }
+
+    fn put_blob(
+        &self,
+        key: &str,
+        path: &Path,
+        sha256: &str,
+        size: u64,
+    ) -> Result<BlobAction, PublishError> {
+        if self.store.head_size(key)? == Some(size) {
+            return Ok(BlobAction::AlreadyStored);
+        }
+        // Absent, or a wrong-sized leftover under the name: (re)write it.
+        let multipart = self.store.upload_file(key, path, size)?;
+        let stored = self.store.head_size(key)?;
+        if stored != Some(size) {
+            return Err(PublishError::BlobMismatch {
+                key: key.to_owned(),
+                expected: format!("{size} bytes"),
+                found: stored.map_or_else(|| "nothing".into(), |s| format!("{s} bytes")),
+            });
+        }
+        let (remote_hash, remote_size) = self.store.hash_remote(key)?;
+        if remote_hash != sha256 || remote_size != size {
+            return Err(PublishError::BlobMismatch {
+                key: key.to_owned(),
+                expected: format!("sha256 {sha256}, {size} bytes"),
+                found: format!("sha256 {remote_hash}, {remote_size} bytes"),
+            });
+        }
+        Ok(BlobAction::Uploaded { multipart })
+    }
+
+    /// Move `latest.json` to the prepared version by compare-and-swap:
+    /// [`Publisher::observe_latest`] then [`Publisher::commit_over`].
+    ///
+    /// # Errors
+    /// [`PublishError::LatestConflict`] when another publisher moved it first (retrying
+    /// is the caller's choice: [`Publisher::commit`] again reads the new latest and puts
+    /// this version on top of it), [`PublishError::BadLatest`], typed store errors.
+    pub fn commit(&self, prepared: PreparedVersion) -> Result<PublishReport, PublishError> {
+        let observed = self.observe_latest(&prepared.dataset)?;
+        self.commit_over(prepared, observed)
+    }
+
+    /// Read `latest.json` (its version and ETag): the state a compare-and-swap starts from.
+    ///
+    /// # Errors
+    /// [`PublishError::BadLatest`], typed store errors.
+    pub fn observe_latest(&self, dataset: &DatasetId) -> Result<ObservedLatest, PublishError> {
+        let key = self.keys.latest(dataset);
+        let current = self.read_latest_at(dataset, &key)?;
+        Ok(ObservedLatest {
+            version: current.as_ref().map(|(h, _)| h.clone()),
+            e_tag: current.and_then(|(_, e)| e),
+        })
+    }
+
+    /// Move `latest.json` from `observed` to the prepared version: create-only when it was
+    /// absent, else If-Match its ETag; then read it back.
+    ///
+    /// # Errors
+    /// As [`Publisher::commit`].
+    pub fn commit_over(
+        &self,
+        prepared: PreparedVersion,
+        observed: ObservedLatest,
+    ) -> Result<PublishReport, PublishError> {
+        let ds = prepared.dataset.to_string();
+        let key = self.keys.latest(&prepared.dataset);
+        let ours = prepared.version_hash.clone();
+        let bytes = latest_bytes(&ds, &ours).map_err(|e| PublishError::BadLatest {
+            dataset: ds.clone(),
+            key: key.clone(),
+            reason: e.to_string(),
+        })?;
+        let (condition, change) = match observed.version {
+            None => (PutCondition::CreateOnly, LatestChange::Created),
+            Some(hash) if hash == ours => {
+                return Ok(PublishReport {
+                    prepared,
+                    latest: LatestChange::Unchanged,
+                })
+            }
+            Some(previous) => {
+                let e_tag = observed.e_tag.ok_or_else(|| PublishError::Store {
+                    op: "get",
+                    key: key.clone(),
+                    detail: "the store gave no ETag: compare-and-swap is impossible".into(),
+                })?;
+                (
+                    PutCondition::IfMatch(e_tag),
+                    LatestChange::Moved { previous },
+                )
+            }
+        };
+        let outcome = self.store.put(&key, Bytes::from(bytes), condition)?;
+        let now = self
+            .read_latest_at(&prepared.dataset, &key)?
+            .map(|(h, _)| h);
+        if outcome == PutOutcome::ConditionFailed || now.as_deref() != Some(ours.as_str()) {
+            return Err(PublishError::LatestConflict {
+                dataset: ds,
+                ours,
+                current: now.unwrap_or_else(|| "absent".into()),
+            });
+        }
+        Ok(PublishReport {
+            prepared,
+            latest: change,
+        })
+    }
+
+    fn read_latest_at(
+        &self,
+        dataset: &DatasetId,
+        key: &str,
+    ) -> Result<Option<(String, Option<String>)>, PublishError> {
+        let Some(f) = self.store.get(key)? else {
+            return Ok(None);
+        };
+        let hash = parse_latest(&f.bytes).map_err(|e| PublishError::BadLatest {
+            dataset: dataset.to_string(),
+            key: key.to_owned(),
+            reason: e.to_string(),
+        })?;
+        Ok(Some((hash, f.e_tag)))
+    }
+
+    /// The version `latest.json` points at, `None` when the dataset has none.
+    ///
+    /// # Errors
+    /// [`PublishError::BadLatest`], typed store errors.
+    pub fn read_latest(&self, dataset: &DatasetId) -> Result<Option<String>, PublishError> {
+        let key = self.keys.latest(dataset);
+        Ok(self.read_latest_at(dataset, &key)?.map(|(h, _)| h))
+    }
+
+    fn read_version_at(&self, key: &str, hash: &str) -> Result<VersionManifest, PublishError> {
+        let f = self.store.get(key)?.ok_or_else(|| PublishError::Store {
+            op: "get",
+            key: key.to_owned(),
+            detail: "the version manifest is not there".into(),
+        })?;
+        let actual = sha256_hex(&f.bytes);
+        if actual != hash {
+            return Err(PublishError::ManifestHashMismatch {
+                key: key.to_owned(),
+                expected: hash.to_owned(),
+                actual,
+            });
+        }
+        VersionManifest::from_bytes(&f.bytes).map_err(|e| PublishError::BadManifest {
+            key: key.to_owned(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// A version's manifest, checked against its hash.
+    ///
+    /// # Errors
+    /// [`PublishError::ManifestHashMismatch`], [`PublishError::BadManifest`], store errors.
+    pub fn read_version(
+        &self,
+        dataset: &DatasetId,
+        version_hash: &str,
+    ) -> Result<VersionManifest, PublishError> {
+        self.read_version_at(&self.keys.version(dataset, version_hash), version_hash)
+    }
+
+    /// The latest version of a dataset: its hash and manifest.
+    ///
+    /// # Errors
+    /// [`PublishError::DatasetNotFound`] when there is no `latest.json`; as
+    /// [`Publisher::read_version`].
+    pub fn latest_version(
+        &self,
+        dataset: &DatasetId,
+    ) -> Result<(String, VersionManifest), PublishError> {
+        let hash = self
+            .read_latest(dataset)?
+            .ok_or_else(|| PublishError::DatasetNotFound {
+                dataset: dataset.to_string(),
+                key: self.keys.latest(dataset),
+            })?;
+        let m = self.read_version(dataset, &hash)?;
+        Ok((hash, m))
+    }
+}
