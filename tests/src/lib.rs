@@ -26,6 +26,7 @@ pub mod bins;
 pub mod check;
 pub mod daemon;
 pub mod data;
+pub mod fixtures;
 pub mod multi;
 pub mod multirate_workload;
 pub mod privileged;

@@ -4,31 +4,15 @@
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use wshard::episode_dir::{names::SINGLE_STREAM_NAME, EpisodeDir, Layout};
 use wshard::manifest::Manifest;
+use wshard_e2e::fixtures::{copy_tree, datadir_v01};
 use wshard_e2e::{check, Daemon, DaemonOptions};
 
 const T0_NS: i64 = 1_700_000_000_000_000_000;
 const STEP_NS: i64 = 20_000_000;
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../golden/datadir-v0.1/data")
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dst);
-        } else {
-            std::fs::copy(e.path(), &dst).unwrap();
-        }
-    }
-}
 
 fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
@@ -90,7 +74,7 @@ fn multirate_legacy_datadir_recovers_and_reads_unchanged() {
     if data.exists() {
         std::fs::remove_dir_all(&data).unwrap();
     }
-    copy_tree(&fixture(), &data);
+    copy_tree(&datadir_v01(), &data);
     let before_complete = files(&data.join("legacy-complete"));
     let before_aborted = files(&data.join("legacy-aborted"));
     let mut d = d;

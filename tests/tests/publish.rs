@@ -2,10 +2,11 @@
 //! (s3s-fs 0.14.1 on loopback, with access keys), with episodes recorded by the real
 //! wshardd and the committed data directory golden/datadir-v0.1.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Barrier, Mutex, PoisonError};
 
 use tempfile::TempDir;
+use wshard_e2e::fixtures::{copy_tree, datadir_v01};
 use wshard_e2e::s3::{S3Server, ACCESS_KEY, BUCKET, SECRET_KEY, WRONG_SECRET};
 use wshard_e2e::{Daemon, DaemonOptions};
 use wshard_publish::episodes::hash_file;
@@ -14,32 +15,15 @@ use wshard_publish::{
     Credentials, DatasetId, PublishError, Publisher, Store, StoreConfig, TransferOptions,
 };
 
-fn golden_data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../golden/datadir-v0.1/data")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir") {
-        let e = e.expect("entry");
-        let dest = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), &dest).expect("copy");
-        }
-    }
-}
-
 /// A data directory holding the golden `legacy-complete` episode under each of `names`
 /// (plus, with `all_golden`, the golden aborted and recording episodes).
 fn data_dir(names: &[&str], all_golden: bool) -> TempDir {
     let dir = tempfile::tempdir_in("/tmp").expect("tempdir");
     if all_golden {
-        copy_dir(&golden_data(), dir.path());
+        copy_tree(&datadir_v01(), dir.path());
     }
     for n in names {
-        copy_dir(&golden_data().join("legacy-complete"), &dir.path().join(n));
+        copy_tree(&datadir_v01().join("legacy-complete"), &dir.path().join(n));
     }
     dir
 }

@@ -1,11 +1,11 @@
 //! `publish_cli_*`: `wshard publish` and `wshard doctor` (the real binary) against a real
 //! s3s-fs; no output of any run, and no file the runs leave, holds the secret.
 
-use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
 use wshard_e2e::bins;
+use wshard_e2e::fixtures::{copy_tree, datadir_v01};
 use wshard_e2e::s3::{files_containing, S3Server, ACCESS_KEY, BUCKET, SECRET_KEY, WRONG_SECRET};
 
 /// Every output of the runs, to grep for the secrets at the end.
@@ -54,27 +54,11 @@ fn text(out: &Output) -> String {
     )
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir") {
-        let e = e.expect("entry");
-        let dest = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), &dest).expect("copy");
-        }
-    }
-}
-
 #[test]
 fn publish_cli_publish_and_doctor_never_show_the_secret() {
     let s3 = S3Server::start();
     let data = tempfile::tempdir_in("/tmp").expect("tempdir");
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../golden/datadir-v0.1/data"),
-        data.path(),
-    );
+    copy_tree(&datadir_v01(), data.path());
     let dir = data.path().to_str().expect("utf-8 path");
     let mut runs = Runs::default();
 
