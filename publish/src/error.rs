@@ -154,6 +154,20 @@ pub enum PublishError {
         #[source]
         source: std::io::Error,
     },
+    /// An episode's annotations file does not parse (the catalog takes its labels from it).
+    #[error(
+        "episode {episode}: annotations {}: {detail}; fix or remove the file, then publish \
+         again",
+        path.display()
+    )]
+    AnnotationsRead {
+        episode: String,
+        path: PathBuf,
+        detail: String,
+    },
+    /// The catalog table could not be written as Parquet.
+    #[error("catalog of dataset {dataset}: Parquet writer: {detail}")]
+    CatalogWrite { dataset: String, detail: String },
     /// Any other store failure, with the operation and the key.
     #[error("store: {op} {key}: {detail}")]
     Store {

@@ -4,6 +4,7 @@
 //! blobs/sha256/<hh>/<64 hex>                    one episode file, by its SHA-256
 //! datasets/<ws>/<name>/versions/<64 hex>.json   a version manifest (canonical JSON, immutable)
 //! datasets/<ws>/<name>/latest.json              the pointer to the latest version (CAS)
+//! datasets/<ws>/<name>/catalog/<64 hex>.parquet the catalog of a version (create-only)
 //! ```
 //!
 //! and [`DatasetId`], the checked `workspace/name`.
@@ -18,6 +19,10 @@ pub const BLOBS_DIR: &str = "blobs/sha256";
 pub const DATASETS_DIR: &str = "datasets";
 /// The pointer's file name.
 pub const LATEST_FILE: &str = "latest.json";
+/// The catalogs' directory of a dataset.
+pub const CATALOG_DIR: &str = "catalog";
+/// The extension of a catalog key.
+pub const CATALOG_EXT: &str = "parquet";
 /// The key the doctor writes, reads and deletes (below the prefix).
 pub const DOCTOR_PROBE_PREFIX: &str = "_wshard_doctor";
 
@@ -118,6 +123,16 @@ impl Keys {
     #[must_use]
     pub fn latest(&self, ds: &DatasetId) -> String {
         format!("{}{LATEST_FILE}", self.dataset_dir(ds))
+    }
+
+    /// `datasets/<ws>/<name>/catalog/<version hash>.parquet`: the catalog of a version,
+    /// named by the version (the same bytes are also the blob the manifest names).
+    #[must_use]
+    pub fn catalog(&self, ds: &DatasetId, version_hash: &str) -> String {
+        format!(
+            "{}{CATALOG_DIR}/{version_hash}.{CATALOG_EXT}",
+            self.dataset_dir(ds)
+        )
     }
 
     /// The doctor's probe key, unique per run.

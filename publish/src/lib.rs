@@ -7,6 +7,7 @@
 //! - [`canonical`]: canonical JSON. [`manifest`]: the version manifest and latest pointer.
 //! - [`episodes`]: which local files make up the finished episodes, with their hashes.
 //! - [`store`]: a blocking handle on the bucket (a tokio runtime inside) and error mapping.
+//! - [`catalog`]: the catalog table (Parquet, one row per episode stream).
 //! - [`publish`]: blobs, then the version manifest (create-only), then `latest.json` (CAS).
 //! - [`doctor`]: checks of the storage setup, one line each.
 //! - [`error`]: the typed errors.
@@ -14,6 +15,7 @@
 //! The API is blocking; depends on the format library `wshard` only, never on the daemon.
 
 pub mod canonical;
+pub mod catalog;
 pub mod config;
 pub mod doctor;
 pub mod episodes;

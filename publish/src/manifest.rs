@@ -51,6 +51,9 @@ pub struct EpisodeEntry {
 pub struct VersionManifest {
     pub dataset: String,
     pub episodes: BTreeMap<String, EpisodeEntry>,
+    /// The catalog table (Parquet, one row per episode stream) as a blob; `None` in a
+    /// manifest written before the catalog existed.
+    pub catalog: Option<FileEntry>,
 }
 
 /// Why a manifest or pointer does not parse.
@@ -142,12 +145,19 @@ impl VersionManifest {
                 (id.clone(), json!({"files": files, "status": ep.status}))
             })
             .collect();
-        json!({
+        let mut v = json!({
             "dataset": self.dataset,
             "episodes": episodes,
             "format": MANIFEST_FORMAT,
             "format_version": FORMAT_VERSION,
-        })
+        });
+        if let (Some(c), Some(obj)) = (&self.catalog, v.as_object_mut()) {
+            obj.insert(
+                "catalog".into(),
+                json!({"sha256": c.sha256, "size": c.size}),
+            );
+        }
+        v
     }
 
     /// The canonical bytes: what is stored and hashed.
@@ -188,7 +198,25 @@ impl VersionManifest {
             }
             episodes.insert(id.clone(), EpisodeEntry { status, files });
         }
-        Ok(Self { dataset, episodes })
+        let catalog = match top.get("catalog") {
+            None => None,
+            Some(c) => {
+                let c = object(c, "catalog.")?;
+                let sha256 = str_field(c, "sha256", "catalog.")?;
+                if !is_sha256_hex(&sha256) {
+                    return Err(ManifestError::Field("catalog.sha256".into()));
+                }
+                let size = field(c, "size", "catalog.")?
+                    .as_u64()
+                    .ok_or_else(|| ManifestError::Field("catalog.size".into()))?;
+                Some(FileEntry { sha256, size })
+            }
+        };
+        Ok(Self {
+            dataset,
+            episodes,
+            catalog,
+        })
     }
 
     /// Total payload bytes referenced.
@@ -254,6 +282,10 @@ mod tests {
         VersionManifest {
             dataset: "lab/pick".into(),
             episodes,
+            catalog: Some(FileEntry {
+                sha256: "c".repeat(64),
+                size: 99,
+            }),
         }
     }
 

@@ -18,6 +18,7 @@ use std::path::Path;
 
 use bytes::Bytes;
 
+use crate::catalog;
 use crate::episodes::{select, Selection};
 use crate::error::PublishError;
 use crate::layout::{DatasetId, Keys};
@@ -25,6 +26,9 @@ use crate::manifest::{
     latest_bytes, parse_latest, sha256_hex, EpisodeEntry, FileEntry, VersionManifest,
 };
 use crate::store::{PutCondition, PutOutcome, Store};
+
+/// The `file` of the catalog's [`BlobReport`] (its `episode` is empty).
+pub const CATALOG_FILE: &str = "catalog.parquet";
 
 /// What happened to one file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +69,10 @@ pub struct PreparedVersion {
     pub manifest: VersionManifest,
     pub version_hash: String,
     pub version_key: String,
+    /// `catalog/<version hash>.parquet` of the dataset: the catalog for in-place queries.
+    pub catalog_key: String,
+    /// The catalog as a blob (`file` [`CATALOG_FILE`], `episode` empty).
+    pub catalog: BlobReport,
     /// The manifest was written by this run (false: it was there already).
     pub version_created: bool,
     pub files: Vec<BlobReport>,
@@ -80,12 +88,14 @@ pub struct PublishReport {
 }
 
 impl PublishReport {
-    /// Payload bytes sent (blobs; not the manifest or pointer).
+    /// Payload bytes sent (blobs: the episodes' files and the catalog; not the manifest,
+    /// the catalog's copy under its version key or the pointer).
     #[must_use]
     pub fn bytes_sent(&self) -> u64 {
         self.prepared
             .files
             .iter()
+            .chain(std::iter::once(&self.prepared.catalog))
             .filter(|f| matches!(f.action, BlobAction::Uploaded { .. }))
             .map(|f| f.size)
             .sum()
@@ -97,6 +107,7 @@ impl PublishReport {
         self.prepared
             .files
             .iter()
+            .chain(std::iter::once(&self.prepared.catalog))
             .filter(|f| f.action == BlobAction::AlreadyStored)
             .map(|f| f.size)
             .sum()
@@ -178,6 +189,7 @@ impl Publisher {
         let mut manifest = VersionManifest {
             dataset: dataset.to_string(),
             episodes: BTreeMap::new(),
+            catalog: None,
         };
         for ep in &local {
             let mut entry = EpisodeEntry {
@@ -210,6 +222,35 @@ impl Publisher {
             }
             manifest.episodes.insert(ep.id.clone(), entry);
         }
+        // The catalog: a blob like the others, named in the hashed part of the manifest.
+        let catalog =
+            catalog::to_parquet(&catalog::rows(&manifest.dataset, &local)?).map_err(|e| {
+                PublishError::CatalogWrite {
+                    dataset: dataset.to_string(),
+                    detail: e.to_string(),
+                }
+            })?;
+        let catalog_hash = sha256_hex(&catalog);
+        let catalog_size = catalog.len() as u64;
+        let catalog = Bytes::from(catalog);
+        let catalog_blob = self.keys.blob(&catalog_hash);
+        let action = if done.contains(&catalog_hash) {
+            BlobAction::AlreadyStored
+        } else {
+            self.put_bytes(&catalog_blob, catalog.clone(), &catalog_hash)?
+        };
+        let catalog_report = BlobReport {
+            episode: String::new(),
+            file: CATALOG_FILE.to_owned(),
+            sha256: catalog_hash.clone(),
+            size: catalog_size,
+            key: catalog_blob,
+            action,
+        };
+        manifest.catalog = Some(FileEntry {
+            sha256: catalog_hash,
+            size: catalog_size,
+        });
         let bytes = manifest
             .canonical_bytes()
             .map_err(|e| PublishError::BadManifest {
@@ -228,15 +269,42 @@ impl Publisher {
         };
         // Read back what the store holds under the name: it must hash to the name.
         self.read_version_at(&version_key, &version_hash)?;
+        // The catalog again under the version's name, for engines that glob
+        // `datasets/*/*/catalog/*.parquet`: create-only, skipped when there.
+        let catalog_key = self.keys.catalog(dataset, &version_hash);
+        if self.store.head_size(&catalog_key)? != Some(catalog_size) {
+            self.store
+                .put(&catalog_key, catalog, PutCondition::CreateOnly)?;
+        }
         Ok(PreparedVersion {
             dataset: dataset.clone(),
             manifest,
             version_hash,
             version_key,
+            catalog_key,
+            catalog: catalog_report,
             version_created,
             files,
             left_out,
         })
+    }
+
+    /// Like [`Self::put_blob`] for bytes in memory (the catalog).
+    fn put_bytes(&self, key: &str, bytes: Bytes, sha256: &str) -> Result<BlobAction, PublishError> {
+        let size = bytes.len() as u64;
+        if self.store.head_size(key)? == Some(size) {
+            return Ok(BlobAction::AlreadyStored);
+        }
+        self.store.put(key, bytes, PutCondition::Always)?;
+        let (remote_hash, remote_size) = self.store.hash_remote(key)?;
+        if remote_hash != sha256 || remote_size != size {
+            return Err(PublishError::BlobMismatch {
+                key: key.to_owned(),
+                expected: format!("sha256 {sha256}, {size} bytes"),
+                found: format!("sha256 {remote_hash}, {remote_size} bytes"),
+            });
+        }
+        Ok(BlobAction::Uploaded { multipart: false })
     }
 
     fn put_blob(

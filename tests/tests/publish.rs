@@ -193,7 +193,12 @@ fn publish_new_episode_sends_only_its_blobs_multipart_verified() {
         .filter(|f| f.episode == "ep-b")
         .map(|f| f.size)
         .sum();
-    assert_eq!(v2.bytes_sent(), ep_b_bytes);
+    // The new episode's files and the new catalog (one row more).
+    assert_eq!(
+        v2.prepared.catalog.action,
+        BlobAction::Uploaded { multipart: false }
+    );
+    assert_eq!(v2.bytes_sent(), ep_b_bytes + v2.prepared.catalog.size);
     assert_eq!(
         v2.latest,
         LatestChange::Moved {

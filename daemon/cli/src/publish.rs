@@ -145,6 +145,9 @@ pub fn report_json(r: &PublishReport) -> serde_json::Value {
         "bytes_skipped": r.bytes_skipped(),
         "episodes": p.manifest.episodes.keys().collect::<Vec<_>>(),
         "files": files,
+        "catalog": {"sha256": p.catalog.sha256, "size": p.catalog.size,
+                    "blob_key": p.catalog.key, "key": p.catalog_key,
+                    "action": if p.catalog.action == BlobAction::AlreadyStored { "skipped" } else { "sent" }},
         "left_out": left_out,
     })
 }
@@ -163,6 +166,16 @@ fn write_text(r: &PublishReport, out: &mut dyn Write) -> std::io::Result<()> {
             f.episode, f.file, f.size, f.sha256
         )?;
     }
+    let what = if p.catalog.action == BlobAction::AlreadyStored {
+        "skipped (already stored)"
+    } else {
+        "sent"
+    };
+    writeln!(
+        out,
+        "{what:<24} catalog {} B sha256 {} (also at {})",
+        p.catalog.size, p.catalog.sha256, p.catalog_key
+    )?;
     for (dir, why) in &p.left_out {
         writeln!(out, "{:<24} {dir}: {why}", "left out")?;
     }
