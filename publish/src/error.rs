@@ -165,6 +165,12 @@ pub enum PublishError {
         path: PathBuf,
         detail: String,
     },
+    /// `wshard query` found no catalog to query.
+    #[error(
+        "no catalog found for {what} under {key}: publish the dataset first (`wshard publish \
+         --dataset WS/NAME`; versions published before the catalog existed have none)"
+    )]
+    CatalogNotFound { what: String, key: String },
     /// The catalog table could not be written as Parquet.
     #[error("catalog of dataset {dataset}: Parquet writer: {detail}")]
     CatalogWrite { dataset: String, detail: String },

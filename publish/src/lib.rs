@@ -9,6 +9,7 @@
 //! - [`store`]: a blocking handle on the bucket (a tokio runtime inside) and error mapping.
 //! - [`catalog`]: the catalog table (Parquet, one row per episode stream).
 //! - [`publish`]: blobs, then the version manifest (create-only), then `latest.json` (CAS).
+//! - [`query`]: the catalogs `wshard query` runs DuckDB on, and the script it runs.
 //! - [`doctor`]: checks of the storage setup, one line each.
 //! - [`error`]: the typed errors.
 //!
@@ -23,6 +24,7 @@ pub mod error;
 pub mod layout;
 pub mod manifest;
 pub mod publish;
+pub mod query;
 pub mod store;
 
 pub use config::{Credentials, StoreConfig, TransferOptions};

@@ -222,6 +222,26 @@ impl Store {
             .map_err(|e| self.classify("list", prefix, e))
     }
 
+    /// The names of the "directories" right under `dir` (a key prefix ending with `/`):
+    /// `a/` for every key `dir` + `a/...`, sorted.
+    ///
+    /// # Errors
+    /// Typed store errors.
+    pub fn list_dirs(&self, dir: &str) -> Result<Vec<String>, PublishError> {
+        let p = Path::from(dir.trim_end_matches('/'));
+        let listing = self
+            .rt
+            .block_on(self.s3.list_with_delimiter(Some(&p)))
+            .map_err(|e| self.classify("list", dir, e))?;
+        let mut names: Vec<String> = listing
+            .common_prefixes
+            .iter()
+            .filter_map(|c| c.filename().map(str::to_owned))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
     /// The size of `key`, `None` when absent.
     ///
     /// # Errors

@@ -24,7 +24,8 @@
 //!   bridge; [`bridge_client`] sends its one-line JSON requests.
 //! - [`publish`]: `wshard publish --dataset WS/NAME`, finished episodes to an object store
 //!   as a dataset version; [`doctor`]: `wshard doctor`, the store setup checked;
-//!   [`store_args`]: their shared store flags and variables.
+//!   [`store_args`]: their shared store flags and variables; [`query`]: `wshard query
+//!   "SQL"`, DuckDB on the catalogs in place on the store.
 //! - [`import`]: `wshard import ...`, running the ROS bag importer (`wshard_ros.bag_import`).
 //! - [`Status`]: the exit status shared by `inspect`, `verify` and `cat` (`recover` has its own).
 
@@ -49,6 +50,7 @@ pub mod inspect_dir;
 pub mod npy;
 pub mod peek;
 pub mod publish;
+pub mod query;
 pub mod recover;
 pub mod report;
 pub mod store_args;

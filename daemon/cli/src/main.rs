@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use wshard_cli::control::{self, ControlOptions};
 use wshard_cli::{
-    aligned, annotate, bridge, cat, doctor, import, inspect, inspect_dir, peek, publish, recover,
-    verify,
+    aligned, annotate, bridge, cat, doctor, import, inspect, inspect_dir, peek, publish, query,
+    recover, verify,
 };
 
 /// Inspect, verify and recover WShard files and wshardd data directories.
@@ -109,6 +109,11 @@ enum Command {
     /// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY. Exit 0 published, 1 failed, 2 usage,
     /// 3 another publisher moved latest.json first.
     Publish(publish::PublishArgs),
+    /// Run SQL with DuckDB on the catalog (one row per episode stream) of the latest
+    /// version of one dataset (--dataset) or of every dataset (--all, the default), in
+    /// place on the store. Needs python3 with duckdb and duckdb-extension-httpfs 1.5.5.
+    /// Exit 0 ok, 1 failed (store, no catalog, SQL error), 2 usage or setup.
+    Query(query::QueryArgs),
     /// Check the object-store setup: endpoint, credentials, bucket, write, conditional
     /// puts. One line per check; exit 1 when any failed.
     Doctor(doctor::DoctorArgs),
@@ -226,6 +231,7 @@ fn main() -> ExitCode {
         Command::Metrics { control } => control::metrics(&control.options(), &mut out, &mut err),
         Command::Annotate(args) => annotate::run(args, &mut out, &mut err),
         Command::Publish(args) => publish::run(&args, &mut out, &mut err),
+        Command::Query(args) => query::run(&args, &mut out, &mut err),
         Command::Doctor(args) => doctor::run(&args, &mut out),
         Command::Bridge { verb, options } => bridge::run(&verb, &options, &mut out, &mut err),
         // The importer writes to the terminal itself (its progress bar).
