@@ -17,7 +17,7 @@
 #
 # Prerequisites it checks first (and says how to install): systemd-analyze and
 # systemd-socket-activate, python3 with pytest, numpy, zstandard, prometheus_client, rosbags,
-# pillow and cyclonedds, Debian's ROS 1 packages for /usr/bin/python3, maturin, a C++
+# pillow, cyclonedds, duckdb and duckdb-extension-httpfs, Debian's ROS 1 packages for /usr/bin/python3, maturin, a C++
 # compiler for libFuzzer, s3s-fs 0.14.1 ($WSHARD_S3S_FS or PATH). The upstream golden files are
 # read from ../shared/golden-upstream or $WSHARD_UPSTREAM_GOLDEN.
 set -euo pipefail
@@ -38,6 +38,10 @@ fi
 if ! /usr/bin/python3 -c 'import rospy, rosmaster, rosbag, genpy, sensor_msgs.msg, geometry_msgs.msg, netifaces, numpy, pytest, zstandard' >/dev/null 2>&1 \
     || ! command -v rosmaster >/dev/null 2>&1; then
     missing+=("Debian's ROS 1 packages for /usr/bin/python3 (apt-get install python3-rosmaster python3-rospy python3-rosservice python3-rosbag python3-sensor-msgs python3-geometry-msgs python3-std-msgs python3-genpy python3-netifaces python3-numpy python3-pytest python3-zstandard)")
+fi
+# DuckDB with its httpfs extension for `wshard query` (publish_catalog_query_cli_*).
+if ! python3 -c 'import duckdb, duckdb_extension_httpfs; assert duckdb.__version__ == "1.5.5"' >/dev/null 2>&1; then
+    missing+=("python3 modules duckdb 1.5.5 and duckdb-extension-httpfs 1.5.5 for wshard query (python3 -m pip install duckdb==1.5.5 duckdb-extension-httpfs==1.5.5)")
 fi
 if ! python3 -m maturin --version >/dev/null 2>&1; then
     missing+=("maturin, to build the Python reader (python3 -m pip install maturin)")
