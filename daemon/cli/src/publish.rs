@@ -182,6 +182,7 @@ fn write_text(r: &PublishReport, out: &mut dyn Write) -> std::io::Result<()> {
     let sent_n = p
         .files
         .iter()
+        .chain(std::iter::once(&p.catalog))
         .filter(|f| matches!(f.action, BlobAction::Uploaded { .. }))
         .count();
     writeln!(
