@@ -301,6 +301,14 @@ mod tests {
             bytes
         );
         assert_eq!(sha256_hex(&bytes), sha256_hex(&m.canonical_bytes()?));
+        // A manifest from before the catalog existed still reads, without one.
+        let old = VersionManifest {
+            catalog: None,
+            ..m.clone()
+        };
+        let old_bytes = old.canonical_bytes()?;
+        assert!(!String::from_utf8_lossy(&old_bytes).contains("catalog"));
+        assert_eq!(VersionManifest::from_bytes(&old_bytes)?, old);
         let latest = latest_bytes("lab/pick", &"b".repeat(64))?;
         assert_eq!(parse_latest(&latest)?, "b".repeat(64));
         Ok(())

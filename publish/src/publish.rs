@@ -182,6 +182,15 @@ impl Publisher {
                 data_dir: data_dir.to_path_buf(),
             });
         }
+        // The catalog first (local reads only): a bad annotations file stops the run before
+        // anything is sent. A blob like the others, named in the hashed part of the manifest.
+        let catalog =
+            catalog::to_parquet(&catalog::rows(&dataset.to_string(), &local)?).map_err(|e| {
+                PublishError::CatalogWrite {
+                    dataset: dataset.to_string(),
+                    detail: e.to_string(),
+                }
+            })?;
         // Credentials, bucket and network first, with the clearest errors.
         self.store.check_bucket(self.keys.prefix())?;
         let mut files = Vec::new();
@@ -222,14 +231,6 @@ impl Publisher {
             }
             manifest.episodes.insert(ep.id.clone(), entry);
         }
-        // The catalog: a blob like the others, named in the hashed part of the manifest.
-        let catalog =
-            catalog::to_parquet(&catalog::rows(&manifest.dataset, &local)?).map_err(|e| {
-                PublishError::CatalogWrite {
-                    dataset: dataset.to_string(),
-                    detail: e.to_string(),
-                }
-            })?;
         let catalog_hash = sha256_hex(&catalog);
         let catalog_size = catalog.len() as u64;
         let catalog = Bytes::from(catalog);

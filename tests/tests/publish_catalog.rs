@@ -198,6 +198,34 @@ fn publish_catalog_rows_equal_the_episodes_and_republish_sends_nothing() {
 }
 
 #[test]
+fn publish_catalog_bad_annotations_stop_the_run_before_anything_is_sent() {
+    let s3 = S3Server::start();
+    let data = tempfile::tempdir_in("/tmp").expect("tempdir");
+    let ep = data.path().join("ep");
+    copy_tree(&datadir_v01().join("legacy-complete"), &ep);
+    let name = wshard::episode_dir::names::annotations_file_name("legacy-complete");
+    std::fs::write(ep.join(&name), b"{not json").expect("annotations");
+    // Scanning the directory leaves it out (not an episode that reads); named, it is a
+    // typed error naming the episode and the file.
+    let e = publisher(&s3)
+        .publish(data.path(), &ds(), &[])
+        .expect_err("bad annotations");
+    assert!(
+        matches!(e, wshard_publish::PublishError::NothingToPublish { .. }),
+        "{e}"
+    );
+    let e = publisher(&s3)
+        .publish(data.path(), &ds(), &["ep".into()])
+        .expect_err("bad annotations");
+    let text = e.to_string();
+    assert!(text.contains("ep") && text.contains(&name), "{text}");
+    assert!(
+        !s3.object_path("blobs").exists(),
+        "a blob was sent before the catalog failed"
+    );
+}
+
+#[test]
 fn publish_catalog_multistream_episode_gives_one_row_per_stream() {
     use wshard_e2e::data;
     use wshard_e2e::multi::{connect_v2, episode_close, producer, stream_spec};
