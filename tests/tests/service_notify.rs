@@ -391,11 +391,17 @@ fn service_activation_with_systemd_socket_activate() {
         .arg(d.config_path())
         .current_dir(d.root());
     let mut p = Proc::spawn(cmd, &d.log_path());
-    // It listens first and execs the daemon on the first connection (record_ok's).
+    // It binds, then listens, and execs the daemon on the first connection. The socket
+    // file appears at bind, before listen: wait until a connection is taken (it is the
+    // one that starts the daemon, which reads its end and closes it), then record.
     let deadline = Instant::now() + TIMEOUT;
-    while !d.socket().exists() {
+    while UnixStream::connect(d.socket()).is_err() {
         assert!(p.try_exit().is_none(), "log:\n{}", d.log());
-        assert!(Instant::now() < deadline, "no socket; log:\n{}", d.log());
+        assert!(
+            Instant::now() < deadline,
+            "socket not listening; log:\n{}",
+            d.log()
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     record_then_stop_keeps_socket(&d, &mut p);
