@@ -33,6 +33,8 @@ pub mod query;
 pub mod store;
 
 pub use append::{episode_key, AppendPlan, AppendReport};
+/// The byte buffer `Store::put_part` takes (the `bytes` crate, re-exported).
+pub use bytes::Bytes;
 pub use config::{Credentials, StoreConfig, TransferOptions};
 pub use error::PublishError;
 pub use layout::DatasetId;

@@ -199,7 +199,8 @@ fn publish_multipart_upload_of_another_access_key_is_upload_gone() {
     let st = store(s3.endpoint());
     // An upload started by another tenant, as s3s-fs records it.
     std::fs::write(
-        s3.store_root().join(format!(".upload-{BOGUS_UPLOAD_ID}.json")),
+        s3.store_root()
+            .join(format!(".upload-{BOGUS_UPLOAD_ID}.json")),
         b"\"another-access-key\"",
     )
     .expect("upload record");
