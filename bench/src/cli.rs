@@ -15,6 +15,9 @@ benchmarks:
   multirate three producer processes (1 kHz joints, 200 Hz IMU with events, 30 Hz cameras)
             into one multi-stream episode vs three single-stream episodes, then the aligned
             read vs the raw streams (options: `wshard-bench multirate --help`)
+  upload    `wshard publish` to a real S3 server (s3s-fs) vs a plain multipart put of the
+            same bytes with the same client; re-publish bytes (options: `wshard-bench
+            upload --help`)
 
 format options:
   --size-mib N    payload size of each workload episode in MiB (default 1024; 64 = smoke run)
@@ -83,6 +86,7 @@ pub enum Command {
     Multirate(crate::multirate::args::MultirateArgs),
     /// Internal: one producer process of `multirate`.
     MultirateProducer(crate::multirate::producer::ProducerArgs),
+    Upload(crate::upload::args::UploadArgs),
 }
 
 /// Options of `record`.
@@ -183,6 +187,13 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command> {
         "multirate-producer" => {
             crate::multirate::args::parse_producer(it).map(Command::MultirateProducer)
         }
+        "upload" => match crate::upload::args::parse(it)? {
+            Some(a) => Ok(Command::Upload(a)),
+            None => {
+                println!("{}", crate::upload::args::USAGE);
+                Ok(Command::Help)
+            }
+        },
         "help" | "-h" | "--help" => Ok(Command::Help),
         other => Err(fail(format!("unknown benchmark `{other}`\n\n{USAGE}"))),
     }

@@ -17,9 +17,22 @@ pub enum PublishError {
     #[error(
         "AWS credentials not found: {missing} is not set; set AWS_ACCESS_KEY_ID and \
          AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials) in the \
-         environment of this command"
+         environment of this command, or put the profile (AWS_PROFILE, else default) in the \
+         shared credentials file (AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials)"
     )]
     CredentialsMissing { missing: &'static str },
+    /// The shared credentials file exists but does not give this profile's keys. Names the
+    /// file, the profile and what is wrong; never a value.
+    #[error(
+        "AWS credentials file {} (profile {profile}): {reason}; fix the file, pick another \
+         profile with AWS_PROFILE, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+        file.display()
+    )]
+    CredentialsFile {
+        file: PathBuf,
+        profile: String,
+        reason: String,
+    },
     /// The store refused the credentials (unknown access key id or wrong secret key).
     #[error(
         "the store at {endpoint} rejected the credentials (unknown access key id or wrong \
@@ -174,6 +187,40 @@ pub enum PublishError {
     /// The catalog table could not be written as Parquet.
     #[error("catalog of dataset {dataset}: Parquet writer: {detail}")]
     CatalogWrite { dataset: String, detail: String },
+    /// Appending an episode whose file is not on the store: blobs are sent (and verified)
+    /// before an episode is appended; nothing of the append was written.
+    #[error(
+        "episode {episode}: {file} is not on the store at {key} ({found}): send the \
+         episode's blobs first (`wshard publish --append` does), nothing was appended"
+    )]
+    BlobNotStored {
+        episode: String,
+        file: String,
+        key: String,
+        found: String,
+    },
+    /// The catalog of a stored version could not be read back (appending merges it).
+    #[error("catalog {key}: cannot read it back: {detail}")]
+    CatalogRead { key: String, detail: String },
+    /// The store no longer knows this multipart upload (S3 `NoSuchUpload`: expired by a
+    /// lifecycle rule, aborted, lost by the server); its parts are gone: start a new upload.
+    #[error(
+        "multipart upload {upload_id} of {key} is gone from the store (expired, aborted or \
+         lost): start a new upload of the blob ({detail})"
+    )]
+    UploadGone {
+        key: String,
+        upload_id: String,
+        detail: String,
+    },
+    /// The store answered with a server error (5xx, throttling) or the request broke off
+    /// mid-way after the client's retries: retry later.
+    #[error("store unavailable: {op} {key}: {detail}; retry later")]
+    StoreUnavailable {
+        op: &'static str,
+        key: String,
+        detail: String,
+    },
     /// Any other store failure, with the operation and the key.
     #[error("store: {op} {key}: {detail}")]
     Store {
@@ -184,6 +231,21 @@ pub enum PublishError {
 }
 
 impl PublishError {
+    /// Whether retrying soon may succeed by itself: the endpoint unreachable, the store
+    /// unavailable (5xx, throttling, a request broken off), another publisher moving
+    /// `latest.json` first. Everything else needs a change before a retry can work
+    /// (credentials, permissions, bucket, settings, local files, corrupt data) or a
+    /// different next step ([`PublishError::UploadGone`]: a new upload).
+    #[must_use]
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Self::EndpointUnreachable { .. }
+                | Self::StoreUnavailable { .. }
+                | Self::LatestConflict { .. }
+        )
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io {
             path: path.into(),

@@ -1,13 +1,16 @@
 //! Publishing finished episodes of a wshardd data directory to S3-compatible object
 //! storage as immutable, content-addressed dataset versions (docs/PUBLISH.md).
 //!
-//! - [`config`]: where the store is, the credentials (environment only, never printed),
+//! - [`config`]: where the store is, the credentials (environment or the shared
+//!   credentials file: [`credentials_file`]; never printed),
 //!   how blobs are sent.
 //! - [`layout`]: the keys of the store and the checked dataset name.
 //! - [`canonical`]: canonical JSON. [`manifest`]: the version manifest and latest pointer.
 //! - [`episodes`]: which local files make up the finished episodes, with their hashes.
 //! - [`store`]: a blocking handle on the bucket (a tokio runtime inside) and error mapping.
 //! - [`catalog`]: the catalog table (Parquet, one row per episode stream).
+//! - [`append`]: add episodes already on the store to a dataset's latest version (CAS,
+//!   retried).
 //! - [`publish`]: blobs, then the version manifest (create-only), then `latest.json` (CAS).
 //! - [`query`]: the catalogs `wshard query` runs DuckDB on, and the script it runs.
 //! - [`doctor`]: checks of the storage setup, one line each.
@@ -15,9 +18,11 @@
 //!
 //! The API is blocking; depends on the format library `wshard` only, never on the daemon.
 
+pub mod append;
 pub mod canonical;
 pub mod catalog;
 pub mod config;
+pub mod credentials_file;
 pub mod doctor;
 pub mod episodes;
 pub mod error;
@@ -27,6 +32,9 @@ pub mod publish;
 pub mod query;
 pub mod store;
 
+pub use append::{episode_key, AppendPlan, AppendReport};
+/// The byte buffer `Store::put_part` takes (the `bytes` crate, re-exported).
+pub use bytes::Bytes;
 pub use config::{Credentials, StoreConfig, TransferOptions};
 pub use error::PublishError;
 pub use layout::DatasetId;
