@@ -15,6 +15,8 @@ benchmarks:
   multirate three producer processes (1 kHz joints, 200 Hz IMU with events, 30 Hz cameras)
             into one multi-stream episode vs three single-stream episodes, then the aligned
             read vs the raw streams (options: `wshard-bench multirate --help`)
+  remote-read  one block of a 1,000-block shard read from a real s3s-fs: requests and bytes
+            vs the block (options: `wshard-bench remote-read --help`)
 
 format options:
   --size-mib N    payload size of each workload episode in MiB (default 1024; 64 = smoke run)
@@ -83,6 +85,8 @@ pub enum Command {
     Multirate(crate::multirate::args::MultirateArgs),
     /// Internal: one producer process of `multirate`.
     MultirateProducer(crate::multirate::producer::ProducerArgs),
+    /// `None`: its `--help`.
+    RemoteRead(Option<crate::remote_read::RemoteReadArgs>),
 }
 
 /// Options of `record`.
@@ -180,6 +184,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command> {
         "format" | "--format" => parse_format(it),
         "record" | "--record" => parse_record(it),
         "multirate" => crate::multirate::args::parse(it).map(Command::Multirate),
+        "remote-read" => crate::remote_read::parse(it).map(Command::RemoteRead),
         "multirate-producer" => {
             crate::multirate::args::parse_producer(it).map(Command::MultirateProducer)
         }

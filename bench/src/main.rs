@@ -3,6 +3,7 @@
 //! - `format`: the wshard format library (see [`format`]).
 //! - `record`: the recorder daemon through its socket (see [`record`]).
 //! - `multirate`: three producer processes into one multi-stream episode vs three episodes (see [`multirate`]).
+//! - `remote-read`: requests and bytes of one remote block read (see [`remote_read`]).
 
 mod block_count;
 mod cli;
@@ -12,6 +13,7 @@ mod json;
 mod mmap_view;
 mod multirate;
 mod record;
+mod remote_read;
 mod report;
 mod scratch;
 mod stats;
@@ -32,6 +34,11 @@ fn main() -> ExitCode {
         Command::Record(args) => record::run(&args),
         Command::Multirate(args) => multirate::run(&args),
         Command::MultirateProducer(args) => multirate::producer::run(&args),
+        Command::RemoteRead(None) => {
+            println!("{}", remote_read::USAGE);
+            Ok(())
+        }
+        Command::RemoteRead(Some(args)) => remote_read::run(&args),
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
