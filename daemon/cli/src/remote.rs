@@ -131,38 +131,36 @@ fn try_inspect(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<Status, PublishError> {
-    {
-        let parsed = RemoteUrl::parse(url)?;
-        let p = publisher_for(&parsed, args)?;
-        let cache = env_cache();
-        match resolve(&p, cache.as_ref(), &parsed)? {
-            Resolved::Episode {
-                version,
-                key,
-                entry,
-                ..
-            } => {
-                let wrote = write_episode(url, &version, &key, &entry, opts.json, out);
-                Ok(match wrote.and_then(|()| out.flush()) {
-                    Ok(()) => Status::Ok,
-                    Err(e) => {
-                        let _ = writeln!(err, "wshard inspect: writing output: {e}");
-                        Status::Error
-                    }
-                })
-            }
-            Resolved::Blob(blob) => {
-                let shard = RemoteShard::open(p.store(), cache.as_ref(), &blob)?;
-                // From the cache every block is checked (a local file); remotely only
-                // the meta blocks are read.
-                let ins = Inspection::from_reader(
-                    shard.reader(),
-                    Path::new(url),
-                    opts.verbose,
-                    shard.from_cache(),
-                );
-                Ok(inspect::print(&ins, opts, out, err))
-            }
+    let parsed = RemoteUrl::parse(url)?;
+    let p = publisher_for(&parsed, args)?;
+    let cache = env_cache();
+    match resolve(&p, cache.as_ref(), &parsed)? {
+        Resolved::Episode {
+            version,
+            key,
+            entry,
+            ..
+        } => {
+            let wrote = write_episode(url, &version, &key, &entry, opts.json, out);
+            Ok(match wrote.and_then(|()| out.flush()) {
+                Ok(()) => Status::Ok,
+                Err(e) => {
+                    let _ = writeln!(err, "wshard inspect: writing output: {e}");
+                    Status::Error
+                }
+            })
+        }
+        Resolved::Blob(blob) => {
+            let shard = RemoteShard::open(p.store(), cache.as_ref(), &blob)?;
+            // From the cache every block is checked (a local file); remotely only
+            // the meta blocks are read.
+            let ins = Inspection::from_reader(
+                shard.reader(),
+                Path::new(url),
+                opts.verbose,
+                shard.from_cache(),
+            );
+            Ok(inspect::print(&ins, opts, out, err))
         }
     }
 }
@@ -190,31 +188,29 @@ fn try_cat(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<Status, PublishError> {
-    {
-        let parsed = RemoteUrl::parse(url)?;
-        let p = publisher_for(&parsed, args)?;
-        let cache = env_cache();
-        let blob = match resolve(&p, cache.as_ref(), &parsed)? {
-            Resolved::Blob(b) => b,
-            Resolved::Episode { key, entry, .. } => {
-                return Err(PublishError::InvalidUrl {
-                    url: url.to_owned(),
-                    reason: format!(
-                        "names episode {key}, not one of its files ({})",
-                        entry.files.keys().cloned().collect::<Vec<_>>().join(", ")
-                    ),
-                })
-            }
-        };
-        let shard = RemoteShard::open(p.store(), cache.as_ref(), &blob)?;
-        Ok(cat::run_reader(
-            shard.reader(),
-            Path::new(url),
-            block,
-            opts,
-            stdout_is_terminal,
-            out,
-            err,
-        ))
-    }
+    let parsed = RemoteUrl::parse(url)?;
+    let p = publisher_for(&parsed, args)?;
+    let cache = env_cache();
+    let blob = match resolve(&p, cache.as_ref(), &parsed)? {
+        Resolved::Blob(b) => b,
+        Resolved::Episode { key, entry, .. } => {
+            return Err(PublishError::InvalidUrl {
+                url: url.to_owned(),
+                reason: format!(
+                    "names episode {key}, not one of its files ({})",
+                    entry.files.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            })
+        }
+    };
+    let shard = RemoteShard::open(p.store(), cache.as_ref(), &blob)?;
+    Ok(cat::run_reader(
+        shard.reader(),
+        Path::new(url),
+        block,
+        opts,
+        stdout_is_terminal,
+        out,
+        err,
+    ))
 }

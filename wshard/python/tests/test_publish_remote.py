@@ -148,7 +148,7 @@ def test_publish_remote_episode_read_block_by_block_equals_local(s3: S3, tmp_pat
                 assert shard.read_block(name) == b, (url, name)
 
 
-def test_publish_remote_one_block_costs_two_requests(s3: S3, tmp_path: Path) -> None:
+def test_publish_remote_one_block_costs_at_most_three_requests(s3: S3, tmp_path: Path) -> None:
     data = tmp_path / "data"
     ep = big_multi(data)
     version = publish(data)
