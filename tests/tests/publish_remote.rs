@@ -233,3 +233,90 @@ fn publish_remote_cli_inspect_and_cat_read_the_block_asked_for() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("no-ep/x") && text(&out).contains("legacy-complete"));
 }
+
+#[test]
+fn publish_remote_prefix_and_robot_episode_keys_resolve() {
+    use wshard_publish::manifest::{latest_bytes, sha256_hex};
+    use wshard_publish::store::PutCondition;
+    use wshard_publish::{Credentials, Publisher, Store, StoreConfig, TransferOptions};
+
+    let s3 = S3Server::start();
+    let cfg = StoreConfig {
+        endpoint: s3.endpoint().to_owned(),
+        bucket: BUCKET.to_owned(),
+        prefix: "pfx/sub".into(),
+        region: "us-east-1".into(),
+        allow_http: true,
+    };
+    let creds = Credentials::new(wshard_e2e::s3::ACCESS_KEY, wshard_e2e::s3::SECRET_KEY);
+    let p = Publisher::new(Store::new(cfg, &creds, TransferOptions::default()).expect("store"));
+    let data = datadir_v01();
+    let r = p
+        .publish(&data, &ds(), &["legacy-complete".into()])
+        .expect("publish");
+    // The same episode under a `robot/episode` key, as the robots' uploader appends them.
+    let mut m = r.prepared.manifest.clone();
+    let entry = m.episodes.remove("legacy-complete").expect("episode");
+    m.episodes.insert("robot-7/legacy-complete".into(), entry);
+    let bytes = m.canonical_bytes().expect("canonical");
+    let version = sha256_hex(&bytes);
+    let put = |key: String, b: Vec<u8>| {
+        p.store()
+            .put(&key, b.into(), PutCondition::Always)
+            .expect("put");
+    };
+    put(p.keys().version(&ds(), &version), bytes);
+    put(
+        p.keys().latest(&ds()),
+        latest_bytes("lab/pick", &version).expect("latest"),
+    );
+
+    let cache = tempfile::tempdir().expect("cache dir");
+    let file = "legacy-complete_chunk_0000.wshard";
+    let url = format!("s3://{BUCKET}/pfx/sub/datasets/lab/pick/robot-7/legacy-complete/{file}");
+    let out = wshard(
+        &s3,
+        cache.path(),
+        &["cat", &url, "reward", "--format", "csv"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let local = data.join("legacy-complete").join(file);
+    let here = std::process::Command::new(wshard_e2e::bins::wshard())
+        .args([
+            "cat",
+            local.to_str().expect("utf-8"),
+            "reward",
+            "--format",
+            "csv",
+        ])
+        .output()
+        .expect("local cat");
+    assert_eq!(out.stdout, here.stdout);
+    // Pinned, and the episode itself.
+    let pinned =
+        format!("s3://{BUCKET}/pfx/sub/datasets/lab/pick@{version}/robot-7/legacy-complete");
+    let out = wshard(&s3, cache.path(), &["inspect", &pinned, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(doc["episode"], "robot-7/legacy-complete");
+    assert_eq!(doc["files"].as_object().map(serde_json::Map::len), Some(4));
+    // Pulled under DIR/robot-7/legacy-complete.
+    let into = tempfile::tempdir_in("/tmp").expect("into");
+    let out = wshard(
+        &s3,
+        cache.path(),
+        &[
+            "dataset",
+            "pull",
+            "lab/pick",
+            into.path().to_str().expect("utf-8"),
+            "--prefix",
+            "pfx/sub",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        std::fs::read(into.path().join("robot-7/legacy-complete").join(file)).expect("pulled"),
+        std::fs::read(&local).expect("local")
+    );
+}
