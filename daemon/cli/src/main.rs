@@ -132,7 +132,7 @@ enum Command {
     /// Print a shard's header and one row per block (name, dtype, shape, codec, sizes, CRC),
     /// a journal's (`*.wal`) records and corrupt regions, or an episode directory's streams
     /// (clock, rate, channels, steps, first/last t_ns, status) and events. An s3:// URL
-    /// (s3://BUCKET/KEY or s3://BUCKET/[PREFIX/]datasets/WS/NAME[@VERSION]/EPISODE[/FILE])
+    /// (`s3://BUCKET/KEY` or `s3://BUCKET/[PREFIX/]datasets/WS/NAME[@VERSION]/EPISODE[/FILE]`)
     /// is read with range requests: the header, index and meta blocks only.
     Inspect {
         /// The shard or journal file, an episode directory, or an s3:// URL.
