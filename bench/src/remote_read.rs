@@ -123,7 +123,7 @@ fn start_server(bin: &PathBuf, root: &Path) -> Result<Server> {
             ACCESS_KEY,
         ])
         .args(["--secret-key", SECRET_KEY])
-        .arg(&root)
+        .arg(root)
         .env("RUST_LOG", "info")
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())
