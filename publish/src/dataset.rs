@@ -88,11 +88,16 @@ fn target(dir: &Path, episode: &str, file: &str) -> Result<PathBuf, PublishError
     };
     let mut out = dir.to_path_buf();
     for part in [episode, file] {
-        let p = Path::new(part);
-        if part.is_empty() || !p.components().all(|c| matches!(c, Component::Normal(_))) {
-            return Err(unsafe_path());
+        for seg in part.split('/') {
+            let plain = matches!(
+                Path::new(seg).components().next(),
+                Some(Component::Normal(_))
+            );
+            if seg.is_empty() || seg == "." || !plain || Path::new(seg).components().count() != 1 {
+                return Err(unsafe_path());
+            }
+            out.push(seg);
         }
-        out.push(p);
     }
     Ok(out)
 }
@@ -144,4 +149,32 @@ pub fn pull(
         }
     }
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pull_targets_stay_inside_the_directory() {
+        let dir = Path::new("/pull");
+        assert_eq!(
+            target(dir, "robot-7/ep", "streams/j/j_chunk_0000.wshard").ok(),
+            Some(PathBuf::from(
+                "/pull/robot-7/ep/streams/j/j_chunk_0000.wshard"
+            ))
+        );
+        for (ep, file) in [
+            ("ep", "../x"),
+            ("ep", "/etc/passwd"),
+            ("..", "x"),
+            ("ep", ""),
+            ("ep", "a/./b"),
+        ] {
+            assert!(
+                matches!(target(dir, ep, file), Err(PublishError::UnsafePath { .. })),
+                "{ep} {file} accepted"
+            );
+        }
+    }
 }
