@@ -135,6 +135,12 @@ pub fn multistream_episode() -> Daemon {
 /// operator would), the cache at `cache`.
 #[must_use]
 pub fn wshard(s3: &S3Server, cache: &Path, args: &[&str]) -> Output {
+    wshard_env(s3, cache, args, &[])
+}
+
+/// [`wshard`] with more (or overriding) environment variables.
+#[must_use]
+pub fn wshard_env(s3: &S3Server, cache: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(bins::wshard());
     cmd.args(args);
     for v in [
@@ -151,6 +157,9 @@ pub fn wshard(s3: &S3Server, cache: &Path, args: &[&str]) -> Output {
         .env("WSHARD_S3_BUCKET", BUCKET)
         .env("WSHARD_S3_ALLOW_HTTP", "1")
         .env("WSHARD_CACHE_DIR", cache);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     cmd.output().expect("run wshard")
 }
 

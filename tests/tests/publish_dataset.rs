@@ -6,8 +6,8 @@ use std::path::Path;
 
 use serde_json::Value;
 use wshard_e2e::fixtures::{copy_tree, datadir_v01};
-use wshard_e2e::remote::{ds, publisher, text, wshard};
-use wshard_e2e::s3::S3Server;
+use wshard_e2e::remote::{ds, publisher, text, wshard, wshard_env};
+use wshard_e2e::s3::{S3Server, SECRET_KEY, WRONG_SECRET};
 use wshard_publish::DatasetId;
 
 fn json_lines(out: &std::process::Output) -> Vec<Value> {
@@ -239,4 +239,21 @@ fn publish_dataset_errors_are_typed() {
     let out = wshard(&s3, cache.path(), &["dataset", "list"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(text(&out).contains("(0 datasets)"), "{}", text(&out));
+    // A wrong secret: rejected (exit 1) by every command, and no output holds a secret.
+    let wrong = [("AWS_SECRET_ACCESS_KEY", WRONG_SECRET)];
+    for args in [
+        &["dataset", "list"][..],
+        &["dataset", "show", "lab/pick"],
+        &["cat", "s3://fleet/datasets/lab/pick/ep/f.wshard", "x"],
+        &["inspect", "s3://fleet/blobs/sha256/00/x"],
+    ] {
+        let out = wshard_env(&s3, cache.path(), args, &wrong);
+        let t = text(&out);
+        assert_ne!(out.status.code(), Some(0), "{args:?}: {t}");
+        assert!(t.contains("rejected the credentials"), "{args:?}: {t}");
+        assert!(
+            !t.contains(WRONG_SECRET) && !t.contains(SECRET_KEY),
+            "{args:?}: {t}"
+        );
+    }
 }
