@@ -17,7 +17,7 @@
 #
 # Prerequisites it checks first (and says how to install): systemd-analyze and
 # systemd-socket-activate, python3 with pytest, numpy, zstandard, prometheus_client, rosbags,
-# pillow, cyclonedds, duckdb and duckdb-extension-httpfs, Debian's ROS 1 packages for /usr/bin/python3, maturin, a C++
+# pillow, cyclonedds, duckdb and duckdb-extension-httpfs, boto3, Debian's ROS 1 packages for /usr/bin/python3, maturin, a C++
 # compiler for libFuzzer, s3s-fs 0.14.1 ($WSHARD_S3S_FS or PATH). The upstream golden files are
 # read from ../shared/golden-upstream or $WSHARD_UPSTREAM_GOLDEN.
 set -euo pipefail
@@ -42,6 +42,10 @@ fi
 # DuckDB with its httpfs extension for `wshard query` (publish_catalog_query_cli_*).
 if ! python3 -c 'import duckdb, duckdb_extension_httpfs; assert duckdb.__version__ == "1.5.5"' >/dev/null 2>&1; then
     missing+=("python3 modules duckdb 1.5.5 and duckdb-extension-httpfs 1.5.5 for wshard query (python3 -m pip install duckdb==1.5.5 duckdb-extension-httpfs==1.5.5)")
+fi
+# boto3: the Python reader's s3:// reads (wshard/python/tests/test_publish_remote_*).
+if ! python3 -c 'import boto3' >/dev/null 2>&1; then
+    missing+=("python3 module boto3 for the Python reader's s3:// reads (python3 -m pip install boto3)")
 fi
 if ! python3 -m maturin --version >/dev/null 2>&1; then
     missing+=("maturin, to build the Python reader (python3 -m pip install maturin)")

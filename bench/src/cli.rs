@@ -18,6 +18,8 @@ benchmarks:
   upload    `wshard publish` to a real S3 server (s3s-fs) vs a plain multipart put of the
             same bytes with the same client; re-publish bytes (options: `wshard-bench
             upload --help`)
+  remote-read  one block of a 1,000-block shard read from a real s3s-fs: requests and bytes
+            vs the block (options: `wshard-bench remote-read --help`)
 
 format options:
   --size-mib N    payload size of each workload episode in MiB (default 1024; 64 = smoke run)
@@ -87,6 +89,8 @@ pub enum Command {
     /// Internal: one producer process of `multirate`.
     MultirateProducer(crate::multirate::producer::ProducerArgs),
     Upload(crate::upload::args::UploadArgs),
+    /// `None`: its `--help`.
+    RemoteRead(Option<crate::remote_read::RemoteReadArgs>),
 }
 
 /// Options of `record`.
@@ -184,6 +188,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command> {
         "format" | "--format" => parse_format(it),
         "record" | "--record" => parse_record(it),
         "multirate" => crate::multirate::args::parse(it).map(Command::Multirate),
+        "remote-read" => crate::remote_read::parse(it).map(Command::RemoteRead),
         "multirate-producer" => {
             crate::multirate::args::parse_producer(it).map(Command::MultirateProducer)
         }

@@ -4,6 +4,7 @@
 //! - `record`: the recorder daemon through its socket (see [`record`]).
 //! - `upload`: `wshard publish` to s3s-fs vs a plain multipart put (see [`upload`]).
 //! - `multirate`: three producer processes into one multi-stream episode vs three episodes (see [`multirate`]).
+//! - `remote-read`: requests and bytes of one remote block read (see [`remote_read`]).
 
 mod block_count;
 mod cli;
@@ -13,6 +14,7 @@ mod json;
 mod mmap_view;
 mod multirate;
 mod record;
+mod remote_read;
 mod report;
 mod scratch;
 mod stats;
@@ -35,6 +37,11 @@ fn main() -> ExitCode {
         Command::Multirate(args) => multirate::run(&args),
         Command::MultirateProducer(args) => multirate::producer::run(&args),
         Command::Upload(args) => upload::run(&args),
+        Command::RemoteRead(None) => {
+            println!("{}", remote_read::USAGE);
+            Ok(())
+        }
+        Command::RemoteRead(Some(args)) => remote_read::run(&args),
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -228,6 +228,34 @@ pub enum PublishError {
         key: String,
         detail: String,
     },
+    /// An `s3://` URL that is not one of the forms `wshard` reads.
+    #[error(
+        "{url}: {reason} (expected s3://BUCKET/KEY or \
+         s3://BUCKET/[PREFIX/]datasets/WS/NAME[@VERSION]/EPISODE[/FILE])"
+    )]
+    InvalidUrl { url: String, reason: String },
+    /// A stored shard read through range requests is not a valid shard, or one of its
+    /// blocks is corrupt (CRC, codec): the key, and the block in `source`.
+    #[error("{key}: {source}")]
+    RemoteRead {
+        key: String,
+        #[source]
+        source: wshard::FormatError,
+    },
+    /// A dataset URL names an episode or a file the version does not hold.
+    #[error("dataset {dataset} version {version}: {what} not found; it holds: {known}")]
+    NotInVersion {
+        dataset: String,
+        version: String,
+        what: String,
+        known: String,
+    },
+    /// No directory for the local blob cache.
+    #[error("no cache directory: set WSHARD_CACHE_DIR (or XDG_CACHE_HOME or HOME)")]
+    CacheDirUnknown,
+    /// A file name of a version manifest that cannot be written under a directory.
+    #[error("episode {episode}: file name {file:?} is not a relative path inside the episode")]
+    UnsafePath { episode: String, file: String },
 }
 
 impl PublishError {

@@ -15,14 +15,19 @@
 //! - [`query`]: the catalogs `wshard query` runs DuckDB on, and the script it runs.
 //! - [`doctor`]: checks of the storage setup, one line each.
 //! - [`error`]: the typed errors.
+//! - [`store_range`]: range reads and the read counters; [`remote`]: stored shards read
+//!   block by block; [`cache`]: the local content-hash blob cache; [`url`]: the `s3://`
+//!   URLs; [`dataset`]: list, show and pull dataset versions.
 //!
 //! The API is blocking; depends on the format library `wshard` only, never on the daemon.
 
 pub mod append;
+pub mod cache;
 pub mod canonical;
 pub mod catalog;
 pub mod config;
 pub mod credentials_file;
+pub mod dataset;
 pub mod doctor;
 pub mod episodes;
 pub mod error;
@@ -30,7 +35,10 @@ pub mod layout;
 pub mod manifest;
 pub mod publish;
 pub mod query;
+pub mod remote;
 pub mod store;
+pub mod store_range;
+pub mod url;
 
 pub use append::{episode_key, AppendPlan, AppendReport};
 /// The byte buffer `Store::put_part` takes (the `bytes` crate, re-exported).

@@ -82,10 +82,12 @@ pub struct Fetched {
 
 /// A blocking handle on one bucket.
 pub struct Store {
-    rt: Runtime,
-    s3: AmazonS3,
+    pub(crate) rt: Runtime,
+    pub(crate) s3: AmazonS3,
     config: StoreConfig,
     options: TransferOptions,
+    /// Read requests and bytes (GET, range GET, HEAD): `crate::store_range`.
+    pub(crate) reads: crate::store_range::ReadCounter,
 }
 
 impl std::fmt::Debug for Store {
@@ -183,6 +185,7 @@ impl Store {
             s3,
             config,
             options,
+            reads: crate::store_range::ReadCounter::default(),
         })
     }
 
@@ -282,6 +285,7 @@ impl Store {
     /// # Errors
     /// Typed store errors.
     pub fn head_size(&self, key: &str) -> Result<Option<u64>, PublishError> {
+        self.reads.request();
         match self.rt.block_on(self.s3.head(&Path::from(key))) {
             Ok(meta) => Ok(Some(meta.size)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
@@ -295,10 +299,12 @@ impl Store {
     /// Typed store errors.
     pub fn get(&self, key: &str) -> Result<Option<Fetched>, PublishError> {
         let path = Path::from(key);
+        self.reads.request();
         let res = self.rt.block_on(async {
             let got = self.s3.get(&path).await?;
             let e_tag = got.meta.e_tag.clone();
             let bytes = got.bytes().await?;
+            self.reads.bytes(bytes.len() as u64);
             Ok::<_, object_store::Error>(Fetched { bytes, e_tag })
         });
         match res {

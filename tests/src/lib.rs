@@ -15,6 +15,8 @@
 //!   their output read line by line.
 //! - [`privileged`]: root-only helpers: a small tmpfs and a ballast file filling it.
 //! - [`raw`]: a bare socket speaking frames, for protocol abuse.
+//! - [`remote`]: helpers of the remote-read, cache and dataset tests (`publish_remote_*`,
+//!   `publish_cache_*`, `publish_dataset_*`).
 //! - [`rng`]: a small seeded RNG (SplitMix64), so every run does the same.
 //! - [`s3`]: [`s3::S3Server`], a real S3-compatible server (s3s-fs) for the publish tests.
 //! - [`shm`]: shared-memory rings written by hand (through the memfd, no mapping), for the
@@ -32,6 +34,7 @@ pub mod multirate_workload;
 pub mod privileged;
 pub mod producer;
 pub mod raw;
+pub mod remote;
 pub mod rng;
 pub mod s3;
 pub mod shm;

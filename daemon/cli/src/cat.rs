@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use wshard::consts::role;
 use wshard::entry::content_type;
 use wshard::episode::DType;
-use wshard::read::ShardReader;
+use wshard::read::{ReadAt, ShardReader};
 
 use super::csv::write_csv;
 use super::describe::error_about;
@@ -72,16 +72,29 @@ fn output_failed(e: &io::Error) -> Failure {
     }
 }
 
-fn read_block(path: &Path, name: &str) -> Result<(Vec<u8>, Holds, Option<String>), Failure> {
-    let here = |e: &wshard::FormatError| {
-        let status = if e.is_io() {
-            Status::Error
-        } else {
-            Status::Corrupt
-        };
-        Failure(status, error_about(path, e))
+type Block = (Vec<u8>, Holds, Option<String>);
+
+fn failure_at(path: &Path, e: &wshard::FormatError) -> Failure {
+    let status = if e.is_io() {
+        Status::Error
+    } else {
+        Status::Corrupt
     };
-    let reader = ShardReader::open(path).map_err(|e| here(&e))?;
+    Failure(status, error_about(path, e))
+}
+
+fn read_block(path: &Path, name: &str) -> Result<Block, Failure> {
+    let reader = ShardReader::open(path).map_err(|e| failure_at(path, &e))?;
+    block_from(&reader, path, name)
+}
+
+/// Block `name` of an opened shard (`path` names it in messages) and what it holds.
+fn block_from<R: ReadAt>(
+    reader: &ShardReader<R>,
+    path: &Path,
+    name: &str,
+) -> Result<Block, Failure> {
+    let here = |e: &wshard::FormatError| failure_at(path, e);
     let Ok((i, entry)) = reader.entry(name) else {
         let names: Vec<&str> = reader.index().names().collect();
         return Err(Failure(
@@ -102,7 +115,7 @@ fn read_block(path: &Path, name: &str) -> Result<(Vec<u8>, Holds, Option<String>
     if reader.header().role != role::WSHARD {
         return Ok((data, Holds::Bytes, None));
     }
-    let view = EpisodeView::read(&reader);
+    let view = EpisodeView::read(reader);
     let Some(t) = view.tensors.get(name) else {
         return Ok((data, Holds::Bytes, None));
     };
@@ -214,10 +227,11 @@ fn cat(
     path: &Path,
     name: &str,
     opts: &CatOptions,
+    block: Result<Block, Failure>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), Failure> {
-    let (data, holds, note) = read_block(path, name)?;
+    let (data, holds, note) = block?;
     if let (Some(note), CatFormat::Npy) = (note, opts.format) {
         let _ = writeln!(err, "wshard cat: {}: {note}", path.display());
     }
@@ -253,21 +267,45 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Status {
-    if opts.format == CatFormat::Jsonl {
-        let _ = writeln!(
-            err,
-            "wshard cat: --format jsonl is for --aligned; a block is written as raw, npy or csv"
-        );
-        return Status::Error;
+    if let Some(refused) = refuse(opts, stdout_is_terminal, err) {
+        return refused;
     }
-    if opts.format.is_binary() && opts.output.is_none() && stdout_is_terminal {
-        let _ = writeln!(
-            err,
-            "wshard cat: refusing to write binary data to a terminal: use -o FILE, redirect stdout, or --format csv"
-        );
-        return Status::Error;
+    finish(path, block, opts, read_block(path, block), out, err)
+}
+
+/// `wshard cat` on a shard already opened (a remote one: only its index, meta blocks and
+/// the block asked for are read); `label` names it in messages. Exit status as [`run`].
+pub fn run_reader<R: ReadAt>(
+    reader: &ShardReader<R>,
+    label: &Path,
+    block: &str,
+    opts: &CatOptions,
+    stdout_is_terminal: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Status {
+    if let Some(refused) = refuse(opts, stdout_is_terminal, err) {
+        return refused;
     }
-    match cat(path, block, opts, out, err) {
+    finish(
+        label,
+        block,
+        opts,
+        block_from(reader, label, block),
+        out,
+        err,
+    )
+}
+
+fn finish(
+    path: &Path,
+    block: &str,
+    opts: &CatOptions,
+    got: Result<Block, Failure>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Status {
+    match cat(path, block, opts, got, out, err) {
         Ok(()) => Status::Ok,
         Err(Failure(status, message)) => {
             if !message.is_empty() {
@@ -276,6 +314,25 @@ pub fn run(
             status
         }
     }
+}
+
+/// The options refused before anything is read.
+fn refuse(opts: &CatOptions, stdout_is_terminal: bool, err: &mut dyn Write) -> Option<Status> {
+    if opts.format == CatFormat::Jsonl {
+        let _ = writeln!(
+            err,
+            "wshard cat: --format jsonl is for --aligned; a block is written as raw, npy or csv"
+        );
+        return Some(Status::Error);
+    }
+    if opts.format.is_binary() && opts.output.is_none() && stdout_is_terminal {
+        let _ = writeln!(
+            err,
+            "wshard cat: refusing to write binary data to a terminal: use -o FILE, redirect stdout, or --format csv"
+        );
+        return Some(Status::Error);
+    }
+    None
 }
 
 #[cfg(test)]

@@ -26,6 +26,9 @@
 //!   as a dataset version; [`doctor`]: `wshard doctor`, the store setup checked;
 //!   [`store_args`]: their shared store flags and variables; [`query`]: `wshard query
 //!   "SQL"`, DuckDB on the catalogs in place on the store.
+//! - [`remote`]: `wshard inspect|cat s3://...`, read by range requests and through the blob
+//!   cache; [`cache_cmd`]: `wshard cache stats|gc`; [`dataset`]: `wshard dataset
+//!   list|show|pull`.
 //! - [`import`]: `wshard import ...`, running the ROS bag importer (`wshard_ros.bag_import`).
 //! - [`Status`]: the exit status shared by `inspect`, `verify` and `cat` (`recover` has its own).
 
@@ -33,6 +36,7 @@ pub mod aligned;
 pub mod annotate;
 pub mod bridge;
 pub mod bridge_client;
+pub mod cache_cmd;
 pub mod cat;
 pub mod check;
 pub mod control;
@@ -40,6 +44,7 @@ pub mod control_client;
 pub mod control_connect;
 pub mod control_render;
 pub mod csv;
+pub mod dataset;
 pub mod deep;
 pub mod describe;
 pub mod doctor;
@@ -53,6 +58,7 @@ pub mod publish;
 pub mod publish_append;
 pub mod query;
 pub mod recover;
+pub mod remote;
 pub mod report;
 pub mod store_args;
 pub mod table;

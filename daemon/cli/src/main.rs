@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use wshard_cli::control::{self, ControlOptions};
 use wshard_cli::{
-    aligned, annotate, bridge, cat, doctor, import, inspect, inspect_dir, peek, publish, query,
-    recover, verify,
+    aligned, annotate, bridge, cache_cmd, cat, dataset, doctor, import, inspect, inspect_dir, peek,
+    publish, query, recover, remote, verify,
 };
 
 /// Inspect, verify and recover WShard files and wshardd data directories.
@@ -114,15 +114,31 @@ enum Command {
     /// place on the store. Needs python3 with duckdb and duckdb-extension-httpfs 1.5.5.
     /// Exit 0 ok, 1 failed (store, no catalog, SQL error), 2 usage or setup.
     Query(query::QueryArgs),
+    /// The local blob cache of remote reads and pulls: `stats`, `gc --limit BYTES`.
+    Cache {
+        #[command(subcommand)]
+        verb: cache_cmd::CacheVerb,
+    },
+    /// Datasets on the store: `list` (with their latest version), `show WS/NAME[@VERSION]`
+    /// (episodes, files, sizes, status), `pull WS/NAME[@VERSION] DIR` (through the cache,
+    /// every file hash-checked). Exit 0 ok, 1 failed, 2 usage or setup.
+    Dataset {
+        #[command(subcommand)]
+        verb: dataset::DatasetVerb,
+    },
     /// Check the object-store setup: endpoint, credentials, bucket, write, conditional
     /// puts. One line per check; exit 1 when any failed.
     Doctor(doctor::DoctorArgs),
     /// Print a shard's header and one row per block (name, dtype, shape, codec, sizes, CRC),
     /// a journal's (`*.wal`) records and corrupt regions, or an episode directory's streams
-    /// (clock, rate, channels, steps, first/last t_ns, status) and events.
+    /// (clock, rate, channels, steps, first/last t_ns, status) and events. An s3:// URL
+    /// (`s3://BUCKET/KEY` or `s3://BUCKET/[PREFIX/]datasets/WS/NAME[@VERSION]/EPISODE[/FILE]`)
+    /// is read with range requests: the header, index and meta blocks only.
     Inspect {
-        /// The shard or journal file, or an episode directory.
+        /// The shard or journal file, an episode directory, or an s3:// URL.
         file: PathBuf,
+        #[command(flatten)]
+        remote: remote::RemoteArgs,
         /// Also print the JSON of the meta/* blocks (the manifest JSON for a manifest; the
         /// segment header JSON for a journal).
         #[arg(short, long)]
@@ -166,12 +182,15 @@ enum Command {
         json: bool,
     },
     /// Write one block's decoded bytes: as stored (raw), as a NumPy .npy file, or as CSV.
-    /// With --aligned, an episode directory's channels aligned on one clock (a stream's
+    /// FILE may be an s3:// URL: its index and the one block are read with range requests
+    /// (or from the blob cache). With --aligned, an episode directory's channels aligned on one clock (a stream's
     /// timestamps or a fixed rate) as CSV or JSON Lines, each value with its validity and
     /// source timestamp.
     Cat {
-        /// The shard file, or with --aligned the episode directory.
+        /// The shard file or s3:// URL, or with --aligned the episode directory.
         file: PathBuf,
+        #[command(flatten)]
+        remote: remote::RemoteArgs,
         /// The block name, e.g. signal/obs (not with --aligned).
         #[arg(required_unless_present = "aligned", conflicts_with = "aligned")]
         block: Option<String>,
@@ -214,6 +233,11 @@ enum Command {
     },
 }
 
+/// The `s3://` URL a path argument holds, if it is one.
+fn remote_url(file: &std::path::Path) -> Option<&str> {
+    file.to_str().filter(|s| wshard_publish::url::is_remote(s))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let stdout = std::io::stdout();
@@ -233,15 +257,26 @@ fn main() -> ExitCode {
         Command::Publish(args) => publish::run(&args, &mut out, &mut err),
         Command::Query(args) => query::run(&args, &mut out, &mut err),
         Command::Doctor(args) => doctor::run(&args, &mut out),
+        Command::Cache { verb } => cache_cmd::run(&verb, &mut out, &mut err).code(),
+        Command::Dataset { verb } => dataset::run(&verb, &mut out, &mut err),
         Command::Bridge { verb, options } => bridge::run(&verb, &options, &mut out, &mut err),
         // The importer writes to the terminal itself (its progress bar).
         Command::Import { args } => import::run(&args, &mut err),
         Command::Inspect {
             file,
+            remote: remote_args,
             verbose,
             json,
             peek: as_journal,
-        } => if file.is_dir() {
+        } => if let Some(url) = remote_url(&file) {
+            remote::inspect(
+                url,
+                &remote_args,
+                inspect::InspectOptions { verbose, json },
+                &mut out,
+                &mut err,
+            )
+        } else if file.is_dir() {
             inspect_dir::run(
                 &file,
                 inspect_dir::InspectDirOptions { json },
@@ -281,6 +316,7 @@ fn main() -> ExitCode {
         Command::Cat {
             file,
             block: _,
+            remote: _,
             aligned: true,
             clock,
             rate,
@@ -324,6 +360,26 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Cat {
+            file,
+            remote: remote_args,
+            block,
+            format,
+            output,
+            ..
+        } if remote_url(&file).is_some() => remote::cat(
+            remote_url(&file).unwrap_or_default(),
+            block.as_deref().unwrap_or_default(),
+            &remote_args,
+            &cat::CatOptions {
+                format: format.unwrap_or_default(),
+                output,
+            },
+            stdout_is_terminal,
+            &mut out,
+            &mut err,
+        )
+        .code(),
         Command::Cat {
             file,
             block,

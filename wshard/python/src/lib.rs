@@ -14,12 +14,15 @@ mod errors_dir;
 mod fixtures;
 mod layout;
 mod pylayout;
+mod remote;
 
 /// The extension module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(episode::open_episode, m)?)?;
     m.add_class::<episode::NativeEpisode>()?;
+    m.add_function(wrap_pyfunction!(remote::open_ranged_shard, m)?)?;
+    m.add_class::<remote::NativeRangedShard>()?;
     m.add_function(wrap_pyfunction!(fixtures::_write_chunked_stream, m)?)?;
     m.add_function(wrap_pyfunction!(fixtures::_rehash_manifest, m)?)?;
     m.add("WSHARD_CRATE_VERSION", env!("CARGO_PKG_VERSION"))?;

@@ -37,10 +37,20 @@ pub fn run(path: &Path, opts: InspectOptions, out: &mut dyn Write, err: &mut dyn
             };
         }
     };
+    print(&ins, opts, out, err)
+}
+
+/// Print an inspection gathered elsewhere (a remote shard); exit status as [`run`].
+pub fn print(
+    ins: &Inspection,
+    opts: InspectOptions,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Status {
     let written = if opts.json {
-        write_json(&ins, opts.verbose, out)
+        write_json(ins, opts.verbose, out)
     } else {
-        write_text(&ins, opts.verbose, out)
+        write_text(ins, opts.verbose, out)
     };
     match written.and_then(|()| out.flush()) {
         Err(e) => {

@@ -8,7 +8,7 @@ use wshard::consts::role;
 use wshard::entry::{content_type, IndexEntry};
 use wshard::header::ShardHeader;
 use wshard::manifest::Manifest;
-use wshard::read::ShardReader;
+use wshard::read::{BlockCheck, ReadAt, ShardReader};
 
 use crate::describe::is_block_read_error;
 use crate::episode_view::{EpisodeView, TensorType};
@@ -37,15 +37,18 @@ pub struct BlockRow {
     pub computed_crc: Option<u32>,
     /// Whether readers check this block's CRC (header flag 0x20 or a non-zero CRC).
     pub crc_checked: bool,
-    /// `None` when the block decodes and its CRC matches.
+    /// `None` when the block decodes and its CRC matches (or was not read).
     pub error: Option<String>,
+    /// False when the block was not read (a remote shard: only its index and meta blocks).
+    pub read: bool,
 }
 
 impl BlockRow {
-    /// `ok`, `BAD`, or `n/a` for a good block whose CRC readers do not check.
+    /// `ok`, `BAD`, `n/a` for a good block whose CRC readers do not check, or `unread`.
     #[must_use]
     pub fn crc_label(&self) -> &'static str {
         match (&self.error, self.crc_checked) {
+            _ if !self.read => "unread",
             (Some(_), _) => "BAD",
             (None, true) => "ok",
             (None, false) => "n/a",
@@ -107,14 +110,27 @@ impl Inspection {
     /// here but a row with [`BlockRow::error`] set.
     pub fn read(path: &Path, with_meta: bool) -> wshard::Result<Self> {
         let reader = ShardReader::open(path)?;
+        Ok(Self::from_reader(&reader, path, with_meta, true))
+    }
+
+    /// Gather what an opened shard holds; `path` is what to call it. Without
+    /// `check_blocks` only the meta blocks are read (a remote shard: every other block would
+    /// be one more request) and the other rows are `unread`.
+    #[must_use]
+    pub fn from_reader<R: ReadAt>(
+        reader: &ShardReader<R>,
+        path: &Path,
+        with_meta: bool,
+        check_blocks: bool,
+    ) -> Self {
         let header = *reader.header();
         let mut notes = Vec::new();
-        let episode = (header.role == role::WSHARD).then(|| EpisodeView::read(&reader));
+        let episode = (header.role == role::WSHARD).then(|| EpisodeView::read(reader));
         if let Some(view) = &episode {
             notes.extend(view.notes.iter().cloned());
         }
         let manifest = if header.role == role::MANIFEST {
-            match Manifest::read(&reader) {
+            match Manifest::read(reader) {
                 Ok(m) => Some(m),
                 Err(e) if is_block_read_error(&e) => None,
                 Err(e) => {
@@ -126,8 +142,12 @@ impl Inspection {
             None
         };
         let index = reader.index();
-        let blocks = reader
-            .check_all()
+        let checks = if check_blocks {
+            reader.check_all()
+        } else {
+            unread_checks(reader)
+        };
+        let blocks = checks
             .into_iter()
             .zip(index.entries())
             .map(|(check, entry)| {
@@ -150,6 +170,7 @@ impl Inspection {
                     entry: *entry,
                     computed_crc: check.computed_crc,
                     error: check.error,
+                    read: check_blocks,
                 }
             })
             .collect();
@@ -169,7 +190,7 @@ impl Inspection {
         } else {
             Vec::new()
         };
-        Ok(Self {
+        Self {
             path: path.to_path_buf(),
             header,
             file_len: index.file_len(),
@@ -178,7 +199,7 @@ impl Inspection {
             blocks,
             notes,
             meta,
-        })
+        }
     }
 
     /// True when every block decodes and matches its CRC and nothing else was wrong.
@@ -186,4 +207,24 @@ impl Inspection {
     pub fn ok(&self) -> bool {
         self.notes.is_empty() && self.blocks.iter().all(|b| b.error.is_none())
     }
+}
+
+/// One row per block without reading any.
+fn unread_checks<R: ReadAt>(reader: &ShardReader<R>) -> Vec<BlockCheck> {
+    let index = reader.index();
+    index
+        .entries()
+        .iter()
+        .enumerate()
+        .map(|(i, e)| BlockCheck {
+            entry: i,
+            name: index.name(i).unwrap_or_default().to_owned(),
+            codec: index.stored_codec(i),
+            disk_size: e.disk_size,
+            orig_size: e.orig_size,
+            stored_crc: e.checksum,
+            computed_crc: None,
+            error: None,
+        })
+        .collect()
 }

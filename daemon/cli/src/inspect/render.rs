@@ -235,7 +235,7 @@ fn block_json(row: &BlockRow, t: Option<u64>) -> Value {
         "crc32c": crc_hex(row.entry.checksum),
         "computed_crc32c": row.computed_crc.map(crc_hex),
         "crc_checked": row.crc_checked,
-        "crc_ok": row.error.is_none(),
+        "crc_ok": row.read.then_some(row.error.is_none()),
         "error": row.error,
     })
 }

@@ -255,5 +255,10 @@ class Episode:
 
 
 def open_episode(path: PathLike) -> Episode:
-    """Open the episode directory ``path`` (``data_dir/EP``)."""
+    """Open the episode directory ``path`` (``data_dir/EP``). An ``s3://`` dataset episode
+    URL is first materialized through the blob cache (:func:`pull_episode`)."""
+    if isinstance(path, str) and path.startswith("s3://"):
+        from ._remote import pull_episode
+
+        path = pull_episode(path)
     return Episode(_native.open_episode(os.fspath(path)))

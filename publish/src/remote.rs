@@ -1,0 +1,362 @@
+//! Remote-first reads (docs/PUBLISH.md, "Remote reads and the cache"): a stored shard is
+//! opened with one range request for its first [`DEFAULT_PREFETCH_BYTES`] (header, and for
+//! most shards the whole index and string table; one more request when the index is
+//! longer), then each block is one range request when it is read. Nothing is downloaded
+//! whole, except a shard no longer than the first request, which is then whole and goes to
+//! the cache. A blob whose hash is known (a dataset URL, a `blobs/sha256/..` key) and that
+//! the [`BlobCache`] holds is read from the cache: no request.
+//!
+//! Version manifests are content-addressed too (their name is their SHA-256): they are read
+//! through the cache, so a pinned `@VERSION` costs no request once seen.
+
+use std::fs::File;
+use std::io;
+
+use wshard::read::{
+    RangeFetch, RangedSource, ReadAt, ReadLimits, ShardReader, DEFAULT_PREFETCH_BYTES,
+};
+
+use crate::cache::BlobCache;
+use crate::error::PublishError;
+use crate::layout::DatasetId;
+use crate::manifest::{sha256_hex, EpisodeEntry, FileEntry, VersionManifest};
+use crate::publish::Publisher;
+use crate::store::Store;
+use crate::url::{blob_hash, RemoteUrl};
+
+/// Fetches ranges of one stored object through a [`Store`].
+#[derive(Debug)]
+pub struct StoreFetch<'a> {
+    store: &'a Store,
+    key: String,
+}
+
+impl RangeFetch for StoreFetch<'_> {
+    fn fetch(&self, offset: u64, len: u64) -> io::Result<Vec<u8>> {
+        let end = offset.saturating_add(len);
+        let got = self
+            .store
+            .get_range(&self.key, offset, len)
+            .map_err(|e| io::Error::other(format!("{} bytes {offset}..{end}: {e}", self.key)))?;
+        if got.bytes.len() as u64 != len {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "{} bytes {offset}..{end}: the store returned {} bytes",
+                    self.key,
+                    got.bytes.len()
+                ),
+            ));
+        }
+        Ok(got.bytes.to_vec())
+    }
+}
+
+/// Where a remote shard's bytes come from: the cache's file, or range requests.
+#[derive(Debug)]
+pub enum BlobSource<'a> {
+    Cached(File),
+    Ranged(RangedSource<StoreFetch<'a>>),
+}
+
+impl ReadAt for BlobSource<'_> {
+    fn size(&self) -> io::Result<u64> {
+        match self {
+            Self::Cached(f) => f.size(),
+            Self::Ranged(r) => r.size(),
+        }
+    }
+
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        match self {
+            Self::Cached(f) => f.read_exact_at(buf, offset),
+            Self::Ranged(r) => r.read_exact_at(buf, offset),
+        }
+    }
+}
+
+/// A stored object to read: its key and, when known, its content hash and size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlobRef {
+    pub key: String,
+    pub sha256: Option<String>,
+    pub size: Option<u64>,
+}
+
+impl BlobRef {
+    /// The object at `key`; its hash when `key` is a blob key.
+    #[must_use]
+    pub fn key(key: &str) -> Self {
+        Self {
+            key: key.to_owned(),
+            sha256: blob_hash(key).map(str::to_owned),
+            size: None,
+        }
+    }
+}
+
+/// A stored shard opened for remote reads.
+#[derive(Debug)]
+pub struct RemoteShard<'a> {
+    key: String,
+    from_cache: bool,
+    reader: ShardReader<BlobSource<'a>>,
+}
+
+impl<'a> RemoteShard<'a> {
+    /// Open `blob`: from the cache when it holds it, else with range requests.
+    ///
+    /// # Errors
+    /// [`PublishError::RemoteRead`] (naming the key) for a shard that does not parse; typed
+    /// store and cache errors.
+    pub fn open(
+        store: &'a Store,
+        cache: Option<&BlobCache>,
+        blob: &BlobRef,
+    ) -> Result<Self, PublishError> {
+        let limits = ReadLimits::default();
+        let at = |source| PublishError::RemoteRead {
+            key: blob.key.clone(),
+            source,
+        };
+        if let (Some(cache), Some(sha)) = (cache, &blob.sha256) {
+            if let Some(path) = cache.lookup(sha, blob.size)? {
+                let f = File::open(&path).map_err(|e| PublishError::io(&path, e))?;
+                let reader = ShardReader::new(BlobSource::Cached(f), limits).map_err(at)?;
+                return Ok(Self {
+                    key: blob.key.clone(),
+                    from_cache: true,
+                    reader,
+                });
+            }
+        }
+        let first = store.get_range(&blob.key, 0, DEFAULT_PREFETCH_BYTES)?;
+        let size = first.object_size;
+        let head = first.bytes.to_vec();
+        if head.len() as u64 == size {
+            // The whole object came: keep it when it is what its name says. A mismatch is
+            // not cached; the block reads below check each block's CRC.
+            if let (Some(cache), Some(sha)) = (cache, &blob.sha256) {
+                if sha256_hex(&head) == *sha {
+                    cache.insert_bytes(sha, &head)?;
+                }
+            }
+        }
+        let fetch = StoreFetch {
+            store,
+            key: blob.key.clone(),
+        };
+        let mut src = RangedSource::new(fetch, size, head);
+        src.complete_metadata(&limits).map_err(|e| {
+            at(wshard::FormatError::Io {
+                op: "read",
+                path: None,
+                source: e,
+            })
+        })?;
+        let reader = ShardReader::new(BlobSource::Ranged(src), limits).map_err(at)?;
+        Ok(Self {
+            key: blob.key.clone(),
+            from_cache: false,
+            reader,
+        })
+    }
+
+    /// The key read.
+    #[must_use]
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// True when the shard is read from the cache (no request).
+    #[must_use]
+    pub fn from_cache(&self) -> bool {
+        self.from_cache
+    }
+
+    /// The reader (index, header, blocks).
+    #[must_use]
+    pub fn reader(&self) -> &ShardReader<BlobSource<'a>> {
+        &self.reader
+    }
+
+    /// The uncompressed, CRC-checked bytes of block `name`: one range request (none from
+    /// the cache).
+    ///
+    /// # Errors
+    /// [`PublishError::RemoteRead`] naming the key, the block in its source
+    /// ([`wshard::FormatError::BlockCrc`], `BlockNotFound`, ...).
+    pub fn read_block(&self, name: &str) -> Result<Vec<u8>, PublishError> {
+        self.reader
+            .read_block(name)
+            .map_err(|source| PublishError::RemoteRead {
+                key: self.key.clone(),
+                source,
+            })
+    }
+}
+
+/// A version manifest through the cache (it is content-addressed: its name is its hash),
+/// checked against its hash either way.
+///
+/// # Errors
+/// [`PublishError::ManifestHashMismatch`], [`PublishError::BadManifest`], store errors.
+pub fn read_version_cached(
+    p: &Publisher,
+    cache: Option<&BlobCache>,
+    dataset: &DatasetId,
+    version: &str,
+) -> Result<VersionManifest, PublishError> {
+    let key = p.keys().version(dataset, version);
+    let cached = match cache {
+        Some(c) => c.lookup(version, None)?,
+        None => None,
+    };
+    let bytes = if let Some(path) = cached {
+        std::fs::read(&path).map_err(|e| PublishError::io(&path, e))?
+    } else {
+        let f = p.store().get(&key)?.ok_or_else(|| PublishError::Store {
+            op: "get",
+            key: key.clone(),
+            detail: "the version manifest is not there".into(),
+        })?;
+        let actual = sha256_hex(&f.bytes);
+        if actual != version {
+            return Err(PublishError::ManifestHashMismatch {
+                key,
+                expected: version.to_owned(),
+                actual,
+            });
+        }
+        if let Some(c) = cache {
+            c.insert_bytes(version, &f.bytes)?;
+        }
+        f.bytes.to_vec()
+    };
+    VersionManifest::from_bytes(&bytes).map_err(|e| PublishError::BadManifest {
+        key,
+        reason: e.to_string(),
+    })
+}
+
+/// The version asked for, else the latest: its hash and manifest.
+///
+/// # Errors
+/// [`PublishError::DatasetNotFound`] without `latest.json`; as [`read_version_cached`].
+pub fn version_or_latest(
+    p: &Publisher,
+    cache: Option<&BlobCache>,
+    dataset: &DatasetId,
+    version: Option<&str>,
+) -> Result<(String, VersionManifest), PublishError> {
+    let hash = match version {
+        Some(v) => v.to_owned(),
+        None => p
+            .read_latest(dataset)?
+            .ok_or_else(|| PublishError::DatasetNotFound {
+                dataset: dataset.to_string(),
+                key: p.keys().latest(dataset),
+            })?,
+    };
+    let m = read_version_cached(p, cache, dataset, &hash)?;
+    Ok((hash, m))
+}
+
+/// What a URL names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Resolved {
+    /// One stored object.
+    Blob(BlobRef),
+    /// A whole episode of a dataset version.
+    Episode {
+        dataset: DatasetId,
+        version: String,
+        key: String,
+        entry: EpisodeEntry,
+    },
+}
+
+/// How many keys an error lists at most.
+const KNOWN_SHOWN: usize = 8;
+
+fn known(items: impl Iterator<Item = String>) -> String {
+    let all: Vec<String> = items.collect();
+    let mut shown: Vec<String> = all.iter().take(KNOWN_SHOWN).cloned().collect();
+    if all.len() > KNOWN_SHOWN {
+        shown.push(format!("... ({} in all)", all.len()));
+    }
+    if shown.is_empty() {
+        "nothing".into()
+    } else {
+        shown.join(", ")
+    }
+}
+
+/// Resolve `url` (read with `p`, whose store is the URL's bucket and prefix): an object's
+/// key, or a dataset episode or file against the version manifest's keys.
+///
+/// # Errors
+/// [`PublishError::NotInVersion`] naming what is missing and what is there; as
+/// [`version_or_latest`].
+pub fn resolve(
+    p: &Publisher,
+    cache: Option<&BlobCache>,
+    url: &RemoteUrl,
+) -> Result<Resolved, PublishError> {
+    let (dataset, version, rest) = match url {
+        RemoteUrl::Object { key, .. } => return Ok(Resolved::Blob(BlobRef::key(key))),
+        RemoteUrl::Dataset {
+            dataset,
+            version,
+            rest,
+            ..
+        } => (dataset, version, rest),
+    };
+    let (hash, m) = version_or_latest(p, cache, dataset, version.as_deref())?;
+    let missing = |what: String, list: String| PublishError::NotInVersion {
+        dataset: dataset.to_string(),
+        version: hash.clone(),
+        what,
+        known: list,
+    };
+    if let Some(entry) = m.episodes.get(rest.as_str()) {
+        return Ok(Resolved::Episode {
+            dataset: dataset.clone(),
+            version: hash.clone(),
+            key: rest.clone(),
+            entry: entry.clone(),
+        });
+    }
+    // EPISODE/FILE: the episode key is a manifest key followed by `/`.
+    let mut found: Option<(&String, &FileEntry)> = None;
+    let mut episode_seen: Option<&String> = None;
+    for (k, ep) in &m.episodes {
+        let Some(file) = rest
+            .strip_prefix(k.as_str())
+            .and_then(|r| r.strip_prefix('/'))
+        else {
+            continue;
+        };
+        episode_seen = Some(k);
+        if let Some(f) = ep.files.get(file) {
+            found = Some((k, f));
+        }
+    }
+    if let Some((_, f)) = found {
+        return Ok(Resolved::Blob(BlobRef {
+            key: p.keys().blob(&f.sha256),
+            sha256: Some(f.sha256.clone()),
+            size: Some(f.size),
+        }));
+    }
+    Err(match episode_seen {
+        Some(k) => missing(
+            format!("file {rest:?} of episode {k}"),
+            known(m.episodes[k].files.keys().cloned()),
+        ),
+        None => missing(
+            format!("episode {rest:?}"),
+            known(m.episodes.keys().cloned()),
+        ),
+    })
+}
