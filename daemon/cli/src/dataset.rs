@@ -84,7 +84,7 @@ pub fn parse_spec(s: &str) -> Result<(DatasetId, Option<String>), PublishError> 
 fn publisher(store: &StoreArgs) -> Result<Publisher, PublishError> {
     let config = store.config();
     config.validate()?;
-    let creds = Credentials::from_env()?;
+    let creds = Credentials::load()?;
     Ok(Publisher::new(Store::new(
         config,
         &creds,

@@ -50,7 +50,7 @@ pub fn publisher_for(url: &RemoteUrl, args: &RemoteArgs) -> Result<Publisher, Pu
     };
     let config = store_args.config();
     config.validate()?;
-    let creds = Credentials::from_env()?;
+    let creds = Credentials::load()?;
     Ok(Publisher::new(Store::new(
         config,
         &creds,
