@@ -174,6 +174,25 @@ pub enum PublishError {
     /// The catalog table could not be written as Parquet.
     #[error("catalog of dataset {dataset}: Parquet writer: {detail}")]
     CatalogWrite { dataset: String, detail: String },
+    /// The store no longer knows this multipart upload (S3 `NoSuchUpload`: expired by a
+    /// lifecycle rule, aborted, lost by the server); its parts are gone: start a new upload.
+    #[error(
+        "multipart upload {upload_id} of {key} is gone from the store (expired, aborted or \
+         lost): start a new upload of the blob ({detail})"
+    )]
+    UploadGone {
+        key: String,
+        upload_id: String,
+        detail: String,
+    },
+    /// The store answered with a server error (5xx, throttling) or the request broke off
+    /// mid-way after the client's retries: retry later.
+    #[error("store unavailable: {op} {key}: {detail}; retry later")]
+    StoreUnavailable {
+        op: &'static str,
+        key: String,
+        detail: String,
+    },
     /// Any other store failure, with the operation and the key.
     #[error("store: {op} {key}: {detail}")]
     Store {
@@ -184,6 +203,21 @@ pub enum PublishError {
 }
 
 impl PublishError {
+    /// Whether retrying soon may succeed by itself: the endpoint unreachable, the store
+    /// unavailable (5xx, throttling, a request broken off), another publisher moving
+    /// `latest.json` first. Everything else needs a change before a retry can work
+    /// (credentials, permissions, bucket, settings, local files, corrupt data) or a
+    /// different next step ([`PublishError::UploadGone`]: a new upload).
+    #[must_use]
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Self::EndpointUnreachable { .. }
+                | Self::StoreUnavailable { .. }
+                | Self::LatestConflict { .. }
+        )
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io {
             path: path.into(),

@@ -21,6 +21,8 @@ use crate::config::{Credentials, StoreConfig, TransferOptions, MIN_PART_SIZE};
 use crate::error::PublishError;
 use crate::manifest::hex;
 
+mod multipart;
+
 /// S3 error codes (and statuses) that mean the credentials are wrong; `NotSignedUp` is what
 /// s3s answers for an unknown access key id.
 const CREDENTIAL_CODES: &[&str] = &[
@@ -39,6 +41,16 @@ const UNREACHABLE_TEXT: &[&str] = &[
     "Connection refused",
     "dns error",
     "error trying to connect",
+];
+
+/// A reply that may go away by itself: a server error, throttling, a request timeout
+/// (object_store's text of a final non-2xx status), or a 200 whose body is an S3 error.
+const UNAVAILABLE_TEXT: &[&str] = &[
+    "non-2xx status code: 5",
+    "non-2xx status code: 429",
+    "non-2xx status code: 408",
+    "Server returned error response",
+    "SlowDown",
 ];
 
 /// When a put may write.
@@ -91,6 +103,22 @@ fn chain_has_connect_error(e: &(dyn std::error::Error + 'static)) -> bool {
     while let Some(err) = cur {
         if let Some(http) = err.downcast_ref::<HttpError>() {
             if matches!(http.kind(), HttpErrorKind::Connect | HttpErrorKind::Timeout) {
+                return true;
+            }
+        }
+        cur = err.source();
+    }
+    false
+}
+
+fn chain_has_broken_request(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(http) = err.downcast_ref::<HttpError>() {
+            if matches!(
+                http.kind(),
+                HttpErrorKind::Request | HttpErrorKind::Timeout | HttpErrorKind::Interrupted
+            ) {
                 return true;
             }
         }
@@ -197,6 +225,13 @@ impl Store {
         if matches!(e, object_store::Error::PermissionDenied { .. }) || has(FORBIDDEN_TEXT) {
             return PublishError::Forbidden {
                 bucket,
+                key: key.to_owned(),
+                detail,
+            };
+        }
+        if chain_has_broken_request(&e) || has(UNAVAILABLE_TEXT) {
+            return PublishError::StoreUnavailable {
+                op,
                 key: key.to_owned(),
                 detail,
             };

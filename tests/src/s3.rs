@@ -75,66 +75,82 @@ fn strip_ansi(line: &str) -> String {
     out
 }
 
+/// Start s3s-fs on `root` with the test keys; its log to `log`; returns it and its URL.
+fn spawn(root: &Path, log: &Path) -> (Child, String) {
+    let bin = s3s_fs_binary();
+    let mut child = Command::new(&bin)
+        .args([
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--access-key",
+            ACCESS_KEY,
+        ])
+        .args(["--secret-key", SECRET_KEY])
+        .arg(root)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}: {INSTALL_HINT}", bin.display()));
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    let log_path = log.to_path_buf();
+    std::thread::spawn(move || {
+        let mut file = std::fs::File::create(&log_path).ok();
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let line = strip_ansi(&line);
+            if let Some(f) = file.as_mut() {
+                let _ = writeln!(f, "{line}");
+            }
+            if let Some(at) = line.find("server is running at ") {
+                let url = line[at + "server is running at ".len()..].trim().to_owned();
+                let _ = tx.send(url);
+            }
+        }
+    });
+    let endpoint = rx.recv_timeout(TIMEOUT).unwrap_or_else(|_| {
+        let _ = child.kill();
+        panic!(
+            "s3s-fs did not log its port within {TIMEOUT:?}; log:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        )
+    });
+    (child, endpoint)
+}
+
 impl S3Server {
     /// Start it with [`ACCESS_KEY`] / [`SECRET_KEY`] and the bucket [`BUCKET`]; returns once
     /// it has logged its port.
     #[must_use]
     pub fn start() -> Self {
-        let bin = s3s_fs_binary();
         let dir = tempfile::Builder::new()
             .prefix("wshard-s3-")
             .tempdir_in("/tmp")
             .expect("temporary directory");
-        let root = dir.path().join("store");
-        std::fs::create_dir_all(root.join(BUCKET)).expect("bucket directory");
+        std::fs::create_dir_all(dir.path().join("store").join(BUCKET)).expect("bucket directory");
         let log = dir.path().join("s3s-fs.log");
-        let mut child = Command::new(&bin)
-            .args([
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--access-key",
-                ACCESS_KEY,
-            ])
-            .args(["--secret-key", SECRET_KEY])
-            .arg(&root)
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}: {INSTALL_HINT}", bin.display()));
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (tx, rx) = mpsc::channel();
-        let log_path = log.clone();
-        std::thread::spawn(move || {
-            let mut file = std::fs::File::create(&log_path).ok();
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let line = strip_ansi(&line);
-                if let Some(f) = file.as_mut() {
-                    let _ = writeln!(f, "{line}");
-                }
-                if let Some(at) = line.find("server is running at ") {
-                    let url = line[at + "server is running at ".len()..].trim().to_owned();
-                    let _ = tx.send(url);
-                }
-            }
-        });
-        let endpoint = rx.recv_timeout(TIMEOUT).unwrap_or_else(|_| {
-            let _ = child.kill();
-            panic!(
-                "s3s-fs did not log its port within {TIMEOUT:?}; log:\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            )
-        });
+        let (child, endpoint) = spawn(&dir.path().join("store"), &log);
         Self {
             child,
             dir,
             endpoint,
             log,
         }
+    }
+
+    /// Stop the server and start it again on the same directory (a crash and restart of
+    /// the store); the port is a new one: see [`S3Server::endpoint`].
+    pub fn restart(&mut self) {
+        self.stop();
+        let log = self.dir.path().join("s3s-fs.restarted.log");
+        let (child, endpoint) = spawn(&self.store_root(), &log);
+        self.child = child;
+        self.endpoint = endpoint;
+        self.log = log;
     }
 
     /// `http://127.0.0.1:PORT`.
