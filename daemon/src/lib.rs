@@ -19,6 +19,8 @@
 //! - [`journal`]: the per-episode journal (LevelDB-log framing with CRC32C).
 //! - [`chunk`]: the open chunk's columns; publishing a chunk and the manifest.
 //! - [`episode`]: an episode's schema and on-disk layout.
+//! - [`upload`]: the robot's uploader: the durable upload queue of finished episodes, the
+//!   upload thread, retention and the quota (`[publish]`).
 //! - [`fsio`]: the only module that calls fsync / rename / fsync(dir), behind the [`fsio::Fs`] trait.
 //! - [`error`]: the storage errors of the write path.
 //!
@@ -38,3 +40,4 @@ pub(crate) mod registry;
 pub mod runtime;
 pub mod server;
 pub mod session;
+pub mod upload;
