@@ -124,6 +124,7 @@ pub fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
         num(&c["episodes_stopped"]),
         num(&c["episodes_refused_disk"])
     )?;
+    render_upload(&r["upload"], out)?;
     let recovery = d["recovery"].as_array().map_or(&[][..], Vec::as_slice);
     if recovery.is_empty() {
         writeln!(out, "recovery        nothing to recover at startup")?;
@@ -212,6 +213,48 @@ pub fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
     render_producer_counters(eps, out)
 }
 
+/// The uploader's line(s) of `status` (`status.upload`); nothing when it is off.
+fn render_upload(up: &Value, out: &mut dyn Write) -> io::Result<()> {
+    if up["enabled"] != Value::Bool(true) {
+        return Ok(());
+    }
+    let q = &up["queue"];
+    writeln!(
+        out,
+        "upload          {} to {} as {}: {} pending, {} sent; episodes {} queued, {} uploading, \
+         {} published, {} evicted",
+        num(&up["state"]),
+        num(&up["dataset"]),
+        num(&up["robot"]),
+        human_bytes(u(&up["pending_bytes"])),
+        human_bytes(u(&up["sent_bytes_total"])),
+        u(&q["queued"]) + u(&q["uploaded"]),
+        num(&q["uploading"]),
+        num(&q["published"]),
+        num(&q["evicted"])
+    )?;
+    if let Some(c) = up["current"].as_object() {
+        writeln!(
+            out,
+            "upload current  {}/{} ({}): part {} of {}",
+            num(&c["episode"]),
+            num(&c["file"]),
+            human_bytes(u(&c["size"])),
+            num(&c["parts_done"]),
+            num(&c["parts_total"])
+        )?;
+    }
+    if let Some(e) = up["last_error"].as_object() {
+        writeln!(
+            out,
+            "upload error    {}: {}",
+            num(&e["kind"]),
+            e["message"].as_str().unwrap_or("").replace('\n', " ")
+        )?;
+    }
+    Ok(())
+}
+
 /// The producers' own counters (`COUNTERS`, protocol version 2) of the open episodes and
 /// streams, one row per counter; nothing when no producer sent any.
 fn render_producer_counters(eps: &[Value], out: &mut dyn Write) -> io::Result<()> {
@@ -246,30 +289,43 @@ pub fn render_episodes(r: &Value, out: &mut dyn Write) -> io::Result<()> {
     if eps.is_empty() {
         return writeln!(out, "no episodes");
     }
-    let mut t = Table::new(&[
+    // The upload columns only when the uploader is on (some row has an `upload`).
+    let uploads = eps.iter().any(|e| e["upload"].is_object());
+    let mut columns = vec![
         ("episode", Align::Left),
         ("status", Align::Left),
         (TIMESTEPS, Align::Right),
         ("chunks", Align::Right),
         (RECEIVED, Align::Right),
         (ON_DISK, Align::Right),
-        ("reason", Align::Left),
-    ]);
+    ];
+    if uploads {
+        columns.push(("upload", Align::Left));
+        columns.push(("pending", Align::Right));
+    }
+    columns.push(("reason", Align::Left));
+    let mut t = Table::new(&columns);
     for e in eps {
         let status = if e["open"] == Value::Bool(true) {
             "recording (open)".to_owned()
         } else {
             num(&e["status"])
         };
-        t.push(vec![
+        let mut row = vec![
             num(&e["episode"]),
             status,
             num(&e["timesteps"]),
             num(&e["chunks"]),
             bytes_cell(&e["received_bytes"]),
             bytes_cell(&e["on_disk_bytes"]),
-            e["reason"].as_str().unwrap_or("").replace('\n', " "),
-        ]);
+        ];
+        if uploads {
+            let up = &e["upload"];
+            row.push(up["state"].as_str().unwrap_or("-").to_owned());
+            row.push(bytes_cell(&up["pending_bytes"]));
+        }
+        row.push(e["reason"].as_str().unwrap_or("").replace('\n', " "));
+        t.push(row);
     }
     t.write(out)
 }
