@@ -35,6 +35,7 @@ pub mod raw;
 pub mod rng;
 pub mod s3;
 pub mod shm;
+pub mod upload;
 pub mod workload;
 
 pub use daemon::{Daemon, DaemonOptions};
