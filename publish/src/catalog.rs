@@ -23,6 +23,9 @@ use wshard::episode_dir::names::annotations_file_name;
 use wshard::episode_dir::{EpisodeDir, Layout};
 use wshard::manifest::Manifest;
 
+mod read;
+pub use read::{read_rows, CatalogReadError};
+
 use crate::episodes::LocalEpisode;
 use crate::error::PublishError;
 

@@ -174,6 +174,21 @@ pub enum PublishError {
     /// The catalog table could not be written as Parquet.
     #[error("catalog of dataset {dataset}: Parquet writer: {detail}")]
     CatalogWrite { dataset: String, detail: String },
+    /// Appending an episode whose file is not on the store: blobs are sent (and verified)
+    /// before an episode is appended; nothing of the append was written.
+    #[error(
+        "episode {episode}: {file} is not on the store at {key} ({found}): send the \
+         episode's blobs first (`wshard publish --append` does), nothing was appended"
+    )]
+    BlobNotStored {
+        episode: String,
+        file: String,
+        key: String,
+        found: String,
+    },
+    /// The catalog of a stored version could not be read back (appending merges it).
+    #[error("catalog {key}: cannot read it back: {detail}")]
+    CatalogRead { key: String, detail: String },
     /// The store no longer knows this multipart upload (S3 `NoSuchUpload`: expired by a
     /// lifecycle rule, aborted, lost by the server); its parts are gone: start a new upload.
     #[error(

@@ -8,6 +8,8 @@
 //! - [`episodes`]: which local files make up the finished episodes, with their hashes.
 //! - [`store`]: a blocking handle on the bucket (a tokio runtime inside) and error mapping.
 //! - [`catalog`]: the catalog table (Parquet, one row per episode stream).
+//! - [`append`]: add episodes already on the store to a dataset's latest version (CAS,
+//!   retried).
 //! - [`publish`]: blobs, then the version manifest (create-only), then `latest.json` (CAS).
 //! - [`query`]: the catalogs `wshard query` runs DuckDB on, and the script it runs.
 //! - [`doctor`]: checks of the storage setup, one line each.
@@ -15,6 +17,7 @@
 //!
 //! The API is blocking; depends on the format library `wshard` only, never on the daemon.
 
+pub mod append;
 pub mod canonical;
 pub mod catalog;
 pub mod config;
@@ -27,6 +30,7 @@ pub mod publish;
 pub mod query;
 pub mod store;
 
+pub use append::{episode_key, AppendPlan, AppendReport};
 pub use config::{Credentials, StoreConfig, TransferOptions};
 pub use error::PublishError;
 pub use layout::DatasetId;

@@ -19,7 +19,7 @@ use std::path::Path;
 use bytes::Bytes;
 
 use crate::catalog;
-use crate::episodes::{select, Selection};
+use crate::episodes::{select, LocalEpisode, Selection};
 use crate::error::PublishError;
 use crate::layout::{DatasetId, Keys};
 use crate::manifest::{
@@ -78,6 +78,16 @@ pub struct PreparedVersion {
     pub files: Vec<BlobReport>,
     /// Directories of the data directory not published, and why.
     pub left_out: Vec<(String, String)>,
+}
+
+/// A version stored by [`Publisher::store_version`].
+pub(crate) struct StoredVersion {
+    pub(crate) manifest: VersionManifest,
+    pub(crate) version_hash: String,
+    pub(crate) version_key: String,
+    pub(crate) catalog_key: String,
+    pub(crate) catalog: BlobReport,
+    pub(crate) version_created: bool,
 }
 
 /// The result of a publish.
@@ -193,14 +203,41 @@ impl Publisher {
             })?;
         // Credentials, bucket and network first, with the clearest errors.
         self.store.check_bucket(self.keys.prefix())?;
-        let mut files = Vec::new();
-        let mut done: BTreeSet<String> = BTreeSet::new();
-        let mut manifest = VersionManifest {
+        let (files, entries) = self.send_blobs(&local)?;
+        let manifest = VersionManifest {
             dataset: dataset.to_string(),
-            episodes: BTreeMap::new(),
+            episodes: entries,
             catalog: None,
         };
-        for ep in &local {
+        let done: BTreeSet<String> = files.iter().map(|f| f.sha256.clone()).collect();
+        let stored = self.store_version(dataset, manifest, catalog, &done)?;
+        Ok(PreparedVersion {
+            dataset: dataset.clone(),
+            manifest: stored.manifest,
+            version_hash: stored.version_hash,
+            version_key: stored.version_key,
+            catalog_key: stored.catalog_key,
+            catalog: stored.catalog,
+            version_created: stored.version_created,
+            files,
+            left_out,
+        })
+    }
+
+    /// Send the blobs of the episodes' files the store lacks (HEAD first; each verified);
+    /// returns what happened to each file and the episodes' manifest entries, keyed by
+    /// episode directory name.
+    ///
+    /// # Errors
+    /// Typed store errors, [`PublishError::BlobMismatch`], I/O.
+    pub fn send_blobs(
+        &self,
+        local: &[LocalEpisode],
+    ) -> Result<(Vec<BlobReport>, BTreeMap<String, EpisodeEntry>), PublishError> {
+        let mut files = Vec::new();
+        let mut done: BTreeSet<String> = BTreeSet::new();
+        let mut entries = BTreeMap::new();
+        for ep in local {
             let mut entry = EpisodeEntry {
                 status: ep.status.as_str().to_owned(),
                 files: BTreeMap::new(),
@@ -229,8 +266,21 @@ impl Publisher {
                     action,
                 });
             }
-            manifest.episodes.insert(ep.id.clone(), entry);
+            entries.insert(ep.id.clone(), entry);
         }
+        Ok((files, entries))
+    }
+
+    /// Store a version: the catalog blob (HEAD first unless in `done`, verified), the
+    /// manifest naming it (create-only, read back and hashed), the catalog under the
+    /// version's key (create-only). `latest.json` is not touched.
+    pub(crate) fn store_version(
+        &self,
+        dataset: &DatasetId,
+        mut manifest: VersionManifest,
+        catalog: Vec<u8>,
+        done: &BTreeSet<String>,
+    ) -> Result<StoredVersion, PublishError> {
         let catalog_hash = sha256_hex(&catalog);
         let catalog_size = catalog.len() as u64;
         let catalog = Bytes::from(catalog);
@@ -277,16 +327,13 @@ impl Publisher {
             self.store
                 .put(&catalog_key, catalog, PutCondition::CreateOnly)?;
         }
-        Ok(PreparedVersion {
-            dataset: dataset.clone(),
+        Ok(StoredVersion {
             manifest,
             version_hash,
             version_key,
             catalog_key,
             catalog: catalog_report,
             version_created,
-            files,
-            left_out,
         })
     }
 
