@@ -1,25 +1,22 @@
-//! Adding the uploaded episodes to the dataset: the publish crate's append (its blobs are
+//! Adding the uploaded episodes to the dataset: the publish crate's append (their blobs are
 //! verified on the store already; nothing is sent but the manifest, the catalog and the
-//! pointer).
+//! pointer), under the robot's key prefix (`<robot>/<episode>`).
 
 use wshard_publish::episodes::LocalEpisode;
 use wshard_publish::{DatasetId, PublishError, Publisher};
 
-/// Append `episodes` to `dataset`; the version hash `latest.json` points at after it.
+/// Append `episodes` to `dataset` as `robot`'s; the version hash `latest.json` points at
+/// after it.
 ///
 /// # Errors
 /// The publish crate's.
 pub(super) fn append(
     publisher: &Publisher,
-    data_dir: &std::path::Path,
     dataset: &DatasetId,
-    _robot: &str,
+    robot: &str,
     episodes: &[LocalEpisode],
-    _attempts: usize,
+    attempts: usize,
 ) -> Result<String, PublishError> {
-    // Interim: until the publish crate's append lands, publish these episodes as the
-    // dataset's version.
-    let ids: Vec<String> = episodes.iter().map(|e| e.id.clone()).collect();
-    let report = publisher.publish(data_dir, dataset, &ids)?;
-    Ok(report.prepared.version_hash)
+    let report = publisher.append(dataset, Some(robot), episodes, attempts)?;
+    Ok(report.version_hash)
 }

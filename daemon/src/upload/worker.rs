@@ -444,7 +444,6 @@ impl Uploader {
         };
         let version = super::append::append(
             publisher,
-            &self.settings.data_dir,
             &dataset,
             &self.settings.robot,
             &ready,
