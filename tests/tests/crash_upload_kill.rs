@@ -56,7 +56,9 @@ fn crash_upload_sigkill_mid_multipart_resumes_without_resending_stored_parts() {
     let parts_journaled = journaled(&d, "part") as u64;
     assert!(parts_journaled >= 2, "{parts_journaled} parts journaled");
     assert_eq!(journaled(&d, "mpu"), 1, "one multipart upload journaled");
-    let files = select(&d.data_dir(), &["killed".to_owned()]).unwrap().episodes[0]
+    let files = select(&d.data_dir(), &["killed".to_owned()])
+        .unwrap()
+        .episodes[0]
         .files
         .clone();
     let big = files.iter().find(|f| f.size >= PART).unwrap();
@@ -71,8 +73,15 @@ fn crash_upload_sigkill_mid_multipart_resumes_without_resending_stored_parts() {
     assert_eq!(parts_after, total_parts - parts_journaled, "{up}");
     let remaining = big.size - parts_journaled * PART;
     let sent_after = up["sent_bytes_total"].as_u64().unwrap();
-    assert!(sent_after <= remaining + small, "sent {sent_after} > {remaining} + {small}: {up}");
-    assert_eq!(journaled(&d, "mpu"), 1, "the upload was resumed, not restarted");
+    assert!(
+        sent_after <= remaining + small,
+        "sent {sent_after} > {remaining} + {small}: {up}"
+    );
+    assert_eq!(
+        journaled(&d, "mpu"),
+        1,
+        "the upload was resumed, not restarted"
+    );
     assert_remote_copy(&s3, "", &d.data_dir(), "killed");
 }
 
@@ -84,11 +93,17 @@ fn crash_upload_store_killed_and_restarted_mid_multipart_resumes() {
     let before = wait_parts(&d, 1);
     let total_parts = before["current"]["parts_total"].as_u64().unwrap();
     s3.restart_same_port();
-    let up = wait_upload(&d, UPLOAD_TIMEOUT, "published after the store restart", |u| {
-        queued(u, "published") == 1
-    });
+    let up = wait_upload(
+        &d,
+        UPLOAD_TIMEOUT,
+        "published after the store restart",
+        |u| queued(u, "published") == 1,
+    );
     // At most the part in flight when the store went down was sent twice.
     let parts = up["parts_sent_total"].as_u64().unwrap();
-    assert!(parts <= total_parts + 1, "{parts} parts sent for {total_parts}: {up}");
+    assert!(
+        parts <= total_parts + 1,
+        "{parts} parts sent for {total_parts}: {up}"
+    );
     assert_remote_copy(&s3, "", &d.data_dir(), "store-restart");
 }

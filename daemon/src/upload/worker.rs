@@ -470,6 +470,12 @@ pub struct UploadHandle {
 }
 
 impl UploadHandle {
+    /// True once the thread has ended (shutdown, or a queue-log error stopped it).
+    #[must_use]
+    pub fn is_finished(&self) -> bool {
+        self.thread.is_finished()
+    }
+
     /// Wait up to `timeout` for the thread to end (after shutdown was set); a thread still
     /// in a store call is left behind: the queue is crash-safe, as after a SIGKILL.
     pub fn finish(self, timeout: Duration) {
