@@ -186,3 +186,35 @@ pub fn remote_episode_keys(s3: &S3Server, prefix: &str) -> Vec<String> {
         .map(|o| o.keys().cloned().collect())
         .unwrap_or_default()
 }
+
+/// Every file the dataset's latest manifest lists for episode key `key` is on the store
+/// with the manifest's size and SHA-256 (streamed): the remote copy verifies without the
+/// local one.
+pub fn assert_remote_episode_verifies(s3: &S3Server, prefix: &str, key: &str) {
+    let store = store(s3, prefix);
+    let keys = Keys::new(store.config().key_prefix());
+    let ds = wshard_publish::DatasetId::parse(DATASET).expect("dataset");
+    let latest = store
+        .get(&keys.latest(&ds))
+        .expect("latest.json")
+        .expect("latest.json present");
+    let l: Value = serde_json::from_slice(&latest.bytes).expect("latest JSON");
+    let version = l["version"].as_str().expect("latest.version").to_owned();
+    let m = store
+        .get(&keys.version(&ds, &version))
+        .expect("manifest")
+        .expect("manifest present");
+    let m: Value = serde_json::from_slice(&m.bytes).expect("manifest JSON");
+    let files = m["episodes"][key]["files"]
+        .as_object()
+        .unwrap_or_else(|| panic!("episode {key} not in the manifest: {m}"));
+    assert!(!files.is_empty(), "{key}: no files");
+    for (rel, f) in files {
+        let sha = f["sha256"].as_str().expect("sha256");
+        let size = f["size"].as_u64().expect("size");
+        let (hash, got) = store
+            .hash_remote(&keys.blob(sha))
+            .unwrap_or_else(|e| panic!("{key}/{rel}: {e}"));
+        assert_eq!((hash.as_str(), got), (sha, size), "{key}/{rel}");
+    }
+}
