@@ -18,8 +18,7 @@ use std::time::Duration;
 
 use wshard_e2e::s3::{S3Server, BUCKET};
 use wshard_e2e::upload::{
-    assert_remote_copy, publish_toml, queued, record_big, remote_episode_keys, set_credentials,
-    status, wait_upload, DATASET, PART, ROBOT, UPLOAD_TIMEOUT,
+    assert_remote_copy, record_big, remote_episode_keys, set_credentials, DATASET, PART, ROBOT,
 };
 use wshard_e2e::{Daemon, DaemonOptions};
 use wshard_publish::episodes::select;
