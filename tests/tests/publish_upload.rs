@@ -77,6 +77,18 @@ fn publish_upload_finished_episodes_are_uploaded_and_appended() {
         "{text}"
     );
     assert!(text.contains("wshardd_upload_sent_bytes_total"), "{text}");
+    // The secret is nowhere: not in the log, status, episodes, metrics or the queue.
+    let secret = wshard_e2e::s3::SECRET_KEY;
+    for (what, body) in [
+        ("log", d.log()),
+        ("status", status(&d).to_string()),
+        ("episodes", list.to_string()),
+        ("metrics", text.to_string()),
+    ] {
+        assert!(!body.contains(secret), "the secret key is in the {what}");
+    }
+    let leaked = wshard_e2e::s3::files_containing(d.root(), secret.as_bytes());
+    assert!(leaked.is_empty(), "the secret key is in {leaked:?}");
 }
 
 #[test]

@@ -17,6 +17,8 @@ mod pace;
 pub mod queue_log;
 pub mod record;
 pub mod state;
+#[cfg(test)]
+mod tests;
 pub mod view;
 mod worker;
 
