@@ -174,9 +174,9 @@ fn upload_queue_log_record_that_is_not_json_is_a_typed_error() {
     let (log, _, _) = QueueLog::open(fs.clone(), Path::new(DIR)).unwrap();
     drop(log);
     let mut f = sfs.open_append(&Path::new(DIR).join(QUEUE_LOG)).unwrap();
-    let mut w = crate::journal::format::JournalWriter::new(&mut f, 0);
-    w.append(&[b"not json"]).unwrap();
-    drop(w);
+    crate::journal::format::JournalWriter::new(&mut f, 0)
+        .append(&[b"not json"])
+        .unwrap();
     f.sync_all().unwrap();
     drop(f);
     let e = QueueLog::open(fs, Path::new(DIR)).unwrap_err();
