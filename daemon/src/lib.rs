@@ -11,6 +11,8 @@
 //!   shared-memory transports.
 //! - [`runtime`]: process-level services ingest and control share: the server context and
 //!   the settings from the config, access, disk, sockets, the data directory lock, systemd.
+//! - [`upload`]: the robot's uploader: the durable upload queue of finished episodes, the
+//!   upload thread, retention and the quota (`[publish]`).
 //! - `registry`: the open episodes and daemon counters, for status and metrics.
 //! - [`multi`]: an open multi-stream episode: its index, streams and events (protocol v2).
 //! - [`recovery`]: replaying journals after a crash.
@@ -19,8 +21,6 @@
 //! - [`journal`]: the per-episode journal (LevelDB-log framing with CRC32C).
 //! - [`chunk`]: the open chunk's columns; publishing a chunk and the manifest.
 //! - [`episode`]: an episode's schema and on-disk layout.
-//! - [`upload`]: the robot's uploader: the durable upload queue of finished episodes, the
-//!   upload thread, retention and the quota (`[publish]`).
 //! - [`fsio`]: the only module that calls fsync / rename / fsync(dir), behind the [`fsio::Fs`] trait.
 //! - [`error`]: the storage errors of the write path.
 //!

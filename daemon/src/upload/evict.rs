@@ -21,7 +21,6 @@ use super::queue_log::QueueLogError;
 use super::record::Record;
 use super::state::EpisodeUpload;
 use super::worker::{CycleError, Uploader};
-use crate::runtime::disk::free_bytes_of;
 
 /// The directory under the queue's directory that episodes being evicted are moved to.
 pub const EVICTING_DIR: &str = "evicting";
@@ -45,6 +44,16 @@ pub fn low_watermark_margin(low: u64) -> u64 {
 pub(super) fn io_err(path: &Path, step: &'static str) -> impl FnOnce(io::Error) -> QueueLogError {
     let path = path.to_path_buf();
     move |source| QueueLogError::Io { path, step, source }
+}
+
+/// Free bytes for unprivileged users on the filesystem holding `path` (`statvfs`
+/// `f_bavail * f_frsize`, as the disk monitor measures; measured here so that this module
+/// does not call `runtime`, which holds the uploader's view).
+fn free_bytes_of(path: &Path) -> io::Result<u64> {
+    let s = nix::sys::statvfs::statvfs(path).map_err(io::Error::from)?;
+    #[allow(clippy::useless_conversion)] // the field widths differ between targets
+    let (avail, frag) = (u64::from(s.blocks_available()), s.fragment_size());
+    Ok(avail.saturating_mul(frag))
 }
 
 /// Bytes of the files under `dir` (not following links).

@@ -5,6 +5,7 @@
 //!
 //! - [`record`]: the queue log's records. [`queue_log`]: the log (framing, sync,
 //!   compaction). [`state`]: the queue replayed.
+//! - [`settings`]: what it takes from the config.
 //! - `worker`: the thread (scan, enqueue, upload, verify, append); `blob`: one blob
 //!   (HEAD-skip, put, resumable multipart); `pace`: bandwidth and backoff.
 //! - `evict`: retention and quota.
@@ -16,6 +17,7 @@ pub mod evict;
 mod pace;
 pub mod queue_log;
 pub mod record;
+pub mod settings;
 pub mod state;
 #[cfg(test)]
 mod tests;
@@ -24,5 +26,6 @@ mod worker;
 
 pub use evict::{EvictPolicy, EVICTING_DIR};
 pub use queue_log::{QueueLog, QueueLogError, UPLOAD_DIR};
+pub use settings::UploaderSettings;
 pub use view::{UploadShared, UploaderState};
-pub use worker::{spawn, CycleError, UploadHandle, Uploader, UploaderSettings};
+pub use worker::{spawn, CycleError, UploadHandle, Uploader};

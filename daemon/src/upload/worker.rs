@@ -20,13 +20,12 @@ use std::time::{Duration, Instant, SystemTime};
 use wshard::episode_dir::index::EpisodeStatus;
 use wshard::episode_dir::EpisodeDir;
 use wshard_publish::episodes::{is_publishable, select, LocalEpisode, LocalFile};
-use wshard_publish::TransferOptions;
-use wshard_publish::{Credentials, DatasetId, PublishError, Publisher, Store, StoreConfig};
+use wshard_publish::{Credentials, DatasetId, PublishError, Publisher, Store};
 
-use super::evict::EvictPolicy;
 use super::pace::{wait_until, Backoff, Pacer};
 use super::queue_log::{QueueLog, QueueLogError};
 use super::record::{QueuedFile, Record};
+use super::settings::UploaderSettings;
 use super::state::{EpisodeUpload, QueueState};
 use super::view::{UploadShared, UploaderState};
 use crate::episode::layout::QUARANTINE_DIR;
@@ -34,99 +33,6 @@ use crate::fsio::Fs;
 
 /// Attempts of one append when other publishers move `latest.json` at the same time.
 pub const APPEND_ATTEMPTS: usize = 5;
-
-/// What the uploader needs from the config.
-#[derive(Clone, Debug)]
-pub struct UploaderSettings {
-    /// Where the episodes are.
-    pub data_dir: PathBuf,
-    /// Where the queue log is (`data_dir/.upload`).
-    pub queue_dir: PathBuf,
-    pub store: StoreConfig,
-    pub transfer: TransferOptions,
-    /// `workspace/name`.
-    pub dataset: String,
-    /// Manifest key prefix and catalog robot.
-    pub robot: String,
-    pub bandwidth_limit_bytes_per_s: u64,
-    pub scan_interval: Duration,
-    pub retry_min: Duration,
-    pub retry_max: Duration,
-    pub evict: EvictPolicy,
-}
-
-impl UploaderSettings {
-    /// From the config (`[publish]`, `[disk]`).
-    #[must_use]
-    pub fn from_config(cfg: &wshardd_config::Config) -> Self {
-        let p = &cfg.publish;
-        let robot = if p.robot.is_empty() {
-            host_name()
-        } else {
-            p.robot.clone()
-        };
-        Self {
-            data_dir: cfg.data_dir.clone(),
-            queue_dir: cfg.data_dir.join(super::UPLOAD_DIR),
-            store: StoreConfig {
-                endpoint: p.endpoint.clone(),
-                bucket: p.bucket.clone(),
-                prefix: p.prefix.clone(),
-                region: p.region.clone(),
-                allow_http: p.allow_http,
-            },
-            transfer: TransferOptions {
-                multipart_threshold: p.multipart_threshold_bytes,
-                part_size: usize::try_from(p.part_size_bytes).unwrap_or(usize::MAX),
-                // The uploader retries by itself, offline-first: the client gives up soon.
-                max_retries: 1,
-                connect_timeout: Duration::from_secs(5),
-                retry_timeout: Duration::from_secs(20),
-            },
-            dataset: p.dataset.clone(),
-            robot,
-            bandwidth_limit_bytes_per_s: p.bandwidth_limit_bytes_per_s,
-            scan_interval: p.scan_interval(),
-            retry_min: p.retry_min(),
-            retry_max: p.retry_max(),
-            evict: EvictPolicy {
-                delete_after_publish: p.delete_after_publish,
-                quota_bytes: p.quota_bytes,
-                low_watermark_free_bytes: cfg.disk.low_watermark_free_bytes,
-            },
-        }
-    }
-}
-
-/// The host name as a manifest key component (`[A-Za-z0-9_.-]`, `robot` when unknown).
-#[must_use]
-pub fn host_name() -> String {
-    let raw = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_default();
-    let clean: String = raw
-        .trim()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(MAX_ROBOT)
-        .collect();
-    let clean = clean.trim_start_matches('.').to_owned();
-    if clean.is_empty() {
-        "robot".to_owned()
-    } else {
-        clean
-    }
-}
-
-/// Longest robot name taken from the host name.
-pub const MAX_ROBOT: usize = wshardd_config::MAX_ROBOT_BYTES;
 
 /// Why a pass stopped.
 #[derive(Debug, thiserror::Error)]
