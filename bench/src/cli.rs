@@ -15,9 +15,9 @@ benchmarks:
   multirate three producer processes (1 kHz joints, 200 Hz IMU with events, 30 Hz cameras)
             into one multi-stream episode vs three single-stream episodes, then the aligned
             read vs the raw streams (options: `wshard-bench multirate --help`)
-  upload    the robot's uploader against s3s-fs: recording (joints, cameras) with the
-            uploader running vs not; resume after a SIGKILL at 50 % of a multipart upload
-            (options: `wshard-bench upload --help`)
+  robot-upload  the daemon's uploader against s3s-fs: recording (joints, cameras) with
+            the uploader running vs not; resume after a SIGKILL at 50 % of a multipart
+            upload (options: `wshard-bench robot-upload --help`)
 
 format options:
   --size-mib N    payload size of each workload episode in MiB (default 1024; 64 = smoke run)
@@ -83,7 +83,7 @@ pub enum Command {
     Help,
     Format(FormatArgs),
     Record(RecordArgs),
-    Upload(crate::upload::UploadArgs),
+    RobotUpload(crate::robot_upload::UploadArgs),
     Multirate(crate::multirate::args::MultirateArgs),
     /// Internal: one producer process of `multirate`.
     MultirateProducer(crate::multirate::producer::ProducerArgs),
@@ -184,7 +184,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command> {
         "format" | "--format" => parse_format(it),
         "record" | "--record" => parse_record(it),
         "multirate" => crate::multirate::args::parse(it).map(Command::Multirate),
-        "upload" => crate::upload::parse(it).map(Command::Upload),
+        "robot-upload" => crate::robot_upload::parse(it).map(Command::RobotUpload),
         "multirate-producer" => {
             crate::multirate::args::parse_producer(it).map(Command::MultirateProducer)
         }

@@ -2,7 +2,7 @@
 //!
 //! - `format`: the wshard format library (see [`format`]).
 //! - `record`: the recorder daemon through its socket (see [`record`]).
-//! - `upload`: the robot's uploader: recording with it running vs not, resume after a kill (see [`upload`]).
+//! - `robot-upload`: the daemon's uploader: recording with it running vs not, resume after a kill (see [`robot_upload`]).
 //! - `multirate`: three producer processes into one multi-stream episode vs three episodes (see [`multirate`]).
 
 mod block_count;
@@ -14,10 +14,10 @@ mod mmap_view;
 mod multirate;
 mod record;
 mod report;
+mod robot_upload;
 mod scratch;
 mod stats;
 mod throughput;
-mod upload;
 mod workload;
 
 use std::process::ExitCode;
@@ -33,7 +33,7 @@ fn main() -> ExitCode {
         Command::Format(args) => format::run(&args),
         Command::Record(args) => record::run(&args),
         Command::Multirate(args) => multirate::run(&args),
-        Command::Upload(args) => upload::run(&args),
+        Command::RobotUpload(args) => robot_upload::run(&args),
         Command::MultirateProducer(args) => multirate::producer::run(&args),
     });
     match result {

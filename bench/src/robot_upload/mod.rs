@@ -1,4 +1,4 @@
-//! `upload`: the robot's uploader (`[publish]` of wshardd) against a real s3s-fs.
+//! `robot-upload`: the robot's uploader (`[publish]` of wshardd) against a real s3s-fs.
 //!
 //! 1. Recording throughput with the uploader running vs not: the `joints` and `cameras`
 //!    workloads of `record` (joints zstd-3 ack, cameras uncompressed chunk) recorded by a
@@ -26,7 +26,7 @@ use crate::record::drive::{open_spec, throughput, Source};
 use crate::scratch::ScratchDir;
 
 pub const USAGE: &str = "\
-upload options:
+robot-upload options:
   --quick             smoke run: small sizes (< 1 min)
   --joints-steps N    joints steps of the recording case (default 1,000,000)
   --camera-steps N    camera steps of the recording case (default 1,000)
@@ -127,7 +127,11 @@ pub fn parse(mut it: impl Iterator<Item = String>) -> Result<UploadArgs> {
             "--wshardd" => a.wshardd = value().map(PathBuf::from),
             "--wshard" => a.wshard = value().map(PathBuf::from),
             "--s3s-fs" => a.s3s_fs = value().map(PathBuf::from),
-            other => return Err(fail(format!("upload: unknown option {other}\n{USAGE}"))),
+            other => {
+                return Err(fail(format!(
+                    "robot-upload: unknown option {other}\n{USAGE}"
+                )))
+            }
         }
     }
     Ok(a)
@@ -369,7 +373,7 @@ pub fn run(a: &UploadArgs) -> Result<()> {
     std::env::set_var("AWS_SECRET_ACCESS_KEY", s3::SECRET_KEY);
     let server = s3::Server::start(&bins.s3s_fs, &scratch.path().join("s3"))?;
     println!(
-        "upload benchmark{}: s3s-fs at {}, parts of {} MiB",
+        "robot-upload benchmark{}: s3s-fs at {}, parts of {} MiB",
         if a.quick {
             " (quick: a smoke run, not a measurement)"
         } else {
@@ -435,7 +439,7 @@ pub fn run(a: &UploadArgs) -> Result<()> {
         println!(
             "{}",
             JsonLine::new()
-                .str("bench", "upload")
+                .str("bench", "robot-upload")
                 .str("case", "recording")
                 .bool("uploader", row.uploader)
                 .num("joints_timesteps_per_s", row.joints_ts_s)
@@ -448,7 +452,7 @@ pub fn run(a: &UploadArgs) -> Result<()> {
     println!(
         "{}",
         JsonLine::new()
-            .str("bench", "upload")
+            .str("bench", "robot-upload")
             .str("case", "resume")
             .int("part_bytes", r.part_bytes)
             .int("parts_total", r.parts_total)
