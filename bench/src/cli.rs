@@ -18,6 +18,9 @@ benchmarks:
   robot-upload  the daemon's uploader against s3s-fs: recording (joints, cameras) with
             the uploader running vs not; resume after a SIGKILL at 50 % of a multipart
             upload (options: `wshard-bench robot-upload --help`)
+  upload    `wshard publish` to a real S3 server (s3s-fs) vs a plain multipart put of the
+            same bytes with the same client; re-publish bytes (options: `wshard-bench
+            upload --help`)
 
 format options:
   --size-mib N    payload size of each workload episode in MiB (default 1024; 64 = smoke run)
@@ -87,6 +90,7 @@ pub enum Command {
     Multirate(crate::multirate::args::MultirateArgs),
     /// Internal: one producer process of `multirate`.
     MultirateProducer(crate::multirate::producer::ProducerArgs),
+    Upload(crate::upload::args::UploadArgs),
 }
 
 /// Options of `record`.
@@ -188,6 +192,13 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command> {
         "multirate-producer" => {
             crate::multirate::args::parse_producer(it).map(Command::MultirateProducer)
         }
+        "upload" => match crate::upload::args::parse(it)? {
+            Some(a) => Ok(Command::Upload(a)),
+            None => {
+                println!("{}", crate::upload::args::USAGE);
+                Ok(Command::Help)
+            }
+        },
         "help" | "-h" | "--help" => Ok(Command::Help),
         other => Err(fail(format!("unknown benchmark `{other}`\n\n{USAGE}"))),
     }

@@ -3,6 +3,7 @@
 //! - `format`: the wshard format library (see [`format`]).
 //! - `record`: the recorder daemon through its socket (see [`record`]).
 //! - `robot-upload`: the daemon's uploader: recording with it running vs not, resume after a kill (see [`robot_upload`]).
+//! - `upload`: `wshard publish` to s3s-fs vs a plain multipart put (see [`upload`]).
 //! - `multirate`: three producer processes into one multi-stream episode vs three episodes (see [`multirate`]).
 
 mod block_count;
@@ -18,6 +19,7 @@ mod robot_upload;
 mod scratch;
 mod stats;
 mod throughput;
+mod upload;
 mod workload;
 
 use std::process::ExitCode;
@@ -35,6 +37,7 @@ fn main() -> ExitCode {
         Command::Multirate(args) => multirate::run(&args),
         Command::RobotUpload(args) => robot_upload::run(&args),
         Command::MultirateProducer(args) => multirate::producer::run(&args),
+        Command::Upload(args) => upload::run(&args),
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -57,8 +57,11 @@ pub fn episode_key(robot: Option<&str>, episode_id: &str) -> String {
 }
 
 /// A robot name usable as a key prefix: 1-128 bytes, no `/`, no leading `.`, no control
-/// character.
-fn check_robot(robot: Option<&str>) -> Result<(), PublishError> {
+/// character (check a configured name before anything is sent).
+///
+/// # Errors
+/// [`PublishError::InvalidConfig`] with field `robot`.
+pub fn check_robot(robot: Option<&str>) -> Result<(), PublishError> {
     const MAX_ROBOT: usize = 128;
     let Some(r) = robot else { return Ok(()) };
     let bad = |reason: &str| {

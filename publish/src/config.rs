@@ -1,8 +1,9 @@
 //! Where the store is ([`StoreConfig`]), who we are ([`Credentials`], from the environment
-//! only) and how blobs are sent ([`TransferOptions`]).
+//! or the AWS shared credentials file) and how blobs are sent ([`TransferOptions`]).
 
 use std::time::Duration;
 
+use crate::credentials_file;
 use crate::error::PublishError;
 
 /// Access key id variable.
@@ -75,13 +76,15 @@ impl StoreConfig {
     }
 }
 
-/// Credentials, read from the environment only. `Debug` never shows the secret or the
+/// Credentials, from the environment or the shared credentials file. `Debug` never shows the secret or the
 /// token; nothing in this crate formats them.
 #[derive(Clone)]
 pub struct Credentials {
     pub(crate) access_key_id: String,
     pub(crate) secret_access_key: String,
     pub(crate) session_token: Option<String>,
+    /// Where they came from (no secret): shown by `wshard doctor`.
+    pub(crate) source: String,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -93,6 +96,7 @@ impl std::fmt::Debug for Credentials {
                 "session_token",
                 &self.session_token.as_ref().map(|_| "<redacted>"),
             )
+            .field("source", &self.source)
             .finish()
     }
 }
@@ -111,7 +115,61 @@ impl Credentials {
             access_key_id: get(ENV_ACCESS_KEY_ID)?,
             secret_access_key: get(ENV_SECRET_ACCESS_KEY)?,
             session_token: get(ENV_SESSION_TOKEN).ok(),
+            source: "the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)".into(),
         })
+    }
+
+    /// The environment first ([`Credentials::from_env`]) when `AWS_ACCESS_KEY_ID` or
+    /// `AWS_SECRET_ACCESS_KEY` is set; else the profile `AWS_PROFILE` (else `default`) of the
+    /// shared credentials file `AWS_SHARED_CREDENTIALS_FILE` (else `~/.aws/credentials`).
+    /// The two sources are never mixed.
+    ///
+    /// # Errors
+    /// [`PublishError::CredentialsMissing`] when the variables are unset and there is no
+    /// file; [`PublishError::CredentialsFile`] (naming the file, the profile and the key,
+    /// never a value) when the file exists but does not give the profile's keys.
+    pub fn load() -> Result<Self, PublishError> {
+        let set = |name| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+        if set(ENV_ACCESS_KEY_ID) || set(ENV_SECRET_ACCESS_KEY) {
+            return Self::from_env();
+        }
+        let missing = PublishError::CredentialsMissing {
+            missing: ENV_ACCESS_KEY_ID,
+        };
+        let Some(path) = credentials_file::credentials_file_path() else {
+            return Err(missing);
+        };
+        let profile = credentials_file::profile_name();
+        let Some(keys) = credentials_file::read(&path, &profile)? else {
+            return Err(missing);
+        };
+        let lacks = |key: &str| PublishError::CredentialsFile {
+            file: path.clone(),
+            profile: profile.clone(),
+            reason: format!("{key} missing or empty"),
+        };
+        Ok(Self {
+            access_key_id: keys
+                .access_key_id
+                .ok_or_else(|| lacks("aws_access_key_id"))?,
+            secret_access_key: keys
+                .secret_access_key
+                .ok_or_else(|| lacks("aws_secret_access_key"))?,
+            session_token: keys.session_token,
+            source: format!("profile {profile} of {}", path.display()),
+        })
+    }
+
+    /// Give the credentials to a child process as `AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` (removed when there is none): how
+    /// `wshard query` hands them to DuckDB without printing them.
+    pub fn export_to(&self, cmd: &mut std::process::Command) {
+        cmd.env(ENV_ACCESS_KEY_ID, &self.access_key_id)
+            .env(ENV_SECRET_ACCESS_KEY, &self.secret_access_key);
+        match &self.session_token {
+            Some(t) => cmd.env(ENV_SESSION_TOKEN, t),
+            None => cmd.env_remove(ENV_SESSION_TOKEN),
+        };
     }
 
     /// Explicit credentials (tests, embedding programs).
@@ -121,7 +179,15 @@ impl Credentials {
             access_key_id: access_key_id.to_owned(),
             secret_access_key: secret_access_key.to_owned(),
             session_token: None,
+            source: "given by the program".into(),
         }
+    }
+
+    /// Where the credentials came from (the environment, or a profile of a file); no
+    /// secret.
+    #[must_use]
+    pub fn source(&self) -> &str {
+        &self.source
     }
 
     /// The access key id (not a secret: it names the key).

@@ -129,7 +129,7 @@ fn host_port(endpoint: &str) -> Option<String> {
     })
 }
 
-/// Run every check. `credentials` is what [`Credentials::from_env`] gave.
+/// Run every check. `credentials` is what [`Credentials::load`] gave.
 #[must_use]
 pub fn run(
     config: &StoreConfig,
@@ -164,7 +164,7 @@ pub fn run(
         Ok(c) => {
             out.push(ok(
                 "credentials",
-                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are set (values not shown)",
+                format!("found in {} (values not shown)", c.source()),
             ));
             Some(c)
         }
@@ -173,7 +173,9 @@ pub fn run(
                 "credentials",
                 e.to_string(),
                 "export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for \
-                 temporary credentials) for this command",
+                 temporary credentials) for this command, or put them in the profile \
+                 (AWS_PROFILE, else default) of the shared credentials file \
+                 (AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials)",
             ));
             None
         }

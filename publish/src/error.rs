@@ -17,9 +17,22 @@ pub enum PublishError {
     #[error(
         "AWS credentials not found: {missing} is not set; set AWS_ACCESS_KEY_ID and \
          AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials) in the \
-         environment of this command"
+         environment of this command, or put the profile (AWS_PROFILE, else default) in the \
+         shared credentials file (AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials)"
     )]
     CredentialsMissing { missing: &'static str },
+    /// The shared credentials file exists but does not give this profile's keys. Names the
+    /// file, the profile and what is wrong; never a value.
+    #[error(
+        "AWS credentials file {} (profile {profile}): {reason}; fix the file, pick another \
+         profile with AWS_PROFILE, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+        file.display()
+    )]
+    CredentialsFile {
+        file: PathBuf,
+        profile: String,
+        reason: String,
+    },
     /// The store refused the credentials (unknown access key id or wrong secret key).
     #[error(
         "the store at {endpoint} rejected the credentials (unknown access key id or wrong \

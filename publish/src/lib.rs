@@ -1,7 +1,8 @@
 //! Publishing finished episodes of a wshardd data directory to S3-compatible object
 //! storage as immutable, content-addressed dataset versions (docs/PUBLISH.md).
 //!
-//! - [`config`]: where the store is, the credentials (environment only, never printed),
+//! - [`config`]: where the store is, the credentials (environment or the shared
+//!   credentials file: [`credentials_file`]; never printed),
 //!   how blobs are sent.
 //! - [`layout`]: the keys of the store and the checked dataset name.
 //! - [`canonical`]: canonical JSON. [`manifest`]: the version manifest and latest pointer.
@@ -21,6 +22,7 @@ pub mod append;
 pub mod canonical;
 pub mod catalog;
 pub mod config;
+pub mod credentials_file;
 pub mod doctor;
 pub mod episodes;
 pub mod error;
@@ -31,6 +33,8 @@ pub mod query;
 pub mod store;
 
 pub use append::{episode_key, AppendPlan, AppendReport};
+/// The byte buffer `Store::put_part` takes (the `bytes` crate, re-exported).
+pub use bytes::Bytes;
 pub use config::{Credentials, StoreConfig, TransferOptions};
 pub use error::PublishError;
 pub use layout::DatasetId;

@@ -367,14 +367,8 @@ impl Publisher {
         }
         // Absent, or a wrong-sized leftover under the name: (re)write it.
         let multipart = self.store.upload_file(key, path, size)?;
-        let stored = self.store.head_size(key)?;
-        if stored != Some(size) {
-            return Err(PublishError::BlobMismatch {
-                key: key.to_owned(),
-                expected: format!("{size} bytes"),
-                found: stored.map_or_else(|| "nothing".into(), |s| format!("{s} bytes")),
-            });
-        }
+        // The read-back gives the size too: no HEAD first (s3s-fs answers a HEAD of a
+        // multipart object by reading it whole to compute an MD5 ETag).
         let (remote_hash, remote_size) = self.store.hash_remote(key)?;
         if remote_hash != sha256 || remote_size != size {
             return Err(PublishError::BlobMismatch {

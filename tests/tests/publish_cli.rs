@@ -39,6 +39,12 @@ impl Runs {
         if let Some(secret) = secret {
             cmd.env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
                 .env("AWS_SECRET_ACCESS_KEY", secret);
+        } else {
+            // No shared credentials file either (whatever the machine's ~/.aws holds).
+            cmd.env(
+                "AWS_SHARED_CREDENTIALS_FILE",
+                "/nonexistent/wshard-test/credentials",
+            );
         }
         let out = cmd.output().expect("run wshard");
         self.outputs.push((args.join(" "), out.clone()));

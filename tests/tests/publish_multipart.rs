@@ -189,3 +189,26 @@ fn publish_multipart_server_down_is_transient() {
     );
     assert!(e.is_transient());
 }
+
+/// s3s-fs keeps the access key that started an upload and answers `AccessDenied` to any
+/// other key: an upload id this client cannot use is `UploadGone` for it (start a new
+/// one), not `Forbidden` (the same key may start uploads at that key).
+#[test]
+fn publish_multipart_upload_of_another_access_key_is_upload_gone() {
+    let s3 = S3Server::start();
+    let st = store(s3.endpoint());
+    // An upload started by another tenant, as s3s-fs records it.
+    std::fs::write(
+        s3.store_root()
+            .join(format!(".upload-{BOGUS_UPLOAD_ID}.json")),
+        b"\"another-access-key\"",
+    )
+    .expect("upload record");
+    let data = payload();
+    let e = st
+        .put_part(KEY, BOGUS_UPLOAD_ID, 0, part(&data, 0))
+        .expect_err("another key's upload");
+    assert!(matches!(e, PublishError::UploadGone { .. }), "{e:?}");
+    assert!(e.to_string().contains(BOGUS_UPLOAD_ID), "{e}");
+    assert_eq!(stored_parts(&s3, BOGUS_UPLOAD_ID), 0);
+}

@@ -24,7 +24,7 @@ pub struct DoctorArgs {
 pub fn run(args: &DoctorArgs, out: &mut dyn Write) -> u8 {
     let checks = doctor::run(
         &args.store.config(),
-        Credentials::from_env(),
+        Credentials::load(),
         &args.store.transfer(),
     );
     let all_ok = checks.iter().all(|c| c.status == CheckStatus::Ok);

@@ -50,6 +50,7 @@ pub mod inspect_dir;
 pub mod npy;
 pub mod peek;
 pub mod publish;
+pub mod publish_append;
 pub mod query;
 pub mod recover;
 pub mod report;

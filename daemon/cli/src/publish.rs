@@ -41,6 +41,15 @@ pub struct PublishArgs {
     /// Episodes to publish (each must be complete, interrupted or recovered); default every
     /// finished episode of the data directory.
     pub episodes: Vec<String>,
+    /// Add the episodes to the dataset's latest version (latest's episodes plus these, the
+    /// catalog merged, retried on a compare-and-swap conflict) instead of replacing it:
+    /// several robots feeding one dataset.
+    #[arg(long)]
+    pub append: bool,
+    /// With --append: the robot these episodes come from; their keys become ROBOT/EPISODE
+    /// and the catalog's robot column is ROBOT when an episode's metadata has none.
+    #[arg(long, value_name = "R", requires = "append")]
+    pub robot: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
     /// Print one JSON object instead of text.
@@ -55,7 +64,8 @@ pub fn exit_code(e: &PublishError) -> u8 {
         PublishError::LatestConflict { .. } => EXIT_CONFLICT,
         PublishError::InvalidDataset { .. }
         | PublishError::InvalidConfig { .. }
-        | PublishError::CredentialsMissing { .. } => EXIT_USAGE,
+        | PublishError::CredentialsMissing { .. }
+        | PublishError::CredentialsFile { .. } => EXIT_USAGE,
         _ => EXIT_FAILED,
     }
 }
@@ -73,7 +83,7 @@ fn publish(args: &PublishArgs, dir: &Path) -> Result<PublishReport, PublishError
     let dataset = DatasetId::parse(&args.dataset)?;
     let config = args.store.config();
     config.validate()?;
-    let creds = Credentials::from_env()?;
+    let creds = Credentials::load()?;
     let store = Store::new(config, &creds, args.store.transfer())?;
     Publisher::new(store).publish(dir, &dataset, &args.episodes)
 }
@@ -87,6 +97,9 @@ pub fn run(args: &PublishArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             return EXIT_USAGE;
         }
     };
+    if args.append {
+        return super::publish_append::run(args, &dir, out, err);
+    }
     match publish(args, &dir) {
         Ok(report) => {
             let written = if args.json {

@@ -52,20 +52,24 @@ fn exit_code(e: &PublishError) -> u8 {
     match e {
         PublishError::InvalidDataset { .. }
         | PublishError::InvalidConfig { .. }
-        | PublishError::CredentialsMissing { .. } => EXIT_USAGE,
+        | PublishError::CredentialsMissing { .. }
+        | PublishError::CredentialsFile { .. } => EXIT_USAGE,
         _ => EXIT_FAILED,
     }
 }
 
-fn targets(args: &QueryArgs) -> Result<(StoreConfig, Vec<CatalogTarget>), PublishError> {
+fn targets(
+    args: &QueryArgs,
+) -> Result<(StoreConfig, Credentials, Vec<CatalogTarget>), PublishError> {
     let dataset = args.dataset.as_deref().map(DatasetId::parse).transpose()?;
     let config = args.store.config();
     config.validate()?;
-    let creds = Credentials::from_env()?;
+    let creds = Credentials::load()?;
     let store = Store::new(config.clone(), &creds, args.store.transfer())?;
     let p = Publisher::new(store);
     p.store().check_bucket(p.keys().prefix())?;
-    Ok((config, catalog_targets(&p, dataset.as_ref())?))
+    let targets = catalog_targets(&p, dataset.as_ref())?;
+    Ok((config, creds, targets))
 }
 
 /// `host:port` of an endpoint URL, and whether it is https.
@@ -79,7 +83,7 @@ fn host_port(endpoint: &str) -> (String, bool) {
 
 /// Run `wshard query`; returns the exit code.
 pub fn run(args: &QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let (config, targets) = match targets(args) {
+    let (config, creds, targets) = match targets(args) {
         Ok(t) => t,
         Err(e) => {
             let _ = writeln!(err, "wshard query: {e}");
@@ -96,6 +100,8 @@ pub fn run(args: &QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     };
     let py = python();
     let mut cmd = Command::new(&py);
+    // From the environment or the credentials file: DuckDB gets them in its environment.
+    creds.export_to(&mut cmd);
     cmd.arg("-c")
         .arg(QUERY_SCRIPT)
         .args(["--endpoint", &endpoint])
