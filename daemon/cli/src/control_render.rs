@@ -378,6 +378,59 @@ mod tests {
     }
 
     #[test]
+    fn control_render_upload_lines_and_columns() {
+        let status = json!({"daemon": {"version": "0.1.0", "pid": 1, "uptime_s": 1.0,
+            "disk": {}, "counters": {}, "recovery": []},
+            "upload": {"enabled": true, "state": "offline", "dataset": "lab/pick",
+                "robot": "arm-3", "pending_bytes": 2048, "sent_bytes_total": 1024,
+                "queue": {"queued": 1, "uploading": 1, "uploaded": 0, "published": 2,
+                          "evicted": 0},
+                "current": {"episode": "ep9", "file": "c", "size": 4096, "parts_done": 1,
+                            "parts_total": 4},
+                "last_error": {"kind": "endpoint_unreachable", "message": "down\nnow"}},
+            "episodes": []});
+        let mut out = Vec::new();
+        render_status(&status, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("upload          offline to lab/pick as arm-3: 2.0 KiB pending, 1.0 KiB sent; episodes 1 queued, 1 uploading, 2 published, 0 evicted"),
+            "{text}"
+        );
+        assert!(
+            text.contains("upload current  ep9/c (4.0 KiB): part 1 of 4"),
+            "{text}"
+        );
+        assert!(
+            text.contains("upload error    endpoint_unreachable: down now"),
+            "{text}"
+        );
+        let off = json!({"daemon": {"disk": {}, "counters": {}, "recovery": []},
+            "upload": {"enabled": false, "state": "disabled"}, "episodes": []});
+        let mut out = Vec::new();
+        render_status(&off, &mut out).unwrap();
+        assert!(!String::from_utf8(out).unwrap().contains("upload"));
+        let eps = json!({"episodes": [
+            {"episode": "a", "open": true, "status": "recording", "timesteps": 5, "chunks": 0,
+             "received_bytes": 1536, "on_disk_bytes": 0, "reason": null, "upload": null},
+            {"episode": "b", "open": false, "status": "complete", "timesteps": 9, "chunks": 1,
+             "received_bytes": null, "on_disk_bytes": 2048, "reason": null,
+             "upload": {"state": "uploading", "pending_bytes": 1024}},
+        ]});
+        let mut out = Vec::new();
+        render_episodes(&eps, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].contains("on disk  upload     pending  reason"),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains(" -  ") && lines[2].contains("uploading  1.0 KiB"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn control_render_episodes_table() {
         let r = json!({"episodes": [
             {"episode": "a", "open": true, "status": "recording", "timesteps": 5, "chunks": 0,
