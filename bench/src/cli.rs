@@ -15,6 +15,9 @@ benchmarks:
   multirate three producer processes (1 kHz joints, 200 Hz IMU with events, 30 Hz cameras)
             into one multi-stream episode vs three single-stream episodes, then the aligned
             read vs the raw streams (options: `wshard-bench multirate --help`)
+  robot-upload  the daemon's uploader against s3s-fs: recording (joints, cameras) with
+            the uploader running vs not; resume after a SIGKILL at 50 % of a multipart
+            upload (options: `wshard-bench robot-upload --help`)
   upload    `wshard publish` to a real S3 server (s3s-fs) vs a plain multipart put of the
             same bytes with the same client; re-publish bytes (options: `wshard-bench
             upload --help`)
@@ -85,6 +88,7 @@ pub enum Command {
     Help,
     Format(FormatArgs),
     Record(RecordArgs),
+    RobotUpload(crate::robot_upload::UploadArgs),
     Multirate(crate::multirate::args::MultirateArgs),
     /// Internal: one producer process of `multirate`.
     MultirateProducer(crate::multirate::producer::ProducerArgs),
@@ -189,6 +193,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command> {
         "record" | "--record" => parse_record(it),
         "multirate" => crate::multirate::args::parse(it).map(Command::Multirate),
         "remote-read" => crate::remote_read::parse(it).map(Command::RemoteRead),
+        "robot-upload" => crate::robot_upload::parse(it).map(Command::RobotUpload),
         "multirate-producer" => {
             crate::multirate::args::parse_producer(it).map(Command::MultirateProducer)
         }

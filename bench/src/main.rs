@@ -2,6 +2,7 @@
 //!
 //! - `format`: the wshard format library (see [`format`]).
 //! - `record`: the recorder daemon through its socket (see [`record`]).
+//! - `robot-upload`: the daemon's uploader: recording with it running vs not, resume after a kill (see [`robot_upload`]).
 //! - `upload`: `wshard publish` to s3s-fs vs a plain multipart put (see [`upload`]).
 //! - `multirate`: three producer processes into one multi-stream episode vs three episodes (see [`multirate`]).
 //! - `remote-read`: requests and bytes of one remote block read (see [`remote_read`]).
@@ -16,6 +17,7 @@ mod multirate;
 mod record;
 mod remote_read;
 mod report;
+mod robot_upload;
 mod scratch;
 mod stats;
 mod throughput;
@@ -35,6 +37,7 @@ fn main() -> ExitCode {
         Command::Format(args) => format::run(&args),
         Command::Record(args) => record::run(&args),
         Command::Multirate(args) => multirate::run(&args),
+        Command::RobotUpload(args) => robot_upload::run(&args),
         Command::MultirateProducer(args) => multirate::producer::run(&args),
         Command::Upload(args) => upload::run(&args),
         Command::RemoteRead(None) => {

@@ -32,6 +32,7 @@ mod kinds;
 mod load;
 mod octal;
 mod parse;
+mod publish;
 mod reload;
 mod schema;
 mod service;
@@ -46,6 +47,7 @@ pub use load::{
     SYSTEM_CONFIG_PATH,
 };
 pub use octal::{format_mode, parse_mode, ModeTextError, MAX_MODE};
+pub use publish::{PublishConfig, MAX_PUBLISH_PART_BYTES, MAX_ROBOT_BYTES, MIN_PUBLISH_PART_BYTES};
 pub use reload::{schema_keys, ReloadClass};
 pub use schema::{
     Config, DurabilityConfig, FsyncConfig, LimitsConfig, LogConfig, QueuesConfig, RecoveryConfig,

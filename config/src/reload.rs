@@ -69,6 +69,22 @@ static KEYS: &[KeyDiff] = &[
     key!(Applied, disk.high_watermark_free_bytes),
     key!(Applied, disk.check_interval_ms),
     key!(Applied, disk.preallocate),
+    key!(Restart, publish.enabled),
+    key!(Restart, publish.endpoint),
+    key!(Restart, publish.bucket),
+    key!(Restart, publish.prefix),
+    key!(Restart, publish.region),
+    key!(Restart, publish.allow_http),
+    key!(Restart, publish.dataset),
+    key!(Restart, publish.robot),
+    key!(Restart, publish.bandwidth_limit_bytes_per_s),
+    key!(Restart, publish.part_size_bytes),
+    key!(Restart, publish.multipart_threshold_bytes),
+    key!(Restart, publish.scan_interval_ms),
+    key!(Restart, publish.retry_min_ms),
+    key!(Restart, publish.retry_max_ms),
+    key!(Restart, publish.delete_after_publish),
+    key!(Restart, publish.quota_bytes),
 ];
 
 /// Every leaf key of the schema (`codecs.channels` counts as one) with its reload class.

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::codecs::CodecsConfig;
 use crate::deprecated::Deprecation;
 use crate::kinds::{durability_text, Durability, FsyncPolicy, FsyncPolicyKind, LogLevel};
+use crate::publish::PublishConfig;
 use crate::service::{AccessConfig, ControlConfig, DiskConfig};
 
 /// 1 MiB.
@@ -39,6 +40,8 @@ pub struct Config {
     pub control: ControlConfig,
     pub access: AccessConfig,
     pub disk: DiskConfig,
+    /// The robot's uploader (off by default).
+    pub publish: PublishConfig,
     /// Deprecated keys the file used (read under their new names), for the daemon to warn
     /// about. Not a key.
     #[serde(skip)]
@@ -61,6 +64,7 @@ impl Default for Config {
             control: ControlConfig::default(),
             access: AccessConfig::default(),
             disk: DiskConfig::default(),
+            publish: PublishConfig::default(),
             deprecations: Vec::new(),
         }
     }

@@ -177,6 +177,7 @@ fn config_reload_table_covers_every_leaf_key() {
         "control",
         "access",
         "disk",
+        "publish",
     ];
     let leaves: BTreeSet<String> = default_key_paths()
         .into_iter()

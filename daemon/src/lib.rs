@@ -11,6 +11,8 @@
 //!   shared-memory transports.
 //! - [`runtime`]: process-level services ingest and control share: the server context and
 //!   the settings from the config, access, disk, sockets, the data directory lock, systemd.
+//! - [`upload`]: the robot's uploader: the durable upload queue of finished episodes, the
+//!   upload thread, retention and the quota (`[publish]`).
 //! - `registry`: the open episodes and daemon counters, for status and metrics.
 //! - [`multi`]: an open multi-stream episode: its index, streams and events (protocol v2).
 //! - [`recovery`]: replaying journals after a crash.
@@ -38,3 +40,4 @@ pub(crate) mod registry;
 pub mod runtime;
 pub mod server;
 pub mod session;
+pub mod upload;

@@ -18,6 +18,9 @@ use crate::runtime::settings::{session_settings, tunables};
 use crate::runtime::supervise::Service;
 use crate::runtime::ServerContext;
 
+/// How long shutdown waits for the upload thread to leave a store call.
+const UPLOADER_STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Why the daemon could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -132,6 +135,26 @@ pub fn run(
     service.ready(&ctx.registry);
     // Set once every connection has finished: the supervisor's last word.
     let finished = AtomicBool::new(false);
+    // The robot's uploader: its own thread (never joined by recording), after recovery.
+    let uploader = if cfg.publish.enabled {
+        let settings = crate::upload::UploaderSettings::from_config(cfg);
+        match crate::upload::spawn(
+            ctx.fs.clone(),
+            settings,
+            ctx.upload.clone(),
+            control.shutdown.clone(),
+        ) {
+            Ok(h) => Some(h),
+            Err(e) => {
+                tracing::error!("the uploader thread cannot start: {e}");
+                ctx.upload
+                    .set_error(crate::upload::UploaderState::Error, "thread", e.to_string());
+                None
+            }
+        }
+    } else {
+        None
+    };
     std::thread::scope(|s| {
         s.spawn(|| service.supervise(&ctx.registry, &control.shutdown, &finished));
         s.spawn(|| {
@@ -167,6 +190,9 @@ pub fn run(
         accept_loop(&listener, &ctx);
         finished.store(true, Ordering::Release);
     });
+    if let Some(h) = uploader {
+        h.finish(UPLOADER_STOP_WAIT);
+    }
     drop(listener);
     ingest_file.remove();
     control_file.remove();

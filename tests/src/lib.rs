@@ -38,6 +38,7 @@ pub mod remote;
 pub mod rng;
 pub mod s3;
 pub mod shm;
+pub mod upload;
 pub mod workload;
 
 pub use daemon::{Daemon, DaemonOptions};

@@ -77,13 +77,19 @@ fn strip_ansi(line: &str) -> String {
 
 /// Start s3s-fs on `root` with the test keys; its log to `log`; returns it and its URL.
 fn spawn(root: &Path, log: &Path) -> (Child, String) {
+    spawn_on(root, log, 0)
+}
+
+/// [`spawn`] on `port` (0: any).
+fn spawn_on(root: &Path, log: &Path, port: u16) -> (Child, String) {
     let bin = s3s_fs_binary();
+    let port = port.to_string();
     let mut child = Command::new(&bin)
         .args([
             "--host",
             "127.0.0.1",
             "--port",
-            "0",
+            &port,
             "--access-key",
             ACCESS_KEY,
         ])
@@ -148,6 +154,28 @@ impl S3Server {
         self.stop();
         let log = self.dir.path().join("s3s-fs.restarted.log");
         let (child, endpoint) = spawn(&self.store_root(), &log);
+        self.child = child;
+        self.endpoint = endpoint;
+        self.log = log;
+    }
+
+    /// Stop the server and start it again on the same directory and the same port (the
+    /// endpoint a daemon's config names stays valid).
+    pub fn restart_same_port(&mut self) {
+        self.stop();
+        self.start_again_same_port();
+    }
+
+    /// Start the server again after [`S3Server::stop`], on the same port.
+    pub fn start_again_same_port(&mut self) {
+        let port = self
+            .endpoint
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse::<u16>().ok())
+            .expect("endpoint port");
+        let log = self.dir.path().join("s3s-fs.again.log");
+        let (child, endpoint) = spawn_on(&self.store_root(), &log, port);
         self.child = child;
         self.endpoint = endpoint;
         self.log = log;

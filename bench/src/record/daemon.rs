@@ -304,9 +304,28 @@ impl Daemon {
     /// # Errors
     /// When the daemon cannot be started or does not come up within 20 s.
     pub fn start(bin: &Path, dir: &Path, config: DaemonConfig) -> Result<Self> {
+        Self::start_with(bin, dir, config, "")
+    }
+
+    /// [`Daemon::start`] with `extra_toml` appended to the config (tables the benchmark
+    /// config does not write, e.g. `[publish]`).
+    ///
+    /// # Errors
+    /// As [`Daemon::start`].
+    pub fn start_with(
+        bin: &Path,
+        dir: &Path,
+        config: DaemonConfig,
+        extra_toml: &str,
+    ) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(|e| io_ctx("create", dir, e))?;
         let cfg_path = dir.join("wshardd.toml");
-        std::fs::write(&cfg_path, config.toml()).map_err(|e| io_ctx("write", &cfg_path, e))?;
+        let text = format!(
+            "{}
+{extra_toml}",
+            config.toml()
+        );
+        std::fs::write(&cfg_path, text).map_err(|e| io_ctx("write", &cfg_path, e))?;
         let log_path = dir.join("wshardd.log");
         let log = std::fs::File::create(&log_path).map_err(|e| io_ctx("create", &log_path, e))?;
         let child = Command::new(bin)
@@ -394,6 +413,13 @@ impl Daemon {
     /// The episode's directory.
     pub fn episode_dir(&self, episode: &str) -> PathBuf {
         self.data_dir.join(episode)
+    }
+
+    /// SIGKILL, at once (the crash case of the upload benchmark).
+    pub fn kill9(mut self) {
+        self.sampler = None;
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// SIGTERM, wait (10 s), else SIGKILL.

@@ -124,6 +124,7 @@ pub fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
         num(&c["episodes_stopped"]),
         num(&c["episodes_refused_disk"])
     )?;
+    render_upload(&r["upload"], out)?;
     let recovery = d["recovery"].as_array().map_or(&[][..], Vec::as_slice);
     if recovery.is_empty() {
         writeln!(out, "recovery        nothing to recover at startup")?;
@@ -212,6 +213,48 @@ pub fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
     render_producer_counters(eps, out)
 }
 
+/// The uploader's line(s) of `status` (`status.upload`); nothing when it is off.
+fn render_upload(up: &Value, out: &mut dyn Write) -> io::Result<()> {
+    if up["enabled"] != Value::Bool(true) {
+        return Ok(());
+    }
+    let q = &up["queue"];
+    writeln!(
+        out,
+        "upload          {} to {} as {}: {} pending, {} sent; episodes {} queued, {} uploading, \
+         {} published, {} evicted",
+        num(&up["state"]),
+        num(&up["dataset"]),
+        num(&up["robot"]),
+        human_bytes(u(&up["pending_bytes"])),
+        human_bytes(u(&up["sent_bytes_total"])),
+        u(&q["queued"]) + u(&q["uploaded"]),
+        num(&q["uploading"]),
+        num(&q["published"]),
+        num(&q["evicted"])
+    )?;
+    if let Some(c) = up["current"].as_object() {
+        writeln!(
+            out,
+            "upload current  {}/{} ({}): part {} of {}",
+            num(&c["episode"]),
+            num(&c["file"]),
+            human_bytes(u(&c["size"])),
+            num(&c["parts_done"]),
+            num(&c["parts_total"])
+        )?;
+    }
+    if let Some(e) = up["last_error"].as_object() {
+        writeln!(
+            out,
+            "upload error    {}: {}",
+            num(&e["kind"]),
+            e["message"].as_str().unwrap_or("").replace('\n', " ")
+        )?;
+    }
+    Ok(())
+}
+
 /// The producers' own counters (`COUNTERS`, protocol version 2) of the open episodes and
 /// streams, one row per counter; nothing when no producer sent any.
 fn render_producer_counters(eps: &[Value], out: &mut dyn Write) -> io::Result<()> {
@@ -246,30 +289,43 @@ pub fn render_episodes(r: &Value, out: &mut dyn Write) -> io::Result<()> {
     if eps.is_empty() {
         return writeln!(out, "no episodes");
     }
-    let mut t = Table::new(&[
+    // The upload columns only when the uploader is on (some row has an `upload`).
+    let uploads = eps.iter().any(|e| e["upload"].is_object());
+    let mut columns = vec![
         ("episode", Align::Left),
         ("status", Align::Left),
         (TIMESTEPS, Align::Right),
         ("chunks", Align::Right),
         (RECEIVED, Align::Right),
         (ON_DISK, Align::Right),
-        ("reason", Align::Left),
-    ]);
+    ];
+    if uploads {
+        columns.push(("upload", Align::Left));
+        columns.push(("pending", Align::Right));
+    }
+    columns.push(("reason", Align::Left));
+    let mut t = Table::new(&columns);
     for e in eps {
         let status = if e["open"] == Value::Bool(true) {
             "recording (open)".to_owned()
         } else {
             num(&e["status"])
         };
-        t.push(vec![
+        let mut row = vec![
             num(&e["episode"]),
             status,
             num(&e["timesteps"]),
             num(&e["chunks"]),
             bytes_cell(&e["received_bytes"]),
             bytes_cell(&e["on_disk_bytes"]),
-            e["reason"].as_str().unwrap_or("").replace('\n', " "),
-        ]);
+        ];
+        if uploads {
+            let up = &e["upload"];
+            row.push(up["state"].as_str().unwrap_or("-").to_owned());
+            row.push(bytes_cell(&up["pending_bytes"]));
+        }
+        row.push(e["reason"].as_str().unwrap_or("").replace('\n', " "));
+        t.push(row);
     }
     t.write(out)
 }
@@ -319,6 +375,59 @@ mod tests {
         assert_eq!(human_duration(12.34), "12.3s");
         assert_eq!(human_duration(3725.0), "1h02m");
         assert_eq!(human_duration(245.0), "4m05s");
+    }
+
+    #[test]
+    fn control_render_upload_lines_and_columns() {
+        let status = json!({"daemon": {"version": "0.1.0", "pid": 1, "uptime_s": 1.0,
+            "disk": {}, "counters": {}, "recovery": []},
+            "upload": {"enabled": true, "state": "offline", "dataset": "lab/pick",
+                "robot": "arm-3", "pending_bytes": 2048, "sent_bytes_total": 1024,
+                "queue": {"queued": 1, "uploading": 1, "uploaded": 0, "published": 2,
+                          "evicted": 0},
+                "current": {"episode": "ep9", "file": "c", "size": 4096, "parts_done": 1,
+                            "parts_total": 4},
+                "last_error": {"kind": "endpoint_unreachable", "message": "down\nnow"}},
+            "episodes": []});
+        let mut out = Vec::new();
+        render_status(&status, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("upload          offline to lab/pick as arm-3: 2.0 KiB pending, 1.0 KiB sent; episodes 1 queued, 1 uploading, 2 published, 0 evicted"),
+            "{text}"
+        );
+        assert!(
+            text.contains("upload current  ep9/c (4.0 KiB): part 1 of 4"),
+            "{text}"
+        );
+        assert!(
+            text.contains("upload error    endpoint_unreachable: down now"),
+            "{text}"
+        );
+        let off = json!({"daemon": {"disk": {}, "counters": {}, "recovery": []},
+            "upload": {"enabled": false, "state": "disabled"}, "episodes": []});
+        let mut out = Vec::new();
+        render_status(&off, &mut out).unwrap();
+        assert!(!String::from_utf8(out).unwrap().contains("upload"));
+        let eps = json!({"episodes": [
+            {"episode": "a", "open": true, "status": "recording", "timesteps": 5, "chunks": 0,
+             "received_bytes": 1536, "on_disk_bytes": 0, "reason": null, "upload": null},
+            {"episode": "b", "open": false, "status": "complete", "timesteps": 9, "chunks": 1,
+             "received_bytes": null, "on_disk_bytes": 2048, "reason": null,
+             "upload": {"state": "uploading", "pending_bytes": 1024}},
+        ]});
+        let mut out = Vec::new();
+        render_episodes(&eps, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].contains("on disk  upload     pending  reason"),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains(" -  ") && lines[2].contains("uploading  1.0 KiB"),
+            "{text}"
+        );
     }
 
     #[test]

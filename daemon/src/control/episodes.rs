@@ -133,5 +133,29 @@ pub fn list(st: &ControlState) -> Value {
             }),
         );
     }
+    // The uploader's view of each episode; an evicted one has no directory left: listed
+    // from the queue (remote only).
+    let up = st.ctx.upload.snapshot();
+    for (id, (state, _)) in &up.episodes {
+        if *state == "evicted" && !all.contains_key(id) {
+            all.insert(
+                id.clone(),
+                json!({
+                    "episode": id,
+                    "open": false,
+                    "status": Value::Null,
+                    "reason": Value::Null,
+                    "timesteps": Value::Null,
+                    "chunks": Value::Null,
+                    "received_bytes": Value::Null,
+                    "on_disk_bytes": 0,
+                    "bytes": 0,
+                }),
+            );
+        }
+    }
+    for (id, v) in &mut all {
+        v["upload"] = super::upload::episode_upload(&up, id);
+    }
     json!({ "episodes": all.into_values().collect::<Vec<_>>() })
 }

@@ -205,6 +205,7 @@ fn daemon(st: &ControlState, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
         &count(reg.episodes().len()),
     )?;
     disk(st, enc)?;
+    super::upload::metrics(st, enc)?;
     recovery(st, enc)
 }
 

@@ -12,6 +12,7 @@
 //! - [`on_disk`]: an episode's chunk-file bytes and length from its manifest, for both.
 //! - [`close`]: `close EPISODE`. [`metrics`]: the exposition (prometheus-client).
 //! - [`annotate`]: `annotate EPISODE`, with its arguments in [`annotate_request`].
+//! - [`upload`]: the robot's uploader in `status`, `episodes` and the metrics.
 //! - [`rates`]: per-episode rates, from samples taken every second.
 //! - [`http`]: `GET /metrics` on `control.metrics_listen` (hyper on a one-thread tokio
 //!   runtime of its own).
@@ -37,6 +38,7 @@ pub mod request_io;
 pub mod server;
 pub mod state;
 pub mod status;
+pub mod upload;
 
 use std::os::unix::net::UnixListener;
 use std::sync::Arc;

@@ -176,6 +176,7 @@ pub fn snapshot(st: &ControlState) -> Value {
             "counters": counters_json(&reg.counters),
             "recovery": recovery,
         },
+        "upload": super::upload::status_json(st),
         "episodes": episodes,
     })
 }

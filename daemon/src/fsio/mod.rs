@@ -95,6 +95,12 @@ pub trait Fs: Send + Sync {
     /// The OS error.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
 
+    /// Remove an empty directory.
+    ///
+    /// # Errors
+    /// The OS error (`ENOTEMPTY` for a directory that is not empty).
+    fn remove_dir(&self, path: &Path) -> io::Result<()>;
+
     /// Create one directory; fails with `AlreadyExists` if it exists.
     ///
     /// # Errors
@@ -218,6 +224,10 @@ impl Fs for RealFs {
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         std::fs::remove_file(path)
+    }
+
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_dir(path)
     }
 
     fn create_dir(&self, path: &Path) -> io::Result<()> {

@@ -86,7 +86,8 @@ pub fn recover_episode_with(
     Ok(report)
 }
 
-/// Recover every episode under `data_dir` (the quarantine directory is skipped).
+/// Recover every episode under `data_dir` (the quarantine directory and hidden entries such
+/// as `.upload` are skipped).
 /// Failures are reported per episode and do not stop the others.
 #[must_use]
 pub fn recover_all(
@@ -112,7 +113,9 @@ pub fn recover_all_with(
     for dir in entries {
         let name = file_name(&dir);
         // Through `fs` (not `Path::is_dir`), so that recovery sees what the `Fs` holds.
-        if name == QUARANTINE_DIR || fs.read_dir(&dir).is_err() {
+        // Hidden entries are the daemon's own (`.upload`: the upload queue and the
+        // episodes being evicted), never episodes.
+        if name == QUARANTINE_DIR || name.starts_with('.') || fs.read_dir(&dir).is_err() {
             continue;
         }
         if let Err(e) = validate_episode_id(&name, MAX_EPISODE_ID_BYTES) {

@@ -15,6 +15,7 @@ use crate::episode::Durability;
 use crate::fsio::Fs;
 use crate::registry::Registry;
 use crate::session::SessionSettings;
+use crate::upload::UploadShared;
 
 /// Limits enforced per connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +45,8 @@ pub struct ServerContext {
     pub(crate) access: RwLock<AccessPolicy>,
     /// Free space against the `[disk]` watermarks (SIGHUP replaces them).
     pub(crate) disk: DiskMonitor,
+    /// The robot's uploader, as status, episodes and metrics show it.
+    pub(crate) upload: Arc<UploadShared>,
 }
 
 impl std::fmt::Debug for ServerContext {
@@ -85,6 +88,7 @@ impl ServerContext {
             registry,
             access: RwLock::new(AccessPolicy::from_config(cfg)),
             disk,
+            upload: Arc::new(UploadShared::new(cfg.publish.enabled)),
         }
     }
 

@@ -1,5 +1,5 @@
 //! Process-level services that ingest and control share: the server context and settings.
-//! It may call `registry`, `session`, `episode` and `fsio`; never `ingest`, `control` or `server`.
+//! It may call `registry`, `session`, `upload`, `episode` and `fsio`; never `ingest`, `control` or `server`.
 //!
 //! - `context`: the `ServerContext` every connection and the control socket hold.
 //! - `settings`: the config mapped to episode settings and the parts SIGHUP may change.

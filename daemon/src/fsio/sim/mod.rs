@@ -424,6 +424,18 @@ impl Fs for SimFs {
         })
     }
 
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        self.lock().op(OpKind::Remove, path, None, |st| {
+            let (dir, name) = st.parent(path)?;
+            let ino = *st.dir(dir)?.live.get(&name).ok_or_else(|| os(ENOENT))?;
+            if !st.dir(ino)?.live.is_empty() {
+                return Err(os(ENOTEMPTY));
+            }
+            st.dir_mut(dir)?.live.remove(&name);
+            Ok(())
+        })
+    }
+
     fn create_dir(&self, path: &Path) -> io::Result<()> {
         self.lock()
             .op(OpKind::Create, path, None, |st| st.mkdir(path, true))

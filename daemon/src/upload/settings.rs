@@ -1,0 +1,103 @@
+//! What the uploader takes from the config ([`UploaderSettings`]: `[publish]` and the
+//! `[disk]` low watermark), and the robot name when `publish.robot` is empty (the host
+//! name).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use wshard_publish::{StoreConfig, TransferOptions};
+
+use super::evict::EvictPolicy;
+
+/// What the uploader needs from the config.
+#[derive(Clone, Debug)]
+pub struct UploaderSettings {
+    /// Where the episodes are.
+    pub data_dir: PathBuf,
+    /// Where the queue log is (`data_dir/.upload`).
+    pub queue_dir: PathBuf,
+    pub store: StoreConfig,
+    pub transfer: TransferOptions,
+    /// `workspace/name`.
+    pub dataset: String,
+    /// Manifest key prefix and catalog robot.
+    pub robot: String,
+    pub bandwidth_limit_bytes_per_s: u64,
+    pub scan_interval: Duration,
+    pub retry_min: Duration,
+    pub retry_max: Duration,
+    pub evict: EvictPolicy,
+}
+
+impl UploaderSettings {
+    /// From the config (`[publish]`, `[disk]`).
+    #[must_use]
+    pub fn from_config(cfg: &wshardd_config::Config) -> Self {
+        let p = &cfg.publish;
+        let robot = if p.robot.is_empty() {
+            host_name()
+        } else {
+            p.robot.clone()
+        };
+        Self {
+            data_dir: cfg.data_dir.clone(),
+            queue_dir: cfg.data_dir.join(super::UPLOAD_DIR),
+            store: StoreConfig {
+                endpoint: p.endpoint.clone(),
+                bucket: p.bucket.clone(),
+                prefix: p.prefix.clone(),
+                region: p.region.clone(),
+                allow_http: p.allow_http,
+            },
+            transfer: TransferOptions {
+                multipart_threshold: p.multipart_threshold_bytes,
+                part_size: usize::try_from(p.part_size_bytes).unwrap_or(usize::MAX),
+                // The uploader retries by itself, offline-first: the client gives up soon.
+                max_retries: 1,
+                connect_timeout: Duration::from_secs(5),
+                retry_timeout: Duration::from_secs(20),
+            },
+            dataset: p.dataset.clone(),
+            robot,
+            bandwidth_limit_bytes_per_s: p.bandwidth_limit_bytes_per_s,
+            scan_interval: p.scan_interval(),
+            retry_min: p.retry_min(),
+            retry_max: p.retry_max(),
+            evict: EvictPolicy {
+                delete_after_publish: p.delete_after_publish,
+                quota_bytes: p.quota_bytes,
+                low_watermark_free_bytes: cfg.disk.low_watermark_free_bytes,
+            },
+        }
+    }
+}
+
+/// The host name as a manifest key component (`[A-Za-z0-9_.-]`, `robot` when unknown).
+#[must_use]
+pub fn host_name() -> String {
+    let raw = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_default();
+    let clean: String = raw
+        .trim()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(MAX_ROBOT)
+        .collect();
+    let clean = clean.trim_start_matches('.').to_owned();
+    if clean.is_empty() {
+        "robot".to_owned()
+    } else {
+        clean
+    }
+}
+
+/// Longest robot name taken from the host name.
+pub const MAX_ROBOT: usize = wshardd_config::MAX_ROBOT_BYTES;

@@ -1,0 +1,314 @@
+//! The upload queue replayed from its log ([`QueueState`]): every episode with its state
+//! and files, the blobs verified on the store, and the multipart uploads in progress with
+//! their stored parts.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::record::{QueuedFile, Record};
+
+/// Where one episode stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EpisodeUpload {
+    /// Enqueued; no blob of it verified yet.
+    Queued,
+    /// Some of its blobs are verified on the store.
+    Uploading,
+    /// Every blob verified; not yet in the dataset.
+    Uploaded,
+    /// In the dataset (its `latest.json` points at a version holding it).
+    Published,
+    /// Published, and its local copy is being removed.
+    Evicting,
+    /// Published; the local copy is gone.
+    Evicted,
+}
+
+impl EpisodeUpload {
+    /// `queued`, `uploading`, `uploaded`, `published`, `evicting`, `evicted`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Uploading => "uploading",
+            Self::Uploaded => "uploaded",
+            Self::Published => "published",
+            Self::Evicting => "evicting",
+            Self::Evicted => "evicted",
+        }
+    }
+}
+
+/// One episode of the queue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueuedEpisode {
+    /// Order of enqueueing (0 first): eviction goes oldest first.
+    pub seq: u64,
+    pub status: String,
+    pub files: Vec<QueuedFile>,
+    /// At least `uploaded`: the stage the log reached (`Queued` until then).
+    pub stage: EpisodeUpload,
+    /// The dataset and version that published it.
+    pub dataset: Option<String>,
+    pub version: Option<String>,
+}
+
+/// A multipart upload in progress.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Multipart {
+    pub key: String,
+    pub upload_id: String,
+    pub part_size: u64,
+    /// Stored parts: index -> ETag.
+    pub parts: BTreeMap<usize, String>,
+}
+
+/// The queue.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueState {
+    pub episodes: BTreeMap<String, QueuedEpisode>,
+    /// Blobs verified on the store.
+    pub blobs: BTreeSet<String>,
+    /// Multipart uploads in progress, by blob.
+    pub multipart: BTreeMap<String, Multipart>,
+    next_seq: u64,
+}
+
+impl QueueState {
+    /// Apply one record. A record about an episode not enqueued is ignored (it cannot be
+    /// written that way; a damaged log is read as far as it goes).
+    pub fn apply(&mut self, r: &Record) {
+        match r {
+            Record::Enqueue {
+                episode,
+                status,
+                files,
+            } => {
+                let seq = self.next_seq;
+                self.next_seq += 1;
+                self.episodes.insert(
+                    episode.clone(),
+                    QueuedEpisode {
+                        seq,
+                        status: status.clone(),
+                        files: files.clone(),
+                        stage: EpisodeUpload::Queued,
+                        dataset: None,
+                        version: None,
+                    },
+                );
+            }
+            Record::Mpu {
+                sha256,
+                key,
+                upload_id,
+                part_size,
+            } => {
+                self.multipart.insert(
+                    sha256.clone(),
+                    Multipart {
+                        key: key.clone(),
+                        upload_id: upload_id.clone(),
+                        part_size: *part_size,
+                        parts: BTreeMap::new(),
+                    },
+                );
+            }
+            Record::Part { sha256, idx, e_tag } => {
+                if let Some(m) = self.multipart.get_mut(sha256) {
+                    m.parts.insert(*idx, e_tag.clone());
+                }
+            }
+            Record::Blob { sha256 } => {
+                self.multipart.remove(sha256);
+                self.blobs.insert(sha256.clone());
+            }
+            Record::Uploaded { episode } => self.stage(episode, EpisodeUpload::Uploaded),
+            Record::Published {
+                episode,
+                dataset,
+                version,
+            } => {
+                self.stage(episode, EpisodeUpload::Published);
+                if let Some(e) = self.episodes.get_mut(episode) {
+                    e.dataset = Some(dataset.clone());
+                    e.version = Some(version.clone());
+                }
+            }
+            Record::Evicting { episode } => self.stage(episode, EpisodeUpload::Evicting),
+            Record::Evicted { episode } => self.stage(episode, EpisodeUpload::Evicted),
+        }
+    }
+
+    fn stage(&mut self, episode: &str, stage: EpisodeUpload) {
+        if let Some(e) = self.episodes.get_mut(episode) {
+            e.stage = e.stage.max(stage);
+        }
+    }
+
+    /// Replay `records` from an empty queue.
+    #[must_use]
+    pub fn replay<'a>(records: impl IntoIterator<Item = &'a Record>) -> Self {
+        let mut s = Self::default();
+        for r in records {
+            s.apply(r);
+        }
+        s
+    }
+
+    /// The state of `episode` as shown: `uploading` once a blob of it (or a part) is
+    /// stored, else the stage.
+    #[must_use]
+    pub fn state_of(&self, episode: &str) -> Option<EpisodeUpload> {
+        let e = self.episodes.get(episode)?;
+        if e.stage > EpisodeUpload::Queued {
+            return Some(e.stage);
+        }
+        let started = e.files.iter().any(|f| {
+            self.blobs.contains(&f.sha256)
+                || self
+                    .multipart
+                    .get(&f.sha256)
+                    .is_some_and(|m| !m.parts.is_empty())
+        });
+        Some(if started {
+            EpisodeUpload::Uploading
+        } else {
+            EpisodeUpload::Queued
+        })
+    }
+
+    /// Bytes of `episode` not yet on the store (stored parts count as sent).
+    #[must_use]
+    pub fn pending_bytes(&self, episode: &str) -> u64 {
+        let Some(e) = self.episodes.get(episode) else {
+            return 0;
+        };
+        if e.stage >= EpisodeUpload::Uploaded {
+            return 0;
+        }
+        let mut seen = BTreeSet::new();
+        e.files
+            .iter()
+            .filter(|f| !self.blobs.contains(&f.sha256) && seen.insert(f.sha256.as_str()))
+            .map(|f| {
+                let done = self.multipart.get(&f.sha256).map_or(0, |m| {
+                    m.parts
+                        .keys()
+                        .map(|&i| part_len(f.size, m.part_size, i))
+                        .sum()
+                });
+                f.size.saturating_sub(done)
+            })
+            .sum()
+    }
+
+    /// Episodes by state, for status.
+    #[must_use]
+    pub fn counts(&self) -> BTreeMap<&'static str, u64> {
+        let mut out: BTreeMap<&'static str, u64> = [
+            EpisodeUpload::Queued,
+            EpisodeUpload::Uploading,
+            EpisodeUpload::Uploaded,
+            EpisodeUpload::Published,
+            EpisodeUpload::Evicting,
+            EpisodeUpload::Evicted,
+        ]
+        .iter()
+        .map(|s| (s.name(), 0))
+        .collect();
+        for id in self.episodes.keys() {
+            if let Some(s) = self.state_of(id) {
+                *out.entry(s.name()).or_insert(0) += 1;
+            }
+        }
+        out
+    }
+
+    /// Bytes of every episode not yet on the store.
+    #[must_use]
+    pub fn total_pending_bytes(&self) -> u64 {
+        self.episodes.keys().map(|e| self.pending_bytes(e)).sum()
+    }
+
+    /// The episodes in enqueue order.
+    #[must_use]
+    pub fn in_order(&self) -> Vec<(&String, &QueuedEpisode)> {
+        let mut v: Vec<_> = self.episodes.iter().collect();
+        v.sort_by_key(|(_, e)| e.seq);
+        v
+    }
+
+    /// The records that rebuild this state (compaction): per episode in enqueue order its
+    /// `enqueue`, then every verified blob, the multipart uploads in progress with their
+    /// parts, then each episode's furthest stage.
+    #[must_use]
+    pub fn snapshot(&self) -> Vec<Record> {
+        let mut out = Vec::new();
+        let order = self.in_order();
+        for (id, e) in &order {
+            out.push(Record::Enqueue {
+                episode: (*id).clone(),
+                status: e.status.clone(),
+                files: e.files.clone(),
+            });
+        }
+        for sha256 in &self.blobs {
+            out.push(Record::Blob {
+                sha256: sha256.clone(),
+            });
+        }
+        for (sha256, m) in &self.multipart {
+            out.push(Record::Mpu {
+                sha256: sha256.clone(),
+                key: m.key.clone(),
+                upload_id: m.upload_id.clone(),
+                part_size: m.part_size,
+            });
+            for (&idx, e_tag) in &m.parts {
+                out.push(Record::Part {
+                    sha256: sha256.clone(),
+                    idx,
+                    e_tag: e_tag.clone(),
+                });
+            }
+        }
+        for (id, e) in &order {
+            let episode = (*id).clone();
+            if e.stage >= EpisodeUpload::Uploaded {
+                out.push(Record::Uploaded {
+                    episode: episode.clone(),
+                });
+            }
+            if e.stage >= EpisodeUpload::Published {
+                out.push(Record::Published {
+                    episode: episode.clone(),
+                    dataset: e.dataset.clone().unwrap_or_default(),
+                    version: e.version.clone().unwrap_or_default(),
+                });
+            }
+            if e.stage >= EpisodeUpload::Evicting {
+                out.push(Record::Evicting {
+                    episode: episode.clone(),
+                });
+            }
+            if e.stage >= EpisodeUpload::Evicted {
+                out.push(Record::Evicted { episode });
+            }
+        }
+        out
+    }
+}
+
+/// Bytes of part `idx` of a `size`-byte blob cut in `part_size` parts.
+#[must_use]
+pub fn part_len(size: u64, part_size: u64, idx: usize) -> u64 {
+    let start = (idx as u64).saturating_mul(part_size);
+    size.saturating_sub(start).min(part_size)
+}
+
+/// Parts of a `size`-byte blob (at least one).
+#[must_use]
+pub fn part_count(size: u64, part_size: u64) -> usize {
+    let n = size.div_ceil(part_size.max(1)).max(1);
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
