@@ -107,8 +107,10 @@ impl<'a> RemoteShard<'a> {
     /// Open `blob`: from the cache when it holds it, else with range requests.
     ///
     /// # Errors
-    /// [`PublishError::RemoteRead`] (naming the key) for a shard that does not parse; typed
-    /// store and cache errors.
+    /// [`PublishError::RemoteRead`] (naming the key) for a shard that does not parse;
+    /// [`PublishError::BlobMismatch`] when the object is not the blob named (another size
+    /// than known, or, fetched whole by the first request, another SHA-256); typed store
+    /// and cache errors.
     pub fn open(
         store: &'a Store,
         cache: Option<&BlobCache>,
@@ -133,11 +135,29 @@ impl<'a> RemoteShard<'a> {
         let first = store.get_range(&blob.key, 0, DEFAULT_PREFETCH_BYTES)?;
         let size = first.object_size;
         let head = first.bytes.to_vec();
+        let mismatch = |found: String| PublishError::BlobMismatch {
+            key: blob.key.clone(),
+            expected: match (&blob.sha256, blob.size) {
+                (Some(sha), Some(n)) => format!("sha256 {sha}, {n} bytes"),
+                (Some(sha), None) => format!("sha256 {sha}"),
+                (None, Some(n)) => format!("{n} bytes"),
+                (None, None) => "its content".into(),
+            },
+            found,
+        };
+        // An object of another size than the manifest's is not the blob it names.
+        if blob.size.is_some_and(|n| n != size) {
+            return Err(mismatch(format!("{size} bytes")));
+        }
         if head.len() as u64 == size {
-            // The whole object came: keep it when it is what its name says. A mismatch is
-            // not cached; the block reads below check each block's CRC.
-            if let (Some(cache), Some(sha)) = (cache, &blob.sha256) {
-                if sha256_hex(&head) == *sha {
+            // The whole object came: it must be what its name says (a larger object is
+            // checked block by block, by CRC, as it is read); then it is kept.
+            if let Some(sha) = &blob.sha256 {
+                let got = sha256_hex(&head);
+                if got != *sha {
+                    return Err(mismatch(format!("sha256 {got}, {size} bytes")));
+                }
+                if let Some(cache) = cache {
                     cache.insert_bytes(sha, &head)?;
                 }
             }

@@ -3,7 +3,7 @@
 //! meta blocks (inspect) or the block asked for (cat); a blob the cache holds is read from
 //! it. The bucket (and a dataset URL's prefix) come from the URL; the endpoint, region and
 //! `--allow-http` from the flags or the variables of [`crate::store_args`]; the credentials
-//! from the environment.
+//! from the environment, else the shared credentials file ([`Credentials::load`]).
 
 use std::io::Write;
 use std::path::Path;

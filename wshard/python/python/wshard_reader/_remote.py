@@ -293,7 +293,17 @@ class RemoteShard:
         else:
             self._fd = None
             head, size = store.get_range(self.key, 0, PREFETCH_BYTES)
-            if len(head) == size and blob["sha256"] and hashlib.sha256(head).hexdigest() == blob["sha256"]:
+            # An object of another size than the manifest's, or fetched whole and of another
+            # SHA-256, is not the blob it names (a larger one is checked block by block).
+            if blob["size"] is not None and size != blob["size"]:
+                raise CorruptDataError(
+                    f"{url}: {self.key} is {size} bytes, {blob['size']} expected", field="size")
+            if len(head) == size and blob["sha256"]:
+                got = hashlib.sha256(head).hexdigest()
+                if got != blob["sha256"]:
+                    raise CorruptDataError(
+                        f"{url}: {self.key} hashes to sha256 {got}, not {blob['sha256']}",
+                        field="sha256")
                 cache.insert(blob["sha256"], head)
             key = self.key
             fetch = lambda off, n: store.get_range(key, off, n)[0]  # noqa: E731
