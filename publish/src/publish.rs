@@ -485,7 +485,8 @@ impl Publisher {
         Ok(self.read_latest_at(dataset, &key)?.map(|(h, _)| h))
     }
 
-    fn read_version_at(&self, key: &str, hash: &str) -> Result<VersionManifest, PublishError> {
+    /// The bytes of the version manifest at `key`, checked to hash to `hash` (its name).
+    pub(crate) fn version_bytes_at(&self, key: &str, hash: &str) -> Result<Bytes, PublishError> {
         let f = self.store.get(key)?.ok_or_else(|| PublishError::Store {
             op: "get",
             key: key.to_owned(),
@@ -499,10 +500,11 @@ impl Publisher {
                 actual,
             });
         }
-        VersionManifest::from_bytes(&f.bytes).map_err(|e| PublishError::BadManifest {
-            key: key.to_owned(),
-            reason: e.to_string(),
-        })
+        Ok(f.bytes)
+    }
+
+    fn read_version_at(&self, key: &str, hash: &str) -> Result<VersionManifest, PublishError> {
+        parse_version(key, &self.version_bytes_at(key, hash)?)
     }
 
     /// A version's manifest, checked against its hash.
@@ -535,4 +537,12 @@ impl Publisher {
         let m = self.read_version(dataset, &hash)?;
         Ok((hash, m))
     }
+}
+
+/// A version manifest's bytes (already checked against its hash) parsed; `key` names it.
+pub(crate) fn parse_version(key: &str, bytes: &[u8]) -> Result<VersionManifest, PublishError> {
+    VersionManifest::from_bytes(bytes).map_err(|e| PublishError::BadManifest {
+        key: key.to_owned(),
+        reason: e.to_string(),
+    })
 }

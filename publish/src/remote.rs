@@ -20,7 +20,7 @@ use crate::cache::BlobCache;
 use crate::error::PublishError;
 use crate::layout::DatasetId;
 use crate::manifest::{sha256_hex, EpisodeEntry, FileEntry, VersionManifest};
-use crate::publish::Publisher;
+use crate::publish::{parse_version, Publisher};
 use crate::store::Store;
 use crate::url::{blob_hash, RemoteUrl};
 
@@ -235,28 +235,13 @@ pub fn read_version_cached(
     let bytes = if let Some(path) = cached {
         std::fs::read(&path).map_err(|e| PublishError::io(&path, e))?
     } else {
-        let f = p.store().get(&key)?.ok_or_else(|| PublishError::Store {
-            op: "get",
-            key: key.clone(),
-            detail: "the version manifest is not there".into(),
-        })?;
-        let actual = sha256_hex(&f.bytes);
-        if actual != version {
-            return Err(PublishError::ManifestHashMismatch {
-                key,
-                expected: version.to_owned(),
-                actual,
-            });
-        }
+        let bytes = p.version_bytes_at(&key, version)?;
         if let Some(c) = cache {
-            c.insert_bytes(version, &f.bytes)?;
+            c.insert_bytes(version, &bytes)?;
         }
-        f.bytes.to_vec()
+        bytes.to_vec()
     };
-    VersionManifest::from_bytes(&bytes).map_err(|e| PublishError::BadManifest {
-        key,
-        reason: e.to_string(),
-    })
+    parse_version(&key, &bytes)
 }
 
 /// The version asked for, else the latest: its hash and manifest.
