@@ -16,7 +16,10 @@ use wshard_publish::episodes::select;
 use wshard_publish::publish::{BlobAction, BlobReport, LatestChange};
 use wshard_publish::{AppendReport, Credentials, DatasetId, PublishError, Publisher, Store};
 
-use super::publish::{exit_code, PublishArgs, EXIT_FAILED, EXIT_OK};
+use super::publish::{
+    data_dir, exit_code, files_json, latest_json, left_out_json, write_files_text, PublishArgs,
+    EXIT_FAILED, EXIT_OK, EXIT_USAGE,
+};
 
 /// Compare-and-swap attempts of one `--append` run.
 pub const APPEND_ATTEMPTS: usize = 5;
@@ -57,8 +60,15 @@ fn append(args: &PublishArgs, dir: &Path) -> Result<Appended, PublishError> {
 }
 
 /// Run `wshard publish --append`; returns the exit code.
-pub fn run(args: &PublishArgs, dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    match append(args, dir) {
+pub fn run(args: &PublishArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let dir = match data_dir(args) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = writeln!(err, "wshard publish: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    match append(args, &dir) {
         Ok(a) => {
             let written = if args.json {
                 writeln!(out, "{}", report_json(args, &a))
@@ -67,7 +77,10 @@ pub fn run(args: &PublishArgs, dir: &Path, out: &mut dyn Write, err: &mut dyn Wr
             };
             match written {
                 Ok(()) => EXIT_OK,
-                Err(_) => EXIT_FAILED,
+                Err(e) => {
+                    let _ = writeln!(err, "wshard publish: writing output: {e}");
+                    EXIT_FAILED
+                }
             }
         }
         Err(e) => {
@@ -90,28 +103,9 @@ fn sent(files: &[BlobReport]) -> (u64, u64) {
 
 fn report_json(args: &PublishArgs, a: &Appended) -> serde_json::Value {
     let (bytes_sent, bytes_skipped) = sent(&a.files);
-    let files: Vec<_> = a
-        .files
-        .iter()
-        .map(|f| {
-            let (action, multipart) = match f.action {
-                BlobAction::Uploaded { multipart } => ("sent", multipart),
-                BlobAction::AlreadyStored => ("skipped", false),
-            };
-            json!({"episode": f.episode, "file": f.file, "sha256": f.sha256, "size": f.size,
-                   "key": f.key, "action": action, "multipart": multipart})
-        })
-        .collect();
-    let left_out: Vec<_> = a
-        .left_out
-        .iter()
-        .map(|(d, why)| json!({"dir": d, "reason": why}))
-        .collect();
-    let latest = match &a.report.latest {
-        LatestChange::Created => json!({"change": "created"}),
-        LatestChange::Moved { previous } => json!({"change": "moved", "previous": previous}),
-        LatestChange::Unchanged => json!({"change": "unchanged"}),
-    };
+    let files = files_json(&a.files);
+    let left_out = left_out_json(&a.left_out);
+    let latest = latest_json(&a.report.latest);
     json!({
         "dataset": args.dataset,
         "append": true,
@@ -128,21 +122,7 @@ fn report_json(args: &PublishArgs, a: &Appended) -> serde_json::Value {
 }
 
 fn write_text(args: &PublishArgs, a: &Appended, out: &mut dyn Write) -> std::io::Result<()> {
-    for f in &a.files {
-        let what = match f.action {
-            BlobAction::Uploaded { multipart: true } => "sent (multipart)",
-            BlobAction::Uploaded { multipart: false } => "sent",
-            BlobAction::AlreadyStored => "skipped (already stored)",
-        };
-        writeln!(
-            out,
-            "{what:<24} {}/{} {} B sha256 {}",
-            f.episode, f.file, f.size, f.sha256
-        )?;
-    }
-    for (dir, why) in &a.left_out {
-        writeln!(out, "{:<24} {dir}: {why}", "left out")?;
-    }
+    write_files_text(&a.files, &a.left_out, out)?;
     let (bytes_sent, bytes_skipped) = sent(&a.files);
     writeln!(
         out,
