@@ -86,8 +86,8 @@ pub struct Store {
     pub(crate) s3: AmazonS3,
     config: StoreConfig,
     options: TransferOptions,
-    /// Read requests and bytes (GET, range GET, HEAD): `crate::store_range`.
-    pub(crate) reads: crate::store_range::ReadCounter,
+    /// Read requests and bytes (GET, range GET, HEAD): `crate::read_stats`.
+    pub(crate) reads: crate::read_stats::ReadCounter,
 }
 
 impl std::fmt::Debug for Store {
@@ -185,7 +185,7 @@ impl Store {
             s3,
             config,
             options,
-            reads: crate::store_range::ReadCounter::default(),
+            reads: crate::read_stats::ReadCounter::default(),
         })
     }
 
