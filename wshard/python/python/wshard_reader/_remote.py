@@ -90,7 +90,11 @@ class BlobCache:
             st = p.stat()
         except FileNotFoundError:
             return None
-        if (size is not None and st.st_size != size) or _hash_file(p)[0] != sha256:
+        try:
+            hashed = _hash_file(p)[0]
+        except FileNotFoundError:
+            return None  # removed meanwhile by another process (its gc, or its own check)
+        if (size is not None and st.st_size != size) or hashed != sha256:
             p.unlink(missing_ok=True)
             return None
         try:
