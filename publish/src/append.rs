@@ -310,17 +310,11 @@ impl Publisher {
             detail: e.to_string(),
         })?;
         let stored = self.store_version(dataset, manifest, catalog, &BTreeSet::new())?;
-        Ok(AppendPlan::New(Box::new(PreparedVersion {
-            dataset: dataset.clone(),
-            manifest: stored.manifest,
-            version_hash: stored.version_hash,
-            version_key: stored.version_key,
-            catalog_key: stored.catalog_key,
-            catalog: stored.catalog,
-            version_created: stored.version_created,
-            files: Vec::new(),
-            left_out: Vec::new(),
-        })))
+        Ok(AppendPlan::New(Box::new(stored.into_prepared(
+            dataset,
+            Vec::new(),
+            Vec::new(),
+        ))))
     }
 }
 

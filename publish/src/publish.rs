@@ -90,6 +90,28 @@ pub(crate) struct StoredVersion {
     pub(crate) version_created: bool,
 }
 
+impl StoredVersion {
+    /// The prepared version of `dataset` with the report of its files.
+    pub(crate) fn into_prepared(
+        self,
+        dataset: &DatasetId,
+        files: Vec<BlobReport>,
+        left_out: Vec<(String, String)>,
+    ) -> PreparedVersion {
+        PreparedVersion {
+            dataset: dataset.clone(),
+            manifest: self.manifest,
+            version_hash: self.version_hash,
+            version_key: self.version_key,
+            catalog_key: self.catalog_key,
+            catalog: self.catalog,
+            version_created: self.version_created,
+            files,
+            left_out,
+        }
+    }
+}
+
 /// The result of a publish.
 #[derive(Clone, Debug)]
 pub struct PublishReport {
@@ -211,17 +233,7 @@ impl Publisher {
         };
         let done: BTreeSet<String> = files.iter().map(|f| f.sha256.clone()).collect();
         let stored = self.store_version(dataset, manifest, catalog, &done)?;
-        Ok(PreparedVersion {
-            dataset: dataset.clone(),
-            manifest: stored.manifest,
-            version_hash: stored.version_hash,
-            version_key: stored.version_key,
-            catalog_key: stored.catalog_key,
-            catalog: stored.catalog,
-            version_created: stored.version_created,
-            files,
-            left_out,
-        })
+        Ok(stored.into_prepared(dataset, files, left_out))
     }
 
     /// Send the blobs of the episodes' files the store lacks (HEAD first; each verified);
