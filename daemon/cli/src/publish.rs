@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use wshard_publish::publish::{BlobAction, BlobReport, LatestChange};
-use wshard_publish::{Credentials, DatasetId, PublishError, PublishReport, Publisher, Store};
+use wshard_publish::{DatasetId, PublishError, PublishReport};
 use wshardd_config::Config;
 
 use super::store_args::StoreArgs;
@@ -81,11 +81,9 @@ pub(crate) fn data_dir(args: &PublishArgs) -> Result<PathBuf, String> {
 
 fn publish(args: &PublishArgs, dir: &Path) -> Result<PublishReport, PublishError> {
     let dataset = DatasetId::parse(&args.dataset)?;
-    let config = args.store.config();
-    config.validate()?;
-    let creds = Credentials::load()?;
-    let store = Store::new(config, &creds, args.store.transfer())?;
-    Publisher::new(store).publish(dir, &dataset, &args.episodes)
+    args.store
+        .publisher()?
+        .publish(dir, &dataset, &args.episodes)
 }
 
 /// Run `wshard publish`; returns the exit code.

@@ -14,7 +14,7 @@ use serde_json::json;
 use wshard_publish::append::check_robot;
 use wshard_publish::episodes::select;
 use wshard_publish::publish::{BlobAction, BlobReport, LatestChange};
-use wshard_publish::{AppendReport, Credentials, DatasetId, PublishError, Publisher, Store};
+use wshard_publish::{AppendReport, DatasetId, PublishError};
 
 use super::publish::{
     data_dir, exit_code, files_json, latest_json, left_out_json, write_files_text, PublishArgs,
@@ -34,10 +34,7 @@ struct Appended {
 fn append(args: &PublishArgs, dir: &Path) -> Result<Appended, PublishError> {
     let dataset = DatasetId::parse(&args.dataset)?;
     check_robot(args.robot.as_deref())?;
-    let config = args.store.config();
-    config.validate()?;
-    let creds = Credentials::load()?;
-    let publisher = Publisher::new(Store::new(config, &creds, args.store.transfer())?);
+    let publisher = args.store.publisher()?;
     let sel = select(dir, &args.episodes)?;
     if sel.episodes.is_empty() {
         return Err(PublishError::NothingToPublish {
