@@ -11,6 +11,7 @@
 
 use std::fs::File;
 use std::io;
+use std::path::PathBuf;
 
 use wshard::read::{
     RangeFetch, RangedSource, ReadAt, ReadLimits, ShardReader, DEFAULT_PREFETCH_BYTES,
@@ -110,7 +111,7 @@ impl<'a> RemoteShard<'a> {
     /// [`PublishError::RemoteRead`] (naming the key) for a shard that does not parse;
     /// [`PublishError::BlobMismatch`] when the object is not the blob named (another size
     /// than known, or, fetched whole by the first request, another SHA-256); typed store
-    /// and cache errors.
+    /// errors. A cache that cannot be read or written is a miss, never an error.
     pub fn open(
         store: &'a Store,
         cache: Option<&BlobCache>,
@@ -121,16 +122,18 @@ impl<'a> RemoteShard<'a> {
             key: blob.key.clone(),
             source,
         };
-        if let (Some(cache), Some(sha)) = (cache, &blob.sha256) {
-            if let Some(path) = cache.lookup(sha, blob.size)? {
-                let f = File::open(&path).map_err(|e| PublishError::io(&path, e))?;
-                let reader = ShardReader::new(BlobSource::Cached(f), limits).map_err(at)?;
-                return Ok(Self {
-                    key: blob.key.clone(),
-                    from_cache: true,
-                    reader,
-                });
-            }
+        let in_cache = blob
+            .sha256
+            .as_deref()
+            .and_then(|sha| cached(cache, sha, blob.size));
+        // Gone between the check and the open (another process's gc): read remotely.
+        if let Some(f) = in_cache.and_then(|path| File::open(path).ok()) {
+            let reader = ShardReader::new(BlobSource::Cached(f), limits).map_err(at)?;
+            return Ok(Self {
+                key: blob.key.clone(),
+                from_cache: true,
+                reader,
+            });
         }
         let first = store.get_range(&blob.key, 0, DEFAULT_PREFETCH_BYTES)?;
         let size = first.object_size;
@@ -157,9 +160,7 @@ impl<'a> RemoteShard<'a> {
                 if got != *sha {
                     return Err(mismatch(format!("sha256 {got}, {size} bytes")));
                 }
-                if let Some(cache) = cache {
-                    cache.insert_bytes(sha, &head)?;
-                }
+                keep(cache, sha, &head);
             }
         }
         let fetch = StoreFetch {
@@ -228,20 +229,31 @@ pub fn read_version_cached(
     version: &str,
 ) -> Result<VersionManifest, PublishError> {
     let key = p.keys().version(dataset, version);
-    let cached = match cache {
-        Some(c) => c.lookup(version, None)?,
-        None => None,
-    };
-    let bytes = if let Some(path) = cached {
-        std::fs::read(&path).map_err(|e| PublishError::io(&path, e))?
-    } else {
-        let bytes = p.version_bytes_at(&key, version)?;
-        if let Some(c) = cache {
-            c.insert_bytes(version, &bytes)?;
+    let from_cache = cached(cache, version, None).and_then(|path| std::fs::read(path).ok());
+    let bytes = match from_cache {
+        Some(b) => b,
+        None => {
+            let bytes = p.version_bytes_at(&key, version)?;
+            keep(cache, version, &bytes);
+            bytes.to_vec()
         }
-        bytes.to_vec()
     };
     parse_version(&key, &bytes)
+}
+
+/// The cache's checked copy of blob `sha256`, if it has one. The cache of a read only
+/// saves requests: one that cannot be read (a directory that cannot be created, a disk
+/// error) is a miss, and the read goes to the store.
+fn cached(cache: Option<&BlobCache>, sha256: &str, size: Option<u64>) -> Option<PathBuf> {
+    cache.and_then(|c| c.lookup(sha256, size).ok().flatten())
+}
+
+/// Keep bytes already checked against `sha256` in the cache, when it can be written (as
+/// [`cached`]: a cache that cannot be written does not fail the read).
+fn keep(cache: Option<&BlobCache>, sha256: &str, bytes: &[u8]) {
+    if let Some(c) = cache {
+        let _ = c.insert_bytes(sha256, bytes);
+    }
 }
 
 /// The version asked for, else the latest: its hash and manifest.

@@ -367,3 +367,36 @@ fn publish_remote_object_that_is_not_the_blob_it_names_is_a_mismatch() {
         Err(PublishError::BlobMismatch { .. })
     ));
 }
+
+#[test]
+fn publish_remote_cli_reads_with_a_cache_that_cannot_be_written() {
+    let s3 = S3Server::start();
+    let data = datadir_v01();
+    publisher(&s3)
+        .publish(&data, &ds(), &["legacy-complete".into()])
+        .expect("publish");
+    // The cache directory lies under a regular file: it can never be created (not even by
+    // root). The cache only saves requests: the reads still answer.
+    let dir = tempfile::tempdir().expect("dir");
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, b"x").expect("file");
+    let cache = blocker.join("cache");
+    let file = "legacy-complete_chunk_0001.wshard";
+    let url = format!("s3://{BUCKET}/datasets/lab/pick/legacy-complete/{file}");
+    let out = wshard(&s3, &cache, &["cat", &url, "signal/q", "--format", "csv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let local = data.join("legacy-complete").join(file);
+    let here = std::process::Command::new(wshard_e2e::bins::wshard())
+        .args([
+            "cat",
+            local.to_str().expect("utf-8"),
+            "signal/q",
+            "--format",
+            "csv",
+        ])
+        .output()
+        .expect("local cat");
+    assert_eq!(out.stdout, here.stdout);
+    let out = wshard(&s3, &cache, &["inspect", &url, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
