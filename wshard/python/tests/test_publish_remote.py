@@ -233,6 +233,25 @@ def test_publish_remote_object_that_is_not_its_blob_is_a_corrupt_data_error(
     assert wshard_reader.BlobCache().lookup(sha) is None
 
 
+def test_publish_remote_reads_with_a_cache_that_cannot_be_written(
+        s3: S3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(GOLDEN_DATADIR / "legacy-complete", data / "legacy-complete")
+    publish(data)
+    # The cache directory lies under a regular file: it can never be created (not even by
+    # root). The cache only saves requests: the read still answers.
+    (tmp_path / "not-a-dir").write_bytes(b"x")
+    monkeypatch.setenv("WSHARD_CACHE_DIR", str(tmp_path / "not-a-dir" / "cache"))
+    chunk = data / "legacy-complete" / "legacy-complete_chunk_0001.wshard"
+    url = f"s3://{BUCKET}/datasets/lab/pick/legacy-complete/{chunk.name}"
+    shard = wshard_reader.open_remote_shard(url)
+    assert not shard.from_cache
+    want = local_blocks(chunk)
+    assert shard.names == list(want)
+    for name, b in want.items():
+        assert shard.read_block(name) == b, name
+
+
 def test_publish_remote_open_episode_on_an_s3_url(s3: S3, tmp_path: Path) -> None:
     data = tmp_path / "data"
     big_multi(data)

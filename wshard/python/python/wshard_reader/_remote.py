@@ -103,6 +103,22 @@ class BlobCache:
             pass  # a read-only cache still serves
         return p
 
+    def lookup_or_miss(self, sha256: str, size: Optional[int] = None) -> Optional[Path]:
+        """:meth:`lookup` for a read, which the cache only saves requests: a cache that
+        cannot be read (a directory that cannot be created, a disk error) is a miss."""
+        try:
+            return self.lookup(sha256, size)
+        except OSError:
+            return None
+
+    def keep(self, sha256: str, data: bytes) -> None:
+        """:meth:`insert` bytes already checked, when the cache can be written (as
+        :meth:`lookup_or_miss`: a cache that cannot be written does not fail the read)."""
+        try:
+            self.insert(sha256, data)
+        except OSError:
+            pass
+
     def insert(self, sha256: str, data: bytes) -> Path:
         """Cache bytes already fetched when they hash to ``sha256``."""
         got = hashlib.sha256(data).hexdigest()
@@ -244,7 +260,7 @@ def _version_manifest(store: _Store, cache: BlobCache, u: ParsedUrl) -> Tuple[st
         version = str(latest.get("version", ""))
         if not _SHA256.match(version):
             raise CorruptDataError(f"s3://{u.bucket}/{base}latest.json: no valid version", field="version")
-    cached = cache.lookup(version)
+    cached = cache.lookup_or_miss(version)
     if cached is not None:
         data = cached.read_bytes()
     else:
@@ -253,7 +269,7 @@ def _version_manifest(store: _Store, cache: BlobCache, u: ParsedUrl) -> Tuple[st
             raise CorruptDataError(
                 f"s3://{u.bucket}/{base}versions/{version}.json does not hash to its name", field="sha256"
             )
-        cache.insert(version, data)
+        cache.keep(version, data)
     return version, json.loads(data)
 
 
@@ -286,7 +302,7 @@ class RemoteShard:
         self.url = url
         self.key: str = blob["key"]
         self._store = store
-        cached = cache.lookup(blob["sha256"], blob["size"]) if blob["sha256"] else None
+        cached = cache.lookup_or_miss(blob["sha256"], blob["size"]) if blob["sha256"] else None
         self.from_cache = cached is not None
         if cached is not None:
             fd = os.open(cached, os.O_RDONLY)
@@ -308,7 +324,7 @@ class RemoteShard:
                     raise CorruptDataError(
                         f"{url}: {self.key} hashes to sha256 {got}, not {blob['sha256']}",
                         field="sha256")
-                cache.insert(blob["sha256"], head)
+                cache.keep(blob["sha256"], head)
             key = self.key
             fetch = lambda off, n: store.get_range(key, off, n)[0]  # noqa: E731
         self._native = _native.open_ranged_shard(url, fetch, size, head)
