@@ -70,7 +70,7 @@ pub fn exit_code(e: &PublishError) -> u8 {
     }
 }
 
-pub(crate) fn data_dir(args: &PublishArgs) -> Result<PathBuf, String> {
+fn data_dir(args: &PublishArgs) -> Result<PathBuf, String> {
     if let Some(d) = &args.data_dir {
         return Ok(d.clone());
     }
@@ -88,6 +88,19 @@ fn publish(args: &PublishArgs, dir: &Path) -> Result<PublishReport, PublishError
 
 /// Run `wshard publish`; returns the exit code.
 pub fn run(args: &PublishArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    run_with(args, out, err, publish, report_json, write_text)
+}
+
+/// Run a publishing command: the data directory (exit 2 when unknown), `work`, then its
+/// report as `--json` (`json`) or text (`text`); an error printed, its exit code returned.
+pub(crate) fn run_with<T>(
+    args: &PublishArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    work: impl FnOnce(&PublishArgs, &Path) -> Result<T, PublishError>,
+    json: impl FnOnce(&T) -> serde_json::Value,
+    text: impl FnOnce(&T, &mut dyn Write) -> std::io::Result<()>,
+) -> u8 {
     let dir = match data_dir(args) {
         Ok(d) => d,
         Err(e) => {
@@ -95,12 +108,12 @@ pub fn run(args: &PublishArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             return EXIT_USAGE;
         }
     };
-    match publish(args, &dir) {
+    match work(args, &dir) {
         Ok(report) => {
             let written = if args.json {
-                writeln!(out, "{}", report_json(&report))
+                writeln!(out, "{}", json(&report))
             } else {
-                write_text(&report, out)
+                text(&report, out)
             };
             match written {
                 Ok(()) => EXIT_OK,

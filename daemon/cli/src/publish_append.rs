@@ -17,8 +17,7 @@ use wshard_publish::publish::{BlobAction, BlobReport, LatestChange};
 use wshard_publish::{AppendReport, DatasetId, PublishError};
 
 use super::publish::{
-    data_dir, exit_code, files_json, latest_json, left_out_json, write_files_text, PublishArgs,
-    EXIT_FAILED, EXIT_OK, EXIT_USAGE,
+    files_json, latest_json, left_out_json, run_with, write_files_text, PublishArgs,
 };
 
 /// Compare-and-swap attempts of one `--append` run.
@@ -58,33 +57,14 @@ fn append(args: &PublishArgs, dir: &Path) -> Result<Appended, PublishError> {
 
 /// Run `wshard publish --append`; returns the exit code.
 pub fn run(args: &PublishArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let dir = match data_dir(args) {
-        Ok(d) => d,
-        Err(e) => {
-            let _ = writeln!(err, "wshard publish: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    match append(args, &dir) {
-        Ok(a) => {
-            let written = if args.json {
-                writeln!(out, "{}", report_json(args, &a))
-            } else {
-                write_text(args, &a, out)
-            };
-            match written {
-                Ok(()) => EXIT_OK,
-                Err(e) => {
-                    let _ = writeln!(err, "wshard publish: writing output: {e}");
-                    EXIT_FAILED
-                }
-            }
-        }
-        Err(e) => {
-            let _ = writeln!(err, "wshard publish: {e}");
-            exit_code(&e)
-        }
-    }
+    run_with(
+        args,
+        out,
+        err,
+        append,
+        |a| report_json(args, a),
+        |a, out| write_text(args, a, out),
+    )
 }
 
 fn sent(files: &[BlobReport]) -> (u64, u64) {
