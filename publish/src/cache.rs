@@ -205,15 +205,18 @@ impl BlobCache {
             Err(e) => return Err(PublishError::io(&path, e)),
         };
         // Another process may remove the entry meanwhile (its gc, or its own finding that
-        // it is bad): absent then, not an error.
-        let hashed = match hash_file(&path) {
-            Ok((h, _)) => h,
-            Err(PublishError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
-                return Ok(None)
-            }
-            Err(e) => return Err(e),
-        };
-        if size.is_some_and(|s| s != len) || hashed != sha256 {
+        // it is bad): absent then, not an error. A wrong size needs no hashing.
+        let good = size.map_or(true, |s| s == len)
+            && match hash_file(&path) {
+                Ok((h, _)) => h == sha256,
+                Err(PublishError::Io { source, .. })
+                    if source.kind() == io::ErrorKind::NotFound =>
+                {
+                    return Ok(None)
+                }
+                Err(e) => return Err(e),
+            };
+        if !good {
             match fs::remove_file(&path) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => {
                     return Err(PublishError::io(&path, e))
