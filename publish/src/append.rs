@@ -113,7 +113,8 @@ impl Publisher {
     ///
     /// # Errors
     /// [`PublishError::BlobNotStored`] (before anything is written),
-    /// [`PublishError::InvalidConfig`] for a bad robot name, [`PublishError::LatestConflict`]
+    /// [`PublishError::InvalidConfig`] for a bad robot name, no episode or the same episode
+    /// key twice, [`PublishError::LatestConflict`]
     /// after `max_attempts`, [`PublishError::CatalogRead`], the errors of reading episodes,
     /// versions and the store.
     pub fn append(
@@ -196,10 +197,17 @@ impl Publisher {
                 row.robot = robot.map(str::to_owned);
             }
         }
-        let entries = episodes
-            .iter()
-            .map(|ep| (episode_key(robot, &ep.id), entry_of(ep)))
-            .collect();
+        let mut entries = BTreeMap::new();
+        for ep in episodes {
+            let key = episode_key(robot, &ep.id);
+            if entries.insert(key.clone(), entry_of(ep)).is_some() {
+                // Its catalog rows would be in twice.
+                return Err(PublishError::InvalidConfig {
+                    field: "episodes",
+                    reason: format!("episode {key} is given twice"),
+                });
+            }
+        }
         Ok(Addition { entries, rows })
     }
 
@@ -302,17 +310,11 @@ impl Publisher {
             detail: e.to_string(),
         })?;
         let stored = self.store_version(dataset, manifest, catalog, &BTreeSet::new())?;
-        Ok(AppendPlan::New(Box::new(PreparedVersion {
-            dataset: dataset.clone(),
-            manifest: stored.manifest,
-            version_hash: stored.version_hash,
-            version_key: stored.version_key,
-            catalog_key: stored.catalog_key,
-            catalog: stored.catalog,
-            version_created: stored.version_created,
-            files: Vec::new(),
-            left_out: Vec::new(),
-        })))
+        Ok(AppendPlan::New(Box::new(stored.into_prepared(
+            dataset,
+            Vec::new(),
+            Vec::new(),
+        ))))
     }
 }
 

@@ -15,13 +15,14 @@
 //! used blobs first until the cache fits a byte limit.
 
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 
+use crate::episodes::hash_file;
 use crate::error::PublishError;
 use crate::layout::BLOBS_DIR;
 use crate::manifest::{hex, is_sha256_hex};
@@ -37,8 +38,6 @@ pub const CACHE_SUBDIR: &str = "wshard";
 pub const PARTIAL_SUFFIX: &str = ".partial";
 /// `gc` removes `.partial` files older than this (a crashed download's leftovers).
 pub const STALE_PARTIAL: Duration = Duration::from_secs(3600);
-/// Read buffer for hashing and copying.
-const COPY_BUF: usize = 1 << 20;
 
 static PARTIAL_SEQ: AtomicU64 = AtomicU64::new(0);
 
@@ -75,26 +74,6 @@ pub enum Obtained {
     Cached,
     /// Downloaded now: that many bytes.
     Downloaded(u64),
-}
-
-/// SHA-256 (hex) and size of a local file, streamed.
-///
-/// # Errors
-/// I/O errors naming the path.
-pub fn hash_path(path: &Path) -> Result<(String, u64), PublishError> {
-    let mut f = File::open(path).map_err(|e| PublishError::io(path, e))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; COPY_BUF];
-    let mut size = 0_u64;
-    loop {
-        let n = f.read(&mut buf).map_err(|e| PublishError::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-        size += n as u64;
-    }
-    Ok((hex(&h.finalize()), size))
 }
 
 /// A writer that hashes what goes through it.
@@ -225,10 +204,25 @@ impl BlobCache {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(PublishError::io(&path, e)),
         };
-        let size_ok = size.map_or(true, |s| s == len);
-        if !size_ok || hash_path(&path)?.0 != sha256 {
-            fs::remove_file(&path).map_err(|e| PublishError::io(&path, e))?;
-            return Ok(None);
+        // Another process may remove the entry meanwhile (its gc, or its own finding that
+        // it is bad): absent then, not an error. A wrong size needs no hashing.
+        let good = size.map_or(true, |s| s == len)
+            && match hash_file(&path) {
+                Ok((h, _)) => h == sha256,
+                Err(PublishError::Io { source, .. })
+                    if source.kind() == io::ErrorKind::NotFound =>
+                {
+                    return Ok(None)
+                }
+                Err(e) => return Err(e),
+            };
+        if !good {
+            match fs::remove_file(&path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    return Err(PublishError::io(&path, e))
+                }
+                _ => return Ok(None),
+            }
         }
         // The use time for gc; a read-only cache still serves the blob.
         if let Ok(f) = File::options().write(true).open(&path) {

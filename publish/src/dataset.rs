@@ -4,7 +4,8 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::cache::{copy_checked, hash_path, BlobCache, Obtained};
+use crate::cache::{copy_checked, BlobCache, Obtained};
+use crate::episodes::hash_file;
 use crate::error::PublishError;
 use crate::layout::{DatasetId, DATASETS_DIR};
 use crate::manifest::VersionManifest;
@@ -128,7 +129,7 @@ pub fn pull(
             let to = target(dir, episode, file)?;
             r.files += 1;
             r.bytes += f.size;
-            if to.is_file() && hash_path(&to)? == (f.sha256.clone(), f.size) {
+            if to.is_file() && hash_file(&to)? == (f.sha256.clone(), f.size) {
                 continue;
             }
             let (blob, how) = cache.fetch(

@@ -117,7 +117,10 @@ pub fn select(data_dir: &Path, requested: &[String]) -> Result<Selection, Publis
         }
         return Ok(sel);
     }
-    for id in requested {
+    for (n, id) in requested.iter().enumerate() {
+        if requested[..n].contains(id) {
+            continue; // named twice: one episode, one set of catalog rows
+        }
         let path = data_dir.join(id);
         let plain = !id.is_empty() && !id.contains('/') && !id.starts_with('.');
         if !plain || !path.is_dir() {

@@ -35,6 +35,7 @@ pub mod layout;
 pub mod manifest;
 pub mod publish;
 pub mod query;
+pub mod read_stats;
 pub mod remote;
 pub mod store;
 pub mod store_range;

@@ -90,6 +90,28 @@ pub(crate) struct StoredVersion {
     pub(crate) version_created: bool,
 }
 
+impl StoredVersion {
+    /// The prepared version of `dataset` with the report of its files.
+    pub(crate) fn into_prepared(
+        self,
+        dataset: &DatasetId,
+        files: Vec<BlobReport>,
+        left_out: Vec<(String, String)>,
+    ) -> PreparedVersion {
+        PreparedVersion {
+            dataset: dataset.clone(),
+            manifest: self.manifest,
+            version_hash: self.version_hash,
+            version_key: self.version_key,
+            catalog_key: self.catalog_key,
+            catalog: self.catalog,
+            version_created: self.version_created,
+            files,
+            left_out,
+        }
+    }
+}
+
 /// The result of a publish.
 #[derive(Clone, Debug)]
 pub struct PublishReport {
@@ -211,17 +233,7 @@ impl Publisher {
         };
         let done: BTreeSet<String> = files.iter().map(|f| f.sha256.clone()).collect();
         let stored = self.store_version(dataset, manifest, catalog, &done)?;
-        Ok(PreparedVersion {
-            dataset: dataset.clone(),
-            manifest: stored.manifest,
-            version_hash: stored.version_hash,
-            version_key: stored.version_key,
-            catalog_key: stored.catalog_key,
-            catalog: stored.catalog,
-            version_created: stored.version_created,
-            files,
-            left_out,
-        })
+        Ok(stored.into_prepared(dataset, files, left_out))
     }
 
     /// Send the blobs of the episodes' files the store lacks (HEAD first; each verified);
@@ -485,7 +497,8 @@ impl Publisher {
         Ok(self.read_latest_at(dataset, &key)?.map(|(h, _)| h))
     }
 
-    fn read_version_at(&self, key: &str, hash: &str) -> Result<VersionManifest, PublishError> {
+    /// The bytes of the version manifest at `key`, checked to hash to `hash` (its name).
+    pub(crate) fn version_bytes_at(&self, key: &str, hash: &str) -> Result<Bytes, PublishError> {
         let f = self.store.get(key)?.ok_or_else(|| PublishError::Store {
             op: "get",
             key: key.to_owned(),
@@ -499,10 +512,11 @@ impl Publisher {
                 actual,
             });
         }
-        VersionManifest::from_bytes(&f.bytes).map_err(|e| PublishError::BadManifest {
-            key: key.to_owned(),
-            reason: e.to_string(),
-        })
+        Ok(f.bytes)
+    }
+
+    fn read_version_at(&self, key: &str, hash: &str) -> Result<VersionManifest, PublishError> {
+        parse_version(key, &self.version_bytes_at(key, hash)?)
     }
 
     /// A version's manifest, checked against its hash.
@@ -535,4 +549,12 @@ impl Publisher {
         let m = self.read_version(dataset, &hash)?;
         Ok((hash, m))
     }
+}
+
+/// A version manifest's bytes (already checked against its hash) parsed; `key` names it.
+pub(crate) fn parse_version(key: &str, bytes: &[u8]) -> Result<VersionManifest, PublishError> {
+    VersionManifest::from_bytes(bytes).map_err(|e| PublishError::BadManifest {
+        key: key.to_owned(),
+        reason: e.to_string(),
+    })
 }

@@ -11,6 +11,7 @@
 
 use std::fs::File;
 use std::io;
+use std::path::PathBuf;
 
 use wshard::read::{
     RangeFetch, RangedSource, ReadAt, ReadLimits, ShardReader, DEFAULT_PREFETCH_BYTES,
@@ -20,7 +21,7 @@ use crate::cache::BlobCache;
 use crate::error::PublishError;
 use crate::layout::DatasetId;
 use crate::manifest::{sha256_hex, EpisodeEntry, FileEntry, VersionManifest};
-use crate::publish::Publisher;
+use crate::publish::{parse_version, Publisher};
 use crate::store::Store;
 use crate::url::{blob_hash, RemoteUrl};
 
@@ -107,8 +108,10 @@ impl<'a> RemoteShard<'a> {
     /// Open `blob`: from the cache when it holds it, else with range requests.
     ///
     /// # Errors
-    /// [`PublishError::RemoteRead`] (naming the key) for a shard that does not parse; typed
-    /// store and cache errors.
+    /// [`PublishError::RemoteRead`] (naming the key) for a shard that does not parse;
+    /// [`PublishError::BlobMismatch`] when the object is not the blob named (another size
+    /// than known, or, fetched whole by the first request, another SHA-256); typed store
+    /// errors. A cache that cannot be read or written is a miss, never an error.
     pub fn open(
         store: &'a Store,
         cache: Option<&BlobCache>,
@@ -119,27 +122,45 @@ impl<'a> RemoteShard<'a> {
             key: blob.key.clone(),
             source,
         };
-        if let (Some(cache), Some(sha)) = (cache, &blob.sha256) {
-            if let Some(path) = cache.lookup(sha, blob.size)? {
-                let f = File::open(&path).map_err(|e| PublishError::io(&path, e))?;
-                let reader = ShardReader::new(BlobSource::Cached(f), limits).map_err(at)?;
-                return Ok(Self {
-                    key: blob.key.clone(),
-                    from_cache: true,
-                    reader,
-                });
-            }
+        let in_cache = blob
+            .sha256
+            .as_deref()
+            .and_then(|sha| cached(cache, sha, blob.size));
+        // Gone between the check and the open (another process's gc): read remotely.
+        if let Some(f) = in_cache.and_then(|path| File::open(path).ok()) {
+            let reader = ShardReader::new(BlobSource::Cached(f), limits).map_err(at)?;
+            return Ok(Self {
+                key: blob.key.clone(),
+                from_cache: true,
+                reader,
+            });
         }
         let first = store.get_range(&blob.key, 0, DEFAULT_PREFETCH_BYTES)?;
         let size = first.object_size;
         let head = first.bytes.to_vec();
+        let mismatch = |found: String| PublishError::BlobMismatch {
+            key: blob.key.clone(),
+            expected: match (&blob.sha256, blob.size) {
+                (Some(sha), Some(n)) => format!("sha256 {sha}, {n} bytes"),
+                (Some(sha), None) => format!("sha256 {sha}"),
+                (None, Some(n)) => format!("{n} bytes"),
+                (None, None) => "its content".into(),
+            },
+            found,
+        };
+        // An object of another size than the manifest's is not the blob it names.
+        if blob.size.is_some_and(|n| n != size) {
+            return Err(mismatch(format!("{size} bytes")));
+        }
         if head.len() as u64 == size {
-            // The whole object came: keep it when it is what its name says. A mismatch is
-            // not cached; the block reads below check each block's CRC.
-            if let (Some(cache), Some(sha)) = (cache, &blob.sha256) {
-                if sha256_hex(&head) == *sha {
-                    cache.insert_bytes(sha, &head)?;
+            // The whole object came: it must be what its name says (a larger object is
+            // checked block by block, by CRC, as it is read); then it is kept.
+            if let Some(sha) = &blob.sha256 {
+                let got = sha256_hex(&head);
+                if got != *sha {
+                    return Err(mismatch(format!("sha256 {got}, {size} bytes")));
                 }
+                keep(cache, sha, &head);
             }
         }
         let fetch = StoreFetch {
@@ -208,35 +229,31 @@ pub fn read_version_cached(
     version: &str,
 ) -> Result<VersionManifest, PublishError> {
     let key = p.keys().version(dataset, version);
-    let cached = match cache {
-        Some(c) => c.lookup(version, None)?,
-        None => None,
-    };
-    let bytes = if let Some(path) = cached {
-        std::fs::read(&path).map_err(|e| PublishError::io(&path, e))?
-    } else {
-        let f = p.store().get(&key)?.ok_or_else(|| PublishError::Store {
-            op: "get",
-            key: key.clone(),
-            detail: "the version manifest is not there".into(),
-        })?;
-        let actual = sha256_hex(&f.bytes);
-        if actual != version {
-            return Err(PublishError::ManifestHashMismatch {
-                key,
-                expected: version.to_owned(),
-                actual,
-            });
+    let from_cache = cached(cache, version, None).and_then(|path| std::fs::read(path).ok());
+    let bytes = match from_cache {
+        Some(b) => b,
+        None => {
+            let bytes = p.version_bytes_at(&key, version)?;
+            keep(cache, version, &bytes);
+            bytes.to_vec()
         }
-        if let Some(c) = cache {
-            c.insert_bytes(version, &f.bytes)?;
-        }
-        f.bytes.to_vec()
     };
-    VersionManifest::from_bytes(&bytes).map_err(|e| PublishError::BadManifest {
-        key,
-        reason: e.to_string(),
-    })
+    parse_version(&key, &bytes)
+}
+
+/// The cache's checked copy of blob `sha256`, if it has one. The cache of a read only
+/// saves requests: one that cannot be read (a directory that cannot be created, a disk
+/// error) is a miss, and the read goes to the store.
+fn cached(cache: Option<&BlobCache>, sha256: &str, size: Option<u64>) -> Option<PathBuf> {
+    cache.and_then(|c| c.lookup(sha256, size).ok().flatten())
+}
+
+/// Keep bytes already checked against `sha256` in the cache, when it can be written (as
+/// [`cached`]: a cache that cannot be written does not fail the read).
+fn keep(cache: Option<&BlobCache>, sha256: &str, bytes: &[u8]) {
+    if let Some(c) = cache {
+        let _ = c.insert_bytes(sha256, bytes);
+    }
 }
 
 /// The version asked for, else the latest: its hash and manifest.

@@ -7,19 +7,16 @@ use std::io::Read;
 use std::path::Path as FsPath;
 
 use bytes::Bytes;
-use futures::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::client::{HttpError, HttpErrorKind};
 use object_store::path::Path;
 use object_store::{
     ClientOptions, ObjectStore, PutMode, PutOptions, PutPayload, RetryConfig, UpdateVersion,
 };
-use sha2::{Digest, Sha256};
 use tokio::runtime::Runtime;
 
 use crate::config::{Credentials, StoreConfig, TransferOptions, MIN_PART_SIZE};
 use crate::error::PublishError;
-use crate::manifest::hex;
 
 mod multipart;
 
@@ -86,8 +83,8 @@ pub struct Store {
     pub(crate) s3: AmazonS3,
     config: StoreConfig,
     options: TransferOptions,
-    /// Read requests and bytes (GET, range GET, HEAD): `crate::store_range`.
-    pub(crate) reads: crate::store_range::ReadCounter,
+    /// Read requests and bytes (GET, range GET, HEAD): `crate::read_stats`.
+    pub(crate) reads: crate::read_stats::ReadCounter,
 }
 
 impl std::fmt::Debug for Store {
@@ -185,7 +182,7 @@ impl Store {
             s3,
             config,
             options,
-            reads: crate::store_range::ReadCounter::default(),
+            reads: crate::read_stats::ReadCounter::default(),
         })
     }
 
@@ -319,20 +316,8 @@ impl Store {
     /// # Errors
     /// Typed store errors; a missing key is [`PublishError::Store`].
     pub fn hash_remote(&self, key: &str) -> Result<(String, u64), PublishError> {
-        let path = Path::from(key);
-        self.rt
-            .block_on(async {
-                let mut stream = self.s3.get(&path).await?.into_stream();
-                let mut h = Sha256::new();
-                let mut size = 0_u64;
-                while let Some(chunk) = stream.next().await {
-                    let chunk = chunk?;
-                    size += chunk.len() as u64;
-                    h.update(&chunk);
-                }
-                Ok::<_, object_store::Error>((hex(&h.finalize()), size))
-            })
-            .map_err(|e| self.classify("get", key, e))
+        // Written nowhere: a sink cannot fail, so no I/O error names this path.
+        self.download_to(key, &mut std::io::sink(), std::path::Path::new(key))
     }
 
     /// Put `bytes` at `key` under `condition`.

@@ -1,10 +1,8 @@
-//! Range reads of stored objects through [`Store`], and the count of read requests and
-//! bytes every read method keeps ([`Store::read_stats`]): the remote-read tests and the
-//! benchmark check what a read cost with it.
+//! Range reads of stored objects through [`Store`], and [`Store::read_stats`]: the count
+//! of read requests and bytes every read method keeps ([`crate::read_stats`]), with which
+//! the remote-read tests and the benchmark check what a read cost.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -14,51 +12,8 @@ use sha2::{Digest, Sha256};
 
 use crate::error::PublishError;
 use crate::manifest::hex;
+pub use crate::read_stats::{ReadCounter, ReadStats};
 use crate::store::Store;
-
-/// Read requests made and bytes received, shared by clones.
-#[derive(Clone, Debug, Default)]
-pub struct ReadCounter {
-    requests: Arc<AtomicU64>,
-    bytes: Arc<AtomicU64>,
-}
-
-/// A snapshot of a [`ReadCounter`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ReadStats {
-    /// GET, range GET and HEAD requests sent.
-    pub requests: u64,
-    /// Payload bytes received by them.
-    pub bytes: u64,
-}
-
-impl ReadStats {
-    /// What was read between `earlier` and `self`.
-    #[must_use]
-    pub fn since(self, earlier: ReadStats) -> ReadStats {
-        ReadStats {
-            requests: self.requests.saturating_sub(earlier.requests),
-            bytes: self.bytes.saturating_sub(earlier.bytes),
-        }
-    }
-}
-
-impl ReadCounter {
-    pub(crate) fn request(&self) {
-        self.requests.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn bytes(&self, n: u64) {
-        self.bytes.fetch_add(n, Ordering::Relaxed);
-    }
-
-    fn snapshot(&self) -> ReadStats {
-        ReadStats {
-            requests: self.requests.load(Ordering::Relaxed),
-            bytes: self.bytes.load(Ordering::Relaxed),
-        }
-    }
-}
 
 /// A range of an object and the object's whole size.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -267,6 +267,35 @@ fn publish_append_refuses_an_episode_whose_blob_is_missing_before_writing() {
 }
 
 #[test]
+fn publish_append_same_episode_twice_is_refused_and_a_name_given_twice_is_one_episode() {
+    let s3 = S3Server::start();
+    let d = robot_dir(&["ep-a"]);
+    let p = publisher(&s3);
+    // The same episode named twice to `select` (a name typed twice): once.
+    let named = select(d.path(), &["ep-a".into(), "ep-a".into()])
+        .expect("select")
+        .episodes;
+    assert_eq!(named.len(), 1);
+    p.send_blobs(&named).expect("blobs");
+    // Twice in one append: refused before anything is written, naming the key (its
+    // catalog rows would be in twice).
+    let twice = [named[0].clone(), named[0].clone()];
+    let e = p
+        .append(&ds(), Some("r1"), &twice, 3)
+        .expect_err("same episode twice");
+    assert!(
+        matches!(&e, PublishError::InvalidConfig { field: "episodes", reason } if reason.contains("r1/ep-a")),
+        "{e:?}"
+    );
+    assert!(!s3.object_path("datasets").exists());
+    // Once: one row per stream.
+    p.append(&ds(), Some("r1"), &named, 3).expect("append");
+    let (keys, rows) = latest(&p);
+    assert_eq!(keys, ["r1/ep-a"]);
+    assert_eq!(rows.len(), 1, "{:?}", row_keys(&rows));
+}
+
+#[test]
 fn publish_append_replaced_episode_drops_its_old_catalog_row() {
     let s3 = S3Server::start();
     let d = robot_dir(&["ep-a", "ep-b"]);

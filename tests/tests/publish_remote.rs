@@ -320,3 +320,83 @@ fn publish_remote_prefix_and_robot_episode_keys_resolve() {
         std::fs::read(&local).expect("local")
     );
 }
+
+#[test]
+fn publish_remote_object_that_is_not_the_blob_it_names_is_a_mismatch() {
+    let s3 = S3Server::start();
+    let p = publisher(&s3);
+    let cache_dir = tempfile::tempdir().expect("cache dir");
+    let cache = wshard_publish::cache::BlobCache::at(cache_dir.path());
+    // Two small shards (each fetched whole by the first range request): b's bytes stored
+    // under a's blob key. The blocks are intact (their CRCs hold): only the hash tells.
+    let a = shard_of_blocks(3, 100);
+    let b = shard_of_blocks(4, 100);
+    let (key_a, sha_a) = put_blob(&p, &a);
+    p.store()
+        .put(
+            &key_a,
+            b.clone().into(),
+            wshard_publish::store::PutCondition::Always,
+        )
+        .expect("overwrite");
+    let blob = wshard_publish::remote::BlobRef::key(&key_a);
+    match RemoteShard::open(p.store(), Some(&cache), &blob) {
+        Err(PublishError::BlobMismatch { key, expected, .. }) => {
+            assert_eq!(key, key_a);
+            assert!(expected.contains(&sha_a), "{expected}");
+        }
+        Err(other) => panic!("not a mismatch: {other:?}"),
+        Ok(_) => panic!("{key_a} holding other bytes was read as the blob"),
+    }
+    assert_eq!(cache.stats().expect("stats").blobs, 0, "nothing cached");
+    let url = format!("s3://{BUCKET}/{key_a}");
+    let out = wshard(&s3, cache_dir.path(), &["inspect", &url]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains(&sha_a), "{}", text(&out));
+
+    // A large shard (read by range) whose size is not the one a manifest gives.
+    let big = shard_of_blocks(1000, 512);
+    let (key, sha) = put_blob(&p, &big);
+    let wrong = wshard_publish::remote::BlobRef {
+        key: key.clone(),
+        sha256: Some(sha),
+        size: Some(big.len() as u64 + 1),
+    };
+    assert!(matches!(
+        RemoteShard::open(p.store(), None, &wrong),
+        Err(PublishError::BlobMismatch { .. })
+    ));
+}
+
+#[test]
+fn publish_remote_cli_reads_with_a_cache_that_cannot_be_written() {
+    let s3 = S3Server::start();
+    let data = datadir_v01();
+    publisher(&s3)
+        .publish(&data, &ds(), &["legacy-complete".into()])
+        .expect("publish");
+    // The cache directory lies under a regular file: it can never be created (not even by
+    // root). The cache only saves requests: the reads still answer.
+    let dir = tempfile::tempdir().expect("dir");
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, b"x").expect("file");
+    let cache = blocker.join("cache");
+    let file = "legacy-complete_chunk_0001.wshard";
+    let url = format!("s3://{BUCKET}/datasets/lab/pick/legacy-complete/{file}");
+    let out = wshard(&s3, &cache, &["cat", &url, "signal/q", "--format", "csv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let local = data.join("legacy-complete").join(file);
+    let here = std::process::Command::new(wshard_e2e::bins::wshard())
+        .args([
+            "cat",
+            local.to_str().expect("utf-8"),
+            "signal/q",
+            "--format",
+            "csv",
+        ])
+        .output()
+        .expect("local cat");
+    assert_eq!(out.stdout, here.stdout);
+    let out = wshard(&s3, &cache, &["inspect", &url, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}

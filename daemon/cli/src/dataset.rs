@@ -14,7 +14,7 @@ use wshard_publish::cache::BlobCache;
 use wshard_publish::dataset::{list, pull, show};
 use wshard_publish::manifest::is_sha256_hex;
 use wshard_publish::url::VERSION_SEP;
-use wshard_publish::{Credentials, DatasetId, PublishError, Publisher, Store};
+use wshard_publish::{DatasetId, PublishError};
 
 use crate::publish::{exit_code, EXIT_USAGE};
 use crate::remote::env_cache;
@@ -81,17 +81,6 @@ pub fn parse_spec(s: &str) -> Result<(DatasetId, Option<String>), PublishError> 
     Ok((ds, version.map(str::to_owned)))
 }
 
-fn publisher(store: &StoreArgs) -> Result<Publisher, PublishError> {
-    let config = store.config();
-    config.validate()?;
-    let creds = Credentials::load()?;
-    Ok(Publisher::new(Store::new(
-        config,
-        &creds,
-        store.transfer(),
-    )?))
-}
-
 fn io_err(e: std::io::Error) -> PublishError {
     PublishError::Io {
         path: PathBuf::from("<stdout>"),
@@ -102,7 +91,7 @@ fn io_err(e: std::io::Error) -> PublishError {
 fn run_verb(verb: &DatasetVerb, out: &mut dyn Write) -> Result<(), PublishError> {
     match verb {
         DatasetVerb::List { store, json } => {
-            let p = publisher(store)?;
+            let p = store.publisher()?;
             let all = list(&p, env_cache().as_ref())?;
             if *json {
                 for d in &all {
@@ -135,7 +124,7 @@ fn run_verb(verb: &DatasetVerb, out: &mut dyn Write) -> Result<(), PublishError>
             json,
         } => {
             let (ds, version) = parse_spec(dataset)?;
-            let p = publisher(store)?;
+            let p = store.publisher()?;
             let (hash, m) = show(&p, env_cache().as_ref(), &ds, version.as_deref())?;
             if *json {
                 let mut doc = m.to_value();
@@ -178,7 +167,7 @@ fn run_verb(verb: &DatasetVerb, out: &mut dyn Write) -> Result<(), PublishError>
         } => {
             let (ds, version) = parse_spec(dataset)?;
             let cache = BlobCache::from_env()?;
-            let p = publisher(store)?;
+            let p = store.publisher()?;
             let r = pull(&p, &cache, &ds, version.as_deref(), dir)?;
             if *json {
                 let doc = json!({"dataset": ds.to_string(), "version": r.version,

@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 use wshard_cli::control::{self, ControlOptions};
 use wshard_cli::{
     aligned, annotate, bridge, cache_cmd, cat, dataset, doctor, import, inspect, inspect_dir, peek,
-    publish, query, recover, remote, verify,
+    publish, publish_append, query, recover, remote, verify,
 };
 
 /// Inspect, verify and recover WShard files and wshardd data directories.
@@ -254,6 +254,7 @@ fn main() -> ExitCode {
         } => control::close(&control.options(), &episode, timeout_ms, &mut out, &mut err),
         Command::Metrics { control } => control::metrics(&control.options(), &mut out, &mut err),
         Command::Annotate(args) => annotate::run(args, &mut out, &mut err),
+        Command::Publish(args) if args.append => publish_append::run(&args, &mut out, &mut err),
         Command::Publish(args) => publish::run(&args, &mut out, &mut err),
         Command::Query(args) => query::run(&args, &mut out, &mut err),
         Command::Doctor(args) => doctor::run(&args, &mut out),

@@ -11,8 +11,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use wshard_publish::publish::{BlobAction, LatestChange};
-use wshard_publish::{Credentials, DatasetId, PublishError, PublishReport, Publisher, Store};
+use wshard_publish::publish::{BlobAction, BlobReport, LatestChange};
+use wshard_publish::{DatasetId, PublishError, PublishReport};
 use wshardd_config::Config;
 
 use super::store_args::StoreArgs;
@@ -81,15 +81,26 @@ fn data_dir(args: &PublishArgs) -> Result<PathBuf, String> {
 
 fn publish(args: &PublishArgs, dir: &Path) -> Result<PublishReport, PublishError> {
     let dataset = DatasetId::parse(&args.dataset)?;
-    let config = args.store.config();
-    config.validate()?;
-    let creds = Credentials::load()?;
-    let store = Store::new(config, &creds, args.store.transfer())?;
-    Publisher::new(store).publish(dir, &dataset, &args.episodes)
+    args.store
+        .publisher()?
+        .publish(dir, &dataset, &args.episodes)
 }
 
 /// Run `wshard publish`; returns the exit code.
 pub fn run(args: &PublishArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    run_with(args, out, err, publish, report_json, write_text)
+}
+
+/// Run a publishing command: the data directory (exit 2 when unknown), `work`, then its
+/// report as `--json` (`json`) or text (`text`); an error printed, its exit code returned.
+pub(crate) fn run_with<T>(
+    args: &PublishArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    work: impl FnOnce(&PublishArgs, &Path) -> Result<T, PublishError>,
+    json: impl FnOnce(&T) -> serde_json::Value,
+    text: impl FnOnce(&T, &mut dyn Write) -> std::io::Result<()>,
+) -> u8 {
     let dir = match data_dir(args) {
         Ok(d) => d,
         Err(e) => {
@@ -97,19 +108,19 @@ pub fn run(args: &PublishArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             return EXIT_USAGE;
         }
     };
-    if args.append {
-        return super::publish_append::run(args, &dir, out, err);
-    }
-    match publish(args, &dir) {
+    match work(args, &dir) {
         Ok(report) => {
             let written = if args.json {
-                writeln!(out, "{}", report_json(&report))
+                writeln!(out, "{}", json(&report))
             } else {
-                write_text(&report, out)
+                text(&report, out)
             };
             match written {
                 Ok(()) => EXIT_OK,
-                Err(_) => EXIT_FAILED,
+                Err(e) => {
+                    let _ = writeln!(err, "wshard publish: writing output: {e}");
+                    EXIT_FAILED
+                }
             }
         }
         Err(e) => {
@@ -119,7 +130,8 @@ pub fn run(args: &PublishArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     }
 }
 
-fn latest_json(change: &LatestChange) -> serde_json::Value {
+/// `latest` of the `--json` documents.
+pub(crate) fn latest_json(change: &LatestChange) -> serde_json::Value {
     match change {
         LatestChange::Created => json!({"change": "created"}),
         LatestChange::Moved { previous } => json!({"change": "moved", "previous": previous}),
@@ -127,12 +139,9 @@ fn latest_json(change: &LatestChange) -> serde_json::Value {
     }
 }
 
-/// The `--json` document.
-#[must_use]
-pub fn report_json(r: &PublishReport) -> serde_json::Value {
-    let p = &r.prepared;
-    let files: Vec<_> = p
-        .files
+/// `files` of the `--json` documents.
+pub(crate) fn files_json(files: &[BlobReport]) -> Vec<serde_json::Value> {
+    files
         .iter()
         .map(|f| {
             let (action, multipart) = match f.action {
@@ -142,12 +151,47 @@ pub fn report_json(r: &PublishReport) -> serde_json::Value {
             json!({"episode": f.episode, "file": f.file, "sha256": f.sha256, "size": f.size,
                    "key": f.key, "action": action, "multipart": multipart})
         })
-        .collect();
-    let left_out: Vec<_> = p
-        .left_out
+        .collect()
+}
+
+/// `left_out` of the `--json` documents.
+pub(crate) fn left_out_json(left_out: &[(String, String)]) -> Vec<serde_json::Value> {
+    left_out
         .iter()
         .map(|(d, why)| json!({"dir": d, "reason": why}))
-        .collect();
+        .collect()
+}
+
+/// One line of text per file sent or skipped, then one per directory left out.
+pub(crate) fn write_files_text(
+    files: &[BlobReport],
+    left_out: &[(String, String)],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    for f in files {
+        let what = match f.action {
+            BlobAction::Uploaded { multipart: true } => "sent (multipart)",
+            BlobAction::Uploaded { multipart: false } => "sent",
+            BlobAction::AlreadyStored => "skipped (already stored)",
+        };
+        writeln!(
+            out,
+            "{what:<24} {}/{} {} B sha256 {}",
+            f.episode, f.file, f.size, f.sha256
+        )?;
+    }
+    for (dir, why) in left_out {
+        writeln!(out, "{:<24} {dir}: {why}", "left out")?;
+    }
+    Ok(())
+}
+
+/// The `--json` document.
+#[must_use]
+pub fn report_json(r: &PublishReport) -> serde_json::Value {
+    let p = &r.prepared;
+    let files = files_json(&p.files);
+    let left_out = left_out_json(&p.left_out);
     json!({
         "dataset": p.dataset.to_string(),
         "version_hash": p.version_hash,
@@ -167,18 +211,7 @@ pub fn report_json(r: &PublishReport) -> serde_json::Value {
 
 fn write_text(r: &PublishReport, out: &mut dyn Write) -> std::io::Result<()> {
     let p = &r.prepared;
-    for f in &p.files {
-        let what = match f.action {
-            BlobAction::Uploaded { multipart: true } => "sent (multipart)",
-            BlobAction::Uploaded { multipart: false } => "sent",
-            BlobAction::AlreadyStored => "skipped (already stored)",
-        };
-        writeln!(
-            out,
-            "{what:<24} {}/{} {} B sha256 {}",
-            f.episode, f.file, f.size, f.sha256
-        )?;
-    }
+    write_files_text(&p.files, &[], out)?;
     let what = if p.catalog.action == BlobAction::AlreadyStored {
         "skipped (already stored)"
     } else {

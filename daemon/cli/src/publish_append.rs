@@ -14,9 +14,11 @@ use serde_json::json;
 use wshard_publish::append::check_robot;
 use wshard_publish::episodes::select;
 use wshard_publish::publish::{BlobAction, BlobReport, LatestChange};
-use wshard_publish::{AppendReport, Credentials, DatasetId, PublishError, Publisher, Store};
+use wshard_publish::{AppendReport, DatasetId, PublishError};
 
-use super::publish::{exit_code, PublishArgs, EXIT_FAILED, EXIT_OK};
+use super::publish::{
+    files_json, latest_json, left_out_json, run_with, write_files_text, PublishArgs,
+};
 
 /// Compare-and-swap attempts of one `--append` run.
 pub const APPEND_ATTEMPTS: usize = 5;
@@ -31,10 +33,7 @@ struct Appended {
 fn append(args: &PublishArgs, dir: &Path) -> Result<Appended, PublishError> {
     let dataset = DatasetId::parse(&args.dataset)?;
     check_robot(args.robot.as_deref())?;
-    let config = args.store.config();
-    config.validate()?;
-    let creds = Credentials::load()?;
-    let publisher = Publisher::new(Store::new(config, &creds, args.store.transfer())?);
+    let publisher = args.store.publisher()?;
     let sel = select(dir, &args.episodes)?;
     if sel.episodes.is_empty() {
         return Err(PublishError::NothingToPublish {
@@ -57,24 +56,15 @@ fn append(args: &PublishArgs, dir: &Path) -> Result<Appended, PublishError> {
 }
 
 /// Run `wshard publish --append`; returns the exit code.
-pub fn run(args: &PublishArgs, dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    match append(args, dir) {
-        Ok(a) => {
-            let written = if args.json {
-                writeln!(out, "{}", report_json(args, &a))
-            } else {
-                write_text(args, &a, out)
-            };
-            match written {
-                Ok(()) => EXIT_OK,
-                Err(_) => EXIT_FAILED,
-            }
-        }
-        Err(e) => {
-            let _ = writeln!(err, "wshard publish: {e}");
-            exit_code(&e)
-        }
-    }
+pub fn run(args: &PublishArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    run_with(
+        args,
+        out,
+        err,
+        append,
+        |a| report_json(args, a),
+        |a, out| write_text(args, a, out),
+    )
 }
 
 fn sent(files: &[BlobReport]) -> (u64, u64) {
@@ -90,28 +80,9 @@ fn sent(files: &[BlobReport]) -> (u64, u64) {
 
 fn report_json(args: &PublishArgs, a: &Appended) -> serde_json::Value {
     let (bytes_sent, bytes_skipped) = sent(&a.files);
-    let files: Vec<_> = a
-        .files
-        .iter()
-        .map(|f| {
-            let (action, multipart) = match f.action {
-                BlobAction::Uploaded { multipart } => ("sent", multipart),
-                BlobAction::AlreadyStored => ("skipped", false),
-            };
-            json!({"episode": f.episode, "file": f.file, "sha256": f.sha256, "size": f.size,
-                   "key": f.key, "action": action, "multipart": multipart})
-        })
-        .collect();
-    let left_out: Vec<_> = a
-        .left_out
-        .iter()
-        .map(|(d, why)| json!({"dir": d, "reason": why}))
-        .collect();
-    let latest = match &a.report.latest {
-        LatestChange::Created => json!({"change": "created"}),
-        LatestChange::Moved { previous } => json!({"change": "moved", "previous": previous}),
-        LatestChange::Unchanged => json!({"change": "unchanged"}),
-    };
+    let files = files_json(&a.files);
+    let left_out = left_out_json(&a.left_out);
+    let latest = latest_json(&a.report.latest);
     json!({
         "dataset": args.dataset,
         "append": true,
@@ -128,21 +99,7 @@ fn report_json(args: &PublishArgs, a: &Appended) -> serde_json::Value {
 }
 
 fn write_text(args: &PublishArgs, a: &Appended, out: &mut dyn Write) -> std::io::Result<()> {
-    for f in &a.files {
-        let what = match f.action {
-            BlobAction::Uploaded { multipart: true } => "sent (multipart)",
-            BlobAction::Uploaded { multipart: false } => "sent",
-            BlobAction::AlreadyStored => "skipped (already stored)",
-        };
-        writeln!(
-            out,
-            "{what:<24} {}/{} {} B sha256 {}",
-            f.episode, f.file, f.size, f.sha256
-        )?;
-    }
-    for (dir, why) in &a.left_out {
-        writeln!(out, "{:<24} {dir}: {why}", "left out")?;
-    }
+    write_files_text(&a.files, &a.left_out, out)?;
     let (bytes_sent, bytes_skipped) = sent(&a.files);
     writeln!(
         out,

@@ -3,7 +3,7 @@
 //! meta blocks (inspect) or the block asked for (cat); a blob the cache holds is read from
 //! it. The bucket (and a dataset URL's prefix) come from the URL; the endpoint, region and
 //! `--allow-http` from the flags or the variables of [`crate::store_args`]; the credentials
-//! from the environment.
+//! from the environment, else the shared credentials file ([`wshard_publish::Credentials::load`]).
 
 use std::io::Write;
 use std::path::Path;
@@ -12,7 +12,7 @@ use serde_json::json;
 use wshard_publish::cache::BlobCache;
 use wshard_publish::remote::{resolve, RemoteShard, Resolved};
 use wshard_publish::url::RemoteUrl;
-use wshard_publish::{Credentials, PublishError, Publisher, Store, TransferOptions};
+use wshard_publish::{PublishError, Publisher};
 
 use crate::cat::{self, CatOptions};
 use crate::inspect::{self, InspectOptions, Inspection};
@@ -48,14 +48,7 @@ pub fn publisher_for(url: &RemoteUrl, args: &RemoteArgs) -> Result<Publisher, Pu
         allow_http: args.allow_http,
         ..StoreArgs::default()
     };
-    let config = store_args.config();
-    config.validate()?;
-    let creds = Credentials::load()?;
-    Ok(Publisher::new(Store::new(
-        config,
-        &creds,
-        TransferOptions::default(),
-    )?))
+    store_args.publisher()
 }
 
 /// The cache of the environment; none when no directory can be found (reads still work).

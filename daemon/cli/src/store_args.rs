@@ -13,7 +13,7 @@
 //! `AWS_SESSION_TOKEN` from the environment.
 
 use wshard_publish::config::DEFAULT_REGION;
-use wshard_publish::{StoreConfig, TransferOptions};
+use wshard_publish::{Credentials, PublishError, Publisher, Store, StoreConfig, TransferOptions};
 
 /// Endpoint variable.
 pub const ENV_ENDPOINT: &str = "WSHARD_S3_ENDPOINT";
@@ -85,6 +85,18 @@ impl StoreArgs {
                 .unwrap_or_else(|| DEFAULT_REGION.to_owned()),
             allow_http: self.allow_http || allow_env,
         }
+    }
+
+    /// A publisher on the store these settings name: the config checked, the credentials
+    /// loaded ([`Credentials::load`]: the environment, else the shared credentials file).
+    ///
+    /// # Errors
+    /// [`PublishError::InvalidConfig`], the credential errors, client errors.
+    pub fn publisher(&self) -> Result<Publisher, PublishError> {
+        let config = self.config();
+        config.validate()?;
+        let creds = Credentials::load()?;
+        Ok(Publisher::new(Store::new(config, &creds, self.transfer())?))
     }
 
     /// Transfer options: the defaults with the flags given.

@@ -214,6 +214,44 @@ def test_publish_remote_cache_serves_the_second_read_with_no_request(s3: S3, tmp
     assert b'"blobs":2' in r.stdout.replace(b" ", b""), r.stdout
 
 
+def test_publish_remote_object_that_is_not_its_blob_is_a_corrupt_data_error(
+        s3: S3, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(GOLDEN_DATADIR / "legacy-complete", data / "legacy-complete")
+    publish(data)
+    # chunk 0001's bytes (the same size, intact blocks) stored under chunk 0000's blob key.
+    ep = data / "legacy-complete"
+    c0 = (ep / "legacy-complete_chunk_0000.wshard").read_bytes()
+    c1 = (ep / "legacy-complete_chunk_0001.wshard").read_bytes()
+    assert len(c0) == len(c1) and c0 != c1
+    sha = hashlib.sha256(c0).hexdigest()
+    s3.object_path(f"blobs/sha256/{sha[:2]}/{sha}").write_bytes(c1)
+    url = f"s3://{BUCKET}/datasets/lab/pick/legacy-complete/legacy-complete_chunk_0000.wshard"
+    with pytest.raises(CorruptDataError) as e:
+        wshard_reader.open_remote_shard(url)
+    assert sha in str(e.value) and e.value.field == "sha256"
+    assert wshard_reader.BlobCache().lookup(sha) is None
+
+
+def test_publish_remote_reads_with_a_cache_that_cannot_be_written(
+        s3: S3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(GOLDEN_DATADIR / "legacy-complete", data / "legacy-complete")
+    publish(data)
+    # The cache directory lies under a regular file: it can never be created (not even by
+    # root). The cache only saves requests: the read still answers.
+    (tmp_path / "not-a-dir").write_bytes(b"x")
+    monkeypatch.setenv("WSHARD_CACHE_DIR", str(tmp_path / "not-a-dir" / "cache"))
+    chunk = data / "legacy-complete" / "legacy-complete_chunk_0001.wshard"
+    url = f"s3://{BUCKET}/datasets/lab/pick/legacy-complete/{chunk.name}"
+    shard = wshard_reader.open_remote_shard(url)
+    assert not shard.from_cache
+    want = local_blocks(chunk)
+    assert shard.names == list(want)
+    for name, b in want.items():
+        assert shard.read_block(name) == b, name
+
+
 def test_publish_remote_open_episode_on_an_s3_url(s3: S3, tmp_path: Path) -> None:
     data = tmp_path / "data"
     big_multi(data)

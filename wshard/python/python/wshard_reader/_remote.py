@@ -90,7 +90,11 @@ class BlobCache:
             st = p.stat()
         except FileNotFoundError:
             return None
-        if (size is not None and st.st_size != size) or _hash_file(p)[0] != sha256:
+        try:
+            hashed = _hash_file(p)[0]
+        except FileNotFoundError:
+            return None  # removed meanwhile by another process (its gc, or its own check)
+        if (size is not None and st.st_size != size) or hashed != sha256:
             p.unlink(missing_ok=True)
             return None
         try:
@@ -98,6 +102,22 @@ class BlobCache:
         except OSError:
             pass  # a read-only cache still serves
         return p
+
+    def lookup_or_miss(self, sha256: str, size: Optional[int] = None) -> Optional[Path]:
+        """:meth:`lookup` for a read, which the cache only saves requests: a cache that
+        cannot be read (a directory that cannot be created, a disk error) is a miss."""
+        try:
+            return self.lookup(sha256, size)
+        except OSError:
+            return None
+
+    def keep(self, sha256: str, data: bytes) -> None:
+        """:meth:`insert` bytes already checked, when the cache can be written (as
+        :meth:`lookup_or_miss`: a cache that cannot be written does not fail the read)."""
+        try:
+            self.insert(sha256, data)
+        except OSError:
+            pass
 
     def insert(self, sha256: str, data: bytes) -> Path:
         """Cache bytes already fetched when they hash to ``sha256``."""
@@ -240,7 +260,7 @@ def _version_manifest(store: _Store, cache: BlobCache, u: ParsedUrl) -> Tuple[st
         version = str(latest.get("version", ""))
         if not _SHA256.match(version):
             raise CorruptDataError(f"s3://{u.bucket}/{base}latest.json: no valid version", field="version")
-    cached = cache.lookup(version)
+    cached = cache.lookup_or_miss(version)
     if cached is not None:
         data = cached.read_bytes()
     else:
@@ -249,7 +269,7 @@ def _version_manifest(store: _Store, cache: BlobCache, u: ParsedUrl) -> Tuple[st
             raise CorruptDataError(
                 f"s3://{u.bucket}/{base}versions/{version}.json does not hash to its name", field="sha256"
             )
-        cache.insert(version, data)
+        cache.keep(version, data)
     return version, json.loads(data)
 
 
@@ -282,7 +302,7 @@ class RemoteShard:
         self.url = url
         self.key: str = blob["key"]
         self._store = store
-        cached = cache.lookup(blob["sha256"], blob["size"]) if blob["sha256"] else None
+        cached = cache.lookup_or_miss(blob["sha256"], blob["size"]) if blob["sha256"] else None
         self.from_cache = cached is not None
         if cached is not None:
             fd = os.open(cached, os.O_RDONLY)
@@ -293,8 +313,18 @@ class RemoteShard:
         else:
             self._fd = None
             head, size = store.get_range(self.key, 0, PREFETCH_BYTES)
-            if len(head) == size and blob["sha256"] and hashlib.sha256(head).hexdigest() == blob["sha256"]:
-                cache.insert(blob["sha256"], head)
+            # An object of another size than the manifest's, or fetched whole and of another
+            # SHA-256, is not the blob it names (a larger one is checked block by block).
+            if blob["size"] is not None and size != blob["size"]:
+                raise CorruptDataError(
+                    f"{url}: {self.key} is {size} bytes, {blob['size']} expected", field="size")
+            if len(head) == size and blob["sha256"]:
+                got = hashlib.sha256(head).hexdigest()
+                if got != blob["sha256"]:
+                    raise CorruptDataError(
+                        f"{url}: {self.key} hashes to sha256 {got}, not {blob['sha256']}",
+                        field="sha256")
+                cache.keep(blob["sha256"], head)
             key = self.key
             fetch = lambda off, n: store.get_range(key, off, n)[0]  # noqa: E731
         self._native = _native.open_ranged_shard(url, fetch, size, head)
