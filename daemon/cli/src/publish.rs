@@ -81,9 +81,9 @@ fn data_dir(args: &PublishArgs) -> Result<PathBuf, String> {
 
 fn publish(args: &PublishArgs, dir: &Path) -> Result<PublishReport, PublishError> {
     let dataset = DatasetId::parse(&args.dataset)?;
-    let config = args.store.config();
+    let config = args.store.config()?;
     config.validate()?;
-    let creds = Credentials::load()?;
+    let creds = Credentials::load_for(config.provider)?;
     let store = Store::new(config, &creds, args.store.transfer())?;
     Publisher::new(store).publish(dir, &dataset, &args.episodes)
 }

@@ -31,9 +31,9 @@ struct Appended {
 fn append(args: &PublishArgs, dir: &Path) -> Result<Appended, PublishError> {
     let dataset = DatasetId::parse(&args.dataset)?;
     check_robot(args.robot.as_deref())?;
-    let config = args.store.config();
+    let config = args.store.config()?;
     config.validate()?;
-    let creds = Credentials::load()?;
+    let creds = Credentials::load_for(config.provider)?;
     let publisher = Publisher::new(Store::new(config, &creds, args.store.transfer())?);
     let sel = select(dir, &args.episodes)?;
     if sel.episodes.is_empty() {
