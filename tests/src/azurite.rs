@@ -161,6 +161,26 @@ impl Azurite {
         }
     }
 
+    /// Stop the server gracefully (SIGTERM: Azurite saves its database then exits) and
+    /// start it again on the same directory; the port is a new one: see
+    /// [`Azurite::endpoint`]. A SIGKILL is no restart test for Azurite: it keeps its
+    /// metadata (even the containers) in memory between periodic saves (measured:
+    /// everything made in the last seconds is gone), which Azure itself never does.
+    pub fn restart(&mut self) {
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        let _ = self.child.wait();
+        let log = self.dir.path().join("azurite.restarted.log");
+        let (child, port) = spawn(&self.store_root(), &log);
+        self.child = child;
+        self.port = port;
+        self.log = log;
+    }
+
     /// The account endpoint, path-style: `http://127.0.0.1:PORT/ACCOUNT`.
     #[must_use]
     pub fn endpoint(&self) -> String {

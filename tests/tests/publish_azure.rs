@@ -252,6 +252,40 @@ fn publish_azure_multipart_resumes_through_the_primitives() {
     second.abort_multipart(other, &upload_id).expect("abort");
 }
 
+/// The store restarted mid-upload (stopped gracefully: see `Azurite::restart`): the
+/// uncommitted blocks sent before are kept, the upload completes from a new client with the
+/// saved part ids (only the missing part sent), and the blob verifies.
+#[test]
+fn publish_azure_multipart_resumes_after_a_restart_of_the_server() {
+    let mut az = Azurite::start();
+    let key = "blobs/sha256/ef/multipart-restart";
+    let data = payload();
+    let first = store_with(&az, ACCOUNT_KEY, quick());
+    let id = first.create_multipart(key).expect("create");
+    let mut tags: Vec<String> = (0..2)
+        .map(|i| first.put_part(key, &id, i, part(&data, i)).expect("part"))
+        .collect();
+    drop(first);
+    az.restart();
+    let second = store_with(&az, ACCOUNT_KEY, quick());
+    tags.push(
+        second
+            .put_part(key, &id, 2, part(&data, 2))
+            .expect("last part"),
+    );
+    second
+        .complete_multipart(key, &id, &tags)
+        .expect("complete after the restart");
+    let (h, size) = second.hash_remote(key).expect("hash");
+    assert_eq!(
+        (h, size),
+        (
+            wshard_publish::manifest::sha256_hex(&data),
+            data.len() as u64
+        )
+    );
+}
+
 #[test]
 fn publish_azure_wrong_key_missing_container_and_down_server_are_typed() {
     let mut az = Azurite::start();
