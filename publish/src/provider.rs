@@ -170,3 +170,30 @@ impl CloudCredentials {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Provider;
+
+    #[test]
+    fn provider_names_and_schemes() {
+        for (name, p) in [
+            ("s3", Provider::S3),
+            ("GCS", Provider::Gcs),
+            ("gs", Provider::Gcs),
+            ("azure", Provider::Azure),
+            ("az", Provider::Azure),
+        ] {
+            assert_eq!(name.parse::<Provider>().expect(name), p);
+        }
+        assert!("minio".parse::<Provider>().is_err());
+        assert_eq!(Provider::default(), Provider::S3);
+        assert_eq!(Provider::from_scheme("gs"), Some(Provider::Gcs));
+        assert_eq!(Provider::from_scheme("az"), Some(Provider::Azure));
+        assert_eq!(Provider::from_scheme("s3"), Some(Provider::S3));
+        assert_eq!(Provider::from_scheme("http"), None);
+        for p in [Provider::S3, Provider::Gcs, Provider::Azure] {
+            assert_eq!(p.as_str().parse::<Provider>().expect("round trip"), p);
+        }
+    }
+}

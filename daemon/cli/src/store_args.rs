@@ -139,3 +139,40 @@ impl StoreArgs {
         t
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(provider: Option<&str>, bucket: &str) -> StoreArgs {
+        StoreArgs {
+            provider: provider.map(str::to_owned),
+            endpoint: Some("http://127.0.0.1:1".into()),
+            bucket: Some(bucket.to_owned()),
+            ..StoreArgs::default()
+        }
+    }
+
+    #[test]
+    fn provider_from_flag_and_bucket_url() {
+        let c = args(Some("azure"), "fleet").config().expect("config");
+        assert_eq!((c.provider, c.bucket.as_str()), (Provider::Azure, "fleet"));
+        let c = args(None, "gs://fleet/").config().expect("config");
+        assert_eq!((c.provider, c.bucket.as_str()), (Provider::Gcs, "fleet"));
+        let c = args(Some("azure"), "az://box").config().expect("config");
+        assert_eq!((c.provider, c.bucket.as_str()), (Provider::Azure, "box"));
+        let c = args(Some("s3"), "s3://b").config().expect("config");
+        assert_eq!((c.provider, c.bucket.as_str()), (Provider::S3, "b"));
+        for (p, b) in [
+            (Some("gcs"), "az://box"),
+            (Some("nope"), "b"),
+            (None, "ftp://b"),
+        ] {
+            let e = args(p, b).config().expect_err(b);
+            assert!(
+                matches!(e, PublishError::InvalidConfig { .. }),
+                "{p:?} {b}: {e}"
+            );
+        }
+    }
+}

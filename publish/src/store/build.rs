@@ -253,7 +253,106 @@ fn build_gcs(
 
 #[cfg(test)]
 mod tests {
-    use super::azure_account_of;
+    use super::{azure_account_of, sas_pairs};
+    use crate::config::{Credentials, StoreConfig, TransferOptions};
+    use crate::error::PublishError;
+    use crate::provider::Provider;
+    use crate::store::Store;
+
+    fn gcs_config(endpoint: &str) -> StoreConfig {
+        StoreConfig {
+            provider: Provider::Gcs,
+            endpoint: endpoint.to_owned(),
+            bucket: "fleet".into(),
+            prefix: String::new(),
+            region: String::new(),
+            allow_http: true,
+        }
+    }
+
+    fn quick() -> TransferOptions {
+        TransferOptions {
+            max_retries: 0,
+            connect_timeout: std::time::Duration::from_secs(2),
+            retry_timeout: std::time::Duration::from_secs(2),
+            ..TransferOptions::default()
+        }
+    }
+
+    /// A port nothing listens on (bound, then closed).
+    fn closed_port() -> u16 {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    }
+
+    #[test]
+    fn gcs_store_sends_to_the_configured_endpoint() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let key = dir.path().join("sa.json");
+        // A key that needs no token (object_store's emulator switch).
+        std::fs::write(
+            &key,
+            r#"{"disable_oauth": true, "client_email": "", "private_key": "", "private_key_id": ""}"#,
+        )
+        .expect("write key");
+        let endpoint = format!("http://127.0.0.1:{}", closed_port());
+        let store = Store::new(gcs_config(&endpoint), &Credentials::gcs_file(&key), quick())
+            .expect("gcs store");
+        let e = store.head_size("k").expect_err("nothing listens");
+        match &e {
+            PublishError::EndpointUnreachable {
+                endpoint: at,
+                detail,
+            } => {
+                assert_eq!(at, &endpoint);
+                assert!(detail.contains(&endpoint), "{detail}");
+            }
+            other => panic!("expected EndpointUnreachable, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn gcs_key_that_does_not_parse_is_not_quoted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let key = dir.path().join("sa.json");
+        let secret = "PRIVATE-KEY-TEXT-7f3a";
+        std::fs::write(&key, format!("{{\"private_key\": \"{secret}\"")).expect("write");
+        for endpoint in ["", "http://127.0.0.1:9"] {
+            let e = Store::new(gcs_config(endpoint), &Credentials::gcs_file(&key), quick())
+                .expect_err("broken key");
+            assert!(matches!(e, PublishError::InvalidConfig { .. }), "{e}");
+            assert!(!format!("{e} {e:?}").contains(secret), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn credentials_of_another_provider_are_refused() {
+        let e = Store::new(
+            gcs_config(""),
+            &Credentials::azure(Some("acct"), "a2V5"),
+            quick(),
+        )
+        .expect_err("azure credentials for gcs");
+        assert!(
+            matches!(
+                e,
+                PublishError::InvalidConfig {
+                    field: "provider",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn sas_token_query_pairs() {
+        assert_eq!(
+            sas_pairs("?sv=2022-11-02&sig=abc%3D&se=x"),
+            [("sv", "2022-11-02"), ("sig", "abc%3D"), ("se", "x")]
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        );
+    }
 
     #[test]
     fn azure_account_from_endpoint() {
