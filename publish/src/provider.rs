@@ -1,6 +1,6 @@
 //! [`Provider`]: which object-store API the store speaks (S3, Google Cloud Storage, Azure
 //! Blob Storage), and the credentials each one takes from its usual environment
-//! ([`CloudCredentials`]).
+//! (`CloudCredentials`, crate-private).
 //!
 //! | provider | endpoint | bucket | credentials |
 //! |---|---|---|---|

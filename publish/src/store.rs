@@ -1,7 +1,7 @@
 //! [`Store`]: a blocking handle on one bucket of an object store (S3, GCS or Azure: the
 //! config's [`crate::Provider`]). It owns a one-thread tokio runtime and the `object_store`
-//! client of the provider ([`build`]), and maps the client's errors to the typed
-//! [`PublishError`]s ([`classify`]).
+//! client of the provider (`store/build.rs`), and maps the client's errors to the typed
+//! [`PublishError`]s (`store/classify.rs`).
 
 use std::fs::File;
 use std::io::Read;
