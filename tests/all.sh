@@ -18,7 +18,8 @@
 # Prerequisites it checks first (and says how to install): systemd-analyze and
 # systemd-socket-activate, python3 with pytest, numpy, zstandard, prometheus_client, rosbags,
 # pillow, cyclonedds, duckdb and duckdb-extension-httpfs, boto3, Debian's ROS 1 packages for /usr/bin/python3, maturin, a C++
-# compiler for libFuzzer, s3s-fs 0.14.1 ($WSHARD_S3S_FS or PATH). The upstream golden files are
+# compiler for libFuzzer, s3s-fs 0.14.1 ($WSHARD_S3S_FS or PATH), node and Azurite 3.35.0
+# ($WSHARD_AZURITE or azurite-blob on PATH). The upstream golden files are
 # read from ../shared/golden-upstream or $WSHARD_UPSTREAM_GOLDEN.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,6 +63,16 @@ if [ -z "$WSHARD_S3S_FS" ] || [ ! -x "$WSHARD_S3S_FS" ]; then
     missing+=("s3s-fs 0.14.1 for the publish_* tests (cargo install s3s-fs@0.14.1 --features binary --locked --root ../tools, then WSHARD_S3S_FS=../tools/bin/s3s-fs)")
 else
     export WSHARD_S3S_FS
+fi
+# Azurite 3.35.0 (the Azure Blob Storage emulator; the last line for node 20), the real server
+# of the publish_azure_* tests: $WSHARD_AZURITE (its azurite-blob script), else on PATH.
+if [ -z "${WSHARD_AZURITE:-}" ]; then
+    WSHARD_AZURITE="$(command -v azurite-blob || true)"
+fi
+if [ -z "$WSHARD_AZURITE" ] || [ ! -x "$WSHARD_AZURITE" ] || ! command -v node >/dev/null 2>&1; then
+    missing+=("node and Azurite 3.35.0 for the publish_azure_* tests (npm install --prefix ../tools/azurite azurite@3.35.0, then WSHARD_AZURITE=../tools/azurite/node_modules/.bin/azurite-blob)")
+else
+    export WSHARD_AZURITE
 fi
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "tests/all.sh: missing prerequisites:" >&2

@@ -191,6 +191,7 @@ pub fn run(args: &RemoteReadArgs) -> Result<()> {
     let scratch = ScratchDir::new(None)?;
     let server = start_server(&bin, &scratch.file("store"))?;
     let cfg = StoreConfig {
+        provider: wshard_publish::Provider::S3,
         endpoint: server.endpoint.clone(),
         bucket: BUCKET.into(),
         prefix: String::new(),

@@ -18,6 +18,8 @@ pub const MAX_PUBLISH_PART_BYTES: u64 = 5 << 30;
 pub const MAX_ROBOT_BYTES: usize = 64;
 /// Longest wait between two attempts, in milliseconds (one day).
 pub const MAX_RETRY_MS: u64 = 86_400_000;
+/// The names `publish.provider` takes.
+pub const PROVIDERS: &[&str] = &["s3", "gcs", "azure"];
 
 /// `[publish]`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,7 +27,11 @@ pub const MAX_RETRY_MS: u64 = 86_400_000;
 pub struct PublishConfig {
     /// Run the uploader. Default `false`.
     pub enabled: bool,
-    /// `http(s)://host:port` of an S3-compatible endpoint (path-style). Default `""`.
+    /// The object store's protocol: one of [`PROVIDERS`] (`s3`: S3 and S3-compatible servers;
+    /// `gcs`; `azure`, whose bucket is the container). Default `s3`.
+    pub provider: String,
+    /// `http(s)://host:port` of the endpoint (path-style for S3; may be `""` for `gcs`:
+    /// Google's). Default `""`.
     pub endpoint: String,
     /// Bucket. Default `""`.
     pub bucket: String,
@@ -63,6 +69,7 @@ impl Default for PublishConfig {
     fn default() -> Self {
         Self {
             enabled: false,
+            provider: "s3".to_owned(),
             endpoint: String::new(),
             bucket: String::new(),
             prefix: String::new(),
@@ -173,11 +180,20 @@ impl PublishConfig {
                 "must be relative, without `..`",
             );
         }
+        if !PROVIDERS.contains(&self.provider.as_str()) {
+            return inv(
+                "publish.provider",
+                format!("{:?}", self.provider),
+                "must be one of \"s3\", \"gcs\", \"azure\"",
+            );
+        }
         if !self.enabled {
             return Ok(());
         }
         let http = self.endpoint.starts_with("http://");
-        if !http && !self.endpoint.starts_with("https://") {
+        // `gcs` with no endpoint: Google's own.
+        let google_default = self.provider == "gcs" && self.endpoint.is_empty();
+        if !google_default && !http && !self.endpoint.starts_with("https://") {
             return inv(
                 "publish.endpoint",
                 format!("{:?}", self.endpoint),

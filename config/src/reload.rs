@@ -70,6 +70,7 @@ static KEYS: &[KeyDiff] = &[
     key!(Applied, disk.check_interval_ms),
     key!(Applied, disk.preallocate),
     key!(Restart, publish.enabled),
+    key!(Restart, publish.provider),
     key!(Restart, publish.endpoint),
     key!(Restart, publish.bucket),
     key!(Restart, publish.prefix),

@@ -25,6 +25,17 @@ fn config_publish_enabled_table_parses_and_needs_a_restart() {
 }
 
 #[test]
+fn config_publish_gcs_may_leave_the_endpoint_to_google() {
+    let c = Config::from_toml_str(
+        "[publish]\nenabled = true\nprovider = \"gcs\"\nbucket = \"b\"\ndataset = \"a/b\"\n",
+        ORIGIN,
+    )
+    .unwrap();
+    assert_eq!(c.publish.provider, "gcs");
+    assert_eq!(Config::default().publish.provider, "s3");
+}
+
+#[test]
 fn config_publish_disabled_does_not_need_the_store_keys() {
     let c = Config::from_toml_str("[publish]\nenabled = false\n", ORIGIN).unwrap();
     assert!(!c.publish.enabled);
@@ -63,6 +74,11 @@ fn config_publish_errors_name_the_key() {
         ("[publish]\nscan_interval_ms = 1\n", "publish.scan_interval_ms"),
         ("[publish]\nrobot = \"a/b\"\n", "publish.robot"),
         ("[publish]\nprefix = \"../x\"\n", "publish.prefix"),
+        ("[publish]\nprovider = \"ftp\"\n", "publish.provider"),
+        (
+            "[publish]\nenabled = true\nprovider = \"azure\"\nbucket = \"c\"\ndataset = \"a/b\"\n",
+            "publish.endpoint",
+        ),
     ];
     for (text, key) in cases {
         assert_eq!(invalid_key(text), key, "{text}");

@@ -100,6 +100,7 @@ fn settings() -> UploaderSettings {
         // Never reached: nothing is left to send but the unpublished episode's append,
         // which fails at once (nothing listens on the discard port).
         store: StoreConfig {
+            provider: wshard_publish::Provider::S3,
             endpoint: "http://127.0.0.1:9".into(),
             bucket: "b".into(),
             prefix: String::new(),

@@ -1,10 +1,12 @@
 //! Where the store is ([`StoreConfig`]), who we are ([`Credentials`], from the environment
-//! or the AWS shared credentials file) and how blobs are sent ([`TransferOptions`]).
+//! or the AWS shared credentials file; GCS and Azure from theirs: [`crate::provider`]) and
+//! how blobs are sent ([`TransferOptions`]).
 
 use std::time::Duration;
 
 use crate::credentials_file;
 use crate::error::PublishError;
+use crate::provider::{CloudCredentials, Provider, GCS_DEFAULT_ENDPOINT};
 
 /// Access key id variable.
 pub const ENV_ACCESS_KEY_ID: &str = "AWS_ACCESS_KEY_ID";
@@ -19,8 +21,13 @@ pub const DEFAULT_REGION: &str = "us-east-1";
 /// Where the store is. Holds no secret: safe to print.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoreConfig {
-    /// `http(s)://host:port` of an S3-compatible endpoint (path-style requests).
+    /// Which API the store speaks (docs/PUBLISH.md "Providers").
+    pub provider: Provider,
+    /// `http(s)://host:port` of an S3-compatible endpoint (path-style requests); for GCS
+    /// empty means `https://storage.googleapis.com`; for Azure
+    /// `https://ACCOUNT.blob.core.windows.net` or `http://host:port/ACCOUNT` (an emulator).
     pub endpoint: String,
+    /// The bucket (Azure: the container).
     pub bucket: String,
     /// Key prefix every key is put under (`""` or e.g. `fleet/`; a missing trailing `/` is
     /// added).
@@ -42,11 +49,12 @@ impl StoreConfig {
                 reason: reason.to_owned(),
             })
         };
-        if self.endpoint.is_empty() {
+        let endpoint = self.effective_endpoint();
+        if endpoint.is_empty() {
             return bad("endpoint", "empty (give --endpoint or WSHARD_S3_ENDPOINT)");
         }
-        let http = self.endpoint.starts_with("http://");
-        if !http && !self.endpoint.starts_with("https://") {
+        let http = endpoint.starts_with("http://");
+        if !http && !endpoint.starts_with("https://") {
             return bad("endpoint", "must start with http:// or https://");
         }
         if http && !self.allow_http {
@@ -62,6 +70,16 @@ impl StoreConfig {
             return bad("prefix", "must be relative, without `..`");
         }
         Ok(())
+    }
+
+    /// The endpoint requests go to: the one given, else the provider's default (GCS only).
+    #[must_use]
+    pub fn effective_endpoint(&self) -> &str {
+        if self.endpoint.is_empty() && self.provider == Provider::Gcs {
+            GCS_DEFAULT_ENDPOINT
+        } else {
+            &self.endpoint
+        }
     }
 
     /// The prefix as used in keys: empty or ending with one `/`.
@@ -83,6 +101,8 @@ pub struct Credentials {
     pub(crate) access_key_id: String,
     pub(crate) secret_access_key: String,
     pub(crate) session_token: Option<String>,
+    /// GCS or Azure credentials (then the three fields above are empty).
+    pub(crate) cloud: Option<CloudCredentials>,
     /// Where they came from (no secret): shown by `wshard doctor`.
     pub(crate) source: String,
 }
@@ -96,6 +116,7 @@ impl std::fmt::Debug for Credentials {
                 "session_token",
                 &self.session_token.as_ref().map(|_| "<redacted>"),
             )
+            .field("provider", &self.provider())
             .field("source", &self.source)
             .finish()
     }
@@ -115,6 +136,7 @@ impl Credentials {
             access_key_id: get(ENV_ACCESS_KEY_ID)?,
             secret_access_key: get(ENV_SECRET_ACCESS_KEY)?,
             session_token: get(ENV_SESSION_TOKEN).ok(),
+            cloud: None,
             source: "the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)".into(),
         })
     }
@@ -156,6 +178,7 @@ impl Credentials {
                 .secret_access_key
                 .ok_or_else(|| lacks("aws_secret_access_key"))?,
             session_token: keys.session_token,
+            cloud: None,
             source: format!("profile {profile} of {}", path.display()),
         })
     }
@@ -179,7 +202,74 @@ impl Credentials {
             access_key_id: access_key_id.to_owned(),
             secret_access_key: secret_access_key.to_owned(),
             session_token: None,
+            cloud: None,
             source: "given by the program".into(),
+        }
+    }
+
+    /// The credentials of `provider` from its usual places: S3 [`Credentials::load`];
+    /// GCS `GOOGLE_SERVICE_ACCOUNT_KEY` (the JSON), else `GOOGLE_APPLICATION_CREDENTIALS`
+    /// (a file), else gcloud's `~/.config/gcloud/application_default_credentials.json`;
+    /// Azure `AZURE_STORAGE_ACCOUNT_KEY`, else `AZURE_STORAGE_SAS_TOKEN`, the account from
+    /// `AZURE_STORAGE_ACCOUNT_NAME`, else from the endpoint.
+    ///
+    /// # Errors
+    /// [`PublishError::CredentialsMissing`] naming the variable to set;
+    /// [`PublishError::CredentialsFile`] for a broken AWS shared credentials file.
+    pub fn load_for(provider: Provider) -> Result<Self, PublishError> {
+        let (cloud, source) = match provider {
+            Provider::S3 => return Self::load(),
+            Provider::Gcs => CloudCredentials::gcs_from_env()?,
+            Provider::Azure => CloudCredentials::azure_from_env()?,
+        };
+        Ok(Self {
+            access_key_id: String::new(),
+            secret_access_key: String::new(),
+            session_token: None,
+            cloud: Some(cloud),
+            source,
+        })
+    }
+
+    /// Explicit Azure credentials: the account (`None`: from the endpoint) and its shared
+    /// key (tests, embedding programs).
+    #[must_use]
+    pub fn azure(account: Option<&str>, key: &str) -> Self {
+        Self {
+            access_key_id: String::new(),
+            secret_access_key: String::new(),
+            session_token: None,
+            cloud: Some(CloudCredentials::Azure {
+                account: account.map(str::to_owned),
+                key: Some(key.to_owned()),
+                sas: None,
+            }),
+            source: "given by the program".into(),
+        }
+    }
+
+    /// Explicit GCS credentials: a service account key file (tests, embedding programs).
+    #[must_use]
+    pub fn gcs_file(file: &std::path::Path) -> Self {
+        Self {
+            access_key_id: String::new(),
+            secret_access_key: String::new(),
+            session_token: None,
+            cloud: Some(CloudCredentials::Gcs {
+                key: None,
+                file: Some(file.to_path_buf()),
+            }),
+            source: format!("the file {}", file.display()),
+        }
+    }
+
+    /// The provider these credentials are for.
+    #[must_use]
+    pub fn provider(&self) -> Provider {
+        match &self.cloud {
+            None => Provider::S3,
+            Some(CloudCredentials::Gcs { .. }) => Provider::Gcs,
+            Some(CloudCredentials::Azure { .. }) => Provider::Azure,
         }
     }
 

@@ -3,13 +3,15 @@
 //!
 //! Checks, in order (a check whose prerequisite failed is skipped):
 //! 1. `config`: endpoint and bucket given and usable;
-//! 2. `credentials`: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY set (never printed);
+//! 2. `credentials`: the provider's credentials found (S3: AWS_ACCESS_KEY_ID and
+//!    AWS_SECRET_ACCESS_KEY or the shared file; GCS, Azure: [`crate::provider`]), never
+//!    printed;
 //! 3. `endpoint`: a TCP connection to the endpoint's host and port;
 //! 4. `bucket`: a listing of the prefix is answered (credentials accepted, bucket exists);
 //! 5. `write`: a probe object put, read back equal, deleted;
 //! 6. `create-only`: a second If-None-Match put of the probe is refused;
-//! 7. `compare-and-swap`: an If-Match put with the current ETag succeeds, one with the
-//!    stale ETag is refused.
+//! 7. `compare-and-swap`: an If-Match put with the current ETag (GCS: generation)
+//!    succeeds, one with the stale one is refused.
 
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -19,6 +21,7 @@ use bytes::Bytes;
 use crate::config::{Credentials, StoreConfig, TransferOptions};
 use crate::error::PublishError;
 use crate::layout::Keys;
+use crate::provider::Provider;
 use crate::store::{PutCondition, PutOutcome, Store};
 
 /// Default port of an `http://` endpoint.
@@ -85,14 +88,42 @@ fn skipped(name: &'static str, why: &str) -> Check {
     }
 }
 
-/// The hint for a typed error.
-fn hint_for(e: &PublishError) -> String {
-    match e {
-        PublishError::CredentialsRejected { .. } => {
-            "the access key id or secret key is wrong for this endpoint: check \
-             AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY"
-                .into()
+/// Where the credentials of `provider` come from, for hints.
+fn credentials_hint(provider: Provider) -> &'static str {
+    match provider {
+        Provider::S3 => {
+            "export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for \
+             temporary credentials) for this command, or put them in the profile \
+             (AWS_PROFILE, else default) of the shared credentials file \
+             (AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials)"
         }
+        Provider::Gcs => {
+            "set GOOGLE_APPLICATION_CREDENTIALS to a service account key file (or \
+             GOOGLE_SERVICE_ACCOUNT_KEY to its JSON), or run `gcloud auth \
+             application-default login`"
+        }
+        Provider::Azure => {
+            "export AZURE_STORAGE_ACCOUNT_KEY (or AZURE_STORAGE_SAS_TOKEN) and, unless the \
+             endpoint names the account, AZURE_STORAGE_ACCOUNT_NAME"
+        }
+    }
+}
+
+/// The hint for a typed error.
+fn hint_for(e: &PublishError, provider: Provider) -> String {
+    match e {
+        PublishError::CredentialsRejected { .. } => match provider {
+            Provider::S3 => "the access key id or secret key is wrong for this endpoint: check \
+                             AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY"
+                .into(),
+            Provider::Gcs => "the service account key was refused: check \
+                              GOOGLE_APPLICATION_CREDENTIALS and the account's roles"
+                .into(),
+            Provider::Azure => "the account key or SAS token was refused: check \
+                                AZURE_STORAGE_ACCOUNT_KEY / AZURE_STORAGE_SAS_TOKEN and the \
+                                account name"
+                .into(),
+        },
         PublishError::BucketNotFound { .. } => {
             "create the bucket, or fix --bucket / --endpoint / --region".into()
         }
@@ -129,7 +160,7 @@ fn host_port(endpoint: &str) -> Option<String> {
     })
 }
 
-/// Run every check. `credentials` is what [`Credentials::load`] gave.
+/// Run every check. `credentials` is what [`Credentials::load_for`] gave.
 #[must_use]
 pub fn run(
     config: &StoreConfig,
@@ -142,8 +173,9 @@ pub fn run(
             out.push(ok(
                 "config",
                 format!(
-                    "endpoint {} bucket {} prefix {:?} region {}",
-                    config.endpoint,
+                    "provider {} endpoint {} bucket {} prefix {:?} region {}",
+                    config.provider,
+                    config.effective_endpoint(),
                     config.bucket,
                     config.key_prefix(),
                     config.region
@@ -172,16 +204,13 @@ pub fn run(
             out.push(failed(
                 "credentials",
                 e.to_string(),
-                "export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for \
-                 temporary credentials) for this command, or put them in the profile \
-                 (AWS_PROFILE, else default) of the shared credentials file \
-                 (AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials)",
+                credentials_hint(config.provider),
             ));
             None
         }
     };
     let reachable = if config_ok {
-        match host_port(&config.endpoint) {
+        match host_port(config.effective_endpoint()) {
             None => {
                 out.push(failed(
                     "endpoint",
@@ -214,7 +243,11 @@ pub fn run(
         (true, Some(c)) => match Store::new(config.clone(), &c, options.clone()) {
             Ok(s) => Some(s),
             Err(e) => {
-                out.push(failed("bucket", e.to_string(), hint_for(&e)));
+                out.push(failed(
+                    "bucket",
+                    e.to_string(),
+                    hint_for(&e, config.provider),
+                ));
                 None
             }
         },
@@ -244,9 +277,10 @@ fn connect(host_port: &str, options: &TransferOptions) -> std::io::Result<()> {
 }
 
 fn store_checks(store: &Store, out: &mut Vec<Check>) {
+    let provider = store.config().provider;
     let keys = Keys::new(store.config().key_prefix());
     if let Err(e) = store.check_bucket(keys.prefix()) {
-        out.push(failed("bucket", e.to_string(), hint_for(&e)));
+        out.push(failed("bucket", e.to_string(), hint_for(&e, provider)));
         for name in ["write", "create-only", "compare-and-swap"] {
             out.push(skipped(name, "bucket"));
         }
@@ -284,7 +318,7 @@ fn store_checks(store: &Store, out: &mut Vec<Check>) {
             "the store does not keep what it is given: check the server",
         )),
         Err(e) => {
-            out.push(failed("write", e.to_string(), hint_for(&e)));
+            out.push(failed("write", e.to_string(), hint_for(&e, provider)));
             out.push(skipped("create-only", "write"));
             out.push(skipped("compare-and-swap", "write"));
             return;
@@ -319,7 +353,7 @@ fn store_checks(store: &Store, out: &mut Vec<Check>) {
             None
         }
         (Err(e), _) | (_, Err(e)) => {
-            out.push(failed("create-only", e.to_string(), hint_for(e)));
+            out.push(failed("create-only", e.to_string(), hint_for(e, provider)));
             None
         }
         (Ok(PutOutcome::ConditionFailed), _) => {
@@ -354,7 +388,11 @@ fn store_checks(store: &Store, out: &mut Vec<Check>) {
                     "If-Match with the current ETag taken, with a stale ETag refused",
                 )),
                 (Err(e), _) | (_, Err(e)) => {
-                    out.push(failed("compare-and-swap", e.to_string(), hint_for(&e)));
+                    out.push(failed(
+                        "compare-and-swap",
+                        e.to_string(),
+                        hint_for(&e, provider),
+                    ));
                 }
                 _ => out.push(failed(
                     "compare-and-swap",

@@ -15,10 +15,8 @@ use wshard::episode_dir::index::EpisodeStatus;
 pub enum PublishError {
     /// No access key id or no secret key in the environment.
     #[error(
-        "AWS credentials not found: {missing} is not set; set AWS_ACCESS_KEY_ID and \
-         AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials) in the \
-         environment of this command, or put the profile (AWS_PROFILE, else default) in the \
-         shared credentials file (AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials)"
+        "credentials not found: {missing} is not set; {}",
+        missing_hint(missing)
     )]
     CredentialsMissing { missing: &'static str },
     /// The shared credentials file exists but does not give this profile's keys. Names the
@@ -256,6 +254,24 @@ pub enum PublishError {
     /// A file name of a version manifest that cannot be written under a directory.
     #[error("episode {episode}: file name {file:?} is not a relative path inside the episode")]
     UnsafePath { episode: String, file: String },
+}
+
+/// What to set when the variable `missing` is unset (per provider).
+fn missing_hint(missing: &str) -> &'static str {
+    if missing.starts_with("AZURE_") {
+        "set AZURE_STORAGE_ACCOUNT_KEY (or AZURE_STORAGE_SAS_TOKEN), and \
+         AZURE_STORAGE_ACCOUNT_NAME unless the endpoint names the account, in the environment \
+         of this command"
+    } else if missing.starts_with("GOOGLE_") {
+        "set GOOGLE_APPLICATION_CREDENTIALS to a service account key file (or \
+         GOOGLE_SERVICE_ACCOUNT_KEY to its JSON), or run `gcloud auth application-default \
+         login` (~/.config/gcloud/application_default_credentials.json)"
+    } else {
+        "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for \
+         temporary credentials) in the environment of this command, or put the profile \
+         (AWS_PROFILE, else default) in the shared credentials file \
+         (AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials)"
+    }
 }
 
 impl PublishError {

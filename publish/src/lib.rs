@@ -4,6 +4,7 @@
 //! - [`config`]: where the store is, the credentials (environment or the shared
 //!   credentials file: [`credentials_file`]; never printed),
 //!   how blobs are sent.
+//! - [`provider`]: S3, GCS or Azure, and where each one's credentials come from.
 //! - [`layout`]: the keys of the store and the checked dataset name.
 //! - [`canonical`]: canonical JSON. [`manifest`]: the version manifest and latest pointer.
 //! - [`episodes`]: which local files make up the finished episodes, with their hashes.
@@ -33,6 +34,7 @@ pub mod episodes;
 pub mod error;
 pub mod layout;
 pub mod manifest;
+pub mod provider;
 pub mod publish;
 pub mod query;
 pub mod read_stats;
@@ -47,5 +49,6 @@ pub use bytes::Bytes;
 pub use config::{Credentials, StoreConfig, TransferOptions};
 pub use error::PublishError;
 pub use layout::DatasetId;
+pub use provider::Provider;
 pub use publish::{PublishReport, Publisher};
 pub use store::Store;

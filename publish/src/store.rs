@@ -1,54 +1,29 @@
-//! [`Store`]: a blocking handle on one bucket of an S3-compatible store. It owns a
-//! one-thread tokio runtime and an `object_store` S3 client, and maps the client's errors
-//! to the typed [`PublishError`]s.
+//! [`Store`]: a blocking handle on one bucket of an object store (S3, GCS or Azure: the
+//! config's [`crate::Provider`]). It owns a one-thread tokio runtime and the `object_store`
+//! client of the provider (`store/build.rs`), and maps the client's errors to the typed
+//! [`PublishError`]s (`store/classify.rs`).
 
 use std::fs::File;
 use std::io::Read;
 use std::path::Path as FsPath;
+use std::sync::Arc;
 
 use bytes::Bytes;
-use object_store::aws::{AmazonS3, AmazonS3Builder};
-use object_store::client::{HttpError, HttpErrorKind};
+use object_store::multipart::MultipartStore;
 use object_store::path::Path;
-use object_store::{
-    ClientOptions, ObjectStore, PutMode, PutOptions, PutPayload, RetryConfig, UpdateVersion,
-};
+use object_store::{ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion};
 use tokio::runtime::Runtime;
 
 use crate::config::{Credentials, StoreConfig, TransferOptions, MIN_PART_SIZE};
 use crate::error::PublishError;
+use crate::provider::Provider;
 
+mod build;
+mod classify;
 mod multipart;
 
-/// S3 error codes (and statuses) that mean the credentials are wrong; `NotSignedUp` is what
-/// s3s answers for an unknown access key id.
-const CREDENTIAL_CODES: &[&str] = &[
-    "SignatureDoesNotMatch",
-    "InvalidAccessKeyId",
-    "NotSignedUp",
-    "InvalidToken",
-    "ExpiredToken",
-    "401 Unauthorized",
-];
-/// Access denied with valid credentials.
-const FORBIDDEN_TEXT: &[&str] = &["AccessDenied", "403 Forbidden"];
-/// No connection: reqwest's words for a request that never got an answer.
-const UNREACHABLE_TEXT: &[&str] = &[
-    "error sending request",
-    "Connection refused",
-    "dns error",
-    "error trying to connect",
-];
-
-/// A reply that may go away by itself: a server error, throttling, a request timeout
-/// (object_store's text of a final non-2xx status), or a 200 whose body is an S3 error.
-const UNAVAILABLE_TEXT: &[&str] = &[
-    "non-2xx status code: 5",
-    "non-2xx status code: 429",
-    "non-2xx status code: 408",
-    "Server returned error response",
-    "SlowDown",
-];
+pub use build::azure_account_of;
+pub use multipart::AZURE_UPLOAD_ID;
 
 /// When a put may write.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,14 +32,16 @@ pub enum PutCondition {
     Always,
     /// Only when the key is absent (`If-None-Match: *`).
     CreateOnly,
-    /// Only over the object with this ETag (`If-Match`).
+    /// Only over the object with this revision (`If-Match` with the ETag on S3 and Azure,
+    /// `x-goog-if-generation-match` with the generation on GCS): the token [`Store::get`]
+    /// or a written [`PutOutcome`] gave.
     IfMatch(String),
 }
 
 /// How a conditional put ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PutOutcome {
-    /// Written; the new ETag when the store gave one.
+    /// Written; the new revision token (ETag; GCS: generation) when the store gave one.
     Written { e_tag: Option<String> },
     /// The condition did not hold (the key exists for a create; another ETag for an update).
     ConditionFailed,
@@ -74,13 +51,16 @@ pub enum PutOutcome {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fetched {
     pub bytes: Bytes,
+    /// The revision token [`PutCondition::IfMatch`] takes: the ETag on S3 and Azure, the
+    /// object generation on GCS (its conditional writes match generations, not ETags).
     pub e_tag: Option<String>,
 }
 
 /// A blocking handle on one bucket.
 pub struct Store {
     pub(crate) rt: Runtime,
-    pub(crate) s3: AmazonS3,
+    pub(crate) objects: Arc<dyn ObjectStore>,
+    pub(crate) multipart: Arc<dyn MultipartStore>,
     config: StoreConfig,
     options: TransferOptions,
     /// Read requests and bytes (GET, range GET, HEAD): `crate::read_stats`.
@@ -95,35 +75,6 @@ impl std::fmt::Debug for Store {
             .field("options", &self.options)
             .finish_non_exhaustive()
     }
-}
-
-fn chain_has_connect_error(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        if let Some(http) = err.downcast_ref::<HttpError>() {
-            if matches!(http.kind(), HttpErrorKind::Connect | HttpErrorKind::Timeout) {
-                return true;
-            }
-        }
-        cur = err.source();
-    }
-    false
-}
-
-fn chain_has_broken_request(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        if let Some(http) = err.downcast_ref::<HttpError>() {
-            if matches!(
-                http.kind(),
-                HttpErrorKind::Request | HttpErrorKind::Timeout | HttpErrorKind::Interrupted
-            ) {
-                return true;
-            }
-        }
-        cur = err.source();
-    }
-    false
 }
 
 impl Store {
@@ -147,39 +98,15 @@ impl Store {
                 ),
             });
         }
-        let client = ClientOptions::new()
-            .with_allow_http(config.allow_http)
-            .with_connect_timeout(options.connect_timeout);
-        let retry = RetryConfig {
-            max_retries: options.max_retries,
-            retry_timeout: options.retry_timeout,
-            ..RetryConfig::default()
-        };
-        let mut builder = AmazonS3Builder::new()
-            .with_endpoint(&config.endpoint)
-            .with_bucket_name(&config.bucket)
-            .with_region(&config.region)
-            .with_allow_http(config.allow_http)
-            .with_virtual_hosted_style_request(false)
-            .with_access_key_id(&credentials.access_key_id)
-            .with_secret_access_key(&credentials.secret_access_key)
-            .with_client_options(client)
-            .with_retry(retry);
-        if let Some(token) = &credentials.session_token {
-            builder = builder.with_token(token);
-        }
-        // The builder's own error text can quote settings, never keys; keep only its kind.
-        let s3 = builder.build().map_err(|e| PublishError::InvalidConfig {
-            field: "store",
-            reason: e.to_string(),
-        })?;
+        let clients = build::build(&config, credentials, &options)?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| PublishError::io("tokio runtime", e))?;
         Ok(Self {
             rt,
-            s3,
+            objects: clients.objects,
+            multipart: clients.multipart,
             config,
             options,
             reads: crate::read_stats::ReadCounter::default(),
@@ -196,53 +123,6 @@ impl Store {
         &self.options
     }
 
-    /// Map a client error on `op` of `key` to a typed error. object_store wraps some
-    /// errors (listings, multipart) as `Generic`, so the S3 error code and status in the
-    /// text decide too.
-    pub(crate) fn classify(
-        &self,
-        op: &'static str,
-        key: &str,
-        e: object_store::Error,
-    ) -> PublishError {
-        let detail = e.to_string();
-        let endpoint = self.config.endpoint.clone();
-        let bucket = self.config.bucket.clone();
-        let has = |needles: &[&str]| needles.iter().any(|n| detail.contains(n));
-        if chain_has_connect_error(&e) || has(UNREACHABLE_TEXT) {
-            return PublishError::EndpointUnreachable { endpoint, detail };
-        }
-        if has(&["NoSuchBucket"]) {
-            return PublishError::BucketNotFound {
-                bucket,
-                endpoint,
-                detail,
-            };
-        }
-        if matches!(e, object_store::Error::Unauthenticated { .. }) || has(CREDENTIAL_CODES) {
-            return PublishError::CredentialsRejected { endpoint, detail };
-        }
-        if matches!(e, object_store::Error::PermissionDenied { .. }) || has(FORBIDDEN_TEXT) {
-            return PublishError::Forbidden {
-                bucket,
-                key: key.to_owned(),
-                detail,
-            };
-        }
-        if chain_has_broken_request(&e) || has(UNAVAILABLE_TEXT) {
-            return PublishError::StoreUnavailable {
-                op,
-                key: key.to_owned(),
-                detail,
-            };
-        }
-        PublishError::Store {
-            op,
-            key: key.to_owned(),
-            detail,
-        }
-    }
-
     /// Check that the bucket answers a listing of the prefix (credentials, bucket, network).
     ///
     /// # Errors
@@ -252,7 +132,7 @@ impl Store {
         let p = Path::from(trimmed);
         let at = if trimmed.is_empty() { None } else { Some(&p) };
         self.rt
-            .block_on(self.s3.list_with_delimiter(at))
+            .block_on(self.objects.list_with_delimiter(at))
             .map(|_| ())
             .map_err(|e| self.classify("list", prefix, e))
     }
@@ -266,7 +146,7 @@ impl Store {
         let p = Path::from(dir.trim_end_matches('/'));
         let listing = self
             .rt
-            .block_on(self.s3.list_with_delimiter(Some(&p)))
+            .block_on(self.objects.list_with_delimiter(Some(&p)))
             .map_err(|e| self.classify("list", dir, e))?;
         let mut names: Vec<String> = listing
             .common_prefixes
@@ -283,7 +163,7 @@ impl Store {
     /// Typed store errors.
     pub fn head_size(&self, key: &str) -> Result<Option<u64>, PublishError> {
         self.reads.request();
-        match self.rt.block_on(self.s3.head(&Path::from(key))) {
+        match self.rt.block_on(self.objects.head(&Path::from(key))) {
             Ok(meta) => Ok(Some(meta.size)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.classify("head", key, e)),
@@ -297,9 +177,14 @@ impl Store {
     pub fn get(&self, key: &str) -> Result<Option<Fetched>, PublishError> {
         let path = Path::from(key);
         self.reads.request();
+        let gcs = self.config.provider == Provider::Gcs;
         let res = self.rt.block_on(async {
-            let got = self.s3.get(&path).await?;
-            let e_tag = got.meta.e_tag.clone();
+            let got = self.objects.get(&path).await?;
+            let e_tag = if gcs {
+                got.meta.version.clone()
+            } else {
+                got.meta.e_tag.clone()
+            };
             let bytes = got.bytes().await?;
             self.reads.bytes(bytes.len() as u64);
             Ok::<_, object_store::Error>(Fetched { bytes, e_tag })
@@ -333,6 +218,12 @@ impl Store {
         let mode = match condition {
             PutCondition::Always => PutMode::Overwrite,
             PutCondition::CreateOnly => PutMode::Create,
+            PutCondition::IfMatch(token) if self.config.provider == Provider::Gcs => {
+                PutMode::Update(UpdateVersion {
+                    e_tag: None,
+                    version: Some(token),
+                })
+            }
             PutCondition::IfMatch(e_tag) => PutMode::Update(UpdateVersion {
                 e_tag: Some(e_tag),
                 version: None,
@@ -342,12 +233,15 @@ impl Store {
             mode,
             ..PutOptions::default()
         };
-        let res = self.rt.block_on(self.s3.put_opts(
+        let res = self.rt.block_on(self.objects.put_opts(
             &Path::from(key),
             PutPayload::from(bytes),
             opts,
         ));
         match res {
+            Ok(r) if self.config.provider == Provider::Gcs => {
+                Ok(PutOutcome::Written { e_tag: r.version })
+            }
             Ok(r) => Ok(PutOutcome::Written { e_tag: r.e_tag }),
             Err(
                 object_store::Error::AlreadyExists { .. }
@@ -362,7 +256,7 @@ impl Store {
     /// # Errors
     /// Typed store errors.
     pub fn delete(&self, key: &str) -> Result<(), PublishError> {
-        match self.rt.block_on(self.s3.delete(&Path::from(key))) {
+        match self.rt.block_on(self.objects.delete(&Path::from(key))) {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(self.classify("delete", key, e)),
         }
@@ -382,14 +276,14 @@ impl Store {
             file.read_to_end(&mut buf)
                 .map_err(|e| PublishError::io(path, e))?;
             self.rt
-                .block_on(self.s3.put(&store_path, PutPayload::from(buf)))
+                .block_on(self.objects.put(&store_path, PutPayload::from(buf)))
                 .map_err(|e| self.classify("put", key, e))?;
             return Ok(false);
         }
         let part_size = self.options.part_size;
         self.rt.block_on(async {
             let mut upload = self
-                .s3
+                .objects
                 .put_multipart(&store_path)
                 .await
                 .map_err(|e| self.classify("create multipart", key, e))?;

@@ -49,7 +49,7 @@ impl Store {
         };
         self.reads.request();
         let res = self.rt.block_on(async {
-            let got = self.s3.get_opts(&path, opts).await?;
+            let got = self.objects.get_opts(&path, opts).await?;
             let object_size = got.meta.size;
             let bytes = got.bytes().await?;
             Ok::<_, object_store::Error>(RangeFetched { bytes, object_size })
@@ -82,7 +82,7 @@ impl Store {
         self.reads.request();
         self.rt.block_on(async {
             let mut stream = self
-                .s3
+                .objects
                 .get(&path)
                 .await
                 .map_err(|e| self.classify("get", key, e))?

@@ -24,6 +24,7 @@
 //! - [`workload`]: clients streaming episodes until the daemon dies, and what must survive.
 
 pub mod abuse;
+pub mod azurite;
 pub mod bins;
 pub mod check;
 pub mod daemon;

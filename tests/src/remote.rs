@@ -22,6 +22,7 @@ use crate::{bins, Daemon, DaemonOptions};
 #[must_use]
 pub fn publisher(s3: &S3Server) -> Publisher {
     let cfg = StoreConfig {
+        provider: wshard_publish::Provider::S3,
         endpoint: s3.endpoint().to_owned(),
         bucket: BUCKET.to_owned(),
         prefix: String::new(),

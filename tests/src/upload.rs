@@ -130,6 +130,7 @@ pub fn record_big(d: &Daemon, id: &str, mib: u64) {
 #[must_use]
 pub fn store(s3: &S3Server, prefix: &str) -> Store {
     let cfg = StoreConfig {
+        provider: wshard_publish::Provider::S3,
         endpoint: s3.endpoint().to_owned(),
         bucket: BUCKET.to_owned(),
         prefix: prefix.to_owned(),

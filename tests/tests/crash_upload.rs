@@ -44,6 +44,7 @@ fn settings(data_dir: &Path, endpoint: &str, prefix: &str) -> UploaderSettings {
         data_dir: data_dir.to_path_buf(),
         queue_dir: PathBuf::from(QUEUE_DIR),
         store: StoreConfig {
+            provider: wshard_publish::Provider::S3,
             endpoint: endpoint.to_owned(),
             bucket: BUCKET.to_owned(),
             prefix: prefix.to_owned(),

@@ -30,6 +30,7 @@ fn data_dir(names: &[&str], all_golden: bool) -> TempDir {
 
 fn config(endpoint: &str, bucket: &str) -> StoreConfig {
     StoreConfig {
+        provider: wshard_publish::Provider::S3,
         endpoint: endpoint.to_owned(),
         bucket: bucket.to_owned(),
         prefix: String::new(),

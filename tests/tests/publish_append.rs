@@ -22,6 +22,7 @@ use wshard_publish::{
 
 fn publisher(s3: &S3Server) -> Publisher {
     let cfg = StoreConfig {
+        provider: wshard_publish::Provider::S3,
         endpoint: s3.endpoint().to_owned(),
         bucket: BUCKET.to_owned(),
         prefix: String::new(),
@@ -113,6 +114,7 @@ fn publish_append_two_robots_at_once_both_land_in_latest() {
             let endpoint = s3.endpoint().to_owned();
             std::thread::spawn(move || {
                 let cfg = StoreConfig {
+                    provider: wshard_publish::Provider::S3,
                     endpoint,
                     bucket: BUCKET.to_owned(),
                     prefix: String::new(),

@@ -21,6 +21,7 @@ use wshard_publish::{Credentials, DatasetId, Publisher, Store, StoreConfig, Tran
 
 fn publisher(s3: &S3Server) -> Publisher {
     let cfg = StoreConfig {
+        provider: wshard_publish::Provider::S3,
         endpoint: s3.endpoint().to_owned(),
         bucket: BUCKET.to_owned(),
         prefix: String::new(),

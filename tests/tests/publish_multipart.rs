@@ -15,6 +15,7 @@ const BOGUS_UPLOAD_ID: &str = "0f6a3c1e-6a43-4c5e-9a2f-1b2c3d4e5f60";
 
 fn store(endpoint: &str) -> Store {
     let cfg = StoreConfig {
+        provider: wshard_publish::Provider::S3,
         endpoint: endpoint.to_owned(),
         bucket: BUCKET.to_owned(),
         prefix: String::new(),

@@ -242,6 +242,7 @@ fn publish_remote_prefix_and_robot_episode_keys_resolve() {
 
     let s3 = S3Server::start();
     let cfg = StoreConfig {
+        provider: wshard_publish::Provider::S3,
         endpoint: s3.endpoint().to_owned(),
         bucket: BUCKET.to_owned(),
         prefix: "pfx/sub".into(),

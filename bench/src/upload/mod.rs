@@ -45,6 +45,7 @@ fn measured<T>(server: &S3sFs, f: impl FnOnce() -> Result<T>) -> Result<(T, Dura
 
 fn store(endpoint: &str, prefix: &str, opts: &TransferOptions) -> Result<Store> {
     let cfg = StoreConfig {
+        provider: wshard_publish::Provider::S3,
         endpoint: endpoint.to_owned(),
         bucket: BUCKET.to_owned(),
         prefix: prefix.to_owned(),

@@ -22,11 +22,19 @@ pub struct DoctorArgs {
 
 /// Run the checks; returns the exit code.
 pub fn run(args: &DoctorArgs, out: &mut dyn Write) -> u8 {
-    let checks = doctor::run(
-        &args.store.config(),
-        Credentials::load(),
-        &args.store.transfer(),
-    );
+    let checks = match args.store.config() {
+        Ok(config) => doctor::run(
+            &config,
+            Credentials::load_for(config.provider),
+            &args.store.transfer(),
+        ),
+        Err(e) => vec![Check {
+            name: "config",
+            status: CheckStatus::Failed,
+            detail: e.to_string(),
+            hint: Some("fix --provider / WSHARD_STORE_PROVIDER or the bucket URL".into()),
+        }],
+    };
     let all_ok = checks.iter().all(|c| c.status == CheckStatus::Ok);
     let _ = if args.json {
         writeln!(out, "{}", checks_json(&checks))

@@ -12,7 +12,9 @@ use std::io::Write;
 use std::process::Command;
 
 use wshard_publish::query::{catalog_targets, CatalogTarget, QUERY_SCRIPT};
-use wshard_publish::{Credentials, DatasetId, PublishError, Publisher, Store, StoreConfig};
+use wshard_publish::{
+    Credentials, DatasetId, Provider, PublishError, Publisher, Store, StoreConfig,
+};
 
 use super::import::python;
 use super::store_args::StoreArgs;
@@ -62,8 +64,18 @@ fn targets(
     args: &QueryArgs,
 ) -> Result<(StoreConfig, Credentials, Vec<CatalogTarget>), PublishError> {
     let dataset = args.dataset.as_deref().map(DatasetId::parse).transpose()?;
-    let config = args.store.config();
+    let config = args.store.config()?;
     config.validate()?;
+    if config.provider != Provider::S3 {
+        // DuckDB is handed S3 credentials (httpfs); its GCS and Azure setups are not wired.
+        return Err(PublishError::InvalidConfig {
+            field: "provider",
+            reason: format!(
+                "wshard query reads catalogs on s3 only, not on {}",
+                config.provider
+            ),
+        });
+    }
     let creds = Credentials::load()?;
     let store = Store::new(config.clone(), &creds, args.store.transfer())?;
     let p = Publisher::new(store);

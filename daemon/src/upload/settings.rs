@@ -43,6 +43,8 @@ impl UploaderSettings {
             data_dir: cfg.data_dir.clone(),
             queue_dir: cfg.data_dir.join(super::UPLOAD_DIR),
             store: StoreConfig {
+                // Validated by the config crate: one of its PROVIDERS.
+                provider: p.provider.parse().unwrap_or_default(),
                 endpoint: p.endpoint.clone(),
                 bucket: p.bucket.clone(),
                 prefix: p.prefix.clone(),

@@ -228,7 +228,7 @@ impl Uploader {
     /// Build the store client once.
     fn connect(&mut self) -> Result<(), CycleError> {
         if self.publisher.is_none() {
-            let creds = Credentials::load()?;
+            let creds = Credentials::load_for(self.settings.store.provider)?;
             let store = Store::new(
                 self.settings.store.clone(),
                 &creds,

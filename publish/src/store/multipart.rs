@@ -2,8 +2,13 @@
 //! (the daemon's upload queue) can journal the upload id and each part's ETag and, after a
 //! crash, a kill or a reboot, send only the parts it has no ETag for.
 //!
-//! Built on object_store's [`MultipartStore`] (implemented by `AmazonS3`): the upload id is
-//! the store's, part `idx` (0-based) is S3 part number `idx + 1`.
+//! Built on object_store's [`MultipartStore`], implemented by all three providers: on S3
+//! and GCS (its XML multipart API) the upload id is the store's and part `idx` (0-based) is
+//! part number `idx + 1`; on Azure the parts are uncommitted blocks of the blob (random
+//! block ids, returned as the part "ETag"), the upload id is [`AZURE_UPLOAD_ID`], abort is
+//! a no-op (the store drops uncommitted blocks after 7 days, or when another block list is
+//! committed to the blob), and a block list naming a block the store no longer has is
+//! `InvalidBlockList`: [`PublishError::UploadGone`].
 //!
 //! An upload the store no longer knows is [`PublishError::UploadGone`]: S3 answers
 //! `NoSuchUpload` (expired by a lifecycle rule, aborted, lost); s3s-fs 0.14.1 answers
@@ -14,19 +19,23 @@
 //! the real [`PublishError::Forbidden`].
 
 use bytes::Bytes;
-use object_store::multipart::{MultipartStore, PartId};
+use object_store::multipart::PartId;
 use object_store::path::Path;
 use object_store::PutPayload;
 
+use super::classify::ProviderCodes;
 use super::Store;
 use crate::error::PublishError;
+use crate::provider::Provider;
 
 fn typed_err(e: PublishError) -> Result<String, PublishError> {
     Err(e)
 }
 
-/// The S3 error code for an upload id the store does not know.
-const NO_SUCH_UPLOAD: &str = "NoSuchUpload";
+/// The upload id of an Azure upload. Azure has no upload object: parts are uncommitted
+/// blocks of the blob, committed by the block list; object_store's id is empty, this is
+/// what callers journal instead (ignored on the way back).
+pub const AZURE_UPLOAD_ID: &str = "azure-uncommitted-blocks";
 
 impl Store {
     /// Start a multipart upload at `key` (S3 CreateMultipartUpload); returns the upload id
@@ -35,9 +44,17 @@ impl Store {
     /// # Errors
     /// Typed store errors.
     pub fn create_multipart(&self, key: &str) -> Result<String, PublishError> {
-        self.rt
-            .block_on(self.s3.create_multipart(&Path::from(key)))
-            .map_err(|e| self.classify("create multipart", key, e))
+        let id = self
+            .rt
+            .block_on(self.multipart.create_multipart(&Path::from(key)))
+            .map_err(|e| self.classify("create multipart", key, e))?;
+        Ok(
+            if id.is_empty() && self.config.provider == Provider::Azure {
+                AZURE_UPLOAD_ID.to_owned()
+            } else {
+                id
+            },
+        )
     }
 
     /// Send part `part_idx` (0-based; S3 part number `part_idx + 1`) of the upload
@@ -57,7 +74,7 @@ impl Store {
     ) -> Result<String, PublishError> {
         let id = upload_id.to_owned();
         let path = Path::from(key);
-        let sent = self.rt.block_on(self.s3.put_part(
+        let sent = self.rt.block_on(self.multipart.put_part(
             &path,
             &id,
             part_idx,
@@ -84,7 +101,7 @@ impl Store {
         let verdict = self
             .rt
             .block_on(
-                self.s3
+                self.multipart
                     .put_part(&path, &id, part_idx, PutPayload::default()),
             )
             .map_err(|e| self.classify_upload("upload part", key, upload_id, e));
@@ -121,7 +138,10 @@ impl Store {
             .collect();
         let id = upload_id.to_owned();
         self.rt
-            .block_on(self.s3.complete_multipart(&Path::from(key), &id, parts))
+            .block_on(
+                self.multipart
+                    .complete_multipart(&Path::from(key), &id, parts),
+            )
             .map(|_| ())
             .map_err(|e| self.classify_upload("complete multipart", key, upload_id, e))
     }
@@ -134,7 +154,7 @@ impl Store {
     pub fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<(), PublishError> {
         let id = upload_id.to_owned();
         self.rt
-            .block_on(self.s3.abort_multipart(&Path::from(key), &id))
+            .block_on(self.multipart.abort_multipart(&Path::from(key), &id))
             .map_err(|e| self.classify_upload("abort multipart", key, upload_id, e))
     }
 
@@ -154,11 +174,19 @@ impl Store {
             upload_id: upload_id.to_owned(),
             detail: detail.clone(),
         };
-        if detail.contains(NO_SUCH_UPLOAD) {
+        if ProviderCodes::of(self.config.provider)
+            .upload_gone
+            .iter()
+            .any(|c| detail.contains(c))
+        {
             return gone();
         }
         let typed = self.classify(op, key, e);
-        if matches!(typed, PublishError::Forbidden { .. }) && self.may_start_upload(key) {
+        // The probe is for s3s-fs' reply to an unknown upload id (S3 only).
+        if self.config.provider == Provider::S3
+            && matches!(typed, PublishError::Forbidden { .. })
+            && self.may_start_upload(key)
+        {
             return gone();
         }
         typed
@@ -168,10 +196,10 @@ impl Store {
     fn may_start_upload(&self, key: &str) -> bool {
         let path = Path::from(key);
         self.rt.block_on(async {
-            match self.s3.create_multipart(&path).await {
+            match self.multipart.create_multipart(&path).await {
                 Ok(id) => {
                     // Best effort: an abandoned probe holds no part, and stores expire them.
-                    let _ = self.s3.abort_multipart(&path, &id).await;
+                    let _ = self.multipart.abort_multipart(&path, &id).await;
                     true
                 }
                 Err(_) => false,
