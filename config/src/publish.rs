@@ -63,6 +63,9 @@ pub struct PublishConfig {
     /// Data-directory quota in bytes: published episodes are evicted, oldest first, above
     /// it; 0 = none. Default 0.
     pub quota_bytes: u64,
+    /// Run the upload thread under Linux's `SCHED_IDLE`: it gets only CPU time nothing
+    /// else wants, so uploading never takes a core from recording. Default `true`.
+    pub idle_priority: bool,
 }
 
 impl Default for PublishConfig {
@@ -85,6 +88,7 @@ impl Default for PublishConfig {
             retry_max_ms: 300_000,
             delete_after_publish: false,
             quota_bytes: 0,
+            idle_priority: true,
         }
     }
 }

@@ -71,6 +71,7 @@ static KEYS: &[KeyDiff] = &[
     key!(Applied, disk.preallocate),
     key!(Restart, publish.enabled),
     key!(Restart, publish.provider),
+    key!(Restart, publish.idle_priority),
     key!(Restart, publish.endpoint),
     key!(Restart, publish.bucket),
     key!(Restart, publish.prefix),

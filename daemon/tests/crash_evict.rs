@@ -124,6 +124,7 @@ fn settings() -> UploaderSettings {
             quota_bytes: 0,
             low_watermark_free_bytes: 0,
         },
+        idle_priority: false,
     }
 }
 

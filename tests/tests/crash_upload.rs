@@ -65,6 +65,7 @@ fn settings(data_dir: &Path, endpoint: &str, prefix: &str) -> UploaderSettings {
         retry_min: Duration::from_millis(100),
         retry_max: Duration::from_millis(400),
         evict: EvictPolicy::default(),
+        idle_priority: false,
     }
 }
 

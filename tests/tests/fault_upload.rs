@@ -48,6 +48,7 @@ fn settings(data_dir: &Path, endpoint: &str, prefix: &str) -> UploaderSettings {
         retry_min: Duration::from_millis(50),
         retry_max: Duration::from_millis(200),
         evict: EvictPolicy::default(),
+        idle_priority: false,
     }
 }
 

@@ -137,6 +137,9 @@ pub fn parse(mut it: impl Iterator<Item = String>) -> Result<UploadArgs> {
     Ok(a)
 }
 
+/// The chunk budget of the resume case: above its episode's size (`--resume-steps`).
+const RESUME_CHUNK_BYTES: u64 = 1 << 30;
+
 fn config() -> DaemonConfig {
     DaemonConfig {
         chunk_bytes: 64 << 20,
@@ -289,7 +292,13 @@ fn resume_case(
     let limit = a.limit_mib_s << 20;
     let part = a.part_mib << 20;
     let extra = publish_toml(server.endpoint(), a.part_mib, limit);
-    let mut d = Daemon::start_with(&bins.wshardd, &dir, config(), &extra)?;
+    // One chunk file for the whole episode: the kill lands in the middle of one multipart
+    // upload, and its parts are the episode's.
+    let one_chunk = DaemonConfig {
+        chunk_bytes: RESUME_CHUNK_BYTES,
+        ..config()
+    };
+    let mut d = Daemon::start_with(&bins.wshardd, &dir, one_chunk, &extra)?;
     record_cameras(&mut d, &window, "resume", a.resume_steps)?;
     let control = dir.join("wshardd-control.sock");
     let at_kill = status::wait(&bins.wshard, &control, Duration::from_secs(600), |s| {
@@ -301,7 +310,7 @@ fn resume_case(
     let d = Daemon::start_with(
         &bins.wshardd,
         &dir,
-        config(),
+        one_chunk,
         &publish_toml(server.endpoint(), a.part_mib, 0),
     )?;
     let done = status::wait(&bins.wshard, &control, Duration::from_secs(600), |s| {

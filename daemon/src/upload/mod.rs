@@ -8,13 +8,14 @@
 //! - [`settings`]: what it takes from the config.
 //! - `worker`: the thread (scan, enqueue, upload, verify, append); `blob`: one blob
 //!   (HEAD-skip, put, resumable multipart); `pace`: bandwidth and backoff.
-//! - `evict`: retention and quota.
+//! - `evict`: retention and quota. [`priority`]: the thread under `SCHED_IDLE`.
 //! - [`view`]: what status, episodes and metrics show.
 
 mod append;
 mod blob;
 pub mod evict;
 mod pace;
+pub mod priority;
 pub mod queue_log;
 pub mod record;
 pub mod settings;

@@ -27,6 +27,8 @@ pub struct UploaderSettings {
     pub retry_min: Duration,
     pub retry_max: Duration,
     pub evict: EvictPolicy,
+    /// Run the upload thread under `SCHED_IDLE` (`publish.idle_priority`).
+    pub idle_priority: bool,
 }
 
 impl UploaderSettings {
@@ -70,6 +72,7 @@ impl UploaderSettings {
                 quota_bytes: p.quota_bytes,
                 low_watermark_free_bytes: cfg.disk.low_watermark_free_bytes,
             },
+            idle_priority: p.idle_priority,
         }
     }
 }

@@ -417,6 +417,11 @@ fn run(
     shared: &Arc<UploadShared>,
     stop: Arc<AtomicBool>,
 ) {
+    if settings.idle_priority {
+        if let Err(e) = super::priority::run_current_thread_when_idle() {
+            tracing::warn!("{e}; uploading at normal priority");
+        }
+    }
     let mut backoff = Backoff::new(settings.retry_min, settings.retry_max);
     let scan_interval = settings.scan_interval;
     let mut up = match Uploader::open(fs, settings, shared.clone(), stop.clone()) {
