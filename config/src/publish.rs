@@ -27,8 +27,8 @@ pub const PROVIDERS: &[&str] = &["s3", "gcs", "azure"];
 pub struct PublishConfig {
     /// Run the uploader. Default `false`.
     pub enabled: bool,
-    /// The object store's protocol: one of [`PROVIDERS`] (`s3`: S3 and S3-compatible servers;
-    /// `gcs`; `azure`, whose bucket is the container). Default `s3`.
+    /// The object store's protocol: `s3` (S3 and S3-compatible servers), `gcs`, or `azure`
+    /// (whose bucket is the container). Default `s3`.
     pub provider: String,
     /// `http(s)://host:port` of the endpoint (path-style for S3; may be `""` for `gcs`:
     /// Google's). Default `""`.

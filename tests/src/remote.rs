@@ -139,7 +139,7 @@ pub fn wshard(s3: &S3Server, cache: &Path, args: &[&str]) -> Output {
     wshard_env(s3, cache, args, &[])
 }
 
-/// [`wshard`] with more (or overriding) environment variables.
+/// [`wshard()`] with more (or overriding) environment variables.
 #[must_use]
 pub fn wshard_env(s3: &S3Server, cache: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(bins::wshard());
