@@ -20,8 +20,8 @@ use crate::TIMEOUT;
 /// The variable naming the `azurite-blob` script.
 pub const AZURITE_ENV: &str = "WSHARD_AZURITE";
 /// How to get it.
-pub const INSTALL_HINT: &str = "install it with `npm install --prefix /work/tools/azurite \
-     azurite@3.35.0` and set WSHARD_AZURITE=/work/tools/azurite/node_modules/.bin/azurite-blob \
+pub const INSTALL_HINT: &str = "install it with `npm install --prefix ../tools/azurite \
+     azurite@3.35.0` and set WSHARD_AZURITE=../tools/azurite/node_modules/.bin/azurite-blob \
      (or put azurite-blob on PATH); tests/all.sh and .ci/run do this";
 /// The storage account of the test server.
 pub const ACCOUNT: &str = "wshardtest";

@@ -18,7 +18,7 @@ use crate::TIMEOUT;
 pub const S3S_FS_ENV: &str = "WSHARD_S3S_FS";
 /// How to get it.
 pub const INSTALL_HINT: &str = "install it with `cargo install s3s-fs@0.14.1 --features binary \
-     --locked --root /work/tools` and set WSHARD_S3S_FS=/work/tools/bin/s3s-fs (or put it on \
+     --locked --root ../tools` and set WSHARD_S3S_FS=../tools/bin/s3s-fs (or put it on \
      PATH); tests/all.sh and .ci/run do this";
 /// The access key id the tests use.
 pub const ACCESS_KEY: &str = "wshard-test-key";
