@@ -18,6 +18,7 @@ mod record;
 mod remote_read;
 mod report;
 mod robot_upload;
+mod s3s_fs;
 mod scratch;
 mod stats;
 mod throughput;

@@ -9,11 +9,7 @@
 //! the store's requests and bytes (`Store::read_stats`). A last row reads the block again
 //! once the cache holds the blob: 0 requests. Counts, not times: one run is the result.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::path::PathBuf;
 
 use wshard::entry::content_type;
 use wshard::read::DEFAULT_PREFETCH_BYTES;
@@ -25,18 +21,13 @@ use wshard_publish::store::PutCondition;
 use wshard_publish::{Credentials, Store, StoreConfig, TransferOptions};
 
 use crate::error::{fail, Result};
+use crate::s3s_fs::{self, S3sFs, ACCESS_KEY, BUCKET, SECRET_KEY};
 use crate::scratch::ScratchDir;
 
 /// The goal: requests per one-block read.
 const GOAL_REQUESTS: u64 = 3;
 /// The goal: bytes beyond the block.
 const GOAL_OVERHEAD: u64 = DEFAULT_PREFETCH_BYTES;
-/// Access key of the throwaway server.
-const ACCESS_KEY: &str = "bench-key";
-/// Secret of the throwaway server.
-const SECRET_KEY: &str = "bench-secret-not-a-secret";
-/// The bucket.
-const BUCKET: &str = "bench";
 
 pub const USAGE: &str = "\
 usage: wshard-bench remote-read [--blocks N] [--block-kib N] [--s3s-fs PATH] [--quick]
@@ -98,65 +89,6 @@ pub fn parse(mut it: impl Iterator<Item = String>) -> Result<Option<RemoteReadAr
     Ok(Some(a))
 }
 
-/// A running s3s-fs, killed on drop.
-struct Server {
-    child: Child,
-    endpoint: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_server(bin: &PathBuf, root: &Path) -> Result<Server> {
-    std::fs::create_dir_all(root.join(BUCKET))?;
-    let mut child = Command::new(bin)
-        .args([
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--access-key",
-            ACCESS_KEY,
-        ])
-        .args(["--secret-key", SECRET_KEY])
-        .arg(root)
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| fail(format!("cannot start {}: {e}", bin.display())))?;
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| fail("s3s-fs: no stdout"))?;
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout)
-            .lines()
-            .map_while(std::result::Result::ok)
-        {
-            if let Some(at) = line.find("server is running at ") {
-                let url = line[at + "server is running at ".len()..].trim().to_owned();
-                let _ = tx.send(url);
-            }
-        }
-    });
-    match rx.recv_timeout(Duration::from_secs(30)) {
-        Ok(endpoint) => Ok(Server { child, endpoint }),
-        Err(_) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            Err(fail("s3s-fs did not log its port within 30 s"))
-        }
-    }
-}
-
 fn shard(blocks: usize, block_len: usize) -> Result<Vec<u8>> {
     let names: Vec<String> = (0..blocks).map(|i| format!("obs/{i:04}")).collect();
     let mut w = ShardWriter::new(
@@ -181,18 +113,14 @@ fn shard(blocks: usize, block_len: usize) -> Result<Vec<u8>> {
 
 /// Run it and print the table.
 pub fn run(args: &RemoteReadArgs) -> Result<()> {
-    let bin = args
-        .s3s_fs
-        .clone()
-        .or_else(|| std::env::var_os("WSHARD_S3S_FS").map(PathBuf::from))
-        .ok_or_else(|| fail("s3s-fs: give --s3s-fs PATH or set WSHARD_S3S_FS"))?;
+    let bin = s3s_fs::binary(args.s3s_fs.as_deref())?;
     let block_len = args.block_kib * 1024;
     let bytes = shard(args.blocks, block_len)?;
     let scratch = ScratchDir::new(None)?;
-    let server = start_server(&bin, &scratch.file("store"))?;
+    let server = S3sFs::start(&bin, &scratch.file("store"))?;
     let cfg = StoreConfig {
         provider: wshard_publish::Provider::S3,
-        endpoint: server.endpoint.clone(),
+        endpoint: server.endpoint().to_owned(),
         bucket: BUCKET.into(),
         prefix: String::new(),
         region: "us-east-1".into(),

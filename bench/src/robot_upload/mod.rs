@@ -10,7 +10,6 @@
 //!
 //! Only the smoke mode (`--quick`) is run by the engineers; the lead runs the full one.
 
-mod s3;
 mod status;
 
 use std::path::{Path, PathBuf};
@@ -23,6 +22,7 @@ use crate::json::JsonLine;
 use crate::record::daemon::{locate, Daemon, DaemonConfig, Fsync};
 use crate::record::data::{CameraWindow, JointsData};
 use crate::record::drive::{open_spec, throughput, Source};
+use crate::s3s_fs::{self, S3sFs};
 use crate::scratch::ScratchDir;
 
 pub const USAGE: &str = "\
@@ -159,7 +159,7 @@ fn publish_toml(endpoint: &str, part_mib: u64, limit: u64) -> String {
          part_size_bytes = {part}\nmultipart_threshold_bytes = {part}\n\
          bandwidth_limit_bytes_per_s = {limit}\nscan_interval_ms = 100\n\
          retry_min_ms = 100\nretry_max_ms = 1000\n",
-        s3::BUCKET
+        s3s_fs::BUCKET
     )
 }
 
@@ -236,7 +236,7 @@ struct RecordingRow {
 fn recording_case(
     a: &UploadArgs,
     bins: &Bins,
-    server: &s3::Server,
+    server: &S3sFs,
     scratch: &Path,
 ) -> Result<Vec<RecordingRow>> {
     let joints = JointsData::build(a.joints_steps);
@@ -284,7 +284,7 @@ struct ResumeResult {
 fn resume_case(
     a: &UploadArgs,
     bins: &Bins,
-    server: &s3::Server,
+    server: &S3sFs,
     scratch: &Path,
 ) -> Result<ResumeResult> {
     let dir = scratch.join("resume");
@@ -352,17 +352,7 @@ fn locate_bins(a: &UploadArgs) -> Result<Bins> {
             wshard.display()
         )));
     }
-    let s3s_fs = a
-        .s3s_fs
-        .clone()
-        .or_else(|| std::env::var_os("WSHARD_S3S_FS").map(PathBuf::from))
-        .or_else(|| {
-            let path = std::env::var_os("PATH")?;
-            std::env::split_paths(&path)
-                .map(|d| d.join("s3s-fs"))
-                .find(|p| p.is_file())
-        })
-        .ok_or_else(|| fail("s3s-fs not found: --s3s-fs, $WSHARD_S3S_FS or PATH"))?;
+    let s3s_fs = s3s_fs::binary(a.s3s_fs.as_deref())?;
     Ok(Bins {
         wshardd,
         wshard,
@@ -378,9 +368,9 @@ pub fn run(a: &UploadArgs) -> Result<()> {
     let bins = locate_bins(a)?;
     let scratch = ScratchDir::new(a.dir.as_deref())?;
     // The daemons inherit the credentials.
-    std::env::set_var("AWS_ACCESS_KEY_ID", s3::ACCESS_KEY);
-    std::env::set_var("AWS_SECRET_ACCESS_KEY", s3::SECRET_KEY);
-    let server = s3::Server::start(&bins.s3s_fs, &scratch.path().join("s3"))?;
+    std::env::set_var("AWS_ACCESS_KEY_ID", s3s_fs::ACCESS_KEY);
+    std::env::set_var("AWS_SECRET_ACCESS_KEY", s3s_fs::SECRET_KEY);
+    let server = S3sFs::start(&bins.s3s_fs, &scratch.path().join("s3"))?;
     println!(
         "robot-upload benchmark{}: s3s-fs at {}, parts of {} MiB",
         if a.quick {

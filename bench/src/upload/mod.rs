@@ -19,17 +19,16 @@ pub mod args;
 mod data;
 mod plain;
 mod report;
-mod server;
 
 use std::time::{Duration, Instant};
 
 use wshard_publish::{Credentials, DatasetId, Publisher, Store, StoreConfig, TransferOptions};
 
 use crate::error::{fail, Result};
+use crate::s3s_fs::{self as server, S3sFs, ACCESS_KEY, BUCKET, SECRET_KEY};
 use crate::scratch::ScratchDir;
 use args::UploadArgs;
 use report::Row;
-use server::{S3sFs, ACCESS_KEY, BUCKET, SECRET_KEY};
 
 const MB: u64 = 1_000_000;
 const MIB: u64 = 1 << 20;

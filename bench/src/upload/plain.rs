@@ -13,8 +13,8 @@ use tokio::runtime::Runtime;
 use wshard_publish::TransferOptions;
 
 use super::data::DataFile;
-use super::server::{ACCESS_KEY, BUCKET, SECRET_KEY};
 use crate::error::{io_ctx, Result};
+use crate::s3s_fs::{ACCESS_KEY, BUCKET, SECRET_KEY};
 
 /// A plain client on the bench bucket, with its own one-thread runtime (as `Store` has).
 pub struct Plain {

@@ -1,5 +1,6 @@
-//! The S3 server of the benchmark: s3s-fs 0.14.1 on loopback, in the scratch directory,
-//! with access keys; its CPU time read from `/proc/<pid>/stat`.
+//! The S3 server of the benchmarks that need one (`upload`, `robot-upload`, `remote-read`):
+//! s3s-fs 0.14.1 on loopback, in the scratch directory, with access keys; its CPU time read
+//! from `/proc/<pid>/stat`.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -75,6 +76,11 @@ impl S3sFs {
             std::thread::sleep(POLL);
         }
         Ok(server)
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
     }
 
     /// The server's user + system CPU seconds so far.
