@@ -11,7 +11,6 @@
 //! - `evict`: retention and quota. [`priority`]: the thread under `SCHED_IDLE`.
 //! - [`view`]: what status, episodes and metrics show.
 
-mod append;
 mod blob;
 pub mod evict;
 mod pace;

@@ -348,13 +348,16 @@ impl Uploader {
         let Some(publisher) = self.publisher.as_ref() else {
             return Ok(());
         };
-        let version = super::append::append(
-            publisher,
-            &dataset,
-            &self.settings.robot,
-            &ready,
-            APPEND_ATTEMPTS,
-        )?;
+        // The blobs are verified on the store already: nothing is sent but the manifest,
+        // the catalog and the pointer, under the robot's key prefix (`<robot>/<episode>`).
+        let version = publisher
+            .append(
+                &dataset,
+                Some(&self.settings.robot),
+                &ready,
+                APPEND_ATTEMPTS,
+            )?
+            .version_hash;
         let n = ready.len() as u64;
         for ep in ready {
             self.record(Record::Published {
