@@ -30,6 +30,8 @@
 //!   cache; [`cache_cmd`]: `wshard cache stats|gc`; [`dataset`]: `wshard dataset
 //!   list|show|pull`.
 //! - [`import`]: `wshard import ...`, running the ROS bag importer (`wshard_ros.bag_import`).
+//! - [`export`]: `wshard export webdataset|lerobot|mcap`, one file per format over the
+//!   `wshard-export` library.
 //! - [`Status`]: the exit status shared by `inspect`, `verify` and `cat` (`recover` has its own).
 
 pub mod aligned;
@@ -49,6 +51,7 @@ pub mod deep;
 pub mod describe;
 pub mod doctor;
 pub mod episode_view;
+pub mod export;
 pub mod import;
 pub mod inspect;
 pub mod inspect_dir;

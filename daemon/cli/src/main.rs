@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use wshard_cli::control::{self, ControlOptions};
 use wshard_cli::{
-    aligned, annotate, bridge, cache_cmd, cat, dataset, doctor, import, inspect, inspect_dir, peek,
-    publish, publish_append, query, recover, remote, verify,
+    aligned, annotate, bridge, cache_cmd, cat, dataset, doctor, export, import, inspect,
+    inspect_dir, peek, publish, publish_append, query, recover, remote, verify,
 };
 
 /// Inspect, verify and recover WShard files and wshardd data directories.
@@ -92,6 +92,13 @@ enum Command {
         verb: bridge::BridgeVerb,
         #[command(flatten)]
         options: bridge::BridgeOptions,
+    },
+    /// Export episodes for training and viewing: `webdataset` (training shards), `lerobot`
+    /// (a LeRobotDataset v3), `mcap` (one MCAP per episode, for Foxglove, PlotJuggler,
+    /// rerun). Exit 0 done, 1 an episode could not be read, 2 usage or I/O error.
+    Export {
+        #[command(subcommand)]
+        verb: export::ExportVerb,
     },
     /// Import ROS bags (ROS 1 .bag, rosbag2 sqlite3 or MCAP) as episodes: runs
     /// `python3 -m wshard_ros.bag_import ARGS...` (python from $WSHARD_PYTHON, else
@@ -260,6 +267,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(&args, &mut out),
         Command::Cache { verb } => cache_cmd::run(&verb, &mut out, &mut err).code(),
         Command::Dataset { verb } => dataset::run(&verb, &mut out, &mut err),
+        Command::Export { verb } => export::run(&verb, &mut out, &mut err),
         Command::Bridge { verb, options } => bridge::run(&verb, &options, &mut out, &mut err),
         // The importer writes to the terminal itself (its progress bar).
         Command::Import { args } => import::run(&args, &mut err),

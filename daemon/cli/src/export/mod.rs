@@ -1,0 +1,30 @@
+//! `wshard export webdataset|lerobot|mcap`: recorded episodes out to training and viewing
+//! tools. Each format's arguments and run live in their own file; the work is the
+//! `wshard-export` library's.
+
+pub mod lerobot;
+pub mod mcap;
+pub mod webdataset;
+
+use std::io::Write;
+
+/// The formats `wshard export` writes.
+#[derive(Debug, clap::Subcommand)]
+pub enum ExportVerb {
+    /// WebDataset training shards: one sample per frame of a chosen image stream, a window
+    /// of low-dimensional steps around it, JPEG/PNG pictures, statistics.
+    Webdataset(webdataset::WebdatasetArgs),
+    /// A LeRobotDataset v3 directory (Parquet data, ffmpeg videos, meta/).
+    Lerobot(lerobot::LerobotArgs),
+    /// One MCAP file per episode, for Foxglove, PlotJuggler and rerun.
+    Mcap(mcap::McapArgs),
+}
+
+/// Run one export; the exit code.
+pub fn run(verb: &ExportVerb, out: &mut impl Write, err: &mut impl Write) -> u8 {
+    match verb {
+        ExportVerb::Webdataset(args) => webdataset::run(args, out, err),
+        ExportVerb::Lerobot(args) => lerobot::run(args, out, err),
+        ExportVerb::Mcap(args) => mcap::run(args, out, err),
+    }
+}

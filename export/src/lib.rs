@@ -1,0 +1,13 @@
+//! `wshard-export`: recorded episodes out to the tools people train and look with.
+//!
+//! Exports read episodes through the format library (`wshard::episode_dir`, and its aligned
+//! view `wshard::align` where a format needs one clock: exports align, recording never does).
+//!
+//! - [`channel_kind`]: which channels are pictures (colour, mono, depth) and which are
+//!   low-dimensional vectors, one rule for every export.
+//! - `webdataset`: `wshard export webdataset`, training shards (tar) with their statistics.
+//! - `lerobot`: `wshard export lerobot`, a LeRobotDataset v3 directory.
+//! - `mcap`: `wshard export mcap`, one MCAP file per episode for Foxglove, PlotJuggler and
+//!   rerun.
+
+pub mod channel_kind;
