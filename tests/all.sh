@@ -12,7 +12,10 @@
 #      publishers, Debian's /usr/bin/python3)
 #   5. the Python reader (wshard/python): its wheel built with maturin (release), installed
 #      with pip into the running python3, and its tests
-#   6. the fuzz smoke run: every fuzz target for FUZZ_SMOKE_SECONDS (default 15) each;
+#   6. the exports and imports (tests/interop): episodes recorded by the real wshardd,
+#      exported and read back by the third-party readers, files made by numpy and h5py
+#      imported and read back through the Python reader
+#   7. the fuzz smoke run: every fuzz target for FUZZ_SMOKE_SECONDS (default 15) each;
 #      FUZZ_SMOKE_SECONDS=0 leaves it out
 #
 # Prerequisites it checks first (and says how to install): systemd-analyze and
@@ -104,6 +107,9 @@ python3 -m maturin build --release --locked -m wshard/python/Cargo.toml -o "$whe
 python3 -m pip install --quiet --force-reinstall --no-deps "$wheel_dir"/wshard_reader-*.whl
 rm -rf "$wheel_dir"
 python3 -m pytest wshard/python/tests -q
+
+echo "== Exports and imports read by the real third-party readers (tests/interop; the reader above)"
+python3 -m pytest tests/interop -q
 
 if [ "$fuzz_secs" != 0 ]; then
     echo "== fuzz smoke run ($fuzz_secs s per target)"
