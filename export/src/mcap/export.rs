@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::error::McapError;
-use super::inputs::{resolve_inputs, Skipped};
+use super::inputs::{resolve_inputs, Inputs, Skipped};
 use super::options::McapOptions;
 use super::writer::{export_episode, EpisodeMcap};
 
@@ -56,6 +56,19 @@ pub fn export_mcap(
     progress: &(dyn Fn(&Path, &Result<EpisodeMcap, McapError>) + Sync),
 ) -> Result<McapExport, McapError> {
     let resolved = resolve_inputs(inputs)?;
+    export_resolved(resolved, out_dir, opts, progress)
+}
+
+/// [`export_mcap`] of inputs already resolved with [`resolve_inputs`].
+///
+/// # Errors
+/// [`McapError::OutputNotEmpty`] and I/O errors on `out_dir`.
+pub fn export_resolved(
+    resolved: Inputs,
+    out_dir: &Path,
+    opts: &McapOptions,
+    progress: &(dyn Fn(&Path, &Result<EpisodeMcap, McapError>) + Sync),
+) -> Result<McapExport, McapError> {
     prepare_output(out_dir, opts.overwrite)?;
     let run = |dir: &Path| {
         let r = export_episode(dir, out_dir, opts);

@@ -6,7 +6,8 @@
 //! - `vector`, `picture` (with `encode`: JPEG / PNG), `events`: the JSON message of a
 //!   step of a low-dimensional channel, of a picture, of an event.
 //! - `plan`: an episode's channels as MCAP channels (topic `/STREAM/CHANNEL`).
-//! - [`writer`]: one episode to one file, messages in log-time order.
+//! - [`writer`]: one episode to one file, messages in log-time order; `summary_order`
+//!   makes its summary section the same bytes on every run.
 //! - [`inputs`] and [`export`]: episode or data directories in, one file per episode out.
 //! - [`error`]: [`McapError`].
 //!
@@ -22,12 +23,13 @@ mod picture;
 mod plan;
 pub mod schemas;
 mod stamp;
+mod summary_order;
 mod vector;
 pub mod writer;
 
 pub use error::McapError;
 pub use events::{ANNOTATIONS_TOPIC, EVENTS_TOPIC};
-pub use export::{export_mcap, McapExport};
+pub use export::{export_mcap, export_resolved, McapExport};
 pub use inputs::{resolve_inputs, EpisodeInput, Inputs, Skipped};
 pub use options::{
     ImageMode, McapCompression, McapOptions, DEFAULT_CHUNK_SIZE, DEFAULT_JPEG_QUALITY,

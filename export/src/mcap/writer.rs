@@ -10,7 +10,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use mcap::records::{MessageHeader, Metadata};
@@ -23,6 +23,7 @@ use super::options::{McapCompression, McapOptions};
 use super::plan::{plan, PlannedChannel};
 use super::schemas::{self, ANNOTATION_SCHEMA, EVENT_SCHEMA, MESSAGE_ENCODING, SCHEMA_ENCODING};
 use super::stamp::Stamp;
+use super::summary_order::sort_summary;
 use super::vector::vector_message;
 
 /// The name of the metadata record describing the episode.
@@ -218,7 +219,14 @@ fn write_file(
     path: &Path,
     opts: &McapOptions,
 ) -> Result<(u64, u64), McapError> {
-    let f = File::create(path).map_err(|e| McapError::io("create", path, e))?;
+    // Read too: the summary is reordered in place once written.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| McapError::io("create", path, e))?;
     let writer =
         Writer::with_options(BufWriter::new(f), write_options(opts)).map_err(|source| {
             McapError::Write {
@@ -233,6 +241,10 @@ fn write_file(
         writer,
         messages: 0,
     };
+    // First, before any chunk is open (writing metadata closes the open chunk).
+    out.writer
+        .write_metadata(&episode_metadata(ep))
+        .map_err(|e| out.err(e))?;
     let mut ids: Vec<Vec<u16>> = Vec::with_capacity(planned.len());
     for channels in planned {
         let mut row = Vec::with_capacity(channels.len());
@@ -261,10 +273,6 @@ fn write_file(
     let channel_count = ids.iter().map(Vec::len).sum::<usize>()
         + usize::from(events_id.is_some())
         + usize::from(annotations_id.is_some());
-    out.writer
-        .write_metadata(&episode_metadata(ep))
-        .map_err(|e| out.err(e))?;
-
     let mut heap = BinaryHeap::new();
     for (source, s) in streams.iter().enumerate() {
         if let Some(&t_ns) = s.timestamps_ns().first() {
@@ -337,7 +345,11 @@ fn write_file(
     }
     out.writer.finish().map_err(|e| out.err(e))?;
     let messages = out.messages;
-    let mut inner = out.writer.into_inner();
-    inner.flush().map_err(|e| McapError::io("write", path, e))?;
+    let mut file = out
+        .writer
+        .into_inner()
+        .into_inner()
+        .map_err(|e| McapError::io("write", path, e.into_error()))?;
+    sort_summary(&mut file).map_err(|e| McapError::io("order the summary of", path, e))?;
     Ok((channel_count as u64, messages))
 }
