@@ -198,7 +198,10 @@ pub fn export_episode(
             return Err(e);
         }
     };
-    std::fs::rename(&tmp, &file).map_err(|e| McapError::io("rename into", &file, e))?;
+    if let Err(e) = std::fs::rename(&tmp, &file) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(McapError::io("rename into", &file, e));
+    }
     let bytes = std::fs::metadata(&file)
         .map_err(|e| McapError::io("stat", &file, e))?
         .len();
