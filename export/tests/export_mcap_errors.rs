@@ -41,7 +41,7 @@ fn export_mcap_bad_inputs_are_named() {
 
     let file = tmp.path().join("file.txt");
     fs::write(&file, "x").unwrap();
-    let e = export(&[file.clone()], &out, &opts).unwrap_err();
+    let e = export(std::slice::from_ref(&file), &out, &opts).unwrap_err();
     assert!(
         matches!(&e, McapError::NotAnInput { path } if *path == file),
         "{e}"
@@ -80,7 +80,7 @@ fn export_mcap_refuses_a_non_empty_output_unless_overwrite() {
     let out = tmp.path().join("out");
     fs::create_dir_all(&out).unwrap();
     fs::write(out.join("EP.mcap"), "old").unwrap();
-    let e = export(&[ep.clone()], &out, &McapOptions::default()).unwrap_err();
+    let e = export(std::slice::from_ref(&ep), &out, &McapOptions::default()).unwrap_err();
     assert!(
         matches!(&e, McapError::OutputNotEmpty { dir } if *dir == out),
         "{e}"
@@ -91,7 +91,7 @@ fn export_mcap_refuses_a_non_empty_output_unless_overwrite() {
         overwrite: true,
         ..McapOptions::default()
     };
-    export(&[ep.clone()], &out, &opts).unwrap();
+    export(std::slice::from_ref(&ep), &out, &opts).unwrap();
     assert_ne!(fs::read(out.join("EP.mcap")).unwrap(), b"old");
 
     // An output that is a file.

@@ -9,7 +9,7 @@
 //! - [`writer`]: one episode to one file, messages in log-time order; `summary_order`
 //!   makes its summary section the same bytes on every run.
 //! - [`inputs`] and [`export`]: episode or data directories in, one file per episode out.
-//! - [`error`]: [`McapError`].
+//! - [`error`]: the errors, [`McapError`].
 //!
 //! See docs/EXPORT.md, "MCAP".
 
