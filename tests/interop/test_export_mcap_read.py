@@ -27,13 +27,11 @@ JOINT_CHANNELS = ("q", "gripper", "action")
 def _read(path: Path) -> Tuple[Any, Dict[str, List[Tuple[int, int, int, Dict[str, Any]]]], Any]:
     """(summary, {topic: [(log_time, publish_time, sequence, message)]}, metadata records),
     with every CRC checked; the streaming reader must see the same messages."""
-    reader_mod = need("mcap.reader", "mcap==1.2.2")
-    stream_mod = need("mcap.stream_reader", "mcap==1.2.2")
+    need("mcap.stream_reader", "mcap==1.2.2")
     from mcap.reader import make_reader
     from mcap.records import Message
     from mcap.stream_reader import StreamReader
 
-    del reader_mod, stream_mod
     by_topic: Dict[str, List[Tuple[int, int, int, Dict[str, Any]]]] = {}
     with open(path, "rb") as f:
         reader = make_reader(f, validate_crcs=True)
@@ -81,7 +79,14 @@ def test_export_mcap_every_message_equals_the_episode(recorded: Path, wshard: An
         # zstd chunks (the default), one channel per stream channel, plus the events.
         assert {c.compression for c in summary.chunk_indexes} == {"zstd"}
         topics = {c.topic: c for c in summary.channels.values()}
-        assert set(topics) == {"/joints/q", "/joints/gripper", "/joints/action", "/camera/rgb", "/camera/depth", "/events"}
+        assert set(topics) == {
+            "/joints/q",
+            "/joints/gripper",
+            "/joints/action",
+            "/camera/rgb",
+            "/camera/depth",
+            "/events",
+        }
         schema_of = {t: summary.schemas[c.schema_id].name for t, c in topics.items()}
         assert schema_of["/camera/rgb"] == schema_of["/camera/depth"] == "foxglove.RawImage"
         assert schema_of["/joints/q"] == "wshard.Vector" and schema_of["/events"] == "wshard.Event"
