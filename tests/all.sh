@@ -20,7 +20,7 @@
 #
 # Prerequisites it checks first (and says how to install): systemd-analyze and
 # systemd-socket-activate, python3 with pytest, numpy, zstandard, prometheus_client, rosbags,
-# pillow, cyclonedds, duckdb and duckdb-extension-httpfs, boto3, Debian's ROS 1 packages for /usr/bin/python3, maturin, a C++
+# pillow, cyclonedds, duckdb and duckdb-extension-httpfs, boto3, mcap, Debian's ROS 1 packages for /usr/bin/python3, maturin, a C++
 # compiler for libFuzzer, s3s-fs 0.14.1 ($WSHARD_S3S_FS or PATH), node and Azurite 3.35.0
 # ($WSHARD_AZURITE or azurite-blob on PATH). The upstream golden files are
 # read from ../shared/golden-upstream or $WSHARD_UPSTREAM_GOLDEN.
@@ -50,6 +50,10 @@ fi
 # boto3: the Python reader's s3:// reads (wshard/python/tests/test_publish_remote_*).
 if ! python3 -c 'import boto3' >/dev/null 2>&1; then
     missing+=("python3 module boto3 for the Python reader's s3:// reads (python3 -m pip install boto3)")
+fi
+# mcap 1.2.2, the official MCAP Python reader: the MCAP export's tests (tests/interop/test_export_mcap_*).
+if ! python3 -c 'import mcap.reader, importlib.metadata as m; assert m.version("mcap") == "1.2.2"' >/dev/null 2>&1; then
+    missing+=("python3 module mcap 1.2.2 for the MCAP export's tests (python3 -m pip install mcap==1.2.2)")
 fi
 if ! python3 -m maturin --version >/dev/null 2>&1; then
     missing+=("maturin, to build the Python reader (python3 -m pip install maturin)")

@@ -1,0 +1,110 @@
+//! What can go wrong in an MCAP export; every error names the input, episode, stream,
+//! channel, step or file it is about.
+
+use std::path::PathBuf;
+
+use wshard::episode_dir::EpisodeDirError;
+
+/// An MCAP export error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McapError {
+    /// An input is neither an episode directory nor a directory holding episodes.
+    #[error("{}: not an episode directory, nor a data directory holding episode directories", path.display())]
+    NotAnInput { path: PathBuf },
+    /// The inputs hold no finished episode.
+    #[error("no finished episode to export in {inputs}")]
+    NoEpisodes { inputs: String },
+    /// Two different input directories are the same episode (they would write the same file).
+    #[error("episode `{episode}` is given twice: {} and {}", first.display(), second.display())]
+    DuplicateEpisode {
+        episode: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
+    /// The output directory already holds files.
+    #[error("output directory {} is not empty (--overwrite replaces the files of the episodes exported)", dir.display())]
+    OutputNotEmpty { dir: PathBuf },
+    /// A file-system call failed.
+    #[error("{op} {}: {source}", path.display())]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The episode could not be opened or one of its streams read.
+    #[error("episode {}: {source}", dir.display())]
+    Episode {
+        dir: PathBuf,
+        #[source]
+        source: EpisodeDirError,
+    },
+    /// A step's timestamp is before 1970: MCAP log times are unsigned nanoseconds.
+    #[error("episode `{episode}`, stream `{stream}`, step {step}: timestamp {t_ns} ns is before the Unix epoch (MCAP log times are unsigned)")]
+    NegativeTime {
+        episode: String,
+        stream: String,
+        step: u64,
+        t_ns: i64,
+    },
+    /// An event's or annotation's time is before 1970.
+    #[error("episode `{episode}`, {what} seq {seq} (`{label}`): time {t_ns} ns is before the Unix epoch (MCAP log times are unsigned)")]
+    NegativeEventTime {
+        episode: String,
+        what: &'static str,
+        seq: u64,
+        label: String,
+        t_ns: i64,
+    },
+    /// Two channels would get the same MCAP topic.
+    #[error("episode `{episode}`: stream `{stream}`, channel `{channel}` would be topic `{topic}`, which another channel has")]
+    DuplicateTopic {
+        episode: String,
+        stream: String,
+        channel: String,
+        topic: String,
+    },
+    /// A picture could not be encoded.
+    #[error("episode `{episode}`, stream `{stream}`, channel `{channel}`, step {step}: {format} encoding failed: {message}")]
+    Encode {
+        episode: String,
+        stream: String,
+        channel: String,
+        step: u64,
+        format: &'static str,
+        message: String,
+    },
+    /// The MCAP writer failed (an I/O error under it, or a limit of the format).
+    #[error("episode `{episode}`: writing {}: {source}", file.display())]
+    Write {
+        episode: String,
+        file: PathBuf,
+        #[source]
+        source: mcap::McapError,
+    },
+}
+
+impl McapError {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// True when the episode's data is what is wrong (the CLI's exit 1); false for usage
+    /// and I/O errors (exit 2).
+    #[must_use]
+    pub fn is_bad_episode(&self) -> bool {
+        matches!(
+            self,
+            Self::Episode { .. }
+                | Self::NegativeTime { .. }
+                | Self::NegativeEventTime { .. }
+                | Self::DuplicateTopic { .. }
+                | Self::Encode { .. }
+        )
+    }
+}
