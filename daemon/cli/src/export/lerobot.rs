@@ -1,28 +1,146 @@
-//! `wshard export lerobot`: the LeRobot export's arguments and run.
+//! `wshard export lerobot`: the LeRobot export's arguments and run (the work is
+//! `wshard_export::lerobot`).
 
 use std::io::Write;
 use std::path::PathBuf;
+
+use wshard::align::Policy;
+use wshard_export::lerobot::{self, parse_fps, LerobotError, LerobotOptions, VideoCodec};
 
 use crate::Status;
 
 /// Arguments of `wshard export lerobot`.
 #[derive(Debug, clap::Args)]
 pub struct LerobotArgs {
-    /// Episode directories, or data directories holding them.
+    /// Episode directories, or data directories holding them (their finished episodes).
     #[arg(required = true, value_name = "EPISODE_OR_DATA_DIR")]
     pub inputs: Vec<PathBuf>,
-    /// The output directory.
+    /// The output directory (the dataset root); refused when not empty unless --overwrite.
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output: PathBuf,
+    /// Frames per second of the dataset's clock, a whole number (default: the rate of the
+    /// first picture stream, else of the first exported stream, rounded).
+    #[arg(long, value_name = "HZ")]
+    pub fps: Option<String>,
+    /// Channels of observation.state, concatenated in order (STREAM/CHANNEL or CHANNEL;
+    /// repeat or comma-separate). Default: every low-dimensional signal-lane channel.
+    #[arg(long, value_name = "CHANNEL", value_delimiter = ',')]
+    pub state: Vec<String>,
+    /// Channels of action, as for --state. Default: every low-dimensional action-lane
+    /// channel.
+    #[arg(long, value_name = "CHANNEL", value_delimiter = ',')]
+    pub action: Vec<String>,
+    /// How low-dimensional channels are resampled onto the clock: hold, nearest or linear
+    /// (pictures: nearest).
+    #[arg(long, value_name = "POLICY", default_value = "hold")]
+    pub lowdim_policy: String,
+    /// Video codec: h264 (libx264; any picture size) or av1 (libsvtav1, LeRobot's own
+    /// default; Debian 12's needs pictures of at least 64x64).
+    #[arg(long, value_name = "CODEC", default_value = "h264")]
+    pub vcodec: String,
+    /// The event label whose text events are the tasks.
+    #[arg(long, value_name = "LABEL", default_value = lerobot::options::DEFAULT_TASK_LABEL)]
+    pub task_event: String,
+    /// robot_type of meta/info.json.
+    #[arg(long, value_name = "TYPE")]
+    pub robot_type: Option<String>,
+    /// The ffmpeg program.
+    #[arg(long, value_name = "PATH", default_value = lerobot::options::DEFAULT_FFMPEG)]
+    pub ffmpeg: PathBuf,
+    /// Replace a non-empty output directory.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// No progress lines.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
-/// Run the export; the exit code.
-pub fn run(args: &LerobotArgs, _out: &mut impl Write, err: &mut impl Write) -> u8 {
-    let _ = writeln!(
-        err,
-        "wshard export lerobot: not built yet (inputs {:?}, output {})",
-        args.inputs,
-        args.output.display()
-    );
-    Status::Error.code()
+fn options(args: &LerobotArgs) -> Result<LerobotOptions, String> {
+    let fps = args
+        .fps
+        .as_deref()
+        .map(parse_fps)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let lowdim_policy = Policy::parse(&args.lowdim_policy).ok_or_else(|| {
+        format!(
+            "--lowdim-policy {}: expected hold, nearest or linear",
+            args.lowdim_policy
+        )
+    })?;
+    let video_codec = VideoCodec::parse(&args.vcodec)
+        .ok_or_else(|| format!("--vcodec {}: expected h264 or av1", args.vcodec))?;
+    let chosen = |v: &Vec<String>| (!v.is_empty()).then(|| v.clone());
+    Ok(LerobotOptions {
+        fps,
+        state: chosen(&args.state),
+        action: chosen(&args.action),
+        lowdim_policy,
+        video_codec,
+        task_label: args.task_event.clone(),
+        robot_type: args.robot_type.clone(),
+        ffmpeg: args.ffmpeg.clone(),
+        overwrite: args.overwrite,
+    })
+}
+
+/// Run the export; the exit code: 0 done, 1 an episode could not be read or does not fit
+/// the dataset, 2 usage, ffmpeg or I/O error.
+pub fn run(args: &LerobotArgs, out: &mut impl Write, err: &mut impl Write) -> u8 {
+    let opts = match options(args) {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = writeln!(err, "wshard export lerobot: {e}");
+            return Status::Error.code();
+        }
+    };
+    let quiet = args.quiet;
+    let mut on_episode = |i: usize, n: usize, id: &str, frames: usize| {
+        if !quiet {
+            let _ = writeln!(err, "[{i}/{n}] {id}: {frames} frames");
+        }
+    };
+    let result = lerobot::export(&args.inputs, &args.output, &opts, &mut on_episode);
+    match result {
+        Ok(s) => {
+            for skipped in &s.skipped {
+                let _ = writeln!(
+                    err,
+                    "skipped {}: {}",
+                    skipped.path.display(),
+                    skipped.reason
+                );
+            }
+            for (channel, why) in &s.left_out {
+                let _ = writeln!(err, "left out {channel}: {why}");
+            }
+            let _ = writeln!(
+                out,
+                "wrote {}: {} episodes, {} frames at {} fps, {} tasks, videos: {}",
+                s.output.display(),
+                s.episodes,
+                s.frames,
+                s.fps,
+                s.tasks,
+                if s.videos.is_empty() {
+                    "none".to_owned()
+                } else {
+                    s.videos.join(", ")
+                }
+            );
+            Status::Ok.code()
+        }
+        Err(e) => {
+            let _ = writeln!(err, "wshard export lerobot: {e}");
+            exit_status(&e).code()
+        }
+    }
+}
+
+fn exit_status(e: &LerobotError) -> Status {
+    if e.is_bad_input() {
+        Status::Corrupt
+    } else {
+        Status::Error
+    }
 }
