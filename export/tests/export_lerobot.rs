@@ -277,7 +277,12 @@ fn export_lerobot_no_matching_channels() {
     spec.rgb = false;
     write(&data, &spec);
     let out = tmp.path().join("out");
-    let e = run(&[data.clone()], &out, &LerobotOptions::default()).unwrap_err();
+    let e = run(
+        std::slice::from_ref(&data),
+        &out,
+        &LerobotOptions::default(),
+    )
+    .unwrap_err();
     assert!(matches!(e, LerobotError::NoChannels { .. }), "{e}");
     assert!(e.is_bad_input());
     assert!(e.to_string().contains("cam/depth"), "{e}");
@@ -290,7 +295,7 @@ fn export_lerobot_no_matching_channels() {
             state: Some(vec![key.into()]),
             ..LerobotOptions::default()
         };
-        let e = run(&[data.clone()], &out, &opts).unwrap_err();
+        let e = run(std::slice::from_ref(&data), &out, &opts).unwrap_err();
         assert!(matches!(e, LerobotError::BadChannel { .. }), "{e}");
         assert!(e.to_string().contains(what), "{e}");
         assert!(!out.exists());
@@ -324,7 +329,12 @@ fn export_lerobot_refuses_a_non_empty_output() {
     let (data, out) = two_episodes(tmp.path());
     fs::create_dir_all(&out).unwrap();
     fs::write(out.join("keep.txt"), b"mine").unwrap();
-    let e = run(&[data.clone()], &out, &LerobotOptions::default()).unwrap_err();
+    let e = run(
+        std::slice::from_ref(&data),
+        &out,
+        &LerobotOptions::default(),
+    )
+    .unwrap_err();
     assert!(matches!(e, LerobotError::OutputNotEmpty { .. }), "{e}");
     assert!(e.to_string().contains("--overwrite"), "{e}");
     assert_eq!(fs::read(out.join("keep.txt")).unwrap(), b"mine");
@@ -349,11 +359,9 @@ fn export_lerobot_episodes_must_share_features() {
     let out = tmp.path().join("out");
     let e = run(&[data], &out, &LerobotOptions::default()).unwrap_err();
     match &e {
-        LerobotError::FeatureMismatch {
-            episode, feature, ..
-        } => {
+        LerobotError::FeatureMismatch(m) => {
             assert_eq!(
-                (episode.as_str(), feature.as_str()),
+                (m.episode.as_str(), m.feature.as_str()),
                 ("ep-b", "observation.state")
             );
         }
@@ -382,7 +390,12 @@ fn export_lerobot_skips_unfinished_episodes_and_is_deterministic() {
     let mut open = Spec::new("ep-c", 3);
     open.status = EpisodeStatus::Recording;
     write(&data, &open);
-    let s = run(&[data.clone()], &out, &LerobotOptions::default()).unwrap();
+    let s = run(
+        std::slice::from_ref(&data),
+        &out,
+        &LerobotOptions::default(),
+    )
+    .unwrap();
     assert_eq!(s.episodes, 2);
     assert_eq!(s.skipped.len(), 1);
     assert!(s.skipped[0].path.ends_with("ep-c"));
@@ -415,5 +428,78 @@ fn export_lerobot_missing_ffmpeg_program() {
     let e = run(&[data], &out, &opts).unwrap_err();
     assert!(matches!(e, LerobotError::FfmpegMissing { .. }), "{e}");
     assert!(e.to_string().contains("apt-get install ffmpeg"), "{e}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn export_lerobot_mono_odd_pictures_and_no_pictures() {
+    need_ffmpeg();
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let mut spec = Spec::new("ep-a", 1);
+    spec.rgb = false;
+    spec.mono = Some((15, 17));
+    write(&data, &spec);
+    let out = tmp.path().join("out");
+    let s = run(
+        std::slice::from_ref(&data),
+        &out,
+        &LerobotOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(s.videos, ["observation.images.cam_gray"]);
+    let info = json(&out.join("meta/info.json"));
+    let v = &info["features"]["observation.images.cam_gray"];
+    assert_eq!(v["shape"], serde_json::json!([15, 17, 3]));
+    assert_eq!(v["info"]["video.pix_fmt"], "yuv444p");
+    assert!(out
+        .join("videos/observation.images.cam_gray/chunk-000/file-000.mp4")
+        .is_file());
+
+    // No picture channel: no video, no ffmpeg needed, the first stream's rate (100 Hz).
+    let data2 = tmp.path().join("data2");
+    let mut spec = Spec::new("ep-b", 2);
+    spec.rgb = false;
+    spec.depth = false;
+    spec.joints = true;
+    write(&data2, &spec);
+    let out2 = tmp.path().join("out2");
+    let opts = LerobotOptions {
+        ffmpeg: tmp.path().join("no-ffmpeg-here"),
+        ..LerobotOptions::default()
+    };
+    let s = run(&[data2], &out2, &opts).unwrap();
+    assert_eq!((s.fps, s.frames), (100, 100));
+    let info = json(&out2.join("meta/info.json"));
+    assert_eq!(info["video_path"], Value::Null);
+    assert!(!out2.join("videos").exists());
+}
+
+#[test]
+fn export_lerobot_streams_that_do_not_overlap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let mut spec = Spec::new("ep-late", 1);
+    spec.cam_offset_ns = 5_000_000_000; // the camera starts after the joints end (0.99 s)
+    write(&data, &spec);
+    let out = tmp.path().join("out");
+    let e = run(&[data], &out, &LerobotOptions::default()).unwrap_err();
+    assert!(matches!(e, LerobotError::NoOverlap { .. }), "{e}");
+    assert!(e.is_bad_input());
+    assert!(e.to_string().contains("ep-late"), "{e}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn export_lerobot_av1_needs_64_pixel_pictures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, out) = two_episodes(tmp.path());
+    let opts = LerobotOptions {
+        video_codec: wshard_export::lerobot::VideoCodec::Av1,
+        ..LerobotOptions::default()
+    };
+    let e = run(&[data], &out, &opts).unwrap_err();
+    assert!(matches!(e, LerobotError::BadPictureSize { .. }), "{e}");
+    assert!(e.to_string().contains("--vcodec h264"), "{e}");
     assert!(!out.exists());
 }

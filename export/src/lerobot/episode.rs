@@ -131,7 +131,7 @@ pub fn write_episode(
                     .read_stream(stream)
                     .map_err(|source| LerobotError::Episode {
                         path: episode.path().to_path_buf(),
-                        source,
+                        source: Box::new(source),
                     })?;
                 streams.push(read);
                 streams.len() - 1

@@ -17,14 +17,14 @@ pub enum LerobotError {
     Episode {
         path: PathBuf,
         #[source]
-        source: EpisodeDirError,
+        source: Box<EpisodeDirError>,
     },
     /// The aligned view of an episode could not be built.
     #[error("episode {episode}: {source}")]
     Align {
         episode: String,
         #[source]
-        source: AlignError,
+        source: Box<AlignError>,
     },
     /// `--fps` is not a whole number in range.
     #[error("fps {fps}: LeRobot needs a whole number of frames per second from 1 to {max}")]
@@ -44,14 +44,8 @@ pub enum LerobotError {
     #[error("episode {episode}: no channel to export (no low-dimensional signal or action channel, no colour or mono picture; channels: {available})")]
     NoChannels { episode: String, available: String },
     /// An episode's features differ from the first episode's (a dataset has one schema).
-    #[error("episode {episode}: feature `{feature}` is {found}, episode {first} has {expected} (one dataset has one set of features)")]
-    FeatureMismatch {
-        episode: String,
-        first: String,
-        feature: String,
-        expected: String,
-        found: String,
-    },
+    #[error("{0}")]
+    FeatureMismatch(Box<FeatureMismatch>),
     /// The streams of the exported channels do not overlap in time.
     #[error("episode {episode}: streams {streams} do not overlap in time: no frame to export")]
     NoOverlap { episode: String, streams: String },
@@ -114,6 +108,17 @@ pub enum LerobotError {
     },
 }
 
+/// A feature of an episode that differs from the first episode's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("episode {episode}: feature `{feature}` is {found}, episode {first} has {expected} (one dataset has one set of features)")]
+pub struct FeatureMismatch {
+    pub episode: String,
+    pub first: String,
+    pub feature: String,
+    pub expected: String,
+    pub found: String,
+}
+
 impl LerobotError {
     /// An I/O error on `path`.
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
@@ -134,7 +139,7 @@ impl LerobotError {
                 | Self::Align { .. }
                 | Self::NoRate { .. }
                 | Self::NoChannels { .. }
-                | Self::FeatureMismatch { .. }
+                | Self::FeatureMismatch(_)
                 | Self::NoOverlap { .. }
                 | Self::MissingStep { .. }
         )

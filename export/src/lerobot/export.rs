@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::episode::{write_episode, Progress};
-use super::error::LerobotError;
+use super::error::{FeatureMismatch, LerobotError};
 use super::frames::{align_frames, default_fps};
 use super::inputs::{resolve, Skipped};
 use super::meta::{self, Totals, VideoInfo};
@@ -46,13 +46,13 @@ fn check_same(first: &str, plan0: &Plan, id: &str, plan: &Plan) -> Result<(), Le
         let ea = a.iter().find(|(k, _)| k == key).map(|(_, d)| d.clone());
         let eb = b.iter().find(|(k, _)| k == key).map(|(_, d)| d.clone());
         if ea != eb {
-            return Err(LerobotError::FeatureMismatch {
+            return Err(LerobotError::FeatureMismatch(Box::new(FeatureMismatch {
                 episode: id.to_owned(),
                 first: first.to_owned(),
                 feature: key.clone(),
                 expected: ea.unwrap_or_else(missing),
                 found: eb.unwrap_or_else(missing),
-            });
+            })));
         }
     }
     Ok(())

@@ -158,7 +158,7 @@ pub fn align_frames(
     };
     let align_err = |source| LerobotError::Align {
         episode: id.to_owned(),
-        source,
+        source: Box::new(source),
     };
     let mut frames = EpisodeFrames::default();
     let vector_keys: Vec<String> = plan

@@ -48,7 +48,7 @@ fn finished(status: Option<EpisodeStatus>) -> bool {
 fn open(path: &Path) -> Result<EpisodeDir, LerobotError> {
     EpisodeDir::open(path).map_err(|source| LerobotError::Episode {
         path: path.to_path_buf(),
-        source,
+        source: Box::new(source),
     })
 }
 

@@ -36,6 +36,6 @@ pub mod tables;
 pub mod tasks;
 pub mod video;
 
-pub use error::LerobotError;
+pub use error::{FeatureMismatch, LerobotError};
 pub use export::{export, Summary};
 pub use options::{parse_fps, LerobotOptions, VideoCodec, MAX_FPS};

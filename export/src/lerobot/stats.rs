@@ -69,7 +69,7 @@ impl FeatureStats {
     /// Statistics of `rows x dim` values (row-major), per element.
     #[must_use]
     pub fn of_vectors(values: &[f64], dim: usize) -> Self {
-        let rows = if dim == 0 { 0 } else { values.len() / dim };
+        let rows = values.len().checked_div(dim).unwrap_or(0);
         let mut s = Self {
             min: Vec::with_capacity(dim),
             max: Vec::with_capacity(dim),

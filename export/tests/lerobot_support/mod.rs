@@ -33,6 +33,9 @@ pub struct Spec {
     pub depth: bool,
     pub rgb: bool,
     pub joints: bool,
+    /// A mono picture channel `gray` u8[h, w] on the camera stream.
+    pub mono: Option<(u64, u64)>,
+    pub cam_offset_ns: i64,
     pub instruction: Option<&'static str>,
     pub status: EpisodeStatus,
 }
@@ -48,6 +51,8 @@ impl Spec {
             depth: true,
             rgb: true,
             joints: true,
+            mono: None,
+            cam_offset_ns: CAM_OFFSET_NS,
             instruction: Some("stack the blocks"),
             status: EpisodeStatus::Complete,
         }
@@ -181,10 +186,26 @@ pub fn write(data_dir: &Path, spec: &Spec) -> PathBuf {
             depth,
         ));
     }
+    if let Some((h, w)) = spec.mono {
+        let px: Vec<u8> = (0..n * (h * w) as usize)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        cam.push_channel(Channel::new(
+            "gray",
+            Lane::Signal,
+            DType::U8,
+            vec![h, w],
+            px,
+        ));
+    }
     if !cam.channels.is_empty() {
         cam.set_reward(vec![0.0; n]);
         cam.set_done(vec![false; n]);
-        cam.timestamps_ns = Some((0..n).map(cam_t).collect());
+        cam.timestamps_ns = Some(
+            (0..n)
+                .map(|k| spec.cam_offset_ns + k as i64 * CAM_DT_NS)
+                .collect(),
+        );
         fs::create_dir_all(stream_dir(&dir, "cam")).unwrap();
         write_episode_chunked(
             &cam,
