@@ -20,8 +20,8 @@ pub struct LerobotArgs {
     pub output: PathBuf,
     /// Frames per second of the dataset's clock, a whole number (default: the rate of the
     /// first picture stream, else of the first exported stream, rounded).
-    #[arg(long, value_name = "HZ")]
-    pub fps: Option<String>,
+    #[arg(long, value_name = "HZ", value_parser = parse_fps)]
+    pub fps: Option<u32>,
     /// Channels of observation.state, concatenated in order (STREAM/CHANNEL or CHANNEL;
     /// repeat or comma-separate). Default: every low-dimensional signal-lane channel.
     #[arg(long, value_name = "CHANNEL", value_delimiter = ',')]
@@ -32,12 +32,12 @@ pub struct LerobotArgs {
     pub action: Vec<String>,
     /// How low-dimensional channels are resampled onto the clock: hold, nearest or linear
     /// (pictures: nearest).
-    #[arg(long, value_name = "POLICY", default_value = "hold")]
-    pub lowdim_policy: String,
+    #[arg(long, value_name = "POLICY", default_value = "hold", value_parser = parse_policy)]
+    pub lowdim_policy: Policy,
     /// Video codec: h264 (libx264; any picture size) or av1 (libsvtav1, LeRobot's own
     /// default; Debian 12's needs pictures of at least 64x64).
-    #[arg(long, value_name = "CODEC", default_value = "h264")]
-    pub vcodec: String,
+    #[arg(long, value_name = "CODEC", default_value = "h264", value_parser = parse_codec)]
+    pub vcodec: VideoCodec,
     /// The event label whose text events are the tasks.
     #[arg(long, value_name = "LABEL", default_value = lerobot::options::DEFAULT_TASK_LABEL)]
     pub task_event: String,
@@ -55,45 +55,44 @@ pub struct LerobotArgs {
     pub quiet: bool,
 }
 
-fn options(args: &LerobotArgs) -> Result<LerobotOptions, String> {
-    let fps = args
-        .fps
-        .as_deref()
-        .map(parse_fps)
-        .transpose()
-        .map_err(|e| e.to_string())?;
-    let lowdim_policy = Policy::parse(&args.lowdim_policy).ok_or_else(|| {
-        format!(
-            "--lowdim-policy {}: expected hold, nearest or linear",
-            args.lowdim_policy
-        )
-    })?;
-    let video_codec = VideoCodec::parse(&args.vcodec)
-        .ok_or_else(|| format!("--vcodec {}: expected h264 or av1", args.vcodec))?;
+/// A value clap refuses, with what was expected.
+#[derive(Debug, thiserror::Error)]
+#[error("expected {expected}")]
+pub struct BadValue {
+    expected: &'static str,
+}
+
+fn parse_policy(s: &str) -> Result<Policy, BadValue> {
+    Policy::parse(s).ok_or(BadValue {
+        expected: "hold, nearest or linear",
+    })
+}
+
+fn parse_codec(s: &str) -> Result<VideoCodec, BadValue> {
+    VideoCodec::parse(s).ok_or(BadValue {
+        expected: "h264 or av1",
+    })
+}
+
+fn options(args: &LerobotArgs) -> LerobotOptions {
     let chosen = |v: &Vec<String>| (!v.is_empty()).then(|| v.clone());
-    Ok(LerobotOptions {
-        fps,
+    LerobotOptions {
+        fps: args.fps,
         state: chosen(&args.state),
         action: chosen(&args.action),
-        lowdim_policy,
-        video_codec,
+        lowdim_policy: args.lowdim_policy,
+        video_codec: args.vcodec,
         task_label: args.task_event.clone(),
         robot_type: args.robot_type.clone(),
         ffmpeg: args.ffmpeg.clone(),
         overwrite: args.overwrite,
-    })
+    }
 }
 
 /// Run the export; the exit code: 0 done, 1 an episode could not be read or does not fit
 /// the dataset, 2 usage, ffmpeg or I/O error.
 pub fn run(args: &LerobotArgs, out: &mut impl Write, err: &mut impl Write) -> u8 {
-    let opts = match options(args) {
-        Ok(o) => o,
-        Err(e) => {
-            let _ = writeln!(err, "wshard export lerobot: {e}");
-            return Status::Error.code();
-        }
-    };
+    let opts = options(args);
     let quiet = args.quiet;
     let mut on_episode = |i: usize, n: usize, id: &str, frames: usize| {
         if !quiet {
