@@ -6,17 +6,16 @@ use std::path::{Path, PathBuf};
 
 use super::error::LerobotError;
 
-/// Whether `dir` exists and holds anything (or is not a directory).
+/// Whether `dir` exists and holds anything (a file in its place counts).
 fn occupied(dir: &Path) -> Result<bool, LerobotError> {
-    match std::fs::read_dir(dir) {
-        Ok(mut entries) => Ok(entries.next().is_some()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) if dir.exists() && !dir.is_dir() => {
-            let _ = e;
-            Ok(true)
-        }
-        Err(e) => Err(LerobotError::io("list", dir, e)),
+    if !dir.exists() {
+        return Ok(false);
     }
+    if !dir.is_dir() {
+        return Ok(true);
+    }
+    let mut entries = std::fs::read_dir(dir).map_err(|e| LerobotError::io("list", dir, e))?;
+    Ok(entries.next().is_some())
 }
 
 /// Check `output` and create the partial directory the export writes into.

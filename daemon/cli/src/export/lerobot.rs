@@ -1,7 +1,7 @@
 //! `wshard export lerobot`: the LeRobot export's arguments and run (the work is
 //! `wshard_export::lerobot`).
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use wshard::align::Policy;
@@ -94,12 +94,25 @@ fn options(args: &LerobotArgs) -> LerobotOptions {
 pub fn run(args: &LerobotArgs, out: &mut impl Write, err: &mut impl Write) -> u8 {
     let opts = options(args);
     let quiet = args.quiet;
+    // On a terminal one progress line rewritten in place, else a line per episode.
+    let terminal = std::io::stderr().is_terminal();
+    let mut shown = false;
     let mut on_episode = |i: usize, n: usize, id: &str, frames: usize| {
-        if !quiet {
+        if quiet {
+            return;
+        }
+        if terminal {
+            let _ = write!(err, "\r\x1b[K[{i}/{n}] {id}: {frames} frames");
+            let _ = err.flush();
+            shown = true;
+        } else {
             let _ = writeln!(err, "[{i}/{n}] {id}: {frames} frames");
         }
     };
     let result = lerobot::export(&args.inputs, &args.output, &opts, &mut on_episode);
+    if shown {
+        let _ = writeln!(err);
+    }
     match result {
         Ok(s) => {
             for skipped in &s.skipped {
