@@ -503,3 +503,43 @@ fn export_lerobot_av1_needs_64_pixel_pictures() {
     assert!(e.to_string().contains("--vcodec h264"), "{e}");
     assert!(!out.exists());
 }
+
+#[test]
+fn export_lerobot_one_episode_per_file() {
+    need_ffmpeg();
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, out) = two_episodes(tmp.path());
+    let opts = LerobotOptions {
+        data_files_size_in_mb: 0,
+        video_files_size_in_mb: 0,
+        ..LerobotOptions::default()
+    };
+    run(&[data], &out, &opts).unwrap();
+    for f in [
+        "data/chunk-000/file-000.parquet",
+        "data/chunk-000/file-001.parquet",
+        "videos/observation.images.cam_rgb/chunk-000/file-000.mp4",
+        "videos/observation.images.cam_rgb/chunk-000/file-001.mp4",
+    ] {
+        assert!(out.join(f).is_file(), "{f}");
+    }
+    assert!(!out.join("data/chunk-000/file-002.parquet").exists());
+    let second = read_table(&out.join("data/chunk-000/file-001.parquet"));
+    assert_eq!(ints(&second, "index"), (10..20).collect::<Vec<_>>());
+    assert_eq!(ints(&second, "frame_index"), (0..10).collect::<Vec<_>>());
+    let e = read_table(&out.join("meta/episodes/chunk-000/file-000.parquet"));
+    assert_eq!(ints(&e, "data/file_index"), [0, 1]);
+    assert_eq!(ints(&e, "dataset_from_index"), [0, 10]);
+    let key = "videos/observation.images.cam_rgb";
+    assert_eq!(ints(&e, &format!("{key}/file_index")), [0, 1]);
+    assert_eq!(floats(&e, &format!("{key}/from_timestamp")), [0.0, 0.0]);
+    assert_eq!(floats(&e, &format!("{key}/to_timestamp")), [1.0, 1.0]);
+    let info = json(&out.join("meta/info.json"));
+    assert_eq!(
+        (
+            &info["data_files_size_in_mb"],
+            &info["video_files_size_in_mb"]
+        ),
+        (&Value::from(0), &Value::from(0))
+    );
+}

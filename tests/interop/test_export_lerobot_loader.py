@@ -16,7 +16,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, List
 
 import interop_episode as ie
 import pytest
@@ -48,11 +48,21 @@ def _lerobot_python() -> str:
         pytest.fail(f"the real lerobot package is not installed: {INSTALL}", pytrace=False)
 
 
-def test_export_lerobot_loaded_by_lerobot(wshard: Any, recorded: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "files",
+    [[], ["--data-file-size-mb", "0", "--video-file-size-mb", "0"]],
+    ids=["one-file", "file-per-episode"],
+)
+def test_export_lerobot_loaded_by_lerobot(wshard: Any, recorded: Path, tmp_path: Path, files: List[str]) -> None:
+    """Once with every episode in one data file and one video file, once with a file per
+    episode (the second episode's video then starts at 0 s of its own file)."""
     np = need("numpy", "numpy")
     python = _lerobot_python()
     out = tmp_path / "lerobot"
-    wshard("export", "lerobot", recorded, "-o", out)
+    wshard("export", "lerobot", recorded, "-o", out, *files)
+    n_files = 1 if not files else 2
+    assert len(list((out / "data").glob("*/*.parquet"))) == n_files
+    assert len(list((out / "videos" / VIDEO_KEY).glob("*/*.mp4"))) == n_files
     env = dict(os.environ)
     env.update({"HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
     r = subprocess.run(

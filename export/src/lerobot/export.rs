@@ -133,7 +133,7 @@ fn write_dataset(
     opts: &LerobotOptions,
     on_episode: &mut OnEpisode<'_>,
 ) -> Result<Totals, LerobotError> {
-    let mut data = DataSink::new(root, data_schema(plan0));
+    let mut data = DataSink::new(root, data_schema(plan0), opts.data_files_size_in_mb);
     let mut videos: Vec<VideoSink> = plan0
         .videos
         .iter()
@@ -153,6 +153,7 @@ fn write_dataset(
                     width: v.width,
                     height: v.height,
                     fps,
+                    limit_mb: opts.video_files_size_in_mb,
                 },
             )
         })
@@ -199,7 +200,17 @@ fn write_dataset(
     };
     meta::write_json(
         &root.join(meta::INFO_FILE),
-        &meta::info(plan0, fps, infos, &totals, opts.robot_type.as_deref()),
+        &meta::info(
+            plan0,
+            fps,
+            infos,
+            &totals,
+            meta::FileSizes {
+                data_mb: opts.data_files_size_in_mb,
+                video_mb: opts.video_files_size_in_mb,
+            },
+            opts.robot_type.as_deref(),
+        ),
     )?;
     let features: Vec<String> = rows
         .first()

@@ -13,10 +13,6 @@ use super::stats::FeatureStats;
 pub const CODEBASE_VERSION: &str = "v3.0";
 /// Files per chunk directory (LeRobot's `DEFAULT_CHUNK_SIZE`).
 pub const CHUNKS_SIZE: u64 = 1000;
-/// A data file is closed once it holds this many MB (LeRobot's default).
-pub const DATA_FILE_SIZE_MB: u64 = 100;
-/// A video file is closed once it holds this many MB (LeRobot's default).
-pub const VIDEO_FILE_SIZE_MB: u64 = 200;
 /// Bytes per MB, as LeRobot counts them.
 pub const BYTES_PER_MB: u64 = 1024 * 1024;
 /// `data_path` of info.json.
@@ -70,6 +66,13 @@ pub struct Totals {
     pub tasks: u64,
 }
 
+/// The file size limits (MB) of the dataset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileSizes {
+    pub data_mb: u64,
+    pub video_mb: u64,
+}
+
 fn default_feature(dtype: &str) -> Value {
     json!({"dtype": dtype, "shape": [1], "names": null})
 }
@@ -118,6 +121,7 @@ pub fn info(
     fps: u32,
     videos: &[VideoInfo],
     totals: &Totals,
+    sizes: FileSizes,
     robot_type: Option<&str>,
 ) -> Value {
     json!({
@@ -127,8 +131,8 @@ pub fn info(
         "total_frames": totals.frames,
         "total_tasks": totals.tasks,
         "chunks_size": CHUNKS_SIZE,
-        "data_files_size_in_mb": DATA_FILE_SIZE_MB,
-        "video_files_size_in_mb": VIDEO_FILE_SIZE_MB,
+        "data_files_size_in_mb": sizes.data_mb,
+        "video_files_size_in_mb": sizes.video_mb,
         "fps": fps,
         "splits": {"train": format!("0:{}", totals.episodes)},
         "data_path": DATA_PATH,

@@ -12,6 +12,11 @@ pub const MAX_FPS: u32 = 1000;
 /// The event label whose text events are the episode's task.
 pub const DEFAULT_TASK_LABEL: &str = "instruction";
 
+/// LeRobot's default data file size (MB).
+pub const DEFAULT_DATA_FILES_SIZE_IN_MB: u64 = 100;
+/// LeRobot's default video file size (MB).
+pub const DEFAULT_VIDEO_FILES_SIZE_IN_MB: u64 = 200;
+
 /// The ffmpeg program run when none is named.
 pub const DEFAULT_FFMPEG: &str = "ffmpeg";
 
@@ -80,6 +85,11 @@ pub struct LerobotOptions {
     pub ffmpeg: PathBuf,
     /// Replace a non-empty output directory.
     pub overwrite: bool,
+    /// A data file is closed (at an episode boundary) once it holds this many MB; 0: one
+    /// episode per file. info.json's `data_files_size_in_mb`.
+    pub data_files_size_in_mb: u64,
+    /// The same for video files (`video_files_size_in_mb`).
+    pub video_files_size_in_mb: u64,
 }
 
 impl Default for LerobotOptions {
@@ -94,6 +104,8 @@ impl Default for LerobotOptions {
             robot_type: None,
             ffmpeg: PathBuf::from(DEFAULT_FFMPEG),
             overwrite: false,
+            data_files_size_in_mb: DEFAULT_DATA_FILES_SIZE_IN_MB,
+            video_files_size_in_mb: DEFAULT_VIDEO_FILES_SIZE_IN_MB,
         }
     }
 }

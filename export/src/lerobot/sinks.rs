@@ -7,9 +7,7 @@ use std::path::{Path, PathBuf};
 use arrow_schema::SchemaRef;
 
 use super::error::LerobotError;
-use super::meta::{
-    data_file, next_file, video_file, BYTES_PER_MB, DATA_FILE_SIZE_MB, VIDEO_FILE_SIZE_MB,
-};
+use super::meta::{data_file, next_file, video_file, BYTES_PER_MB};
 use super::options::VideoCodec;
 use super::output::create_dir;
 use super::tables::{DataFile, DataRows, VideoSpan};
@@ -30,17 +28,20 @@ pub struct DataSink {
     chunk: u64,
     file: u64,
     current: Option<DataFile>,
+    limit_bytes: u64,
 }
 
 impl DataSink {
+    /// Data files under `root`, each closed once it holds `limit_mb` MB.
     #[must_use]
-    pub fn new(root: &Path, schema: SchemaRef) -> Self {
+    pub fn new(root: &Path, schema: SchemaRef, limit_mb: u64) -> Self {
         Self {
             root: root.to_path_buf(),
             schema,
             chunk: 0,
             file: 0,
             current: None,
+            limit_bytes: limit_mb.saturating_mul(BYTES_PER_MB),
         }
     }
 
@@ -59,7 +60,7 @@ impl DataSink {
             }
         };
         current.write(rows)?;
-        if current.bytes_written() as u64 >= DATA_FILE_SIZE_MB * BYTES_PER_MB {
+        if current.bytes_written() as u64 >= self.limit_bytes {
             self.roll()?;
         }
         Ok(at)
@@ -92,6 +93,8 @@ pub struct VideoSettings {
     pub width: u64,
     pub height: u64,
     pub fps: u32,
+    /// A file is closed once it holds this many MB.
+    pub limit_mb: u64,
 }
 
 /// The MP4 files of one video key.
@@ -174,7 +177,7 @@ impl VideoSink {
         let size = path
             .and_then(|p| std::fs::metadata(p).ok())
             .map_or(0, |m| m.len());
-        if size >= VIDEO_FILE_SIZE_MB * BYTES_PER_MB {
+        if size >= self.settings.limit_mb.saturating_mul(BYTES_PER_MB) {
             self.roll()?;
         }
         Ok(span)

@@ -50,6 +50,13 @@ pub struct LerobotArgs {
     /// Replace a non-empty output directory.
     #[arg(long)]
     pub overwrite: bool,
+    /// Begin the next data file (at an episode boundary) once one holds this many MB (0: one
+    /// episode per file).
+    #[arg(long, value_name = "MB", default_value_t = lerobot::options::DEFAULT_DATA_FILES_SIZE_IN_MB)]
+    pub data_file_size_mb: u64,
+    /// The same for video files.
+    #[arg(long, value_name = "MB", default_value_t = lerobot::options::DEFAULT_VIDEO_FILES_SIZE_IN_MB)]
+    pub video_file_size_mb: u64,
     /// No progress lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -86,6 +93,8 @@ fn options(args: &LerobotArgs) -> LerobotOptions {
         robot_type: args.robot_type.clone(),
         ffmpeg: args.ffmpeg.clone(),
         overwrite: args.overwrite,
+        data_files_size_in_mb: args.data_file_size_mb,
+        video_files_size_in_mb: args.video_file_size_mb,
     }
 }
 
