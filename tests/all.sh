@@ -81,6 +81,21 @@ if [ -z "$WSHARD_AZURITE" ] || [ ! -x "$WSHARD_AZURITE" ] || ! command -v node >
 else
     export WSHARD_AZURITE
 fi
+# The LeRobot export: ffmpeg encodes its videos; pyarrow, pandas and PyAV read the dataset
+# back; the real lerobot package (its own virtual environment: $WSHARD_LEROBOT_PYTHON, else
+# ../tools/lerobot-venv) loads it.
+command -v ffmpeg >/dev/null 2>&1 || missing+=("ffmpeg for the LeRobot export's videos (apt-get install ffmpeg)")
+if ! python3 -c 'import pyarrow, pandas, av' >/dev/null 2>&1; then
+    missing+=("python3 modules pyarrow, pandas, av for the LeRobot export's tests (python3 -m pip install pyarrow==26.0.1 pandas==3.1.1 av==18.1.0)")
+fi
+if [ -z "${WSHARD_LEROBOT_PYTHON:-}" ]; then
+    WSHARD_LEROBOT_PYTHON="${WSHARD_TOOLS:-$PWD/../tools}/lerobot-venv/bin/python"
+fi
+if ! "$WSHARD_LEROBOT_PYTHON" -c 'import lerobot.datasets.lerobot_dataset' >/dev/null 2>&1; then
+    missing+=("the lerobot package for test_export_lerobot_loader.py (python3 -m venv ../tools/lerobot-venv && ../tools/lerobot-venv/bin/pip install lerobot==0.4.4, or WSHARD_LEROBOT_PYTHON=a python that imports it)")
+else
+    export WSHARD_LEROBOT_PYTHON
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "tests/all.sh: missing prerequisites:" >&2
     printf '  - %s\n' "${missing[@]}" >&2

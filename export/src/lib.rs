@@ -11,4 +11,5 @@
 //!   rerun.
 
 pub mod channel_kind;
+pub mod lerobot;
 pub mod mcap;

@@ -1,0 +1,147 @@
+//! Why a LeRobot export failed; each variant names the episode, channel, file or program.
+
+use std::path::PathBuf;
+
+use wshard::align::AlignError;
+use wshard::episode_dir::EpisodeDirError;
+
+/// A LeRobot export that could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LerobotError {
+    /// An input is neither an episode directory nor a data directory holding episodes.
+    #[error("{path}: not an episode directory, nor a data directory holding finished episodes")]
+    NotEpisodes { path: PathBuf },
+    /// An episode directory could not be read.
+    #[error("episode {path}: {source}")]
+    Episode {
+        path: PathBuf,
+        #[source]
+        source: Box<EpisodeDirError>,
+    },
+    /// The aligned view of an episode could not be built.
+    #[error("episode {episode}: {source}")]
+    Align {
+        episode: String,
+        #[source]
+        source: Box<AlignError>,
+    },
+    /// `--fps` is not a whole number in range.
+    #[error("fps {fps}: LeRobot needs a whole number of frames per second from 1 to {max}")]
+    BadFps { fps: String, max: u32 },
+    /// No default fps: no stream of the episode says its rate.
+    #[error("episode {episode}: no stream says its rate (pass --fps)")]
+    NoRate { episode: String },
+    /// `--state` / `--action` names a channel that is not there or cannot be a vector.
+    #[error("episode {episode}: --{feature} channel `{key}`: {reason}")]
+    BadChannel {
+        episode: String,
+        feature: &'static str,
+        key: String,
+        reason: String,
+    },
+    /// Nothing to export: no state, action or picture channel.
+    #[error("episode {episode}: no channel to export (no low-dimensional signal or action channel, no colour or mono picture; channels: {available})")]
+    NoChannels { episode: String, available: String },
+    /// An episode's features differ from the first episode's (a dataset has one schema).
+    #[error("{0}")]
+    FeatureMismatch(Box<FeatureMismatch>),
+    /// The streams of the exported channels do not overlap in time.
+    #[error("episode {episode}: streams {streams} do not overlap in time: no frame to export")]
+    NoOverlap { episode: String, streams: String },
+    /// A picture channel's row is missing in its stream.
+    #[error("episode {episode}: channel `{channel}` has no step {step}")]
+    MissingStep {
+        episode: String,
+        channel: String,
+        step: i64,
+    },
+    /// The ffmpeg program is not there.
+    #[error("ffmpeg (`{program}`) not found: the LeRobot export encodes its videos with it; install it (Debian: apt-get install ffmpeg) or name it with --ffmpeg PATH")]
+    FfmpegMissing { program: PathBuf },
+    /// ffmpeg failed.
+    #[error("ffmpeg failed writing {file} ({status}): {stderr}")]
+    Ffmpeg {
+        file: PathBuf,
+        status: String,
+        stderr: String,
+    },
+    /// The picture size cannot be encoded with this codec.
+    #[error("video {key}: {width}x{height} pictures: {reason}")]
+    BadPictureSize {
+        key: String,
+        width: u64,
+        height: u64,
+        reason: &'static str,
+    },
+    /// The output directory holds something already.
+    #[error("output {dir} is not empty (pass --overwrite to replace it)")]
+    OutputNotEmpty { dir: PathBuf },
+    /// A file-system operation failed.
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Writing a Parquet file failed.
+    #[error("writing {file}: {source}")]
+    Parquet {
+        file: PathBuf,
+        #[source]
+        source: parquet::errors::ParquetError,
+    },
+    /// Building an Arrow table failed.
+    #[error("building the {table} table: {source}")]
+    Arrow {
+        table: &'static str,
+        #[source]
+        source: arrow_schema::ArrowError,
+    },
+    /// Writing a JSON file failed.
+    #[error("writing {file}: {source}")]
+    Json {
+        file: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// A feature of an episode that differs from the first episode's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("episode {episode}: feature `{feature}` is {found}, episode {first} has {expected} (one dataset has one set of features)")]
+pub struct FeatureMismatch {
+    pub episode: String,
+    pub first: String,
+    pub feature: String,
+    pub expected: String,
+    pub found: String,
+}
+
+impl LerobotError {
+    /// An I/O error on `path`.
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// True when the input data is at fault (an episode could not be read or does not fit
+    /// the dataset), false for usage, program and I/O errors.
+    #[must_use]
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            Self::Episode { .. }
+                | Self::Align { .. }
+                | Self::NoRate { .. }
+                | Self::NoChannels { .. }
+                | Self::FeatureMismatch(_)
+                | Self::NoOverlap { .. }
+                | Self::MissingStep { .. }
+        )
+    }
+}
