@@ -11,3 +11,4 @@
 //!   rerun.
 
 pub mod channel_kind;
+pub mod webdataset;
