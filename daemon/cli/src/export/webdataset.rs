@@ -1,28 +1,240 @@
-//! `wshard export webdataset`: the WebDataset export's arguments and run.
+//! `wshard export webdataset`: the WebDataset export's arguments and run (the work is
+//! `wshard_export::webdataset`; layout and decisions in docs/EXPORT.md, "WebDataset").
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+
+use wshard::align::Policy;
+use wshard_export::webdataset::{
+    export, options as defaults, parse_resize, LowdimClock, Progress, WebdatasetError,
+    WebdatasetOptions,
+};
 
 use crate::Status;
 
 /// Arguments of `wshard export webdataset`.
 #[derive(Debug, clap::Args)]
 pub struct WebdatasetArgs {
-    /// Episode directories, or data directories holding them.
+    /// Episode directories, or data directories holding them (their finished episodes).
     #[arg(required = true, value_name = "EPISODE_OR_DATA_DIR")]
     pub inputs: Vec<PathBuf>,
-    /// The output directory.
+    /// The output directory (must be empty or absent, unless --overwrite).
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output: PathBuf,
+    /// The picture channel whose frames anchor the samples [default: the first colour
+    /// channel in stream order].
+    #[arg(long, value_name = "STREAM/CHANNEL")]
+    pub image: Option<String>,
+    /// Picture offsets from the anchor frame, in raw frames of the anchor's stream.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        allow_hyphen_values = true,
+        default_value = "-1,0"
+    )]
+    pub image_offsets: Vec<i64>,
+    /// Low-dimensional steps before the anchor.
+    #[arg(long, default_value_t = defaults::DEFAULT_PAST_STEPS)]
+    pub past_lowdim_steps: usize,
+    /// Low-dimensional steps after the anchor.
+    #[arg(long, default_value_t = defaults::DEFAULT_FUTURE_STEPS)]
+    pub future_lowdim_steps: usize,
+    /// Rows of the low-dimensional clock between window steps.
+    #[arg(long, default_value_t = defaults::DEFAULT_STRIDE)]
+    pub stride: usize,
+    /// Most window steps clamped at an episode's start; samples needing more are dropped.
+    #[arg(long, default_value_t = defaults::DEFAULT_MAX_PADDING_LEFT)]
+    pub max_padding_left: usize,
+    /// Most window steps clamped at an episode's end; samples needing more are dropped.
+    #[arg(long, default_value_t = defaults::DEFAULT_MAX_PADDING_RIGHT)]
+    pub max_padding_right: usize,
+    /// Samples per tar shard.
+    #[arg(long, default_value_t = defaults::DEFAULT_SAMPLES_PER_SHARD)]
+    pub samples_per_shard: usize,
+    /// Resize pictures to WIDTHxHEIGHT (colour and mono bilinear, depth nearest).
+    #[arg(long, value_name = "WxH")]
+    pub resize: Option<String>,
+    /// The low-dimensional clock: this stream's timestamps [default: the low-dimensional
+    /// stream with the highest rate].
+    #[arg(long, value_name = "STREAM", conflicts_with = "lowdim_hz")]
+    pub lowdim_clock: Option<String>,
+    /// The low-dimensional clock: a fixed rate over the episode.
+    #[arg(long, value_name = "HZ")]
+    pub lowdim_hz: Option<f64>,
+    /// How low-dimensional values are taken at clock rows: hold, nearest or linear.
+    #[arg(long, default_value = "hold")]
+    pub policy: String,
+    /// A NaN or infinite low-dimensional value is an error (else its samples are dropped
+    /// and counted).
+    #[arg(long)]
+    pub fail_on_nan: bool,
+    /// Drop samples whose action channels (all channels if there are none) stay within
+    /// --still-threshold of the anchor's value over the window.
+    #[arg(long)]
+    pub filter_still_samples: bool,
+    /// Largest movement of a still sample.
+    #[arg(long, default_value_t = defaults::DEFAULT_STILL_THRESHOLD)]
+    pub still_threshold: f64,
+    /// Export at most this many episodes (the first by id).
+    #[arg(long)]
+    pub max_episodes: Option<usize>,
+    /// Encoding threads [default: every core].
+    #[arg(long, default_value_t = 0)]
+    pub workers: usize,
+    /// Labels of the text events written to language_instructions.json.
+    #[arg(long = "instruction-label", default_value = defaults::DEFAULT_INSTRUCTION_LABEL)]
+    pub instruction_labels: Vec<String>,
+    /// Replace a non-empty output directory.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// No progress output.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
-/// Run the export; the exit code.
-pub fn run(args: &WebdatasetArgs, _out: &mut impl Write, err: &mut impl Write) -> u8 {
-    let _ = writeln!(
-        err,
-        "wshard export webdataset: not built yet (inputs {:?}, output {})",
-        args.inputs,
-        args.output.display()
-    );
-    Status::Error.code()
+fn options(args: &WebdatasetArgs) -> Result<WebdatasetOptions, WebdatasetError> {
+    let policy = Policy::parse(&args.policy).ok_or_else(|| WebdatasetError::BadOption {
+        option: "policy",
+        message: format!("{:?}: hold, nearest or linear", args.policy),
+    })?;
+    let lowdim_clock = match (&args.lowdim_clock, args.lowdim_hz) {
+        (Some(s), _) => LowdimClock::Stream(s.clone()),
+        (None, Some(hz)) => LowdimClock::Rate(hz),
+        (None, None) => LowdimClock::Fastest,
+    };
+    Ok(WebdatasetOptions {
+        image: args.image.clone(),
+        image_offsets: args.image_offsets.clone(),
+        past_steps: args.past_lowdim_steps,
+        future_steps: args.future_lowdim_steps,
+        stride: args.stride,
+        max_padding_left: args.max_padding_left,
+        max_padding_right: args.max_padding_right,
+        samples_per_shard: args.samples_per_shard,
+        resize: args.resize.as_deref().map(parse_resize).transpose()?,
+        lowdim_clock,
+        policy,
+        fail_on_nan: args.fail_on_nan,
+        filter_still_samples: args.filter_still_samples,
+        still_threshold: args.still_threshold,
+        max_episodes: args.max_episodes,
+        workers: args.workers,
+        overwrite: args.overwrite,
+        instruction_labels: args.instruction_labels.clone(),
+    })
+}
+
+/// Progress: a bar on a terminal, plain lines per episode otherwise, nothing with --quiet.
+struct Reporter<'w, W: Write> {
+    err: &'w mut W,
+    quiet: bool,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl<W: Write> Reporter<'_, W> {
+    fn report(&mut self, p: Progress<'_>) {
+        if self.quiet {
+            return;
+        }
+        match p {
+            Progress::LeftOut { path, reason } => {
+                let line = format!("left out {}: {reason}", path.display());
+                match &self.bar {
+                    Some(bar) => bar.println(line),
+                    None => {
+                        let _ = writeln!(self.err, "{line}");
+                    }
+                }
+            }
+            Progress::Episodes { count } => {
+                if std::io::stderr().is_terminal() {
+                    let bar = indicatif::ProgressBar::new(0);
+                    if let Ok(style) = indicatif::ProgressStyle::with_template(
+                        "{msg} [{bar:30}] {pos}/{len} samples {per_sec} eta {eta}",
+                    ) {
+                        bar.set_style(style.progress_chars("=> "));
+                    }
+                    bar.set_message(format!("{count} episodes"));
+                    self.bar = Some(bar);
+                }
+            }
+            Progress::EpisodeStarted {
+                index,
+                episode,
+                samples,
+            } => {
+                if let Some(bar) = &self.bar {
+                    bar.inc_length(samples as u64);
+                    bar.set_message(format!("episode {} {episode}", index + 1));
+                }
+            }
+            Progress::SamplesWritten { count } => {
+                if let Some(bar) = &self.bar {
+                    bar.inc(count as u64);
+                }
+            }
+            Progress::EpisodeDone {
+                index,
+                episode,
+                counts,
+            } => {
+                let line = format!(
+                    "episode {} {episode}: {} samples of {} anchor frames (dropped: {} padding, {} before the low-dimensional clock, {} non-finite, {} still)",
+                    index + 1,
+                    counts.samples,
+                    counts.anchors,
+                    counts.dropped_padding,
+                    counts.dropped_before_lowdim,
+                    counts.dropped_non_finite,
+                    counts.dropped_still
+                );
+                match &self.bar {
+                    Some(bar) => bar.println(line),
+                    None => {
+                        let _ = writeln!(self.err, "{line}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Run the export; the exit code: 0 done, 1 an episode could not be read or holds bad
+/// values, 2 usage or I/O error.
+pub fn run(args: &WebdatasetArgs, out: &mut impl Write, err: &mut impl Write) -> u8 {
+    let result = options(args).and_then(|opts| {
+        let mut reporter = Reporter {
+            err: &mut *err,
+            quiet: args.quiet,
+            bar: None,
+        };
+        let r = export(&args.inputs, &args.output, &opts, &mut |p| {
+            reporter.report(p)
+        });
+        if let Some(bar) = reporter.bar.take() {
+            bar.finish_and_clear();
+        }
+        r
+    });
+    match result {
+        Ok(summary) => {
+            let _ = writeln!(
+                out,
+                "wrote {} samples from {} episodes in {} shards to {}",
+                summary.samples,
+                summary.episodes.len(),
+                summary.shards.len(),
+                args.output.display()
+            );
+            Status::Ok.code()
+        }
+        Err(e) => {
+            let _ = writeln!(err, "wshard export webdataset: {e}");
+            if e.is_input_data() {
+                Status::Corrupt.code()
+            } else {
+                Status::Error.code()
+            }
+        }
+    }
 }
