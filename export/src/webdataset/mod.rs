@@ -12,6 +12,7 @@
 //! - [`episode`]: the anchor channel, picture channels and the low-dimensional clock.
 //! - [`window`]: windows, padding, image frames (pure).
 //! - [`sample`]: which anchors become samples; one sample's files.
+//! - [`frames`]: each picture frame of a batch encoded once, in parallel.
 //! - [`image`], [`resize`]: JPEG / PNG encoding.
 //! - [`npz`]: `.npy` and stored zip writing.
 //! - [`shard`]: tar shards.
@@ -22,6 +23,7 @@
 
 pub mod episode;
 pub mod error;
+pub mod frames;
 pub mod ids;
 pub mod image;
 pub mod inputs;

@@ -8,6 +8,7 @@ use rayon::prelude::*;
 
 use super::episode::load;
 use super::error::WebdatasetError;
+use super::frames::encode_batch;
 use super::inputs::select;
 use super::meta_files::{manifest, preprocessing_config, processing_metadata, EpisodeReport};
 use super::options::WebdatasetOptions;
@@ -132,8 +133,15 @@ fn write_all(
             samples: planned.len(),
         });
         for batch in planned.chunks(BATCH_SAMPLES) {
-            let built: Vec<Result<SampleFiles, WebdatasetError>> =
-                pool.install(|| batch.par_iter().map(|p| assemble(&ep, p, opts)).collect());
+            let built: Vec<Result<SampleFiles, WebdatasetError>> = pool.install(|| {
+                let encoded = encode_batch(&ep, batch, opts)?;
+                Ok::<_, WebdatasetError>(
+                    batch
+                        .par_iter()
+                        .map(|p| assemble(&ep, p, opts, &encoded))
+                        .collect(),
+                )
+            })?;
             for sample in built {
                 let sample = sample?;
                 for (key, window) in ep.keys.iter().zip(&sample.windows) {

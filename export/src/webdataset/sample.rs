@@ -7,8 +7,8 @@ use wshard::episode::DType;
 
 use super::episode::LoadedEpisode;
 use super::error::WebdatasetError;
+use super::frames::{sample_frames, EncodedFrames};
 use super::ids::sample_id;
-use super::image::encode_picture;
 use super::npz::{npy, npy_descr, zip_stored};
 use super::options::WebdatasetOptions;
 use super::values::bf16_as_f32;
@@ -175,47 +175,51 @@ fn to_bytes(v: &Value) -> Vec<u8> {
     b
 }
 
-/// Build one sample's files (pictures encoded here: the costly part, run in parallel).
+/// Build one sample's files, its pictures taken from `encoded` (its batch's).
 ///
 /// # Errors
-/// [`WebdatasetError::Encode`] for a picture the encoder refuses.
+/// [`WebdatasetError::Npz`], and [`WebdatasetError::Encode`] for a picture missing from
+/// `encoded`.
 pub fn assemble(
     ep: &LoadedEpisode,
     p: &Planned,
     opts: &WebdatasetOptions,
+    encoded: &EncodedFrames,
 ) -> Result<SampleFiles, WebdatasetError> {
     let id = sample_id(&ep.id, p.frame as u64);
     let mut files = vec![("lowdim.npz".to_owned(), lowdim_npz(ep, p, opts)?)];
-    let (frames, img_left, img_right) =
-        image_frames(p.frame, ep.anchor_t_ns.len(), &opts.image_offsets);
+    let (_, img_left, img_right) = image_frames(p.frame, ep.anchor_t_ns.len(), &opts.image_offsets);
     let mut images = Map::new();
     let mut pictures = Vec::new();
-    for pic in &ep.pictures {
+    for ((pi, pic), frames) in ep
+        .pictures
+        .iter()
+        .enumerate()
+        .zip(sample_frames(ep, p, opts))
+    {
         let stream = &ep.picture_streams[pic.stream];
-        let channel = stream.channel(&pic.channel);
-        let mut used = Vec::with_capacity(frames.len());
-        for (&f, off) in frames.iter().zip(&opts.image_offsets) {
-            let src = pic.frame_of_anchor.get(f).copied().unwrap_or(0);
-            let bytes = channel.and_then(|c| c.step(src as u64)).unwrap_or(&[]);
-            let enc = encode_picture(pic.kind, bytes, opts.resize).map_err(|e| {
-                WebdatasetError::Encode {
+        for (&src, off) in frames.iter().zip(&opts.image_offsets) {
+            let enc = encoded
+                .get((pi, src))
+                .ok_or_else(|| WebdatasetError::Encode {
                     episode: ep.id.clone(),
                     channel: pic.key.clone(),
                     frame: src,
-                    what: e.what,
-                    message: e.message,
-                }
-            })?;
-            pictures.push((format!("{}_t{off}.{}", pic.stem, enc.ext), enc.bytes));
-            used.push((src, stream.timestamps_ns().get(src).copied().unwrap_or(0)));
+                    what: "picture",
+                    message: "not encoded with its batch".to_owned(),
+                })?;
+            pictures.push((
+                format!("{}_t{off}.{}", pic.stem, enc.ext),
+                enc.bytes.clone(),
+            ));
         }
+        let t_ns: Vec<i64> = frames
+            .iter()
+            .map(|&f| stream.timestamps_ns().get(f).copied().unwrap_or(0))
+            .collect();
         images.insert(
             pic.stem.clone(),
-            json!({
-                "channel": pic.key,
-                "frames": used.iter().map(|u| u.0).collect::<Vec<_>>(),
-                "t_ns": used.iter().map(|u| u.1).collect::<Vec<_>>(),
-            }),
+            json!({"channel": pic.key, "frames": frames, "t_ns": t_ns}),
         );
     }
     let rows = &p.window.rows;
