@@ -2,7 +2,7 @@
 //! `wshard_export::webdataset`; layout and decisions in docs/EXPORT.md, "WebDataset").
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use wshard::align::Policy;
 use wshard_export::webdataset::{
@@ -10,6 +10,9 @@ use wshard_export::webdataset::{
     WebdatasetOptions,
 };
 
+use wshard_publish::{Credentials, PublishError, Store};
+
+use crate::store_args::StoreArgs;
 use crate::Status;
 
 /// Arguments of `wshard export webdataset`.
@@ -90,6 +93,87 @@ pub struct WebdatasetArgs {
     /// No progress output.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// After the export, upload every file of the output directory to this object-store
+    /// URL (s3://BUCKET/PREFIX, gs://..., az://CONTAINER/PREFIX): shards first,
+    /// manifest.jsonl last. Credentials as for `wshard publish` (docs/PUBLISH.md).
+    #[arg(long, value_name = "URL")]
+    pub upload: Option<String>,
+    /// Object-store endpoint of --upload, http(s)://host:port (else $WSHARD_S3_ENDPOINT).
+    #[arg(long, value_name = "URL", requires = "upload")]
+    pub endpoint: Option<String>,
+    /// Region of --upload (else $WSHARD_S3_REGION; default us-east-1).
+    #[arg(long, value_name = "R", requires = "upload")]
+    pub region: Option<String>,
+    /// Allow an http:// endpoint for --upload (else $WSHARD_S3_ALLOW_HTTP=1).
+    #[arg(long, requires = "upload")]
+    pub allow_http: bool,
+}
+
+/// Why the upload of an export failed.
+#[derive(Debug, thiserror::Error)]
+enum UploadError {
+    #[error("{0}")]
+    Store(#[from] PublishError),
+    #[error("--upload {url:?}: {reason}")]
+    BadUrl { url: String, reason: &'static str },
+    #[error("list {path}: {source}")]
+    List {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Upload the files of `dir` to `url`; the number of objects written.
+fn upload(args: &WebdatasetArgs, url: &str, dir: &Path) -> Result<usize, UploadError> {
+    let bad = |reason| UploadError::BadUrl {
+        url: url.to_owned(),
+        reason,
+    };
+    let list = |path: &Path, source| UploadError::List {
+        path: path.to_path_buf(),
+        source,
+    };
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| bad("not SCHEME://BUCKET/PREFIX"))?;
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    if bucket.is_empty() {
+        return Err(bad("names no bucket"));
+    }
+    let store_args = StoreArgs {
+        endpoint: args.endpoint.clone(),
+        bucket: Some(format!("{scheme}://{bucket}")),
+        prefix: Some(prefix.trim_matches('/').to_owned()),
+        region: args.region.clone(),
+        allow_http: args.allow_http,
+        ..StoreArgs::default()
+    };
+    let config = store_args.config()?;
+    config.validate()?;
+    let key_prefix = config.key_prefix();
+    let credentials = Credentials::load_for(config.provider)?;
+    let store = Store::new(config, &credentials, store_args.transfer())?;
+    let mut files: Vec<(String, PathBuf, u64)> = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(|e| list(dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| list(dir, e))?;
+        let path = entry.path();
+        let size = entry.metadata().map_err(|e| list(&path, e))?.len();
+        files.push((entry.file_name().to_string_lossy().into_owned(), path, size));
+    }
+    // Shards, then the other files, manifest.jsonl last: a reader that finds the manifest
+    // finds every shard it lists.
+    files.sort_by_key(|(name, _, _)| {
+        (
+            !name.ends_with(".tar"),
+            name == "manifest.jsonl",
+            name.clone(),
+        )
+    });
+    for (name, path, size) in &files {
+        store.upload_file(&format!("{key_prefix}{name}"), path, *size)?;
+    }
+    Ok(files.len())
 }
 
 fn options(args: &WebdatasetArgs) -> Result<WebdatasetOptions, WebdatasetError> {
@@ -226,7 +310,23 @@ pub fn run(args: &WebdatasetArgs, out: &mut impl Write, err: &mut impl Write) ->
                 summary.shards.len(),
                 args.output.display()
             );
-            Status::Ok.code()
+            let Some(url) = &args.upload else {
+                return Status::Ok.code();
+            };
+            match upload(args, url, &args.output) {
+                Ok(n) => {
+                    let _ = writeln!(out, "uploaded {n} files to {url}");
+                    Status::Ok.code()
+                }
+                Err(e) => {
+                    let _ = writeln!(
+                        err,
+                        "wshard export webdataset: upload to {url}: {e} (the export is complete in {})",
+                        args.output.display()
+                    );
+                    Status::Error.code()
+                }
+            }
         }
         Err(e) => {
             let _ = writeln!(err, "wshard export webdataset: {e}");
