@@ -17,8 +17,10 @@ fn try_export(
     inputs: &[PathBuf],
     out: &Path,
     opts: &WebdatasetOptions,
-) -> Result<(), WebdatasetError> {
-    export(inputs, out, opts, &mut |_| {}).map(|_| ())
+) -> Result<(), Box<WebdatasetError>> {
+    export(inputs, out, opts, &mut |_| {})
+        .map(|_| ())
+        .map_err(Box::new)
 }
 
 fn one_episode(spec: &Spec) -> (tempfile::TempDir, PathBuf) {
@@ -45,7 +47,7 @@ fn export_webdataset_unknown_image_channel() {
         ..WebdatasetOptions::default()
     };
     let e = try_export(&[data], &tmp.path().join("out"), &opts).unwrap_err();
-    assert!(matches!(e, WebdatasetError::UnknownImage { .. }), "{e}");
+    assert!(matches!(*e, WebdatasetError::UnknownImage { .. }), "{e}");
     let text = e.to_string();
     assert!(
         text.contains("ep-a") && text.contains("cam/left") && text.contains("cam/rgb, cam/depth"),
@@ -63,7 +65,7 @@ fn export_webdataset_image_that_is_not_a_picture() {
         ..WebdatasetOptions::default()
     };
     let e = try_export(&[data], &tmp.path().join("out"), &opts).unwrap_err();
-    assert!(matches!(e, WebdatasetError::NotAPicture { .. }), "{e}");
+    assert!(matches!(*e, WebdatasetError::NotAPicture { .. }), "{e}");
     assert!(e.to_string().contains("arm/q"), "{e}");
     // Not STREAM/CHANNEL at all: an option error, before reading anything.
     let opts = WebdatasetOptions {
@@ -73,7 +75,7 @@ fn export_webdataset_image_that_is_not_a_picture() {
     let e = try_export(&[tmp.path().join("data")], &tmp.path().join("out"), &opts).unwrap_err();
     assert!(
         matches!(
-            e,
+            *e,
             WebdatasetError::BadOption {
                 option: "image",
                 ..
@@ -97,7 +99,7 @@ fn export_webdataset_no_picture_channel() {
     )
     .unwrap_err();
     assert!(
-        matches!(e, WebdatasetError::NoPictureChannel { ref episode } if episode == "ep-a"),
+        matches!(*e, WebdatasetError::NoPictureChannel { ref episode } if episode == "ep-a"),
         "{e}"
     );
     assert_nothing_written(tmp.path());
@@ -113,8 +115,8 @@ fn export_webdataset_nan_fails_with_fail_on_nan_else_drops() {
         fail_on_nan: true,
         ..WebdatasetOptions::default()
     };
-    let e = try_export(&[data.clone()], &tmp.path().join("out"), &opts).unwrap_err();
-    match &e {
+    let e = try_export(std::slice::from_ref(&data), &tmp.path().join("out"), &opts).unwrap_err();
+    match &*e {
         WebdatasetError::NonFinite {
             episode,
             channel,
@@ -151,14 +153,24 @@ fn export_webdataset_refuses_a_non_empty_output() {
     let out = tmp.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("keep.txt"), b"mine").unwrap();
-    let e = try_export(&[data.clone()], &out, &WebdatasetOptions::default()).unwrap_err();
-    assert!(matches!(e, WebdatasetError::OutputNotEmpty { .. }), "{e}");
+    let e = try_export(
+        std::slice::from_ref(&data),
+        &out,
+        &WebdatasetOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(*e, WebdatasetError::OutputNotEmpty { .. }), "{e}");
     assert!(!e.is_input_data());
     assert_eq!(std::fs::read(out.join("keep.txt")).unwrap(), b"mine");
     // An empty directory is fine; --overwrite replaces a full one.
     let empty = tmp.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
-    try_export(&[data.clone()], &empty, &WebdatasetOptions::default()).unwrap();
+    try_export(
+        std::slice::from_ref(&data),
+        &empty,
+        &WebdatasetOptions::default(),
+    )
+    .unwrap();
     let opts = WebdatasetOptions {
         overwrite: true,
         ..WebdatasetOptions::default()
@@ -230,9 +242,10 @@ fn export_webdataset_bad_options() {
         ),
     ];
     for (name, opts) in cases {
-        let e = try_export(&[data.clone()], &tmp.path().join("out"), &opts).unwrap_err();
+        let e =
+            try_export(std::slice::from_ref(&data), &tmp.path().join("out"), &opts).unwrap_err();
         assert!(
-            matches!(e, WebdatasetError::BadOption { option, .. } if option == name),
+            matches!(*e, WebdatasetError::BadOption { option, .. } if option == name),
             "{name}: {e}"
         );
     }
@@ -250,7 +263,7 @@ fn export_webdataset_unknown_lowdim_clock_stream() {
     };
     let e = try_export(&[data], &tmp.path().join("out"), &opts).unwrap_err();
     assert!(
-        matches!(e, WebdatasetError::UnknownLowdimClock { .. }),
+        matches!(*e, WebdatasetError::UnknownLowdimClock { .. }),
         "{e}"
     );
     assert!(
@@ -276,7 +289,7 @@ fn export_webdataset_inputs_left_out_and_missing() {
     std::fs::create_dir_all(data.join("junk")).unwrap();
     let mut left = Vec::new();
     let summary = export(
-        &[data.clone()],
+        std::slice::from_ref(&data),
         &tmp.path().join("out"),
         &WebdatasetOptions::default(),
         &mut |p| {
@@ -303,14 +316,14 @@ fn export_webdataset_inputs_left_out_and_missing() {
         &WebdatasetOptions::default(),
     )
     .unwrap_err();
-    assert!(matches!(e, WebdatasetError::NoEpisodes { .. }), "{e}");
+    assert!(matches!(*e, WebdatasetError::NoEpisodes { .. }), "{e}");
     let e = try_export(
         &[tmp.path().join("nope")],
         &tmp.path().join("o2"),
         &WebdatasetOptions::default(),
     )
     .unwrap_err();
-    assert!(matches!(e, WebdatasetError::BadInput { .. }), "{e}");
+    assert!(matches!(*e, WebdatasetError::BadInput { .. }), "{e}");
     assert!(!tmp.path().join("o2").exists());
 }
 

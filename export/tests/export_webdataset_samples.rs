@@ -21,14 +21,17 @@ fn run(inputs: &[PathBuf], out: &Path, opts: &WebdatasetOptions) -> Value {
 }
 
 /// Every sample's metadata and files, in shard order.
-fn samples(out: &Path) -> Vec<(Value, Vec<(String, Vec<u8>)>)> {
+/// A sample: its metadata and its `(suffix, bytes)` members.
+type Sample = (Value, Vec<(String, Vec<u8>)>);
+
+fn samples(out: &Path) -> Vec<Sample> {
     let mut shards: Vec<PathBuf> = std::fs::read_dir(out)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "tar"))
         .collect();
     shards.sort();
-    let mut out: Vec<(Value, Vec<(String, Vec<u8>)>)> = Vec::new();
+    let mut out: Vec<Sample> = Vec::new();
     for shard in shards {
         for (name, bytes) in tar_members(&shard) {
             let (key, ext) = name.split_once('.').unwrap();
@@ -178,7 +181,8 @@ fn export_webdataset_depth_png_is_millimetres() {
     for y in 0..H {
         for x in 0..W {
             let i = (y * W + x) * 2;
-            let mm = u16::from_be_bytes([buf[i], buf[i + 1]]);
+            // PNG samples are big-endian.
+            let mm = u16::from(buf[i]) << 8 | u16::from(buf[i + 1]);
             assert_eq!(mm, metres_to_mm(support::depth_m(frame, y, x)), "{y},{x}");
         }
     }
@@ -274,7 +278,7 @@ fn export_webdataset_same_bytes_twice_whatever_the_workers() {
         workers: 4,
         ..one.clone()
     };
-    run(&[data.clone()], &tmp.path().join("one"), &one);
+    run(std::slice::from_ref(&data), &tmp.path().join("one"), &one);
     run(&[data], &tmp.path().join("four"), &four);
     let (a, b) = (
         files(&tmp.path().join("one")),

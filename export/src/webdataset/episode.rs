@@ -208,7 +208,7 @@ fn lowdim_clock(
 fn instructions(dir: &EpisodeDir, labels: &[String]) -> Vec<String> {
     dir.events()
         .iter()
-        .filter(|e| labels.iter().any(|l| *l == e.label))
+        .filter(|e| labels.contains(&e.label))
         .filter_map(|e| match &e.data {
             EventData::Text(t) => Some(t.clone()),
             _ => None,

@@ -7,7 +7,7 @@
 //! language instructions. The layout, every default and every decision are written out in
 //! `docs/EXPORT.md`, "WebDataset".
 //!
-//! - [`options`]: [`WebdatasetOptions`].
+//! - [`options`]: the options, [`WebdatasetOptions`].
 //! - [`inputs`]: which episodes.
 //! - [`episode`]: the anchor channel, picture channels and the low-dimensional clock.
 //! - [`window`]: windows, padding, image frames (pure).

@@ -167,7 +167,7 @@ fn write_all(
         });
     }
     let shards = writer.finish()?;
-    let mut stats_bytes = serde_json::to_vec(&stats.to_json()).unwrap_or_default();
+    let mut stats_bytes = serde_json::to_vec(&stats.finish()).unwrap_or_default();
     stats_bytes.push(b'\n');
     output::write(dir, "stats.json", &stats_bytes)?;
     Ok(ExportSummary {

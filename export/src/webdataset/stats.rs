@@ -59,7 +59,7 @@ impl KeyStats {
     }
 
     #[allow(clippy::cast_precision_loss)]
-    fn to_json(&mut self) -> Value {
+    fn finish(&mut self) -> Value {
         let mut m = Map::new();
         m.insert("count".into(), json!(self.count));
         if self.count == 0 {
@@ -171,11 +171,11 @@ impl Stats {
 
     /// `stats.json`'s value: `{key: {...}}`, keys sorted.
     #[must_use]
-    pub fn to_json(&mut self) -> Value {
+    pub fn finish(&mut self) -> Value {
         Value::Object(
             self.keys
                 .iter_mut()
-                .map(|(k, s)| (k.clone(), s.to_json()))
+                .map(|(k, s)| (k.clone(), s.finish()))
                 .collect(),
         )
     }
