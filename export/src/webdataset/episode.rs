@@ -245,7 +245,7 @@ pub fn load(dir: &EpisodeDir, opts: &WebdatasetOptions) -> Result<LoadedEpisode,
     align.channels = Some(lowdim_names);
     let lowdim = align_episode(dir, &align).map_err(|source| WebdatasetError::Align {
         episode: id.clone(),
-        source,
+        source: Box::new(source),
     })?;
     let action_keys: Vec<String> = dir
         .streams()
@@ -286,7 +286,7 @@ pub fn load(dir: &EpisodeDir, opts: &WebdatasetOptions) -> Result<LoadedEpisode,
             .read_stream(name)
             .map_err(|source| WebdatasetError::Episode {
                 episode: id.clone(),
-                source,
+                source: Box::new(source),
             })?;
         if data.steps() == 0 {
             return Err(WebdatasetError::EmptyPictureStream {

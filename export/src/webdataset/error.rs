@@ -26,14 +26,14 @@ pub enum WebdatasetError {
     Episode {
         episode: String,
         #[source]
-        source: EpisodeDirError,
+        source: Box<EpisodeDirError>,
     },
     /// The aligned view of an episode's low-dimensional channels cannot be built.
     #[error("episode {episode}: aligning the low-dimensional channels: {source}")]
     Align {
         episode: String,
         #[source]
-        source: AlignError,
+        source: Box<AlignError>,
     },
     /// `--image STREAM/CHANNEL` names no channel of the episode.
     #[error("episode {episode}: --image {spec}: no such channel (picture channels: {available})")]

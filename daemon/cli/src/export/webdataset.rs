@@ -24,6 +24,14 @@ pub struct WebdatasetArgs {
     /// The output directory (must be empty or absent, unless --overwrite).
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output: PathBuf,
+    /// Everything else (boxed: the subcommand enum stays small).
+    #[command(flatten)]
+    pub flags: Box<WebdatasetFlags>,
+}
+
+/// The options of `wshard export webdataset`.
+#[derive(Debug, clap::Args)]
+pub struct WebdatasetFlags {
     /// The picture channel whose frames anchor the samples [default: the first colour
     /// channel in stream order].
     #[arg(long, value_name = "STREAM/CHANNEL")]
@@ -141,11 +149,11 @@ fn upload(args: &WebdatasetArgs, url: &str, dir: &Path) -> Result<usize, UploadE
         return Err(bad("names no bucket"));
     }
     let store_args = StoreArgs {
-        endpoint: args.endpoint.clone(),
+        endpoint: args.flags.endpoint.clone(),
         bucket: Some(format!("{scheme}://{bucket}")),
         prefix: Some(prefix.trim_matches('/').to_owned()),
-        region: args.region.clone(),
-        allow_http: args.allow_http,
+        region: args.flags.region.clone(),
+        allow_http: args.flags.allow_http,
         ..StoreArgs::default()
     };
     let config = store_args.config()?;
@@ -177,34 +185,34 @@ fn upload(args: &WebdatasetArgs, url: &str, dir: &Path) -> Result<usize, UploadE
 }
 
 fn options(args: &WebdatasetArgs) -> Result<WebdatasetOptions, WebdatasetError> {
-    let policy = Policy::parse(&args.policy).ok_or_else(|| WebdatasetError::BadOption {
+    let policy = Policy::parse(&args.flags.policy).ok_or_else(|| WebdatasetError::BadOption {
         option: "policy",
-        message: format!("{:?}: hold, nearest or linear", args.policy),
+        message: format!("{:?}: hold, nearest or linear", args.flags.policy),
     })?;
-    let lowdim_clock = match (&args.lowdim_clock, args.lowdim_hz) {
+    let lowdim_clock = match (&args.flags.lowdim_clock, args.flags.lowdim_hz) {
         (Some(s), _) => LowdimClock::Stream(s.clone()),
         (None, Some(hz)) => LowdimClock::Rate(hz),
         (None, None) => LowdimClock::Fastest,
     };
     Ok(WebdatasetOptions {
-        image: args.image.clone(),
-        image_offsets: args.image_offsets.clone(),
-        past_steps: args.past_lowdim_steps,
-        future_steps: args.future_lowdim_steps,
-        stride: args.stride,
-        max_padding_left: args.max_padding_left,
-        max_padding_right: args.max_padding_right,
-        samples_per_shard: args.samples_per_shard,
-        resize: args.resize.as_deref().map(parse_resize).transpose()?,
+        image: args.flags.image.clone(),
+        image_offsets: args.flags.image_offsets.clone(),
+        past_steps: args.flags.past_lowdim_steps,
+        future_steps: args.flags.future_lowdim_steps,
+        stride: args.flags.stride,
+        max_padding_left: args.flags.max_padding_left,
+        max_padding_right: args.flags.max_padding_right,
+        samples_per_shard: args.flags.samples_per_shard,
+        resize: args.flags.resize.as_deref().map(parse_resize).transpose()?,
         lowdim_clock,
         policy,
-        fail_on_nan: args.fail_on_nan,
-        filter_still_samples: args.filter_still_samples,
-        still_threshold: args.still_threshold,
-        max_episodes: args.max_episodes,
-        workers: args.workers,
-        overwrite: args.overwrite,
-        instruction_labels: args.instruction_labels.clone(),
+        fail_on_nan: args.flags.fail_on_nan,
+        filter_still_samples: args.flags.filter_still_samples,
+        still_threshold: args.flags.still_threshold,
+        max_episodes: args.flags.max_episodes,
+        workers: args.flags.workers,
+        overwrite: args.flags.overwrite,
+        instruction_labels: args.flags.instruction_labels.clone(),
     })
 }
 
@@ -289,7 +297,7 @@ pub fn run(args: &WebdatasetArgs, out: &mut impl Write, err: &mut impl Write) ->
     let result = options(args).and_then(|opts| {
         let mut reporter = Reporter {
             err: &mut *err,
-            quiet: args.quiet,
+            quiet: args.flags.quiet,
             bar: None,
         };
         let r = export(&args.inputs, &args.output, &opts, &mut |p| {
@@ -310,7 +318,7 @@ pub fn run(args: &WebdatasetArgs, out: &mut impl Write, err: &mut impl Write) ->
                 summary.shards.len(),
                 args.output.display()
             );
-            let Some(url) = &args.upload else {
+            let Some(url) = &args.flags.upload else {
                 return Status::Ok.code();
             };
             match upload(args, url, &args.output) {
