@@ -130,3 +130,19 @@ def test_export_webdataset_shards_match_aligned_view(recorded: Path, tmp_path: P
 def test_export_webdataset_resize_and_defaults(recorded: Path, tmp_path: Path, wshard: Any) -> None:
     check_export(recorded, tmp_path / "wds", wshard, past=1, future=19, stride=3, max_left=3,
                  max_right=15, per_shard=100, extra=["--resize", "40x30"])
+
+
+def test_export_webdataset_exit_codes(recorded: Path, tmp_path: Path, wshard: Any) -> None:
+    """1 for bad input data (an --image naming no channel, a NaN with --fail-on-nan is in
+    the Rust tests), 2 for usage and I/O (a non-empty output directory): the CLI's codes."""
+    r = wshard("export", "webdataset", recorded, "-o", tmp_path / "a", "--image", "camera/left", check=False)
+    assert r.returncode == 1, r.stderr
+    assert "camera/left" in r.stderr and "camera/rgb, camera/depth" in r.stderr
+    assert not (tmp_path / "a").exists()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "keep").write_text("mine")
+    r = wshard("export", "webdataset", recorded, "-o", tmp_path / "b", check=False)
+    assert r.returncode == 2, r.stderr
+    assert "not empty" in r.stderr and (tmp_path / "b" / "keep").read_text() == "mine"
+    r = wshard("export", "webdataset", recorded, "-o", tmp_path / "c", "--resize", "big", check=False)
+    assert r.returncode == 2 and "--resize" in r.stderr, r.stderr
