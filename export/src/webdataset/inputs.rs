@@ -1,5 +1,5 @@
-//! Which episodes an export reads: each input is an episode directory, or a data directory
-//! whose finished episodes (status complete, interrupted or recovered) are taken; hidden
+//! Which episodes an export reads: each input is an episode directory (taken whatever its
+//! status: the operator named it), or a data directory whose finished episodes (status complete, interrupted or recovered) are taken; hidden
 //! entries (`.upload`, `.*`), episodes still recording or aborted, and directories that are
 //! not episodes are left out and said. Sorted by episode id, then cut to `max_episodes`.
 
@@ -72,8 +72,7 @@ pub fn select(
     for input in inputs {
         match EpisodeDir::open(input) {
             Ok(ep) => out.episodes.push(ep),
-            Err(e) if input.is_dir() && !is_episode_like(input) => {
-                let _ = e;
+            Err(_) if input.is_dir() && !is_episode_like(input) => {
                 scan_data_dir(input, &mut out)?;
             }
             Err(e) => {
