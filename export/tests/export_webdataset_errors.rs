@@ -342,3 +342,105 @@ fn export_webdataset_max_episodes_takes_the_first_by_id() {
     let ids: Vec<&str> = s.episodes.iter().map(|e| e.episode_id.as_str()).collect();
     assert_eq!(ids, ["ep-a", "ep-b"]);
 }
+
+#[test]
+fn export_webdataset_no_lowdim_channel() {
+    let (tmp, data) = one_episode(&Spec {
+        no_arm: true,
+        ..Spec::default()
+    });
+    let e = try_export(
+        &[data],
+        &tmp.path().join("out"),
+        &WebdatasetOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(*e, WebdatasetError::NoLowDim { ref episode } if episode == "ep-a"),
+        "{e}"
+    );
+    assert_nothing_written(tmp.path());
+}
+
+#[test]
+fn export_webdataset_picture_stream_without_frames() {
+    let (tmp, data) = one_episode(&Spec {
+        empty_camera: true,
+        ..Spec::default()
+    });
+    let e = try_export(
+        &[data],
+        &tmp.path().join("out"),
+        &WebdatasetOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(*e, WebdatasetError::EmptyPictureStream { ref stream, .. } if stream == "cam2"),
+        "{e}"
+    );
+    assert_nothing_written(tmp.path());
+}
+
+#[test]
+fn export_webdataset_two_channels_one_file_name() {
+    let (tmp, data) = one_episode(&Spec {
+        clash: true,
+        ..Spec::default()
+    });
+    let e = try_export(
+        &[data],
+        &tmp.path().join("out"),
+        &WebdatasetOptions::default(),
+    )
+    .unwrap_err();
+    match &*e {
+        WebdatasetError::NameClash {
+            first,
+            second,
+            name,
+            ..
+        } => assert_eq!(
+            (first.as_str(), second.as_str(), name.as_str()),
+            ("cam/rgb.x", "cam/rgb_x", "cam__rgb_x")
+        ),
+        other => panic!("{other}"),
+    }
+    assert_nothing_written(tmp.path());
+}
+
+#[test]
+fn export_webdataset_key_width_differs_between_episodes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    write_episode(&data, "ep-a", &Spec::default());
+    write_episode(
+        &data,
+        "ep-b",
+        &Spec {
+            q_width: 3,
+            ..Spec::default()
+        },
+    );
+    let e = try_export(
+        &[data],
+        &tmp.path().join("out"),
+        &WebdatasetOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(*e, WebdatasetError::Stats(_)), "{e}");
+    assert!(e.to_string().contains("arm/q"), "{e}");
+    assert_nothing_written(tmp.path());
+}
+
+#[test]
+fn export_webdataset_output_that_cannot_be_created() {
+    let (tmp, data) = one_episode(&Spec::default());
+    let file = tmp.path().join("data").join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let e = try_export(&[data], &file.join("out"), &WebdatasetOptions::default()).unwrap_err();
+    assert!(
+        matches!(*e, WebdatasetError::Io { op: "create", .. }),
+        "{e}"
+    );
+    assert!(!e.is_input_data());
+}

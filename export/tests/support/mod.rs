@@ -34,6 +34,14 @@ pub struct Spec {
     /// `arm/cmd` (action lane) is constant for the first this many steps.
     pub still_steps: usize,
     pub status: EpisodeStatus,
+    /// Elements per step of `arm/q`.
+    pub q_width: usize,
+    /// No `arm` stream (every channel is a picture).
+    pub no_arm: bool,
+    /// A listed stream `cam2` (u8 [12, 16, 3] pictures) that never started.
+    pub empty_camera: bool,
+    /// Two more colour channels, `rgb.x` and `rgb_x`: the same sample file stem.
+    pub clash: bool,
 }
 
 impl Default for Spec {
@@ -46,6 +54,10 @@ impl Default for Spec {
             nan_at: None,
             still_steps: 0,
             status: EpisodeStatus::Complete,
+            q_width: 2,
+            no_arm: false,
+            empty_camera: false,
+            clash: false,
         }
     }
 }
@@ -122,27 +134,30 @@ pub fn write_episode(data_dir: &Path, id: &str, spec: &Spec) -> PathBuf {
     let mut qv = Vec::new();
     let mut cv = Vec::new();
     for s in 0..n {
-        for j in 0..2 {
-            let v = if spec.nan_at == Some(s) {
+        for j in 0..spec.q_width {
+            qv.push(if spec.nan_at == Some(s) {
                 f32::NAN
             } else {
                 q(s, j)
-            };
-            qv.push(v);
+            });
+        }
+        for j in 0..2 {
             cv.push(cmd(s, spec.still_steps, j));
         }
     }
-    write_stream(
-        &dir,
-        "arm",
-        (0..n).map(arm_t).collect(),
-        vec![
-            Channel::from_f32("q", Lane::Signal, vec![2], &qv).unwrap(),
-            Channel::from_f32("cmd", Lane::Action, vec![2], &cv).unwrap(),
-        ],
-    );
+    if !spec.no_arm {
+        write_stream(
+            &dir,
+            "arm",
+            (0..n).map(arm_t).collect(),
+            vec![
+                Channel::from_f32("q", Lane::Signal, vec![spec.q_width as u64], &qv).unwrap(),
+                Channel::from_f32("cmd", Lane::Action, vec![2], &cv).unwrap(),
+            ],
+        );
+    }
     let m = spec.cam_steps;
-    let cam_channels = if spec.pictures {
+    let mut cam_channels = if spec.pictures {
         let rgb_data: Vec<u8> = (0..m).flat_map(rgb).collect();
         let depth: Vec<f32> = (0..m)
             .flat_map(|s| (0..H).flat_map(move |y| (0..W).map(move |x| depth_m(s, y, x))))
@@ -161,11 +176,37 @@ pub fn write_episode(data_dir: &Path, id: &str, spec: &Spec) -> PathBuf {
         let v: Vec<f32> = (0..m).map(|s| s as f32).collect();
         vec![Channel::from_f32("exposure", Lane::Signal, vec![1], &v).unwrap()]
     };
+    if spec.clash {
+        for name in ["rgb.x", "rgb_x"] {
+            let data: Vec<u8> = (0..m).flat_map(rgb).collect();
+            cam_channels.push(Channel::new(
+                name,
+                Lane::Signal,
+                DType::U8,
+                vec![H as u64, W as u64, 3],
+                data,
+            ));
+        }
+    }
     write_stream(&dir, "cam", (0..m).map(cam_t).collect(), cam_channels);
     let mut index = EpisodeIndex::new(id, "Env-v0", Map::new(), 1);
     index.status = spec.status;
-    index.streams.push(entry("arm"));
+    if !spec.no_arm {
+        index.streams.push(entry("arm"));
+    }
     index.streams.push(entry("cam"));
+    if spec.empty_camera {
+        let mut e = entry("cam2");
+        e.chunks = 0;
+        e.status = EpisodeStatus::Recording;
+        e.channels = vec![wshard::episode_dir::index::ChannelEntry {
+            name: "rgb".into(),
+            lane: "signal".into(),
+            dtype: "u8".into(),
+            shape: vec![H as u64, W as u64, 3],
+        }];
+        index.streams.push(e);
+    }
     if spec.wrist {
         let k = 25;
         let mono: Vec<u8> = (0..k).flat_map(|s| vec![s as u8; H * W]).collect();
