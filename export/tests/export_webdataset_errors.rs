@@ -444,3 +444,32 @@ fn export_webdataset_output_that_cannot_be_created() {
     );
     assert!(!e.is_input_data());
 }
+
+#[test]
+fn export_webdataset_encoder_refuses_a_short_frame() {
+    use wshard_export::channel_kind::{ChannelKind, DepthUnit};
+    use wshard_export::webdataset::image::encode_picture;
+    let colour = ChannelKind::Color {
+        height: 8,
+        width: 8,
+    };
+    let e = encode_picture(colour, &[0; 10], None).unwrap_err();
+    assert_eq!(e.what, "frame");
+    assert!(e.message.contains("10 bytes, 192 expected"), "{e}");
+    let depth = ChannelKind::Depth {
+        height: 8,
+        width: 8,
+        unit: DepthUnit::Metres,
+    };
+    assert!(encode_picture(depth, &[0; 255], None).is_err());
+    assert!(encode_picture(ChannelKind::LowDim, &[0; 4], None).is_err());
+    // The right sizes encode.
+    assert_eq!(
+        encode_picture(colour, &[7; 192], Some((4, 4))).unwrap().ext,
+        "jpg"
+    );
+    assert_eq!(
+        encode_picture(depth, &[0; 256], None).unwrap().ext,
+        "depth.png"
+    );
+}
