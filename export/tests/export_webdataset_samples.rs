@@ -172,9 +172,9 @@ fn export_webdataset_depth_png_is_millimetres() {
         .find(|f| f.0 == "cam__depth_t0.depth.png")
         .unwrap()
         .1;
-    let decoder = png::Decoder::new(png_bytes.as_slice());
+    let decoder = png::Decoder::new(std::io::Cursor::new(png_bytes.as_slice()));
     let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
     let info = reader.next_frame(&mut buf).unwrap();
     assert_eq!((info.width, info.height), (W as u32, H as u32));
     assert_eq!(info.bit_depth, png::BitDepth::Sixteen);
