@@ -55,6 +55,14 @@ fi
 if ! python3 -c 'import mcap.reader, importlib.metadata as m; assert m.version("mcap") == "1.2.2"' >/dev/null 2>&1; then
     missing+=("python3 module mcap 1.2.2 for the MCAP export's tests (python3 -m pip install mcap==1.2.2)")
 fi
+# webdataset 1.0.2: the WebDataset export's shards read back by the real reader
+# (tests/interop/test_export_webdataset_*); libturbojpeg (pkg-config): the export's JPEG encoder.
+if ! python3 -c 'import webdataset' >/dev/null 2>&1; then
+    missing+=("python3 module webdataset for the WebDataset export tests (python3 -m pip install webdataset==1.0.2)")
+fi
+if ! pkg-config --exists libturbojpeg 2>/dev/null; then
+    missing+=("libturbojpeg and pkg-config for the WebDataset export's JPEG encoder (apt-get install libturbojpeg0-dev pkg-config)")
+fi
 if ! python3 -m maturin --version >/dev/null 2>&1; then
     missing+=("maturin, to build the Python reader (python3 -m pip install maturin)")
 fi

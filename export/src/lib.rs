@@ -13,3 +13,4 @@
 pub mod channel_kind;
 pub mod lerobot;
 pub mod mcap;
+pub mod webdataset;

@@ -1,0 +1,267 @@
+//! Samples: which anchors become samples (windows, padding limits, the non-finite check, the
+//! still filter), and one sample's files (`lowdim.npz`, `metadata.json`,
+//! `language_instructions.json`, pictures).
+
+use serde_json::{json, Map, Value};
+use wshard::episode::DType;
+
+use super::episode::LoadedEpisode;
+use super::error::WebdatasetError;
+use super::frames::{sample_frames, EncodedFrames};
+use super::ids::sample_id;
+use super::npz::{npy, npy_descr, zip_stored};
+use super::options::WebdatasetOptions;
+use super::values::bf16_as_f32;
+use super::window::{anchor_row, image_frames, masks, window, Window};
+
+/// An anchor frame that becomes a sample.
+#[derive(Clone, Debug)]
+pub struct Planned {
+    pub frame: usize,
+    pub window: Window,
+}
+
+/// What became of an episode's anchor frames.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub anchors: usize,
+    pub samples: usize,
+    /// Padding over `max_padding_left` / `max_padding_right`.
+    pub dropped_padding: usize,
+    /// The anchor frame is before the low-dimensional clock's first row.
+    pub dropped_before_lowdim: usize,
+    /// A NaN or infinite value in the window (without `fail_on_nan`).
+    pub dropped_non_finite: usize,
+    /// Still, with `filter_still_samples`.
+    pub dropped_still: usize,
+}
+
+/// One sample's files (`(extension, bytes)`, in tar order) and its windows per key.
+#[derive(Debug)]
+pub struct SampleFiles {
+    pub id: String,
+    pub files: Vec<(String, Vec<u8>)>,
+    /// Per [`LoadedEpisode::keys`]: `T * width` values.
+    pub windows: Vec<Vec<f64>>,
+}
+
+fn first_non_finite(ep: &LoadedEpisode, w: &Window) -> Option<(usize, usize, f64)> {
+    ep.keys.iter().enumerate().find_map(|(k, key)| {
+        w.rows.iter().find_map(|&r| {
+            let row = key.values.get(r * key.width..(r + 1) * key.width)?;
+            row.iter().find(|v| !v.is_finite()).map(|v| (k, r, *v))
+        })
+    })
+}
+
+fn is_still(ep: &LoadedEpisode, w: &Window, threshold: f64) -> bool {
+    let action: Vec<_> = ep.keys.iter().filter(|k| k.is_action).collect();
+    let keys: Vec<_> = if action.is_empty() {
+        ep.keys.iter().collect()
+    } else {
+        action
+    };
+    keys.iter().all(|key| {
+        let at = |r: usize| {
+            key.values
+                .get(r * key.width..(r + 1) * key.width)
+                .unwrap_or(&[])
+        };
+        let anchor = at(w.anchor_row);
+        w.rows.iter().all(|&r| {
+            at(r)
+                .iter()
+                .zip(anchor)
+                .all(|(v, a)| (v - a).abs() <= threshold)
+        })
+    })
+}
+
+/// The samples of an episode, in anchor order.
+///
+/// # Errors
+/// [`WebdatasetError::NonFinite`] with `fail_on_nan`.
+pub fn plan(
+    ep: &LoadedEpisode,
+    opts: &WebdatasetOptions,
+) -> Result<(Vec<Planned>, Counts), WebdatasetError> {
+    let mut counts = Counts {
+        anchors: ep.anchor_t_ns.len(),
+        ..Counts::default()
+    };
+    let mut out = Vec::new();
+    let rows = ep.lowdim.rows();
+    for (frame, &t) in ep.anchor_t_ns.iter().enumerate() {
+        let Some(row) = anchor_row(&ep.lowdim.t_ns, t).filter(|_| rows > 0) else {
+            counts.dropped_before_lowdim += 1;
+            continue;
+        };
+        let w = window(row, rows, opts.past_steps, opts.future_steps, opts.stride);
+        if w.pad_left > opts.max_padding_left || w.pad_right > opts.max_padding_right {
+            counts.dropped_padding += 1;
+            continue;
+        }
+        if let Some((k, r, value)) = first_non_finite(ep, &w) {
+            if opts.fail_on_nan {
+                return Err(WebdatasetError::NonFinite {
+                    episode: ep.id.clone(),
+                    channel: ep.keys[k].key.clone(),
+                    row: r,
+                    t_ns: ep.lowdim.t_ns[r],
+                    anchor: frame,
+                    value,
+                });
+            }
+            counts.dropped_non_finite += 1;
+            continue;
+        }
+        if opts.filter_still_samples && is_still(ep, &w, opts.still_threshold) {
+            counts.dropped_still += 1;
+            continue;
+        }
+        out.push(Planned { frame, window: w });
+    }
+    counts.samples = out.len();
+    Ok((out, counts))
+}
+
+fn lowdim_npz(
+    ep: &LoadedEpisode,
+    p: &Planned,
+    opts: &WebdatasetOptions,
+) -> Result<Vec<u8>, WebdatasetError> {
+    let t = p.window.rows.len();
+    let mut entries = Vec::with_capacity(ep.keys.len() + 2);
+    for (key, column) in ep.keys.iter().zip(&ep.lowdim.columns) {
+        let data: Vec<u8> = if key.column_dtype == DType::BF16 {
+            let vals: Vec<f64> = p
+                .window
+                .rows
+                .iter()
+                .flat_map(|&r| {
+                    key.values[r * key.width..(r + 1) * key.width]
+                        .iter()
+                        .copied()
+                })
+                .collect();
+            bf16_as_f32(&vals)
+        } else {
+            p.window
+                .rows
+                .iter()
+                .flat_map(|&r| column.row(r).unwrap_or(&[]).iter().copied())
+                .collect()
+        };
+        let descr = npy_descr(key.dtype).unwrap_or("<f4");
+        entries.push((
+            format!("{}.npy", key.key),
+            npy(descr, &[t, key.width], &data),
+        ));
+    }
+    let (past, future) = masks(opts.past_steps, opts.future_steps);
+    for (name, mask) in [("past_mask", past), ("future_mask", future)] {
+        let data: Vec<u8> = mask.iter().map(|&b| u8::from(b)).collect();
+        entries.push((format!("{name}.npy"), npy("|b1", &[t], &data)));
+    }
+    zip_stored(&entries).map_err(|e| WebdatasetError::Npz {
+        episode: ep.id.clone(),
+        message: e.to_string(),
+    })
+}
+
+fn to_bytes(v: &Value) -> Vec<u8> {
+    let mut b = serde_json::to_vec(v).unwrap_or_default();
+    b.push(b'\n');
+    b
+}
+
+/// Build one sample's files, its pictures taken from `encoded` (its batch's).
+///
+/// # Errors
+/// [`WebdatasetError::Npz`], and [`WebdatasetError::Encode`] for a picture missing from
+/// `encoded`.
+pub fn assemble(
+    ep: &LoadedEpisode,
+    p: &Planned,
+    opts: &WebdatasetOptions,
+    encoded: &EncodedFrames,
+) -> Result<SampleFiles, WebdatasetError> {
+    let id = sample_id(&ep.id, p.frame as u64);
+    let mut files = vec![("lowdim.npz".to_owned(), lowdim_npz(ep, p, opts)?)];
+    let (_, img_left, img_right) = image_frames(p.frame, ep.anchor_t_ns.len(), &opts.image_offsets);
+    let mut images = Map::new();
+    let mut pictures = Vec::new();
+    for ((pi, pic), frames) in ep
+        .pictures
+        .iter()
+        .enumerate()
+        .zip(sample_frames(ep, p, opts))
+    {
+        let stream = &ep.picture_streams[pic.stream];
+        for (&src, off) in frames.iter().zip(&opts.image_offsets) {
+            let enc = encoded
+                .get((pi, src))
+                .ok_or_else(|| WebdatasetError::Encode {
+                    episode: ep.id.clone(),
+                    channel: pic.key.clone(),
+                    frame: src,
+                    what: "picture",
+                    message: "not encoded with its batch".to_owned(),
+                })?;
+            pictures.push((
+                format!("{}_t{off}.{}", pic.stem, enc.ext),
+                enc.bytes.clone(),
+            ));
+        }
+        let t_ns: Vec<i64> = frames
+            .iter()
+            .map(|&f| stream.timestamps_ns().get(f).copied().unwrap_or(0))
+            .collect();
+        images.insert(
+            pic.stem.clone(),
+            json!({"channel": pic.key, "frames": frames, "t_ns": t_ns}),
+        );
+    }
+    let rows = &p.window.rows;
+    let meta = json!({
+        "sample_id": id,
+        "episode_id": ep.id,
+        "env_id": ep.env_id,
+        "anchor_channel": ep.anchor_key,
+        "anchor_frame": p.frame,
+        "anchor_t_ns": ep.anchor_t_ns[p.frame],
+        "lowdim_clock": ep.lowdim_clock,
+        "lowdim_anchor_row": p.window.anchor_row,
+        "lowdim_rows": rows,
+        "lowdim_t_ns": rows.iter().map(|&r| ep.lowdim.t_ns[r]).collect::<Vec<_>>(),
+        "past_lowdim_steps": opts.past_steps,
+        "future_lowdim_steps": opts.future_steps,
+        "stride": opts.stride,
+        "padding_left": p.window.pad_left,
+        "padding_right": p.window.pad_right,
+        "image_offsets": opts.image_offsets,
+        "image_padding_left": img_left,
+        "image_padding_right": img_right,
+        "images": images,
+    });
+    files.push(("metadata.json".to_owned(), to_bytes(&meta)));
+    files.push((
+        "language_instructions.json".to_owned(),
+        to_bytes(&json!({ "original": ep.instructions })),
+    ));
+    files.extend(pictures);
+    let windows = ep
+        .keys
+        .iter()
+        .map(|key| {
+            rows.iter()
+                .flat_map(|&r| {
+                    key.values[r * key.width..(r + 1) * key.width]
+                        .iter()
+                        .copied()
+                })
+                .collect()
+        })
+        .collect();
+    Ok(SampleFiles { id, files, windows })
+}
