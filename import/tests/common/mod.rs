@@ -99,3 +99,85 @@ pub fn listing(dir: &Path) -> Vec<String> {
     v.sort();
     v
 }
+
+/// A dataset for [`write_h5`].
+pub enum H5 {
+    F32(Vec<u64>, Vec<f32>),
+    F64(Vec<u64>, Vec<f64>),
+    I64(Vec<u64>, Vec<i64>),
+    U8(Vec<u64>, Vec<u8>),
+    Bool(Vec<u64>, Vec<bool>),
+    Text(Vec<&'static str>),
+}
+
+fn dyn_shape(shape: &[u64]) -> ndarray::IxDyn {
+    ndarray::IxDyn(
+        &shape
+            .iter()
+            .map(|&d| usize::try_from(d).unwrap())
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// Write an HDF5 file: datasets by path (groups created as needed), gzip-compressed and
+/// chunked when `gzip`.
+pub fn write_h5(path: &Path, sets: &[(&str, H5)], gzip: bool) {
+    let refs: Vec<(&str, &H5)> = sets.iter().map(|(k, v)| (*k, v)).collect();
+    write_h5_refs(path, &refs, gzip);
+}
+
+/// [`write_h5`] of borrowed datasets.
+pub fn write_h5_refs(path: &Path, sets: &[(&str, &H5)], gzip: bool) {
+    let f = hdf5::File::create(path).unwrap();
+    for &(name, data) in sets {
+        let (parent, leaf) = match name.rsplit_once('/') {
+            Some((p, l)) => (Some(p), l),
+            None => (None, name),
+        };
+        let group = match parent {
+            None => f.as_group().unwrap(),
+            Some(p) => {
+                let mut g = f.as_group().unwrap();
+                for part in p.split('/') {
+                    g = if g.link_exists(part) {
+                        g.group(part).unwrap()
+                    } else {
+                        g.create_group(part).unwrap()
+                    };
+                }
+                g
+            }
+        };
+        macro_rules! put {
+            ($shape:expr, $v:expr) => {{
+                let a = ndarray::ArrayD::from_shape_vec(dyn_shape($shape), $v.clone()).unwrap();
+                let mut b = group.new_dataset_builder();
+                if gzip && !$shape.is_empty() {
+                    let mut chunk: Vec<usize> = $shape
+                        .iter()
+                        .map(|&d| usize::try_from(d).unwrap())
+                        .collect();
+                    chunk[0] = chunk[0].clamp(1, 4);
+                    b = b.deflate(4).chunk(chunk);
+                }
+                b.with_data(&a).create(leaf).unwrap();
+            }};
+        }
+        match data {
+            H5::F32(s, v) => put!(s, v),
+            H5::F64(s, v) => put!(s, v),
+            H5::I64(s, v) => put!(s, v),
+            H5::U8(s, v) => put!(s, v),
+            H5::Bool(s, v) => put!(s, v),
+            H5::Text(v) => {
+                let v: Vec<hdf5::types::VarLenUnicode> =
+                    v.iter().map(|s| s.parse().unwrap()).collect();
+                group
+                    .new_dataset_builder()
+                    .with_data(&v)
+                    .create(leaf)
+                    .unwrap();
+            }
+        }
+    }
+}
