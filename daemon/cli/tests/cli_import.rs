@@ -1,7 +1,9 @@
-//! `wshard import ...` (and `wshard import bag ...`) runs `python -m wshard_ros.bag_import` with the arguments passed
-//! through and exits with its code; a missing interpreter or package is exit 2 with the
+//! `wshard import ...` and `wshard import bag ...` run `python -m wshard_ros.bag_import`
+//! with the arguments passed through and exit with its code; a missing interpreter or package is exit 2 with the
 //! install hint. The importer here is a stand-in package on PYTHONPATH (the real one is
-//! tested by the ROS import tests); the interpreter is the machine's python3.
+//! tested by the ROS import tests); the interpreter is the machine's python3. The overview
+//! (`wshard import --help`) and `wshard import npz|minari|d4rl` are wshard's own: their
+//! exit codes are checked here, their conversions in import/tests.
 #![allow(clippy::unwrap_used)]
 
 use std::os::unix::fs::PermissionsExt;
