@@ -17,7 +17,8 @@
 //!
 //! Reading and writing overlap: a reader thread reads windows of whole episodes (every
 //! key's rows at once, so each compressed HDF5 chunk is inflated about once) while the
-//! caller's thread writes the previous window's episodes.
+//! caller's thread writes the previous window's episodes, as one batch of the sink (their
+//! syncs together).
 
 use std::path::{Path, PathBuf};
 
@@ -311,9 +312,7 @@ pub fn import_d4rl(
         });
         let mut out = Vec::with_capacity(p.episodes.len());
         for batch in rx {
-            for ep in batch? {
-                out.push(sink.write(&ep, path)?);
-            }
+            out.extend(sink.write_batch(&batch?, path)?);
         }
         Ok(out)
     })

@@ -4,7 +4,8 @@
 //!
 //! 1. the episode is written under a hidden staging directory `.import-{EP}.partial`
 //!    (readers and exports skip hidden directories), every file synced, then the staging
-//!    directory synced;
+//!    directory synced (for a batch of episodes, all their syncs at once, on
+//!    [`SYNC_THREADS`] threads, so that the file system commits them together);
 //! 2. with `--overwrite`, an existing `{EP}` is first renamed to `.import-{EP}.old`;
 //! 3. the staging directory is renamed to `{EP}` and the data directory synced: only then
 //!    does the episode exist, complete; the old copy is removed afterwards.
@@ -22,7 +23,7 @@ use wshard::manifest::{
     chunk_file_name, manifest_file_name, sha256_hex, split_episode, ChunkRef, Manifest,
 };
 use wshard_recorder::episode::{validate_episode_id, EpisodeIdError};
-use wshard_recorder::fsio::Fs;
+use wshard_recorder::fsio::{DurableFile, Fs};
 
 use crate::error::{ImportError, Result};
 
@@ -36,6 +37,8 @@ pub const CHUNK_MAX_BYTES: u64 = 128 << 20;
 const STAGING_PREFIX: &str = ".import-";
 const STAGING_SUFFIX: &str = ".partial";
 const OLD_SUFFIX: &str = ".old";
+/// Syncs in flight at once: concurrent fsyncs share the file system's journal commits.
+pub const SYNC_THREADS: usize = 8;
 /// The `importer` key of the manifests written.
 const IMPORTER: &str = concat!("wshard-import/", env!("CARGO_PKG_VERSION"));
 
@@ -147,21 +150,88 @@ impl<'a> EpisodeSink<'a> {
     /// Write `ep` as `{data_dir}/{ep.id}`, durably and atomically.
     ///
     /// # Errors
-    /// As [`EpisodeSink::check_id`], [`ImportError::Format`] when the episode cannot be
-    /// encoded, [`ImportError::Write`] naming the step and path that failed.
+    /// As [`EpisodeSink::write_batch`].
     pub fn write(&self, ep: &Episode, source: &Path) -> Result<WrittenEpisode> {
-        self.check_id(&ep.id, source)?;
-        let staging = self.hidden(&ep.id, STAGING_SUFFIX);
-        let r = self.write_staged(ep, &staging);
+        let mut w = self.write_batch(std::slice::from_ref(ep), source)?;
+        w.pop()
+            .ok_or_else(|| ImportError::Usage("no episode written".into()))
+    }
+
+    /// Write every episode of `eps` as `{data_dir}/{id}`, each durably and atomically:
+    /// all are written under their staging directories first, then every file and staging
+    /// directory is synced at once ([`SYNC_THREADS`] syncs in flight, so the file system
+    /// commits them together), then each staging directory is renamed into place and the
+    /// data directory synced once.
+    ///
+    /// # Errors
+    /// As [`EpisodeSink::check_id`], [`ImportError::Format`] when an episode cannot be
+    /// encoded, [`ImportError::Write`] naming the step and path that failed. Staging
+    /// directories of episodes not renamed are removed (best effort); episodes renamed
+    /// before a failing rename stay, complete.
+    pub fn write_batch(&self, eps: &[Episode], source: &Path) -> Result<Vec<WrittenEpisode>> {
+        for ep in eps {
+            self.check_id(&ep.id, source)?;
+        }
+        let mut staged = Vec::with_capacity(eps.len());
+        let r = self.stage_all(eps, &mut staged);
+        let r = r.and_then(|()| self.commit(eps, &staged));
         if r.is_err() {
-            // Best effort: the next import of this id removes it anyway.
-            let _ = remove_tree(self.fs, &staging);
+            for (ep, _) in eps.iter().zip(&staged) {
+                let staging = self.hidden(&ep.id, STAGING_SUFFIX);
+                if self.fs.exists(&staging) {
+                    // Best effort: the next import of this id removes it anyway.
+                    let _ = remove_tree(self.fs, &staging);
+                }
+            }
         }
         r
     }
 
-    fn write_staged(&self, ep: &Episode, staging: &Path) -> Result<WrittenEpisode> {
+    /// Write every episode's files under its staging directory and sync them all.
+    fn stage_all(&self, eps: &[Episode], staged: &mut Vec<Staged>) -> Result<()> {
+        let mut files = Vec::new();
+        for ep in eps {
+            let (st, mut f) = self.stage(ep)?;
+            staged.push(st);
+            files.append(&mut f);
+        }
+        sync_parallel(files.iter_mut().map(|(path, f)| {
+            let path = path.clone();
+            let id = path
+                .parent()
+                .and_then(Path::file_name)
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            move || {
+                f.sync_all().map_err(|source| ImportError::Write {
+                    id,
+                    op: "fsync",
+                    path,
+                    source,
+                })
+            }
+        }))?;
+        drop(files);
+        let dirs: Vec<(String, PathBuf)> = eps
+            .iter()
+            .map(|ep| (ep.id.clone(), self.hidden(&ep.id, STAGING_SUFFIX)))
+            .collect();
+        sync_parallel(dirs.iter().map(|(id, dir)| {
+            move || {
+                self.fs.sync_dir(dir).map_err(|source| ImportError::Write {
+                    id: id.clone(),
+                    op: "fsync staging directory",
+                    path: dir.clone(),
+                    source,
+                })
+            }
+        }))
+    }
+
+    /// Write `ep` under its staging directory, unsynced; returns the open files.
+    fn stage(&self, ep: &Episode) -> Result<(Staged, Vec<OpenFile>)> {
         let id = ep.id.as_str();
+        let staging = self.hidden(id, STAGING_SUFFIX);
         let werr = |op: &'static str, path: &Path| {
             let path = path.to_path_buf();
             move |source| ImportError::Write {
@@ -175,25 +245,28 @@ impl<'a> EpisodeSink<'a> {
             id: id.to_owned(),
             source,
         };
-        if self.fs.exists(staging) {
-            remove_tree(self.fs, staging)
-                .map_err(werr("remove stale staging directory", staging))?;
+        if self.fs.exists(&staging) {
+            remove_tree(self.fs, &staging)
+                .map_err(werr("remove stale staging directory", &staging))?;
         }
         self.fs
-            .create_dir(staging)
-            .map_err(werr("create staging directory", staging))?;
+            .create_dir(&staging)
+            .map_err(werr("create staging directory", &staging))?;
         let opts = EpisodeWriteOptions {
             default_codec: self.opts.codec,
             ..EpisodeWriteOptions::default()
         };
+        let mut files = Vec::new();
         let mut manifest = Manifest::new(ep.id.clone(), ep.env_id.clone());
         for c in split_episode(ep, self.chunk_steps(ep)).map_err(ferr)? {
             let index = c.chunk.map_or(0, |i| i.chunk_index);
             let bytes = c.to_bytes(&opts).map_err(ferr)?;
             let name = chunk_file_name(id, index);
             let path = staging.join(&name);
-            self.write_file(&path, &bytes)
+            let f = self
+                .write_file(&path, &bytes)
                 .map_err(|(op, e)| werr(op, &path)(e))?;
+            files.push((path, f));
             let start = c.timestep_range.map_or(0, |r| r[0]);
             manifest.push_chunk(ChunkRef {
                 chunk_index: index,
@@ -209,11 +282,87 @@ impl<'a> EpisodeSink<'a> {
         let chunks = manifest.chunks.len() as u64;
         let mpath = staging.join(manifest_file_name(id));
         let mbytes = manifest.to_bytes().map_err(ferr)?;
-        self.write_file(&mpath, &mbytes)
+        let f = self
+            .write_file(&mpath, &mbytes)
             .map_err(|(op, e)| werr(op, &mpath)(e))?;
-        self.fs
-            .sync_dir(staging)
-            .map_err(werr("fsync staging directory", staging))?;
+        files.push((mpath, f));
+        Ok((
+            Staged {
+                steps: ep.length,
+                chunks,
+            },
+            files,
+        ))
+    }
+
+    /// Rename every staged episode into place, then sync the data directory (and drop
+    /// replaced copies).
+    fn commit(&self, eps: &[Episode], staged: &[Staged]) -> Result<Vec<WrittenEpisode>> {
+        let mut out = Vec::with_capacity(eps.len());
+        let mut olds = Vec::new();
+        let mut r = Ok(());
+        for (ep, st) in eps.iter().zip(staged) {
+            match self.rename_into_place(&ep.id) {
+                Ok(old) => {
+                    olds.extend(old.map(|o| (ep.id.clone(), o)));
+                    out.push(WrittenEpisode {
+                        id: ep.id.clone(),
+                        dir: self.data_dir.join(&ep.id),
+                        steps: st.steps,
+                        chunks: st.chunks,
+                    });
+                }
+                Err(e) => {
+                    r = Err(e);
+                    break;
+                }
+            }
+        }
+        let synced = self
+            .fs
+            .sync_dir(&self.data_dir)
+            .map_err(|source| ImportError::Write {
+                id: eps.first().map(|e| e.id.clone()).unwrap_or_default(),
+                op: "fsync data directory",
+                path: self.data_dir.clone(),
+                source,
+            });
+        r?;
+        synced?;
+        if !olds.is_empty() {
+            for (id, old) in &olds {
+                remove_tree(self.fs, old).map_err(|source| ImportError::Write {
+                    id: id.clone(),
+                    op: "remove the replaced episode",
+                    path: old.clone(),
+                    source,
+                })?;
+            }
+            self.fs
+                .sync_dir(&self.data_dir)
+                .map_err(|source| ImportError::Write {
+                    id: String::new(),
+                    op: "fsync data directory",
+                    path: self.data_dir.clone(),
+                    source,
+                })?;
+        }
+        Ok(out)
+    }
+
+    /// Rename `.import-{id}.partial` to `{id}`, an existing `{id}` first to
+    /// `.import-{id}.old` (returned).
+    fn rename_into_place(&self, id: &str) -> Result<Option<PathBuf>> {
+        let werr = |op: &'static str, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ImportError::Write {
+                id: id.to_owned(),
+                op,
+                path,
+                source,
+            }
+        };
+        let staging = self.hidden(id, STAGING_SUFFIX);
         let target = self.data_dir.join(id);
         let old = self.hidden(id, OLD_SUFFIX);
         let replacing = self.fs.exists(&target);
@@ -226,32 +375,65 @@ impl<'a> EpisodeSink<'a> {
                 .map_err(werr("move the existing episode aside to", &old))?;
         }
         self.fs
-            .rename(staging, &target)
+            .rename(&staging, &target)
             .map_err(werr("rename the staging directory to", &target))?;
-        self.fs
-            .sync_dir(&self.data_dir)
-            .map_err(werr("fsync data directory", &self.data_dir))?;
-        if replacing {
-            remove_tree(self.fs, &old).map_err(werr("remove the replaced episode", &old))?;
-            self.fs
-                .sync_dir(&self.data_dir)
-                .map_err(werr("fsync data directory", &self.data_dir))?;
-        }
-        Ok(WrittenEpisode {
-            id: id.to_owned(),
-            dir: target,
-            steps: ep.length,
-            chunks,
-        })
+        Ok(replacing.then_some(old))
     }
 
-    /// Create `path`, write `bytes`, fsync it.
-    fn write_file(&self, path: &Path, bytes: &[u8]) -> Result<(), (&'static str, std::io::Error)> {
+    /// Create `path` and write `bytes` (not synced); returns the open file.
+    fn write_file(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+    ) -> Result<Box<dyn DurableFile>, (&'static str, std::io::Error)> {
         let mut f = self.fs.create_new(path).map_err(|e| ("create", e))?;
         f.write_all(bytes).map_err(|e| ("write", e))?;
-        f.sync_all().map_err(|e| ("fsync", e))?;
-        Ok(())
+        Ok(f)
     }
+}
+
+/// An episode written under its staging directory.
+struct Staged {
+    steps: u64,
+    chunks: u64,
+}
+
+/// A file written, not yet synced.
+type OpenFile = (PathBuf, Box<dyn DurableFile>);
+
+/// Run `jobs` (syncs) on up to [`SYNC_THREADS`] threads; the first error wins.
+fn sync_parallel<F>(jobs: impl Iterator<Item = F>) -> Result<()>
+where
+    F: FnOnce() -> Result<()> + Send,
+{
+    let jobs: Vec<F> = jobs.collect();
+    if jobs.len() <= 1 {
+        return jobs.into_iter().try_for_each(|j| j());
+    }
+    let per = jobs.len().div_ceil(SYNC_THREADS);
+    let mut groups: Vec<Vec<F>> = Vec::new();
+    for j in jobs {
+        match groups.last_mut() {
+            Some(g) if g.len() < per => g.push(j),
+            _ => groups.push(vec![j]),
+        }
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = groups
+            .into_iter()
+            .map(|g| s.spawn(move || g.into_iter().try_for_each(|j| j())))
+            .collect();
+        let mut r = Ok(());
+        for h in handles {
+            let one = h
+                .join()
+                .unwrap_or_else(|_| Err(ImportError::Usage("a sync thread panicked".into())));
+            if r.is_ok() {
+                r = one;
+            }
+        }
+        r
+    })
 }
 
 /// Remove `path` and everything under it.

@@ -198,7 +198,7 @@ fn import_minari_not_a_dataset() {
     std::fs::write(data.join("main_data.hdf5"), b"garbage").unwrap();
     let e = import(&dir.path().join("ds"), &dir.path().join("out")).unwrap_err();
     assert!(
-        matches!(e, ImportError::NotFormat { ref expected, .. } if expected.contains("HDF5")),
+        matches!(e, ImportError::NotFormat { expected, .. } if expected.contains("HDF5")),
         "{e}"
     );
     std::fs::write(data.join("metadata.json"), r#"{"data_format": "arrow"}"#).unwrap();

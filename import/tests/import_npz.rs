@@ -116,7 +116,10 @@ fn import_npz_prefix_ids_and_f64_rewards_kept() {
         prefix: Some("run".into()),
         ..ImportOptions::default()
     };
-    assert_eq!(import(&[f.clone()], &data, &opts).unwrap(), ["run-000000"]);
+    assert_eq!(
+        import(std::slice::from_ref(&f), &data, &opts).unwrap(),
+        ["run-000000"]
+    );
     let ep = read_back(&data, "run-000000");
     let exact = ep.channel("reward").unwrap();
     assert_eq!(
@@ -136,7 +139,12 @@ fn one_bad(members: Vec<(&str, Vec<u8>)>) -> (PathBuf, ImportError) {
     let dir = tempfile::tempdir().unwrap().keep();
     let f = dir.join("ep.npz");
     write_npz(&f, &members, false);
-    let e = import(&[f.clone()], &dir.join("data"), &ImportOptions::default()).unwrap_err();
+    let e = import(
+        std::slice::from_ref(&f),
+        &dir.join("data"),
+        &ImportOptions::default(),
+    )
+    .unwrap_err();
     assert!(e.is_bad_input(), "{e}");
     assert!(
         !dir.join("data").join("ep").exists(),
@@ -223,7 +231,7 @@ fn import_npz_not_a_zip_and_empty_directory() {
     let f = dir.path().join("x.npz");
     std::fs::write(&f, b"this is not a zip archive").unwrap();
     let e = import(
-        &[f.clone()],
+        std::slice::from_ref(&f),
         &dir.path().join("data"),
         &ImportOptions::default(),
     )

@@ -155,3 +155,44 @@ fn import_sink_power_cut_at_every_step_never_shows_half_an_episode() {
     }
     assert!(seen_whole, "the last crash point keeps the episode");
 }
+
+#[test]
+fn import_sink_power_cut_in_a_batch_leaves_each_episode_whole_or_absent() {
+    let eps: Vec<Episode> = ["a", "b", "c"].iter().map(|id| episode(id, 6)).collect();
+    let probe = SimFs::new();
+    probe.mkdir_durable(Path::new("/data")).unwrap();
+    let sink = EpisodeSink::new(&probe, Path::new("/data"), opts(false)).unwrap();
+    let before = probe.ops();
+    assert_eq!(sink.write_batch(&eps, Path::new("src")).unwrap().len(), 3);
+    let total = probe.ops() - before;
+    for n in 0..=total {
+        let fs = SimFs::new();
+        fs.mkdir_durable(Path::new("/data")).unwrap();
+        let sink = EpisodeSink::new(&fs, Path::new("/data"), opts(false)).unwrap();
+        fs.crash_after(n);
+        let r = sink.write_batch(&eps, Path::new("src"));
+        assert_eq!(
+            r.is_ok(),
+            n >= total,
+            "crash after {n} of {total} operations"
+        );
+        let image = fs.power_cut_image(PowerLoss::DropUnsynced);
+        for id in ["a", "b", "c"] {
+            let dir = Path::new("/data").join(id);
+            if !image.exists(&dir) {
+                continue;
+            }
+            let bytes = image
+                .read(&dir.join(format!("{id}_manifest.wshard")))
+                .unwrap();
+            let m = Manifest::read(&ShardReader::from_bytes(bytes).unwrap()).unwrap();
+            assert_eq!(m.total_timesteps, 6, "{id} after a crash at {n}");
+            for c in &m.chunks {
+                assert_eq!(
+                    sha256_hex(&image.read(&dir.join(&c.uri)).unwrap()),
+                    c.sha256
+                );
+            }
+        }
+    }
+}
