@@ -15,10 +15,10 @@
 //! after the last such step is an episode too (D4RL's own `sequence_dataset` does the
 //! same). Ids: `{prefix}-{index:06}`, the prefix being the file stem unless `--prefix`.
 //!
-//! Reading and writing overlap: a reader thread reads windows of whole episodes (every
-//! key's rows at once, so each compressed HDF5 chunk is inflated about once) while the
-//! caller's thread writes the previous window's episodes, as one batch of the sink (their
-//! syncs together).
+//! Reading and writing overlap ([`crate::pipeline`]): a reader thread reads windows of
+//! whole episodes (every key's rows at once, so each compressed HDF5 chunk is inflated
+//! about once) while the previous window is encoded and written, and the one before it
+//! synced and renamed, as one batch of the sink (their syncs in flight together).
 
 use std::path::{Path, PathBuf};
 
@@ -31,6 +31,7 @@ use crate::build::{import_metadata, EpisodeBuilder};
 use crate::error::{ImportError, Result};
 use crate::hdf5_read::{attrs_json, member, names, open, read_all, read_rows, shape_of, Member};
 use crate::options::{indexed_id, stem, ImportOptions};
+use crate::pipeline::write_all;
 use crate::sink::{EpisodeSink, WrittenEpisode};
 
 /// Keys every D4RL file has.
@@ -43,8 +44,6 @@ pub const REQUIRED_KEYS: [&str; 5] = [
 ];
 /// Rows read at once (summed over keys: a window holds about this many bytes).
 const WINDOW_BYTES: u64 = 64 << 20;
-/// Windows in flight between the reader and the writer.
-const PIPELINE_DEPTH: usize = 1;
 
 /// One per-step dataset and where it goes.
 struct Key {
@@ -298,22 +297,7 @@ pub fn import_d4rl(
         sink.check_id(&indexed_id(&p.prefix, i as u64), path)?;
     }
     let windows = windows(&p);
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Vec<Episode>>>(PIPELINE_DEPTH);
-    std::thread::scope(|s| {
-        let p = &p;
-        s.spawn(move || {
-            for w in &windows {
-                let r = read_window(p, opts, w);
-                let failed = r.is_err();
-                if tx.send(r).is_err() || failed {
-                    break;
-                }
-            }
-        });
-        let mut out = Vec::with_capacity(p.episodes.len());
-        for batch in rx {
-            out.extend(sink.write_batch(&batch?, path)?);
-        }
-        Ok(out)
-    })
+    let p = &p;
+    let batches = windows.iter().map(move |w| read_window(p, opts, w));
+    write_all(sink, path, batches)
 }

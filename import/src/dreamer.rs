@@ -22,6 +22,7 @@ use crate::build::{import_metadata, EpisodeBuilder};
 use crate::error::{ImportError, Result};
 use crate::npz::read_npz;
 use crate::options::{id_safe, indexed_id, stem, ImportOptions};
+use crate::pipeline::write_all;
 use crate::sink::{EpisodeSink, WrittenEpisode};
 
 /// Keys every DreamerV3 episode file has.
@@ -151,10 +152,10 @@ pub fn import_npz(
         }
         sink.check_id(id, f)?;
     }
-    let mut out = Vec::with_capacity(files.len());
-    for (id, f) in ids.iter().zip(&files) {
-        let ep = episode_from(f, id, read_npz(f)?, opts)?;
-        out.push(sink.write(&ep, f)?);
-    }
-    Ok(out)
+    let source = files.first().map_or_else(PathBuf::new, Clone::clone);
+    let batches = ids
+        .iter()
+        .zip(&files)
+        .map(|(id, f)| Ok(vec![episode_from(f, id, read_npz(f)?, opts)?]));
+    write_all(sink, &source, batches)
 }

@@ -2,7 +2,8 @@
 //! and D4RL HDF5 files. Each source episode becomes one episode directory in a data
 //! directory, in the single-stream layout the daemon writes, written crash-safely.
 //!
-//! - [`sink`]: the episode sink (staging directory, syncs, rename into place).
+//! - [`sink`]: the episode sink (staging directory, syncs, rename into place);
+//!   [`pipeline`]: reading, encoding and committing on three threads.
 //! - [`npy`], [`npz`]: NumPy arrays and archives; [`hdf5_read`]: HDF5 files.
 //! - [`array`]: a decoded source array; [`build`]: one episode from source arrays.
 //! - [`dreamer`], [`minari`], [`d4rl`]: one module per source format.
@@ -20,6 +21,7 @@ pub mod minari;
 pub mod npy;
 pub mod npz;
 pub mod options;
+pub mod pipeline;
 pub mod sink;
 
 pub use error::{ImportError, Result};

@@ -33,6 +33,7 @@ use crate::build::{import_metadata, EpisodeBuilder};
 use crate::error::{ImportError, Result};
 use crate::hdf5_read::{attrs_json, h5err, member, names, open, read_all, Member};
 use crate::options::{id_safe, indexed_id, stem, ImportOptions};
+use crate::pipeline::write_all;
 use crate::sink::{EpisodeSink, WrittenEpisode};
 
 /// The data file of a Minari dataset.
@@ -342,10 +343,10 @@ pub fn import_minari(
     for id in &ids {
         sink.check_id(id, &src.main)?;
     }
-    let mut out = Vec::with_capacity(groups.len());
-    for ((_, g), id) in groups.iter().zip(&ids) {
-        let ep = episode_from(&src, &file, g, id, opts)?;
-        out.push(sink.write(&ep, &src.main)?);
-    }
-    Ok(out)
+    let (src, file) = (&src, &file);
+    let batches = groups
+        .iter()
+        .zip(&ids)
+        .map(move |((_, g), id)| Ok(vec![episode_from(src, file, g, id, opts)?]));
+    write_all(sink, &src.main, batches)
 }

@@ -169,40 +169,86 @@ impl<'a> EpisodeSink<'a> {
     /// directories of episodes not renamed are removed (best effort); episodes renamed
     /// before a failing rename stay, complete.
     pub fn write_batch(&self, eps: &[Episode], source: &Path) -> Result<Vec<WrittenEpisode>> {
+        let batch = self.stage_batch(eps, source)?;
+        self.commit_batch(batch)
+    }
+
+    /// The first half of [`EpisodeSink::write_batch`]: check the ids and write every
+    /// episode under its staging directory, unsynced. Nothing is visible until
+    /// [`EpisodeSink::commit_batch`]; a batch dropped uncommitted leaves only hidden
+    /// staging directories (removed by the next import of their ids).
+    ///
+    /// # Errors
+    /// As [`EpisodeSink::write_batch`]; the batch's staging directories are removed.
+    pub fn stage_batch(&self, eps: &[Episode], source: &Path) -> Result<StagedBatch> {
         for ep in eps {
             self.check_id(&ep.id, source)?;
         }
-        let mut staged = Vec::with_capacity(eps.len());
-        let r = self.stage_all(eps, &mut staged);
-        let r = r.and_then(|()| self.commit(eps, &staged));
-        if r.is_err() {
-            for (ep, _) in eps.iter().zip(&staged) {
-                let staging = self.hidden(&ep.id, STAGING_SUFFIX);
-                if self.fs.exists(&staging) {
-                    // Best effort: the next import of this id removes it anyway.
-                    let _ = remove_tree(self.fs, &staging);
+        let mut batch = StagedBatch::default();
+        for ep in eps {
+            match self.stage(ep) {
+                Ok((st, mut files)) => {
+                    batch.episodes.push(st);
+                    batch.files.append(&mut files);
+                }
+                Err(e) => {
+                    self.discard(&batch.episodes);
+                    self.discard(&[Staged {
+                        id: ep.id.clone(),
+                        steps: 0,
+                        chunks: 0,
+                    }]);
+                    return Err(e);
                 }
             }
+        }
+        Ok(batch)
+    }
+
+    /// The second half of [`EpisodeSink::write_batch`]: sync every file and staging
+    /// directory of `batch` (all in flight together), rename each into place, sync the
+    /// data directory.
+    ///
+    /// # Errors
+    /// As [`EpisodeSink::write_batch`].
+    pub fn commit_batch(&self, mut batch: StagedBatch) -> Result<Vec<WrittenEpisode>> {
+        let r = self.sync_staged(&mut batch);
+        let r = r.and_then(|()| self.commit(&batch.episodes));
+        if r.is_err() {
+            self.discard(&batch.episodes);
         }
         r
     }
 
-    /// Write every episode's files under its staging directory and sync them all.
-    fn stage_all(&self, eps: &[Episode], staged: &mut Vec<Staged>) -> Result<()> {
-        let mut files = Vec::new();
-        for ep in eps {
-            let (st, mut f) = self.stage(ep)?;
-            staged.push(st);
-            files.append(&mut f);
+    /// Drop a staged batch without committing it: its staging directories are removed
+    /// (best effort).
+    pub fn abandon_batch(&self, batch: StagedBatch) {
+        let StagedBatch { episodes, files } = batch;
+        drop(files);
+        self.discard(&episodes);
+    }
+
+    /// Remove the staging directories of `staged` that are still there (best effort: the
+    /// next import of an id removes its stale staging directory anyway).
+    fn discard(&self, staged: &[Staged]) {
+        for st in staged {
+            let staging = self.hidden(&st.id, STAGING_SUFFIX);
+            if self.fs.exists(&staging) {
+                let _ = remove_tree(self.fs, &staging);
+            }
         }
-        sync_parallel(files.iter_mut().map(|(path, f)| {
-            let path = path.clone();
-            let id = path
-                .parent()
-                .and_then(Path::file_name)
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
+    }
+
+    /// Sync every file of the batch, then every staging directory.
+    fn sync_staged(&self, batch: &mut StagedBatch) -> Result<()> {
+        let files = std::mem::take(&mut batch.files);
+        sync_parallel(files.into_iter().map(|(path, mut f)| {
             move || {
+                let id = path
+                    .parent()
+                    .and_then(Path::file_name)
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
                 f.sync_all().map_err(|source| ImportError::Write {
                     id,
                     op: "fsync",
@@ -211,17 +257,13 @@ impl<'a> EpisodeSink<'a> {
                 })
             }
         }))?;
-        drop(files);
-        let dirs: Vec<(String, PathBuf)> = eps
-            .iter()
-            .map(|ep| (ep.id.clone(), self.hidden(&ep.id, STAGING_SUFFIX)))
-            .collect();
-        sync_parallel(dirs.iter().map(|(id, dir)| {
+        sync_parallel(batch.episodes.iter().map(|st| {
             move || {
-                self.fs.sync_dir(dir).map_err(|source| ImportError::Write {
-                    id: id.clone(),
+                let dir = self.hidden(&st.id, STAGING_SUFFIX);
+                self.fs.sync_dir(&dir).map_err(|source| ImportError::Write {
+                    id: st.id.clone(),
                     op: "fsync staging directory",
-                    path: dir.clone(),
+                    path: dir,
                     source,
                 })
             }
@@ -288,6 +330,7 @@ impl<'a> EpisodeSink<'a> {
         files.push((mpath, f));
         Ok((
             Staged {
+                id: ep.id.clone(),
                 steps: ep.length,
                 chunks,
             },
@@ -297,17 +340,17 @@ impl<'a> EpisodeSink<'a> {
 
     /// Rename every staged episode into place, then sync the data directory (and drop
     /// replaced copies).
-    fn commit(&self, eps: &[Episode], staged: &[Staged]) -> Result<Vec<WrittenEpisode>> {
-        let mut out = Vec::with_capacity(eps.len());
+    fn commit(&self, staged: &[Staged]) -> Result<Vec<WrittenEpisode>> {
+        let mut out = Vec::with_capacity(staged.len());
         let mut olds = Vec::new();
         let mut r = Ok(());
-        for (ep, st) in eps.iter().zip(staged) {
-            match self.rename_into_place(&ep.id) {
+        for st in staged {
+            match self.rename_into_place(&st.id) {
                 Ok(old) => {
-                    olds.extend(old.map(|o| (ep.id.clone(), o)));
+                    olds.extend(old.map(|o| (st.id.clone(), o)));
                     out.push(WrittenEpisode {
-                        id: ep.id.clone(),
-                        dir: self.data_dir.join(&ep.id),
+                        id: st.id.clone(),
+                        dir: self.data_dir.join(&st.id),
                         steps: st.steps,
                         chunks: st.chunks,
                     });
@@ -322,7 +365,7 @@ impl<'a> EpisodeSink<'a> {
             .fs
             .sync_dir(&self.data_dir)
             .map_err(|source| ImportError::Write {
-                id: eps.first().map(|e| e.id.clone()).unwrap_or_default(),
+                id: staged.first().map(|e| e.id.clone()).unwrap_or_default(),
                 op: "fsync data directory",
                 path: self.data_dir.clone(),
                 source,
@@ -393,9 +436,33 @@ impl<'a> EpisodeSink<'a> {
 }
 
 /// An episode written under its staging directory.
+#[derive(Debug)]
 struct Staged {
+    id: String,
     steps: u64,
     chunks: u64,
+}
+
+/// Episodes written under their staging directories, not yet synced or visible
+/// ([`EpisodeSink::stage_batch`], [`EpisodeSink::commit_batch`]).
+#[derive(Default)]
+pub struct StagedBatch {
+    episodes: Vec<Staged>,
+    files: Vec<OpenFile>,
+}
+
+impl StagedBatch {
+    /// The number of episodes.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.episodes.len()
+    }
+
+    /// True when it holds no episode.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.episodes.is_empty()
+    }
 }
 
 /// A file written, not yet synced.
