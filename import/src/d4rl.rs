@@ -12,8 +12,8 @@
 //! | `metadata/*` scalars | `meta/episode.metadata.d4rl` |
 //!
 //! An episode ends at a step whose `terminals` or `timeouts` is set; a last run of steps
-//! after the last such step is an episode too (D4RL's own `sequence_dataset` does the
-//! same). Ids: `{prefix}-{index:06}`, the prefix being the file stem unless `--prefix`.
+//! after the last such step is an episode too (D4RL's own `sequence_dataset` drops it).
+//! Ids: `{prefix}-{index:06}`, the prefix being the file stem unless `--prefix`.
 //!
 //! Reading and writing overlap ([`crate::pipeline`]): a reader thread reads windows of
 //! whole episodes (every key's rows at once, so each compressed HDF5 chunk is inflated
