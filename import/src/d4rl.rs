@@ -31,7 +31,7 @@ use crate::build::{import_metadata, EpisodeBuilder};
 use crate::error::{ImportError, Result};
 use crate::hdf5_read::{attrs_json, member, names, open, read_all, read_rows, shape_of, Member};
 use crate::options::{indexed_id, stem, ImportOptions};
-use crate::pipeline::write_all;
+use crate::pipeline::write_all_with;
 use crate::sink::{EpisodeSink, WrittenEpisode};
 
 /// Keys every D4RL file has.
@@ -169,6 +169,14 @@ fn plan(path: &Path, opts: &ImportOptions) -> Result<Plan> {
             row_bytes,
         });
     }
+    // Channel order: observations, actions, next observations, then the rest by name.
+    keys.sort_by_key(|k| {
+        let rank = ["observations", "actions", "next_observations"]
+            .iter()
+            .position(|&p| p == k.key)
+            .unwrap_or(usize::MAX);
+        (rank, k.key.clone())
+    });
     for key in ["rewards", "terminals", "timeouts"] {
         if let Some(k) = keys.iter().find(|k| k.key == key) {
             let shape = shape_of(&k.ds);
@@ -224,27 +232,44 @@ fn scalar_json(a: &Array) -> Option<Value> {
     a.to_f64().first().map(|&v| Value::from(v))
 }
 
-/// The episodes of window `[w0, w1)` (whole episodes `eps`).
-fn read_window(
-    p: &Plan,
-    opts: &ImportOptions,
-    eps: &[(usize, (u64, u64))],
-) -> Result<Vec<Episode>> {
+/// One window read: its episodes (index, `[start, end)`) and every key's rows of
+/// `[first start, last end)`.
+struct Window {
+    eps: Vec<(usize, (u64, u64))>,
+    arrays: Vec<Array>,
+}
+
+/// Read the rows of window `eps` (whole episodes) of every key (on the reader thread).
+fn read_window(p: &Plan, eps: &[(usize, (u64, u64))]) -> Result<Window> {
     let (Some(&(_, (w0, _))), Some(&(_, (_, w1)))) = (eps.first(), eps.last()) else {
-        return Ok(Vec::new());
+        return Ok(Window {
+            eps: Vec::new(),
+            arrays: Vec::new(),
+        });
     };
-    let arrays: Vec<Array> = p
+    let arrays = p
         .keys
         .iter()
         .map(|k| read_rows(&p.path, &k.ds, &k.key, w0, w1))
         .collect::<Result<_>>()?;
+    Ok(Window {
+        eps: eps.to_vec(),
+        arrays,
+    })
+}
+
+/// The episodes of a window read (on the encoding thread).
+fn episodes_of(p: &Plan, opts: &ImportOptions, w: Window) -> Result<Vec<Episode>> {
+    let Some(&(_, (w0, _))) = w.eps.first() else {
+        return Ok(Vec::new());
+    };
     let (hz, hz_source) = opts.rate(None);
     let env = opts.env_id.clone().unwrap_or_default();
-    let mut out = Vec::with_capacity(eps.len());
-    for &(index, (s, e)) in eps {
+    let mut out = Vec::with_capacity(w.eps.len());
+    for &(index, (s, e)) in &w.eps {
         let id = indexed_id(&p.prefix, index as u64);
         let mut b = EpisodeBuilder::new(&id, &env, hz, e - s, &p.path, "observations");
-        for (k, a) in p.keys.iter().zip(&arrays) {
+        for (k, a) in p.keys.iter().zip(&w.arrays) {
             let rows = a.rows(s - w0, e - w0);
             match k.key.as_str() {
                 "rewards" => b.reward(&k.key, rows)?,
@@ -298,6 +323,6 @@ pub fn import_d4rl(
     }
     let windows = windows(&p);
     let p = &p;
-    let batches = windows.iter().map(move |w| read_window(p, opts, w));
-    write_all(sink, path, batches)
+    let reads = windows.iter().map(move |w| read_window(p, w));
+    write_all_with(sink, path, reads, |w| episodes_of(p, opts, w))
 }

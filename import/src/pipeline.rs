@@ -1,8 +1,9 @@
-//! Reading, encoding and committing on three threads: a reader produces batches of
-//! episodes (one source format's iterator), the caller's thread encodes and writes each
-//! batch under its staging directories ([`EpisodeSink::stage_batch`]), a committer syncs
-//! and renames the previous batch ([`EpisodeSink::commit_batch`]). One batch in flight
-//! between each pair, so memory stays at about three batches.
+//! Reading, encoding and committing on three threads: a reader produces batches (one
+//! source format's iterator: what it read of the source), the caller's thread turns each
+//! into episodes and encodes and writes them under their staging directories
+//! ([`EpisodeSink::stage_batch`]), a committer syncs and renames the previous batch
+//! ([`EpisodeSink::commit_batch`]). One batch in flight between each pair, so memory stays
+//! at about three batches.
 
 use std::path::Path;
 use std::sync::mpsc::sync_channel;
@@ -29,7 +30,26 @@ pub fn write_all<I>(
 where
     I: Iterator<Item = Result<Vec<Episode>>> + Send,
 {
-    let (read_tx, read_rx) = sync_channel::<Result<Vec<Episode>>>(DEPTH);
+    write_all_with(sink, source, batches, Ok)
+}
+
+/// As [`write_all`], the reader's items turned into episodes by `build` on the caller's
+/// thread (so that the reader thread only reads).
+///
+/// # Errors
+/// The first error.
+pub fn write_all_with<I, T, F>(
+    sink: &EpisodeSink<'_>,
+    source: &Path,
+    batches: I,
+    build: F,
+) -> Result<Vec<WrittenEpisode>>
+where
+    I: Iterator<Item = Result<T>> + Send,
+    T: Send,
+    F: Fn(T) -> Result<Vec<Episode>>,
+{
+    let (read_tx, read_rx) = sync_channel::<Result<T>>(DEPTH);
     let (stage_tx, stage_rx) = sync_channel::<StagedBatch>(DEPTH);
     std::thread::scope(|s| {
         s.spawn(move || {
@@ -49,7 +69,9 @@ where
         });
         let mut staged = Ok(());
         for b in read_rx {
-            let r = b.and_then(|eps| sink.stage_batch(&eps, source));
+            let r = b
+                .and_then(&build)
+                .and_then(|eps| sink.stage_batch(&eps, source));
             match r {
                 Ok(batch) => {
                     if let Err(e) = stage_tx.send(batch) {

@@ -225,3 +225,23 @@ fn import_d4rl_u8_observations_keep_their_dtype() {
     assert_eq!((obs.dtype, obs.shape.clone()), (DType::U8, vec![2, 2, 3]));
     assert_eq!(obs.data, (96..144).map(|i| i as u8).collect::<Vec<_>>());
 }
+
+#[test]
+fn import_d4rl_output_is_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("same.hdf5");
+    write_h5(&f, &d4rl_sets(), true);
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    import(&f, &a).unwrap();
+    import(&f, &b).unwrap();
+    for id in common::listing(&a).iter().filter(|n| !n.starts_with('.')) {
+        for file in common::listing(&a.join(id)) {
+            let (x, y) = (a.join(id).join(&file), b.join(id).join(&file));
+            assert_eq!(
+                std::fs::read(x).unwrap(),
+                std::fs::read(y).unwrap(),
+                "{id}/{file}"
+            );
+        }
+    }
+}
