@@ -5,7 +5,7 @@
 //! - [`sink`]: the episode sink (staging directory, syncs, rename into place);
 //!   [`pipeline`]: reading, encoding and committing on three threads.
 //! - [`npy`], [`npz`]: NumPy arrays and archives; [`hdf5_read`]: HDF5 files.
-//! - [`array`]: a decoded source array; [`build`]: one episode from source arrays.
+//! - [`array`](mod@array): a decoded source array; [`build`]: one episode from source arrays.
 //! - [`dreamer`], [`minari`], [`d4rl`]: one module per source format.
 //! - [`options`]: the options every importer takes; [`error`]: [`ImportError`].
 //!
