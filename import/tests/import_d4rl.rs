@@ -245,3 +245,22 @@ fn import_d4rl_output_is_deterministic() {
         }
     }
 }
+
+#[test]
+fn import_d4rl_channel_name_collision_is_a_format_error() {
+    // f64 rewards are kept exactly as channel `reward`; a per-step dataset named `reward`
+    // would be a second `signal/reward`.
+    let mut s = without("rewards");
+    s.push(("rewards", H5::F64(vec![N], vec![0.5; N as usize])));
+    s.push(("reward", H5::F32(vec![N], vec![0.0; N as usize])));
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("clash.hdf5");
+    write_h5(&f, &s, false);
+    let e = import(&f, &dir.path().join("data")).unwrap_err();
+    assert!(matches!(e, ImportError::Format { .. }), "{e}");
+    assert!(
+        e.is_bad_input() && e.to_string().contains("signal/reward"),
+        "{e}"
+    );
+    assert!(common::listing(&dir.path().join("data")).is_empty(), "{e}");
+}
