@@ -12,8 +12,8 @@ episodes of 1000 steps ended by ``timeouts``, an occasional terminal): ``observa
 The values are a random walk (smooth like robot states; gzip finds about as little to
 squeeze as in D4RL's files).
 
-``wshard import d4rl`` does more than h5py's read: it also writes every episode (zstd-3
-chunks, SHA-256, fsync, rename) into a fresh data directory per repetition (kept until the
+``wshard import d4rl`` (the default codec, zstd-3, and ``--codec lz4``) does more than
+h5py's read: it also writes every episode (compressed chunks, SHA-256, fsync, rename) into a fresh data directory per repetition (kept until the
 end: on ext4, creating files where many were just deleted costs a lot more). Both run warm (the file is in the page cache: it was just
 written, and one untimed h5py read goes first). Cases alternate per repetition; the median
 is reported. ``--smoke``: a tiny file (a few MB), one repetition: checks that the script
@@ -102,11 +102,11 @@ def timed_h5py(path: Path) -> Tuple[float, float]:
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
-def timed_import(wshard: str, path: Path, out: Path) -> Tuple[float, float]:
+def timed_import(wshard: str, path: Path, out: Path, codec: str) -> Tuple[float, float]:
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run([wshard, "import", "d4rl", str(path), "--data-dir", str(out), "--quiet"],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([wshard, "import", "d4rl", str(path), "--data-dir", str(out), "--quiet",
+                    "--codec", codec], check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
@@ -132,17 +132,19 @@ def main() -> int:
     print(f"file: {rows} rows, {gb:.3f} GB payload, {src.stat().st_size / 1e9:.3f} GB on disk "
           f"(gzip), made in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     h5py_read(src)  # untimed: the same page cache for both cases
-    res: Dict[str, List[Tuple[float, float]]] = {"h5py read": [], "wshard import d4rl": []}
+    imports = {"wshard import d4rl": "zstd", "  --codec lz4": "lz4"}
+    res: Dict[str, List[Tuple[float, float]]] = {"h5py read": [], **{k: [] for k in imports}}
     for i in range(reps):
-        order = ["h5py read", "wshard import d4rl"][:: 1 if i % 2 == 0 else -1]
+        order = list(res)[:: 1 if i % 2 == 0 else -1]
         for case in order:
             if case == "h5py read":
                 res[case].append(timed_h5py(src))
             else:
                 # A fresh directory each time, the earlier ones kept until the end: ext4
                 # pays for creating files where many were just deleted.
-                res[case].append(timed_import(args.wshard, src, work / f"data-{i}"))
-    out_bytes = sum(p.stat().st_size for p in (work / "data-0").rglob("*") if p.is_file())
+                out = work / f"data-{i}-{imports[case]}"
+                res[case].append(timed_import(args.wshard, src, out, imports[case]))
+    out_bytes = sum(p.stat().st_size for p in (work / "data-0-zstd").rglob("*") if p.is_file())
     base = statistics.median(w for w, _ in res["h5py read"])
     print(f"{'case':<22} {'wall s':>8} {'CPU s':>8} {'CPU s/GB':>9} {'GB/s':>7} {'vs h5py':>8}")
     for case, runs in res.items():
