@@ -63,6 +63,15 @@ fi
 if ! pkg-config --exists libturbojpeg 2>/dev/null; then
     missing+=("libturbojpeg and pkg-config for the WebDataset export's JPEG encoder (apt-get install libturbojpeg0-dev pkg-config)")
 fi
+# The imports (tests/interop/test_import_*): h5py for D4RL-layout files, the real minari
+# package (with jax for its DataCollector) for Minari datasets; libhdf5 (Debian's
+# libhdf5-dev, found with pkg-config) for the wshard-import crate's build.
+if ! python3 -c 'import h5py, minari, jax; assert minari.__version__ == "0.5.4"' >/dev/null 2>&1; then
+    missing+=("python3 modules h5py and minari 0.5.4 with jax for the import tests (python3 -m pip install h5py==3.16.0 \"minari[create,hdf5]==0.5.4\")")
+fi
+if ! pkg-config --exists hdf5 2>/dev/null; then
+    missing+=("libhdf5 and pkg-config for the wshard-import crate (apt-get install libhdf5-dev pkg-config)")
+fi
 if ! python3 -m maturin --version >/dev/null 2>&1; then
     missing+=("maturin, to build the Python reader (python3 -m pip install maturin)")
 fi

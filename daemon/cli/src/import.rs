@@ -1,6 +1,12 @@
-//! `wshard import ARGS...`: import ROS bags as episodes by running the ROS bridge's bag
-//! importer, `python3 -m wshard_ros.bag_import ARGS...` (ingest-adapters/ros), with the
-//! arguments passed through untouched; the exit code is the importer's.
+//! `wshard import ...`: the dispatcher of the imports.
+//!
+//! - `wshard import npz|minari|d4rl ...`: the native converters ([`super::import_formats`]).
+//! - `wshard import bag ARGS...` and `wshard import ARGS...` (any first argument that is
+//!   not one of the words above): import ROS bags as episodes by running the ROS bridge's
+//!   bag importer, `python3 -m wshard_ros.bag_import ARGS...` (ingest-adapters/ros), with
+//!   the arguments passed through untouched; the exit code is the importer's.
+//! - `wshard import` alone, or with `-h` / `--help` / `help` first: the list of formats
+//!   (`wshard import bag --help` shows the bag importer's options).
 //!
 //! The interpreter is `$WSHARD_PYTHON` when set (non-empty), else `python3` on `PATH`.
 //! Before running it, `wshard` asks that interpreter whether it can find
@@ -15,6 +21,25 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use super::control::exit;
+use super::import_formats;
+
+/// The word that selects the bag importer explicitly.
+pub const BAG_VERB: &str = "bag";
+
+/// What `wshard import --help` prints.
+pub const OVERVIEW: &str = "\
+Import episodes into a data directory.
+
+Usage:
+  wshard import npz INPUTS... --data-dir DIR [OPTIONS]   DreamerV3 episode .npz files
+  wshard import minari DATASET --data-dir DIR [OPTIONS]  a Minari dataset (HDF5)
+  wshard import d4rl FILE.hdf5 --data-dir DIR [OPTIONS]  a D4RL HDF5 file
+  wshard import [bag] BAG... --mapping M.toml (--data-dir DIR | --socket S) [...]
+                                                          ROS bags (python3 -m wshard_ros.bag_import)
+
+`wshard import npz|minari|d4rl --help` lists a converter's options;
+`wshard import bag --help` the bag importer's.
+";
 
 /// The environment variable naming the Python interpreter.
 pub const PYTHON_ENV: &str = "WSHARD_PYTHON";
@@ -110,9 +135,26 @@ fn exit_code(status: std::process::ExitStatus) -> u8 {
     }
 }
 
-/// Run `wshard import ARGS...`; returns the importer's exit code, or 2 when it cannot be
-/// run (no interpreter, no `wshard_ros`).
-pub fn run(args: &[OsString], err: &mut dyn Write) -> u8 {
+/// Run `wshard import ARGS...`: a native converter for `npz`, `minari`, `d4rl`; the
+/// overview for nothing or `-h`/`--help`/`help`; else the bag importer (after a leading
+/// `bag`, which is dropped).
+pub fn run(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    if import_formats::is_native(args) {
+        return import_formats::run(args, out, err);
+    }
+    match args.first().and_then(|a| a.to_str()) {
+        None | Some("-h" | "--help" | "help") => {
+            let _ = write!(out, "{OVERVIEW}");
+            exit::OK
+        }
+        Some(BAG_VERB) => run_bag(&args[1..], err),
+        Some(_) => run_bag(args, err),
+    }
+}
+
+/// Run the bag importer with `args`; returns its exit code, or 2 when it cannot be run
+/// (no interpreter, no `wshard_ros`).
+pub fn run_bag(args: &[OsString], err: &mut dyn Write) -> u8 {
     let python = python();
     if let Err(message) = probe(&python) {
         let _ = writeln!(err, "wshard import: {message}");

@@ -29,7 +29,8 @@
 //! - [`remote`]: `wshard inspect|cat s3://...`, read by range requests and through the blob
 //!   cache; [`cache_cmd`]: `wshard cache stats|gc`; [`dataset`]: `wshard dataset
 //!   list|show|pull`.
-//! - [`import`]: `wshard import ...`, running the ROS bag importer (`wshard_ros.bag_import`).
+//! - [`import`]: `wshard import ...`: the native converters or the ROS bag importer
+//!   (`wshard_ros.bag_import`); [`import_formats`]: `wshard import npz|minari|d4rl`.
 //! - [`export`]: `wshard export webdataset|lerobot|mcap`, one file per format over the
 //!   `wshard-export` library.
 //! - [`Status`]: the exit status shared by `inspect`, `verify` and `cat` (`recover` has its own).
@@ -53,6 +54,7 @@ pub mod doctor;
 pub mod episode_view;
 pub mod export;
 pub mod import;
+pub mod import_formats;
 pub mod inspect;
 pub mod inspect_dir;
 pub mod npy;

@@ -17,7 +17,7 @@ use wshard_cli::{
 /// exits 3 when data was (or would be) lost, and 1 when recovery itself failed; `status`,
 /// `episodes`, `close` and `metrics` exit 1 when the daemon refuses (unknown episode,
 /// permission denied) and 2 when it cannot be reached; `bridge` likewise for the ROS
-/// bridge; `import` exits with the importer's code (2 when it cannot be run).
+/// bridge; `import bag` exits with the bag importer's code (2 when it cannot be run).
 #[derive(Debug, Parser)]
 #[command(name = "wshard", version)]
 struct Cli {
@@ -100,13 +100,17 @@ enum Command {
         #[command(subcommand)]
         verb: export::ExportVerb,
     },
-    /// Import ROS bags (ROS 1 .bag, rosbag2 sqlite3 or MCAP) as episodes: runs
-    /// `python3 -m wshard_ros.bag_import ARGS...` (python from $WSHARD_PYTHON, else
-    /// python3) and exits with its exit code; `wshard import --help` shows its options.
-    /// Exit 2 when python or the wshard_ros package is missing.
+    /// Import episodes into a data directory: `npz` (DreamerV3 episode files), `minari`
+    /// (a Minari HDF5 dataset), `d4rl` (a D4RL HDF5 file), natively (exit 0 done, 1 bad
+    /// source file, 2 usage, existing episode or I/O error); `bag` or anything else: ROS
+    /// bags (ROS 1 .bag, rosbag2 sqlite3 or MCAP) through `python3 -m
+    /// wshard_ros.bag_import ARGS...` (python from $WSHARD_PYTHON, else python3), exiting
+    /// with its code (2 when python or the wshard_ros package is missing).
+    /// `wshard import --help` lists the formats; `wshard import FORMAT --help` their options.
     #[command(disable_help_flag = true)]
     Import {
-        /// Passed to the importer untouched, e.g. BAG... --mapping M.toml --data-dir DIR.
+        /// `npz|minari|d4rl ...`, `bag ...`, or passed to the bag importer untouched, e.g.
+        /// BAG... --mapping M.toml --data-dir DIR.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<std::ffi::OsString>,
     },
@@ -269,8 +273,8 @@ fn main() -> ExitCode {
         Command::Dataset { verb } => dataset::run(&verb, &mut out, &mut err),
         Command::Export { verb } => export::run(&verb, &mut out, &mut err),
         Command::Bridge { verb, options } => bridge::run(&verb, &options, &mut out, &mut err),
-        // The importer writes to the terminal itself (its progress bar).
-        Command::Import { args } => import::run(&args, &mut err),
+        // The bag importer writes to the terminal itself (its progress bar).
+        Command::Import { args } => import::run(&args, &mut out, &mut err),
         Command::Inspect {
             file,
             remote: remote_args,

@@ -1,7 +1,9 @@
-//! `wshard import ...` runs `python -m wshard_ros.bag_import` with the arguments passed
-//! through and exits with its code; a missing interpreter or package is exit 2 with the
+//! `wshard import ...` and `wshard import bag ...` run `python -m wshard_ros.bag_import`
+//! with the arguments passed through and exit with its code; a missing interpreter or package is exit 2 with the
 //! install hint. The importer here is a stand-in package on PYTHONPATH (the real one is
-//! tested by the ROS import tests); the interpreter is the machine's python3.
+//! tested by the ROS import tests); the interpreter is the machine's python3. The overview
+//! (`wshard import --help`) and `wshard import npz|minari|d4rl` are wshard's own: their
+//! exit codes are checked here, their conversions in import/tests.
 #![allow(clippy::unwrap_used)]
 
 use std::os::unix::fs::PermissionsExt;
@@ -94,4 +96,110 @@ fn cli_import_passes_arguments_and_exit_code() {
     assert_eq!(got, args);
     let o = import(&py, Some(&root), &["0"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn cli_import_bag_word_goes_to_the_bag_importer() {
+    let dir = tempfile::tempdir().unwrap();
+    let py = bare_python(dir.path());
+    let root = dir.path().join("pkg");
+    fake_importer(
+        &root,
+        "",
+        "import json, sys\nprint(json.dumps(sys.argv[1:]))\nsys.exit(int(sys.argv[-1]))\n",
+    );
+    let o = import(&py, Some(&root), &["bag", "x.bag", "--help", "3"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let got: Vec<String> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(got, ["x.bag", "--help", "3"]);
+}
+
+#[test]
+fn cli_import_help_lists_the_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    // No python needed: the overview and the converters' help are wshard's own.
+    let nopy = dir.path().join("no-such-python");
+    for args in [&["--help"][..], &[], &["help"]] {
+        let o = import(&nopy, None, args);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        for word in ["import npz", "import minari", "import d4rl", "import [bag]"] {
+            assert!(text(&o).contains(word), "{word}: {}", text(&o));
+        }
+    }
+    let o = import(&nopy, None, &["d4rl", "--help"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("--data-dir <DIR>"), "{}", text(&o));
+}
+
+#[test]
+fn cli_import_native_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let nopy = dir.path().join("no-such-python");
+    // Usage: no --data-dir.
+    let o = import(&nopy, None, &["npz", "x.npz"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let data = dir.path().join("data");
+    let data_arg = data.to_str().unwrap();
+    // A bad source file: exit 1, naming the file.
+    let bad = dir.path().join("bad.npz");
+    std::fs::write(&bad, "not a zip").unwrap();
+    let o = import(
+        &nopy,
+        None,
+        &["npz", bad.to_str().unwrap(), "--data-dir", data_arg],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("bad.npz: not an .npz (zip) archive"),
+        "{}",
+        text(&o)
+    );
+    let h5 = dir.path().join("bad.hdf5");
+    std::fs::write(&h5, "not hdf5").unwrap();
+    let o = import(
+        &nopy,
+        None,
+        &["d4rl", h5.to_str().unwrap(), "--data-dir", data_arg],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("not an HDF5 file"), "{}", text(&o));
+    let o = import(
+        &nopy,
+        None,
+        &[
+            "minari",
+            dir.path().to_str().unwrap(),
+            "--data-dir",
+            data_arg,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("not a Minari dataset"), "{}", text(&o));
+    // A bad option value: exit 2.
+    let o = import(
+        &nopy,
+        None,
+        &[
+            "d4rl",
+            h5.to_str().unwrap(),
+            "--data-dir",
+            data_arg,
+            "--hz",
+            "0",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = import(
+        &nopy,
+        None,
+        &[
+            "d4rl",
+            h5.to_str().unwrap(),
+            "--data-dir",
+            data_arg,
+            "--codec",
+            "gzip",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
