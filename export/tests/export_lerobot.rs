@@ -398,7 +398,7 @@ fn export_lerobot_skips_unfinished_episodes_and_is_deterministic() {
     .unwrap();
     assert_eq!(s.episodes, 2);
     assert_eq!(s.skipped.len(), 1);
-    assert!(s.skipped[0].path.ends_with("ep-c"));
+    assert!(s.skipped[0].dir.ends_with("ep-c"));
     let out2 = tmp.path().join("out2");
     run(&[data], &out2, &LerobotOptions::default()).unwrap();
     for f in [

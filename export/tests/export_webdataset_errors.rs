@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use support::{write_episode, Spec};
 use wshard::episode_dir::index::EpisodeStatus;
+use wshard_export::inputs::InputsError;
 use wshard_export::webdataset::{
     export, parse_resize, LowdimClock, WebdatasetError, WebdatasetOptions,
 };
@@ -316,14 +317,20 @@ fn export_webdataset_inputs_left_out_and_missing() {
         &WebdatasetOptions::default(),
     )
     .unwrap_err();
-    assert!(matches!(*e, WebdatasetError::NoEpisodes { .. }), "{e}");
+    assert!(
+        matches!(*e, WebdatasetError::Inputs(InputsError::NoEpisodes { .. })),
+        "{e}"
+    );
     let e = try_export(
         &[tmp.path().join("nope")],
         &tmp.path().join("o2"),
         &WebdatasetOptions::default(),
     )
     .unwrap_err();
-    assert!(matches!(*e, WebdatasetError::BadInput { .. }), "{e}");
+    assert!(
+        matches!(*e, WebdatasetError::Inputs(InputsError::Io { .. })),
+        "{e}"
+    );
     assert!(!tmp.path().join("o2").exists());
 }
 

@@ -5,13 +5,15 @@ use std::path::PathBuf;
 use wshard::align::AlignError;
 use wshard::episode_dir::EpisodeDirError;
 
+use crate::inputs::InputsError;
+
 /// A LeRobot export that could not be made.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LerobotError {
-    /// An input is neither an episode directory nor a data directory holding episodes.
-    #[error("{path}: not an episode directory, nor a data directory holding finished episodes")]
-    NotEpisodes { path: PathBuf },
+    /// The inputs name no episodes to export (`crate::inputs`).
+    #[error(transparent)]
+    Inputs(#[from] InputsError),
     /// An episode directory could not be read.
     #[error("episode {path}: {source}")]
     Episode {

@@ -8,7 +8,8 @@
 //! - `plan`: an episode's channels as MCAP channels (topic `/STREAM/CHANNEL`).
 //! - [`writer`]: one episode to one file, messages in log-time order; `summary_order`
 //!   makes its summary section the same bytes on every run.
-//! - [`inputs`] and [`export`]: episode or data directories in, one file per episode out.
+//! - [`export`]: episode or data directories in (resolved by `crate::inputs`), one file
+//!   per episode out.
 //! - [`error`]: the errors, [`McapError`].
 //!
 //! See docs/EXPORT.md, "MCAP".
@@ -17,7 +18,6 @@ mod encode;
 pub mod error;
 mod events;
 pub mod export;
-pub mod inputs;
 pub mod options;
 mod picture;
 mod plan;
@@ -27,10 +27,10 @@ mod summary_order;
 mod vector;
 pub mod writer;
 
+pub use crate::inputs::{resolve_inputs, EpisodeInput, Inputs, InputsError, Skipped};
 pub use error::McapError;
 pub use events::{ANNOTATIONS_TOPIC, EVENTS_TOPIC};
 pub use export::{export_mcap, export_resolved, McapExport};
-pub use inputs::{resolve_inputs, EpisodeInput, Inputs, Skipped};
 pub use options::{
     ImageMode, McapCompression, McapOptions, DEFAULT_CHUNK_SIZE, DEFAULT_JPEG_QUALITY,
 };

@@ -125,12 +125,7 @@ pub fn run(args: &LerobotArgs, out: &mut impl Write, err: &mut impl Write) -> u8
     match result {
         Ok(s) => {
             for skipped in &s.skipped {
-                let _ = writeln!(
-                    err,
-                    "skipped {}: {}",
-                    skipped.path.display(),
-                    skipped.reason
-                );
+                let _ = writeln!(err, "skipped {}: {}", skipped.dir.display(), skipped.reason);
             }
             for (channel, why) in &s.left_out {
                 let _ = writeln!(err, "left out {channel}: {why}");

@@ -121,7 +121,7 @@ pub fn run(args: &McapArgs, out: &mut impl Write, err: &mut impl Write) -> u8 {
         Ok(r) => r,
         Err(e) => {
             let _ = writeln!(err, "wshard export mcap: {e}");
-            return status_of(&e).code();
+            return status_of(&McapError::from(e)).code();
         }
     };
     let total = resolved.episodes.len();
