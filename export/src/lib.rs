@@ -7,6 +7,7 @@
 //!   low-dimensional vectors, one rule for every export.
 //! - [`inputs`]: which episodes the inputs (episode or data directories) name, one rule
 //!   for every export.
+//! - [`picture_encode`]: JPEG (libjpeg-turbo) and PNG encoding of pictures.
 //! - `webdataset`: `wshard export webdataset`, training shards (tar) with their statistics.
 //! - `lerobot`: `wshard export lerobot`, a LeRobotDataset v3 directory.
 //! - `mcap`: `wshard export mcap`, one MCAP file per episode for Foxglove, PlotJuggler and
@@ -16,4 +17,5 @@ pub mod channel_kind;
 pub mod inputs;
 pub mod lerobot;
 pub mod mcap;
+pub mod picture_encode;
 pub mod webdataset;

@@ -3,7 +3,7 @@
 //! - [`options`]: compression (zstd, lz4, none), chunk size, how pictures are written.
 //! - [`schemas`]: the JSON Schemas (`wshard.Vector`, `foxglove.RawImage`,
 //!   `foxglove.CompressedImage`, `wshard.Event`, `wshard.Annotation`).
-//! - `vector`, `picture` (with `encode`: JPEG / PNG), `events`: the JSON message of a
+//! - `vector`, `picture` (JPEG / PNG by `crate::picture_encode`), `events`: the JSON message of a
 //!   step of a low-dimensional channel, of a picture, of an event.
 //! - `plan`: an episode's channels as MCAP channels (topic `/STREAM/CHANNEL`).
 //! - [`writer`]: one episode to one file, messages in log-time order; `summary_order`
@@ -14,7 +14,6 @@
 //!
 //! See docs/EXPORT.md, "MCAP".
 
-mod encode;
 pub mod error;
 mod events;
 pub mod export;
