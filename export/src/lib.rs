@@ -7,6 +7,7 @@
 //!   low-dimensional vectors, one rule for every export.
 //! - [`inputs`]: which episodes the inputs (episode or data directories) name, one rule
 //!   for every export.
+//! - [`partial_output`]: an output directory written whole or not at all.
 //! - [`picture_encode`]: JPEG (libjpeg-turbo) and PNG encoding of pictures.
 //! - `webdataset`: `wshard export webdataset`, training shards (tar) with their statistics.
 //! - `lerobot`: `wshard export lerobot`, a LeRobotDataset v3 directory.
@@ -17,5 +18,6 @@ pub mod channel_kind;
 pub mod inputs;
 pub mod lerobot;
 pub mod mcap;
+pub mod partial_output;
 pub mod picture_encode;
 pub mod webdataset;

@@ -58,6 +58,13 @@ impl EncodeError {
     }
 }
 
+/// A picture side (a channel's shape) as `usize`; one too large for memory becomes
+/// `usize::MAX`, which the encoders and size checks refuse.
+#[must_use]
+pub(crate) fn side(v: u64) -> usize {
+    usize::try_from(v).unwrap_or(usize::MAX)
+}
+
 const JPEG: &str = "jpeg";
 const PNG: &str = "png";
 

@@ -6,6 +6,7 @@ use wshard::align::AlignError;
 use wshard::episode_dir::EpisodeDirError;
 
 use crate::inputs::InputsError;
+use crate::partial_output::OutputError;
 
 /// A LeRobot export that could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -119,6 +120,15 @@ pub struct FeatureMismatch {
     pub feature: String,
     pub expected: String,
     pub found: String,
+}
+
+impl From<OutputError> for LerobotError {
+    fn from(e: OutputError) -> Self {
+        match e {
+            OutputError::NotEmpty { dir } => Self::OutputNotEmpty { dir },
+            OutputError::Io { op, path, source } => Self::Io { op, path, source },
+        }
+    }
 }
 
 impl LerobotError {

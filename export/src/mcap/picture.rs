@@ -16,7 +16,7 @@ use super::options::ImageMode;
 use super::schemas::{self, COMPRESSED_IMAGE_SCHEMA, RAW_IMAGE_SCHEMA};
 use super::stamp::Stamp;
 use crate::channel_kind::{ChannelKind, DepthUnit};
-use crate::picture_encode::{jpeg, png, Pixels, PngCompression};
+use crate::picture_encode::{jpeg, png, side, Pixels, PngCompression};
 
 /// How one picture channel is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -174,11 +174,6 @@ impl Picture {
         out.extend_from_slice(b"\"}");
         Ok(())
     }
-}
-
-/// A picture side as `usize` (one too large for memory is refused by the encoder).
-fn side(v: u64) -> usize {
-    usize::try_from(v).unwrap_or(usize::MAX)
 }
 
 /// Append `data` as standard base64 (with padding).

@@ -6,6 +6,7 @@ use wshard::align::AlignError;
 use wshard::episode_dir::EpisodeDirError;
 
 use crate::inputs::{InputsError, OP_LIST};
+use crate::partial_output::OutputError;
 
 /// A failed WebDataset export.
 #[derive(Debug, thiserror::Error)]
@@ -111,6 +112,15 @@ pub enum WebdatasetError {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl From<OutputError> for WebdatasetError {
+    fn from(e: OutputError) -> Self {
+        match e {
+            OutputError::NotEmpty { dir } => Self::OutputNotEmpty { path: dir },
+            OutputError::Io { op, path, source } => Self::Io { op, path, source },
+        }
+    }
 }
 
 impl WebdatasetError {

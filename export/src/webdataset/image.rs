@@ -7,7 +7,7 @@
 
 use crate::channel_kind::{ChannelKind, DepthUnit};
 pub use crate::picture_encode::EncodeError;
-use crate::picture_encode::{jpeg, png_mono16, Pixels, PngCompression};
+use crate::picture_encode::{jpeg, png_mono16, side, Pixels, PngCompression};
 
 use super::options::JPEG_QUALITY;
 use super::resize::{resize_nearest, resize_u8};
@@ -32,10 +32,6 @@ pub fn metres_to_mm(m: f32) -> u16 {
     } else {
         0
     }
-}
-
-fn side(v: u64) -> usize {
-    usize::try_from(v).unwrap_or(usize::MAX)
 }
 
 /// Encode one frame (`bytes`, the channel's step, little-endian) of a picture channel of
