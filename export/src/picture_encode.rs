@@ -170,7 +170,7 @@ pub fn png(
 /// 16-bit grey `width` x `height` samples (row-major) as PNG.
 ///
 /// # Errors
-/// As [`png`].
+/// As [`png()`].
 pub fn png_mono16(
     samples: &[u16],
     width: usize,
