@@ -5,12 +5,19 @@
 //!
 //! - [`channel_kind`]: which channels are pictures (colour, mono, depth) and which are
 //!   low-dimensional vectors, one rule for every export.
+//! - [`inputs`]: which episodes the inputs (episode or data directories) name, one rule
+//!   for every export.
+//! - [`partial_output`]: an output directory written whole or not at all.
+//! - [`picture_encode`]: JPEG (libjpeg-turbo) and PNG encoding of pictures.
 //! - `webdataset`: `wshard export webdataset`, training shards (tar) with their statistics.
 //! - `lerobot`: `wshard export lerobot`, a LeRobotDataset v3 directory.
 //! - `mcap`: `wshard export mcap`, one MCAP file per episode for Foxglove, PlotJuggler and
 //!   rerun.
 
 pub mod channel_kind;
+pub mod inputs;
 pub mod lerobot;
 pub mod mcap;
+pub mod partial_output;
+pub mod picture_encode;
 pub mod webdataset;

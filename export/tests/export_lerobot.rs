@@ -398,7 +398,7 @@ fn export_lerobot_skips_unfinished_episodes_and_is_deterministic() {
     .unwrap();
     assert_eq!(s.episodes, 2);
     assert_eq!(s.skipped.len(), 1);
-    assert!(s.skipped[0].path.ends_with("ep-c"));
+    assert!(s.skipped[0].dir.ends_with("ep-c"));
     let out2 = tmp.path().join("out2");
     run(&[data], &out2, &LerobotOptions::default()).unwrap();
     for f in [
@@ -542,4 +542,29 @@ fn export_lerobot_one_episode_per_file() {
         ),
         (&Value::from(0), &Value::from(0))
     );
+}
+
+#[test]
+fn export_lerobot_inputs_follow_the_shared_rule() {
+    use wshard_export::inputs::InputsError;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let a = write(&tmp.path().join("a"), &Spec::new("ep-x", 2));
+    let b = write(&tmp.path().join("b"), &Spec::new("ep-x", 2));
+    let e = run(&[a, b], &out, &LerobotOptions::default()).unwrap_err();
+    assert!(
+        matches!(&e, LerobotError::Inputs(InputsError::DuplicateEpisode { episode, .. }) if episode == "ep-x"),
+        "{e}"
+    );
+    assert!(!e.is_bad_input());
+    // A data directory without an episode directory.
+    let empty = tmp.path().join("empty");
+    fs::create_dir_all(empty.join("notes")).unwrap();
+    let e = run(&[empty], &out, &LerobotOptions::default()).unwrap_err();
+    assert!(
+        matches!(&e, LerobotError::Inputs(InputsError::NoEpisodes { .. })),
+        "{e}"
+    );
+    assert!(!e.is_bad_input());
+    assert!(!out.exists());
 }

@@ -13,7 +13,7 @@ use wshard::episode::{Channel, DType, Lane, Timebase};
 use wshard::episode_dir::events::{EventData, EventRecord};
 use wshard::episode_dir::index::EpisodeStatus;
 use wshard_export::mcap::{
-    export_episode, export_mcap, ImageMode, McapError, McapOptions, PARTIAL_SUFFIX,
+    export_episode, export_mcap, ImageMode, InputsError, McapError, McapOptions, PARTIAL_SUFFIX,
 };
 
 fn export(
@@ -43,28 +43,34 @@ fn export_mcap_bad_inputs_are_named() {
     fs::write(&file, "x").unwrap();
     let e = export(std::slice::from_ref(&file), &out, &opts).unwrap_err();
     assert!(
-        matches!(&e, McapError::NotAnInput { path } if *path == file),
+        matches!(&e, McapError::Inputs(InputsError::NotAnInput { path }) if *path == file),
         "{e}"
     );
     assert!(!e.is_bad_episode());
 
     let missing = tmp.path().join("missing");
     let e = export(&[missing], &out, &opts).unwrap_err();
-    assert!(matches!(&e, McapError::Io { op: "open", .. }), "{e}");
+    assert!(
+        matches!(&e, McapError::Inputs(InputsError::Io { op: "open", .. })),
+        "{e}"
+    );
     assert!(e.to_string().contains("missing"), "{e}");
 
     let empty = tmp.path().join("empty");
     fs::create_dir_all(&empty).unwrap();
     small_episode(&empty, "still-open", EpisodeStatus::Recording, 0);
     let e = export(&[empty], &out, &opts).unwrap_err();
-    assert!(matches!(e, McapError::NoEpisodes { .. }), "{e}");
+    assert!(
+        matches!(e, McapError::Inputs(InputsError::NoEpisodes { .. })),
+        "{e}"
+    );
     assert!(e.to_string().contains("empty"), "{e}");
 
     let a = small_episode(&tmp.path().join("a"), "EP", EpisodeStatus::Complete, 0);
     let b = small_episode(&tmp.path().join("b"), "EP", EpisodeStatus::Complete, 0);
     let e = export(&[a.clone(), b], &out, &opts).unwrap_err();
     assert!(
-        matches!(&e, McapError::DuplicateEpisode { episode, .. } if episode == "EP"),
+        matches!(&e, McapError::Inputs(InputsError::DuplicateEpisode { episode, .. }) if episode == "EP"),
         "{e}"
     );
     // The same directory twice (also through its data directory) is one episode.

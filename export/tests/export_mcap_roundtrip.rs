@@ -410,7 +410,9 @@ fn export_mcap_round_trip_every_dtype_picture_event_and_time() {
 }
 
 fn decode_png(bytes: &[u8]) -> (png::ColorType, png::BitDepth, Vec<u8>) {
-    let mut r = png::Decoder::new(std::io::Cursor::new(bytes)).read_info().unwrap();
+    let mut r = png::Decoder::new(std::io::Cursor::new(bytes))
+        .read_info()
+        .unwrap();
     let mut buf = vec![0; r.output_buffer_size().expect("png size")];
     let info = r.next_frame(&mut buf).unwrap();
     buf.truncate(info.buffer_size());

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use support::{write_episode, Spec};
 use wshard::episode_dir::index::EpisodeStatus;
+use wshard_export::inputs::InputsError;
 use wshard_export::webdataset::{
     export, parse_resize, LowdimClock, WebdatasetError, WebdatasetOptions,
 };
@@ -316,14 +317,20 @@ fn export_webdataset_inputs_left_out_and_missing() {
         &WebdatasetOptions::default(),
     )
     .unwrap_err();
-    assert!(matches!(*e, WebdatasetError::NoEpisodes { .. }), "{e}");
+    assert!(
+        matches!(*e, WebdatasetError::Inputs(InputsError::NoEpisodes { .. })),
+        "{e}"
+    );
     let e = try_export(
         &[tmp.path().join("nope")],
         &tmp.path().join("o2"),
         &WebdatasetOptions::default(),
     )
     .unwrap_err();
-    assert!(matches!(*e, WebdatasetError::BadInput { .. }), "{e}");
+    assert!(
+        matches!(*e, WebdatasetError::Inputs(InputsError::Io { .. })),
+        "{e}"
+    );
     assert!(!tmp.path().join("o2").exists());
 }
 
@@ -472,4 +479,47 @@ fn export_webdataset_encoder_refuses_a_short_frame() {
         encode_picture(depth, &[0; 256], None).unwrap().ext,
         "depth.png"
     );
+}
+
+#[test]
+fn export_webdataset_inputs_follow_the_shared_rule() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = write_episode(&tmp.path().join("a"), "ep-x", &Spec::default());
+    let b = write_episode(&tmp.path().join("b"), "ep-x", &Spec::default());
+    // Two directories of one episode id: refused (a usage error, exit 2).
+    let e = try_export(
+        &[a.clone(), b],
+        &tmp.path().join("o1"),
+        &WebdatasetOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&*e, WebdatasetError::Inputs(InputsError::DuplicateEpisode { episode, .. }) if episode == "ep-x"),
+        "{e}"
+    );
+    assert!(!e.is_input_data());
+    // The same directory twice (also through its data directory) is one episode.
+    try_export(
+        &[a.clone(), tmp.path().join("a")],
+        &tmp.path().join("o2"),
+        &WebdatasetOptions::default(),
+    )
+    .unwrap();
+    // An episode directory of a data directory that cannot be read fails the export,
+    // named, instead of being left out.
+    let broken = tmp.path().join("a").join("ep-broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("ep-broken_index.json"), "not json").unwrap();
+    let e = try_export(
+        &[tmp.path().join("a")],
+        &tmp.path().join("o3"),
+        &WebdatasetOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&*e, WebdatasetError::Episode { episode, .. } if episode == "ep-broken"),
+        "{e}"
+    );
+    assert!(e.is_input_data());
+    assert!(!tmp.path().join("o3").exists());
 }

@@ -5,13 +5,16 @@ use std::path::PathBuf;
 use wshard::align::AlignError;
 use wshard::episode_dir::EpisodeDirError;
 
+use crate::inputs::InputsError;
+use crate::partial_output::OutputError;
+
 /// A LeRobot export that could not be made.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LerobotError {
-    /// An input is neither an episode directory nor a data directory holding episodes.
-    #[error("{path}: not an episode directory, nor a data directory holding finished episodes")]
-    NotEpisodes { path: PathBuf },
+    /// The inputs name no episodes to export (`crate::inputs`).
+    #[error(transparent)]
+    Inputs(#[from] InputsError),
     /// An episode directory could not be read.
     #[error("episode {path}: {source}")]
     Episode {
@@ -117,6 +120,15 @@ pub struct FeatureMismatch {
     pub feature: String,
     pub expected: String,
     pub found: String,
+}
+
+impl From<OutputError> for LerobotError {
+    fn from(e: OutputError) -> Self {
+        match e {
+            OutputError::NotEmpty { dir } => Self::OutputNotEmpty { dir },
+            OutputError::Io { op, path, source } => Self::Io { op, path, source },
+        }
+    }
 }
 
 impl LerobotError {

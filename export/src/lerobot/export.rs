@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use super::episode::{write_episode, Progress};
 use super::error::{FeatureMismatch, LerobotError};
 use super::frames::{align_frames, default_fps};
-use super::inputs::{resolve, Skipped};
 use super::meta::{self, Totals, VideoInfo};
 use super::options::{check_fps, LerobotOptions, VideoCodec};
 use super::output;
@@ -14,6 +13,8 @@ use super::sinks::{DataSink, VideoSettings, VideoSink};
 use super::stats::FeatureStats;
 use super::tables::{data_schema, write_episodes, write_tasks, EpisodeRow};
 use super::video::{pix_fmt, probe};
+use crate::inputs::{resolve_inputs, InputsError, Skipped};
+use wshard::episode_dir::EpisodeDir;
 
 /// What an export did.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,6 +30,13 @@ pub struct Summary {
     pub skipped: Vec<Skipped>,
     /// Picture channels left out (`STREAM/CHANNEL`, why).
     pub left_out: Vec<(String, &'static str)>,
+}
+
+fn open(dir: &Path) -> Result<EpisodeDir, LerobotError> {
+    EpisodeDir::open(dir).map_err(|source| LerobotError::Episode {
+        path: dir.to_path_buf(),
+        source: Box::new(source),
+    })
 }
 
 /// One episode done: `(position, total, episode id, frames)`.
@@ -72,11 +80,14 @@ pub fn export(
     if let Some(fps) = opts.fps {
         check_fps(fps)?;
     }
-    let resolved = resolve(inputs)?;
-    let Some(first) = resolved.episodes.first() else {
-        return Err(LerobotError::NotEpisodes {
-            path: inputs.first().cloned().unwrap_or_default(),
-        });
+    let resolved = resolve_inputs(inputs)?;
+    let episodes = resolved
+        .episodes
+        .iter()
+        .map(|e| open(&e.dir))
+        .collect::<Result<Vec<_>, _>>()?;
+    let Some(first) = episodes.first() else {
+        return Err(InputsError::no_episodes(inputs).into());
     };
     let plan0 = plan(first, opts)?;
     let fps = match opts.fps {
@@ -94,15 +105,7 @@ pub fn export(
         probe(&opts.ffmpeg)?;
     }
     let partial = output::prepare(output, opts.overwrite)?;
-    let result = write_dataset(
-        &partial,
-        &resolved.episodes,
-        &plan0,
-        fps,
-        &infos,
-        opts,
-        on_episode,
-    );
+    let result = write_dataset(&partial, &episodes, &plan0, fps, &infos, opts, on_episode);
     match result {
         Ok(totals) => {
             output::commit(&partial, output)?;

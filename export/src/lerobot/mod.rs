@@ -11,7 +11,7 @@
 //! ```
 //!
 //! - [`options`]: what is asked (fps, state/action channels, codec, ...).
-//! - [`inputs`]: which episodes; [`select`]: which channels become which feature.
+//! - `crate::inputs`: which episodes; [`select`]: which channels become which feature.
 //! - [`frames`]: an episode on the fixed-rate clock (`wshard::align`).
 //! - [`tasks`]: each frame's task from the episode's `instruction` events.
 //! - [`stats`]: the statistics; [`tables`]: the Parquet tables; [`video`]: ffmpeg;
@@ -25,7 +25,6 @@ pub mod episode;
 pub mod error;
 pub mod export;
 pub mod frames;
-pub mod inputs;
 pub mod meta;
 pub mod options;
 pub mod output;

@@ -5,23 +5,15 @@ use std::path::PathBuf;
 
 use wshard::episode_dir::EpisodeDirError;
 
+use crate::inputs::InputsError;
+
 /// An MCAP export error.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum McapError {
-    /// An input is neither an episode directory nor a directory holding episodes.
-    #[error("{}: not an episode directory, nor a data directory holding episode directories", path.display())]
-    NotAnInput { path: PathBuf },
-    /// The inputs hold no finished episode.
-    #[error("no finished episode to export in {inputs}")]
-    NoEpisodes { inputs: String },
-    /// Two different input directories are the same episode (they would write the same file).
-    #[error("episode `{episode}` is given twice: {} and {}", first.display(), second.display())]
-    DuplicateEpisode {
-        episode: String,
-        first: PathBuf,
-        second: PathBuf,
-    },
+    /// The inputs name no episodes to export (`crate::inputs`).
+    #[error(transparent)]
+    Inputs(#[from] InputsError),
     /// The output directory already holds files.
     #[error("output directory {} is not empty (--overwrite replaces the files of the episodes exported)", dir.display())]
     OutputNotEmpty { dir: PathBuf },

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use super::error::McapError;
-use super::inputs::{resolve_inputs, Inputs, Skipped};
 use super::options::McapOptions;
 use super::writer::{export_episode, EpisodeMcap};
+use crate::inputs::{resolve_inputs, Inputs, Skipped};
 
 /// What an export did: per episode (sorted by id) its file or its error, and what the
 /// data directories held that was not exported.
@@ -47,7 +47,7 @@ fn prepare_output(out_dir: &Path, overwrite: bool) -> Result<(), McapError> {
 /// order when `workers` > 1).
 ///
 /// # Errors
-/// The errors of [`resolve_inputs`], [`McapError::OutputNotEmpty`], and I/O errors on
+/// [`McapError::Inputs`] (the errors of [`resolve_inputs`]), [`McapError::OutputNotEmpty`], and I/O errors on
 /// `out_dir`; an episode's own error is in [`McapExport::episodes`].
 pub fn export_mcap(
     inputs: &[PathBuf],

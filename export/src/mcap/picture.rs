@@ -12,11 +12,11 @@
 
 use base64::Engine;
 
-use super::encode::{jpeg, png, Pixels};
 use super::options::ImageMode;
 use super::schemas::{self, COMPRESSED_IMAGE_SCHEMA, RAW_IMAGE_SCHEMA};
 use super::stamp::Stamp;
 use crate::channel_kind::{ChannelKind, DepthUnit};
+use crate::picture_encode::{jpeg, png, side, Pixels, PngCompression};
 
 /// How one picture channel is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,11 +152,19 @@ impl Picture {
             }
             PictureFormat::Jpeg(p) => (
                 "jpeg",
-                jpeg(p, data, self.width, self.height, jpeg_quality).map_err(|e| ("JPEG", e))?,
+                jpeg(p, data, side(self.width), side(self.height), jpeg_quality)
+                    .map_err(|e| ("JPEG", e.message))?,
             ),
             PictureFormat::Png(p) => (
                 "png",
-                png(p, data, self.width, self.height).map_err(|e| ("PNG", e))?,
+                png(
+                    p,
+                    data,
+                    side(self.width),
+                    side(self.height),
+                    PngCompression::Default,
+                )
+                .map_err(|e| ("PNG", e.message))?,
             ),
         };
         out.extend_from_slice(b",\"format\":\"");

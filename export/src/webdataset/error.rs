@@ -5,6 +5,9 @@ use std::path::PathBuf;
 use wshard::align::AlignError;
 use wshard::episode_dir::EpisodeDirError;
 
+use crate::inputs::{InputsError, OP_LIST};
+use crate::partial_output::OutputError;
+
 /// A failed WebDataset export.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -15,12 +18,9 @@ pub enum WebdatasetError {
         option: &'static str,
         message: String,
     },
-    /// The inputs hold no finished episode.
-    #[error("no finished episode in {inputs}")]
-    NoEpisodes { inputs: String },
-    /// An input is neither an episode directory nor a directory holding episodes.
-    #[error("{path}: not an episode directory nor a data directory ({message})")]
-    BadInput { path: PathBuf, message: String },
+    /// The inputs name no episodes to export (`crate::inputs`).
+    #[error(transparent)]
+    Inputs(#[from] InputsError),
     /// An episode that cannot be opened or read.
     #[error("episode {episode}: {source}")]
     Episode {
@@ -114,6 +114,15 @@ pub enum WebdatasetError {
     },
 }
 
+impl From<OutputError> for WebdatasetError {
+    fn from(e: OutputError) -> Self {
+        match e {
+            OutputError::NotEmpty { dir } => Self::OutputNotEmpty { path: dir },
+            OutputError::Io { op, path, source } => Self::Io { op, path, source },
+        }
+    }
+}
+
 impl WebdatasetError {
     /// An I/O error of `op` on `path`.
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
@@ -125,12 +134,18 @@ impl WebdatasetError {
     }
 
     /// True when the error is about the input data (an episode that cannot be read or
-    /// holds bad values), false for usage and I/O errors.
+    /// holds bad values, an input that is not there or holds no episode), false for usage
+    /// and I/O errors (a directory that cannot be listed, an episode given twice).
     #[must_use]
     pub fn is_input_data(&self) -> bool {
         !matches!(
             self,
-            Self::BadOption { .. } | Self::OutputNotEmpty { .. } | Self::Io { .. }
+            Self::BadOption { .. }
+                | Self::OutputNotEmpty { .. }
+                | Self::Io { .. }
+                | Self::Inputs(
+                    InputsError::Io { op: OP_LIST, .. } | InputsError::DuplicateEpisode { .. }
+                )
         )
     }
 }

@@ -1,37 +1,19 @@
-//! Picture encoding: colour and mono as JPEG (quality [`JPEG_QUALITY`], 4:2:0 chroma as
-//! Pillow's default, libjpeg-turbo), depth as 16-bit greyscale PNG in millimetres.
+//! A frame of a picture channel as a sample file: colour and mono as JPEG (quality
+//! [`JPEG_QUALITY`]), depth as 16-bit greyscale PNG in millimetres (fast compression); the
+//! encoders are `crate::picture_encode`'s.
 //!
 //! Depth in f32 metres becomes `round(m * 1000)` millimetres, clamped to `0..=65535`; a
 //! NaN, infinite or negative value (no reading) becomes 0.
 
-use std::cell::RefCell;
-
 use crate::channel_kind::{ChannelKind, DepthUnit};
+pub use crate::picture_encode::EncodeError;
+use crate::picture_encode::{jpeg, png_mono16, side, Pixels, PngCompression};
 
 use super::options::JPEG_QUALITY;
 use super::resize::{resize_nearest, resize_u8};
 
-/// zlib level of depth PNGs.
-const PNG_LEVEL: u8 = 1;
 /// Millimetres per metre.
 const MM_PER_M: f32 = 1000.0;
-
-/// A picture the encoder refused.
-#[derive(Debug, thiserror::Error)]
-#[error("{what}: {message}")]
-pub struct EncodeError {
-    pub what: &'static str,
-    pub message: String,
-}
-
-impl EncodeError {
-    fn new(what: &'static str, message: impl ToString) -> Self {
-        Self {
-            what,
-            message: message.to_string(),
-        }
-    }
-}
 
 /// An encoded picture and the extension of its sample file.
 #[derive(Debug)]
@@ -39,66 +21,6 @@ pub struct Encoded {
     /// `jpg` or `depth.png`.
     pub ext: &'static str,
     pub bytes: Vec<u8>,
-}
-
-thread_local! {
-    /// One libjpeg-turbo compressor per encoding thread.
-    static COMPRESSOR: RefCell<Option<turbojpeg::Compressor>> = const { RefCell::new(None) };
-}
-
-fn jpeg(pixels: &[u8], width: usize, height: usize, grey: bool) -> Result<Vec<u8>, EncodeError> {
-    COMPRESSOR.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            let mut c = turbojpeg::Compressor::new().map_err(|e| EncodeError::new("jpeg", e))?;
-            c.set_quality(JPEG_QUALITY);
-            *slot = Some(c);
-        }
-        let Some(c) = slot.as_mut() else {
-            return Err(EncodeError::new("jpeg", "no compressor"));
-        };
-        let (format, subsamp, channels) = if grey {
-            (turbojpeg::PixelFormat::GRAY, turbojpeg::Subsamp::Gray, 1)
-        } else {
-            (turbojpeg::PixelFormat::RGB, turbojpeg::Subsamp::Sub2x2, 3)
-        };
-        c.set_subsamp(subsamp);
-        let image = turbojpeg::Image {
-            pixels,
-            width,
-            pitch: width * channels,
-            height,
-            format,
-        };
-        c.compress_to_vec(image)
-            .map_err(|e| EncodeError::new("jpeg", e))
-    })
-}
-
-fn png16(mm: &[u16], width: usize, height: usize) -> Result<Vec<u8>, EncodeError> {
-    let (w, h) = (
-        u32::try_from(width).map_err(|e| EncodeError::new("png", e))?,
-        u32::try_from(height).map_err(|e| EncodeError::new("png", e))?,
-    );
-    let mut out = Vec::new();
-    {
-        let mut enc = png::Encoder::new(&mut out, w, h);
-        enc.set_color(png::ColorType::Grayscale);
-        enc.set_depth(png::BitDepth::Sixteen);
-        // zlib level 1 (as Pillow's compress_level=1) with the Sub filter: on 320x240 depth
-        // ramps ~0.5 ms and 3-10 KB a frame, where the fdeflate mode gives 60-80 KB and
-        // the default level takes twice the time for a third less.
-        enc.set_deflate_compression(png::DeflateCompression::Level(PNG_LEVEL));
-        enc.set_filter(png::Filter::Sub);
-        let mut writer = enc.write_header().map_err(|e| EncodeError::new("png", e))?;
-        // PNG samples are big-endian.
-        let data: Vec<u8> = mm.iter().flat_map(|v| v.to_be_bytes()).collect();
-        writer
-            .write_image_data(&data)
-            .map_err(|e| EncodeError::new("png", e))?;
-        writer.finish().map_err(|e| EncodeError::new("png", e))?;
-    }
-    Ok(out)
 }
 
 /// Millimetres of an f32 depth in metres.
@@ -110,10 +32,6 @@ pub fn metres_to_mm(m: f32) -> u16 {
     } else {
         0
     }
-}
-
-fn side(v: u64) -> usize {
-    usize::try_from(v).unwrap_or(usize::MAX)
 }
 
 /// Encode one frame (`bytes`, the channel's step, little-endian) of a picture channel of
@@ -132,21 +50,23 @@ pub fn encode_picture(
     match kind {
         ChannelKind::Color { height, width } | ChannelKind::Mono { height, width } => {
             let (w, h) = (side(width), side(height));
-            let channels = if matches!(kind, ChannelKind::Color { .. }) {
-                3
+            let layout = if matches!(kind, ChannelKind::Color { .. }) {
+                Pixels::Rgb8
             } else {
-                1
+                Pixels::Mono8
             };
+            let channels = layout.bytes_per_pixel();
             let need = w * h * channels;
             let pixels = bytes.get(..need).ok_or_else(|| short(need))?;
             let bytes = match target {
                 Some(t) if t != (w, h) => jpeg(
+                    layout,
                     &resize_u8(pixels, (w, h), channels, t),
                     t.0,
                     t.1,
-                    channels == 1,
+                    JPEG_QUALITY,
                 )?,
-                _ => jpeg(pixels, w, h, channels == 1)?,
+                _ => jpeg(layout, pixels, w, h, JPEG_QUALITY)?,
             };
             Ok(Encoded { ext: "jpg", bytes })
         }
@@ -171,8 +91,13 @@ pub fn encode_picture(
                 }
             };
             let bytes = match target {
-                Some(t) if t != (w, h) => png16(&resize_nearest(&mm, (w, h), t), t.0, t.1)?,
-                _ => png16(&mm, w, h)?,
+                Some(t) if t != (w, h) => png_mono16(
+                    &resize_nearest(&mm, (w, h), t),
+                    t.0,
+                    t.1,
+                    PngCompression::Fast,
+                )?,
+                _ => png_mono16(&mm, w, h, PngCompression::Fast)?,
             };
             Ok(Encoded {
                 ext: "depth.png",

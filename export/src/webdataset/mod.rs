@@ -8,7 +8,7 @@
 //! `docs/EXPORT.md`, "WebDataset".
 //!
 //! - [`options`]: the options, [`WebdatasetOptions`].
-//! - [`inputs`]: which episodes.
+//! - which episodes: `crate::inputs`, cut to `max_episodes`.
 //! - [`episode`]: the anchor channel, picture channels and the low-dimensional clock.
 //! - [`window`]: windows, padding, image frames (pure).
 //! - [`sample`]: which anchors become samples; one sample's files.
@@ -26,7 +26,6 @@ pub mod error;
 pub mod frames;
 pub mod ids;
 pub mod image;
-pub mod inputs;
 pub mod meta_files;
 pub mod npz;
 pub mod options;

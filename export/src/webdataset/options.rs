@@ -25,7 +25,7 @@ pub const DEFAULT_STILL_THRESHOLD: f64 = 0.05;
 /// Default label of the text events that are language instructions.
 pub const DEFAULT_INSTRUCTION_LABEL: &str = "instruction";
 /// JPEG quality of colour and mono pictures.
-pub const JPEG_QUALITY: i32 = 95;
+pub const JPEG_QUALITY: u8 = 95;
 /// Largest side a `--resize` may ask for.
 pub const MAX_RESIZE_SIDE: u32 = 16_384;
 

@@ -1,40 +1,17 @@
-//! The output directory: refused when it is not empty (unless `overwrite`), written as
-//! `<out>.partial-<pid>` and renamed at the end, so an export that stops half-way never
-//! looks finished.
+//! The output directory (`crate::partial_output`: refused when not empty unless
+//! `overwrite`, written as `<out>.partial-<pid>` and renamed at the end) and its files.
 
 use std::path::{Path, PathBuf};
 
 use super::error::WebdatasetError;
+use crate::partial_output;
 
 /// Check `out` can be written; the partial directory to write into (created empty).
 ///
 /// # Errors
 /// [`WebdatasetError::OutputNotEmpty`], [`WebdatasetError::Io`].
 pub fn begin(out: &Path, overwrite: bool) -> Result<PathBuf, WebdatasetError> {
-    if !overwrite && out.is_dir() {
-        let mut entries =
-            std::fs::read_dir(out).map_err(|e| WebdatasetError::io("list", out, e))?;
-        if entries.next().is_some() {
-            return Err(WebdatasetError::OutputNotEmpty {
-                path: out.to_path_buf(),
-            });
-        }
-    } else if !overwrite && out.exists() {
-        return Err(WebdatasetError::OutputNotEmpty {
-            path: out.to_path_buf(),
-        });
-    }
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "webdataset".to_owned());
-    let partial = out.with_file_name(format!("{name}.partial-{}", std::process::id()));
-    if partial.exists() {
-        std::fs::remove_dir_all(&partial)
-            .map_err(|e| WebdatasetError::io("remove", &partial, e))?;
-    }
-    std::fs::create_dir_all(&partial).map_err(|e| WebdatasetError::io("create", &partial, e))?;
-    Ok(partial)
+    Ok(partial_output::begin(out, overwrite, "webdataset")?)
 }
 
 /// Write one file of the output.
@@ -51,16 +28,7 @@ pub fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), WebdatasetError
 /// # Errors
 /// [`WebdatasetError::Io`].
 pub fn commit(partial: &Path, out: &Path) -> Result<(), WebdatasetError> {
-    if out.is_dir() {
-        std::fs::remove_dir_all(out).map_err(|e| WebdatasetError::io("remove", out, e))?;
-    } else if out.exists() {
-        std::fs::remove_file(out).map_err(|e| WebdatasetError::io("remove", out, e))?;
-    }
-    std::fs::rename(partial, out).map_err(|e| WebdatasetError::io("rename", partial, e))
+    Ok(partial_output::commit(partial, out)?)
 }
 
-/// Remove a partial directory after a failure (best effort: the error being reported is
-/// the one that matters).
-pub fn abandon(partial: &Path) {
-    let _ = std::fs::remove_dir_all(partial);
-}
+pub use partial_output::abandon;

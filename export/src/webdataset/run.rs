@@ -9,13 +9,14 @@ use rayon::prelude::*;
 use super::episode::load;
 use super::error::WebdatasetError;
 use super::frames::encode_batch;
-use super::inputs::select;
 use super::meta_files::{manifest, preprocessing_config, processing_metadata, EpisodeReport};
 use super::options::WebdatasetOptions;
 use super::output;
 use super::sample::{assemble, plan, Counts, SampleFiles};
 use super::shard::{ShardInfo, ShardWriter};
 use super::stats::Stats;
+use crate::inputs::resolve_inputs;
+use wshard::episode_dir::EpisodeDir;
 
 /// Samples encoded in parallel between writes.
 const BATCH_SAMPLES: usize = 256;
@@ -62,10 +63,26 @@ pub fn export(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<ExportSummary, WebdatasetError> {
     opts.validate()?;
-    let selected = select(inputs, opts.max_episodes)?;
-    for (path, reason) in &selected.left_out {
-        progress(Progress::LeftOut { path, reason });
+    let mut selected = resolve_inputs(inputs)?;
+    if let Some(n) = opts.max_episodes {
+        selected.episodes.truncate(n);
     }
+    for s in &selected.skipped {
+        progress(Progress::LeftOut {
+            path: &s.dir,
+            reason: &s.reason,
+        });
+    }
+    let episodes = selected
+        .episodes
+        .iter()
+        .map(|e| {
+            EpisodeDir::open(&e.dir).map_err(|source| WebdatasetError::Episode {
+                episode: e.episode_id.clone(),
+                source: Box::new(source),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.workers)
         .build()
@@ -74,36 +91,36 @@ pub fn export(
             message: e.to_string(),
         })?;
     let partial = output::begin(output_dir, opts.overwrite)?;
-    let result =
-        write_all(&selected.episodes, &partial, opts, &pool, progress).and_then(|mut summary| {
-            let left_out: Vec<(String, String)> = selected
-                .left_out
-                .iter()
-                .map(|(p, r)| {
-                    let name = p
-                        .file_name()
-                        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-                    (name, r.clone())
-                })
-                .collect();
-            let meta = processing_metadata(opts, &summary.episodes, &left_out, &summary.shards);
-            let mut meta_bytes = serde_json::to_vec_pretty(&meta).unwrap_or_default();
-            meta_bytes.push(b'\n');
-            output::write(&partial, "processing_metadata.json", &meta_bytes)?;
-            output::write(
-                &partial,
-                "preprocessing_config.yaml",
-                preprocessing_config(opts).as_bytes(),
-            )?;
-            output::write(
-                &partial,
-                "manifest.jsonl",
-                manifest(&summary.shards).as_bytes(),
-            )?;
-            output::commit(&partial, output_dir)?;
-            summary.samples = summary.episodes.iter().map(|e| e.counts.samples).sum();
-            Ok(summary)
-        });
+    let result = write_all(&episodes, &partial, opts, &pool, progress).and_then(|mut summary| {
+        let left_out: Vec<(String, String)> = selected
+            .skipped
+            .iter()
+            .map(|s| {
+                let name = s
+                    .dir
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+                (name, s.reason.clone())
+            })
+            .collect();
+        let meta = processing_metadata(opts, &summary.episodes, &left_out, &summary.shards);
+        let mut meta_bytes = serde_json::to_vec_pretty(&meta).unwrap_or_default();
+        meta_bytes.push(b'\n');
+        output::write(&partial, "processing_metadata.json", &meta_bytes)?;
+        output::write(
+            &partial,
+            "preprocessing_config.yaml",
+            preprocessing_config(opts).as_bytes(),
+        )?;
+        output::write(
+            &partial,
+            "manifest.jsonl",
+            manifest(&summary.shards).as_bytes(),
+        )?;
+        output::commit(&partial, output_dir)?;
+        summary.samples = summary.episodes.iter().map(|e| e.counts.samples).sum();
+        Ok(summary)
+    });
     if result.is_err() {
         output::abandon(&partial);
     }
@@ -111,7 +128,7 @@ pub fn export(
 }
 
 fn write_all(
-    episodes: &[wshard::episode_dir::EpisodeDir],
+    episodes: &[EpisodeDir],
     dir: &Path,
     opts: &WebdatasetOptions,
     pool: &rayon::ThreadPool,

@@ -5,8 +5,9 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use wshard::align::Policy;
-use wshard_export::lerobot::{self, parse_fps, LerobotError, LerobotOptions, VideoCodec};
+use wshard_export::lerobot::{self, parse_fps, LerobotOptions, VideoCodec};
 
+use super::failed;
 use crate::Status;
 
 /// Arguments of `wshard export lerobot`.
@@ -125,12 +126,7 @@ pub fn run(args: &LerobotArgs, out: &mut impl Write, err: &mut impl Write) -> u8
     match result {
         Ok(s) => {
             for skipped in &s.skipped {
-                let _ = writeln!(
-                    err,
-                    "skipped {}: {}",
-                    skipped.path.display(),
-                    skipped.reason
-                );
+                let _ = writeln!(err, "skipped {}: {}", skipped.dir.display(), skipped.reason);
             }
             for (channel, why) in &s.left_out {
                 let _ = writeln!(err, "left out {channel}: {why}");
@@ -151,17 +147,6 @@ pub fn run(args: &LerobotArgs, out: &mut impl Write, err: &mut impl Write) -> u8
             );
             Status::Ok.code()
         }
-        Err(e) => {
-            let _ = writeln!(err, "wshard export lerobot: {e}");
-            exit_status(&e).code()
-        }
-    }
-}
-
-fn exit_status(e: &LerobotError) -> Status {
-    if e.is_bad_input() {
-        Status::Corrupt
-    } else {
-        Status::Error
+        Err(e) => failed(err, "lerobot", &e, e.is_bad_input()),
     }
 }

@@ -10,6 +10,7 @@ use wshard_export::mcap::{
     McapOptions, DEFAULT_CHUNK_SIZE, DEFAULT_JPEG_QUALITY,
 };
 
+use super::{error_status, failed};
 use crate::Status;
 
 /// `--compression`.
@@ -91,15 +92,6 @@ impl McapArgs {
     }
 }
 
-/// The exit status of an error: bad episode data 1, usage or I/O 2.
-fn status_of(e: &McapError) -> Status {
-    if e.is_bad_episode() {
-        Status::Corrupt
-    } else {
-        Status::Error
-    }
-}
-
 fn report(out: &mut impl Write, r: &EpisodeMcap) {
     let _ = writeln!(
         out,
@@ -120,8 +112,8 @@ pub fn run(args: &McapArgs, out: &mut impl Write, err: &mut impl Write) -> u8 {
     let resolved = match resolve_inputs(&args.inputs) {
         Ok(r) => r,
         Err(e) => {
-            let _ = writeln!(err, "wshard export mcap: {e}");
-            return status_of(&e).code();
+            let e = McapError::from(e);
+            return failed(err, "mcap", &e, e.is_bad_episode());
         }
     };
     let total = resolved.episodes.len();
@@ -138,10 +130,7 @@ pub fn run(args: &McapArgs, out: &mut impl Write, err: &mut impl Write) -> u8 {
     };
     let export = match export_resolved(resolved, &args.output, &opts, &progress) {
         Ok(e) => e,
-        Err(e) => {
-            let _ = writeln!(err, "wshard export mcap: {e}");
-            return status_of(&e).code();
-        }
+        Err(e) => return failed(err, "mcap", &e, e.is_bad_episode()),
     };
     if !args.quiet {
         for s in &export.skipped {
@@ -155,7 +144,7 @@ pub fn run(args: &McapArgs, out: &mut impl Write, err: &mut impl Write) -> u8 {
             Ok(_) => {}
             Err(e) => {
                 let _ = writeln!(err, "wshard export mcap: {e}");
-                status = match (status, status_of(e)) {
+                status = match (status, error_status(e.is_bad_episode())) {
                     (Status::Error, _) | (_, Status::Error) => Status::Error,
                     _ => Status::Corrupt,
                 };

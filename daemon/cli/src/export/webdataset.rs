@@ -12,6 +12,7 @@ use wshard_export::webdataset::{
 
 use wshard_publish::{Credentials, PublishError, Store};
 
+use super::failed;
 use crate::store_args::StoreArgs;
 use crate::Status;
 
@@ -336,13 +337,6 @@ pub fn run(args: &WebdatasetArgs, out: &mut impl Write, err: &mut impl Write) ->
                 }
             }
         }
-        Err(e) => {
-            let _ = writeln!(err, "wshard export webdataset: {e}");
-            if e.is_input_data() {
-                Status::Corrupt.code()
-            } else {
-                Status::Error.code()
-            }
-        }
+        Err(e) => failed(err, "webdataset", &e, e.is_input_data()),
     }
 }
