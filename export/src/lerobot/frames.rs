@@ -5,7 +5,7 @@
 //! read one frame at a time when the video is written).
 
 use wshard::align::{align_episode, AlignOptions, Clock, Policy};
-use wshard::episode::{DType, Timebase};
+use wshard::episode::Timebase;
 use wshard::episode_dir::EpisodeDir;
 
 use super::error::LerobotError;
@@ -75,28 +75,6 @@ pub fn default_fps(episode: &EpisodeDir, plan: &Plan) -> Result<u32, LerobotErro
     check_fps(fps)
 }
 
-/// One element of `dtype` as float32.
-#[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
-fn element_f32(dtype: DType, b: &[u8]) -> f32 {
-    let a2 = || [b[0], b[1]];
-    let a4 = || [b[0], b[1], b[2], b[3]];
-    let a8 = || [b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]];
-    match dtype {
-        DType::F64 => f64::from_le_bytes(a8()) as f32,
-        DType::F32 => f32::from_le_bytes(a4()),
-        DType::F16 => half::f16::from_le_bytes(a2()).to_f32(),
-        DType::BF16 => half::bf16::from_le_bytes(a2()).to_f32(),
-        DType::I64 => i64::from_le_bytes(a8()) as f32,
-        DType::I32 => i32::from_le_bytes(a4()) as f32,
-        DType::I16 => f32::from(i16::from_le_bytes(a2())),
-        DType::I8 => f32::from(i8::from_le_bytes([b[0]])),
-        DType::U64 => u64::from_le_bytes(a8()) as f32,
-        DType::U32 => u32::from_le_bytes(a4()) as f32,
-        DType::U16 => f32::from(u16::from_le_bytes(a2())),
-        DType::U8 | DType::Bool => f32::from(b[0]),
-    }
-}
-
 /// The clock's range: the time every stream of `streams` covers.
 fn overlap(episode: &EpisodeDir, streams: &[String]) -> Result<(i64, i64), LerobotError> {
     let mut range: Option<(i64, i64)> = None;
@@ -132,7 +110,13 @@ fn vector_values(table: &wshard::align::AlignedTable, feature: Option<&VectorFea
             };
             let size = col.dtype.size();
             if let Some(bytes) = col.row(row) {
-                out.extend(bytes.chunks_exact(size).map(|e| element_f32(col.dtype, e)));
+                // float32 is LeRobot's dtype for every vector feature.
+                #[allow(clippy::cast_possible_truncation)]
+                out.extend(
+                    bytes
+                        .chunks_exact(size)
+                        .map(|e| col.dtype.element_f64(e) as f32),
+                );
             }
         }
     }

@@ -14,35 +14,12 @@ pub fn npz_dtype(dtype: DType) -> DType {
     }
 }
 
-/// One little-endian element of `dtype` as f64.
-#[must_use]
-#[allow(clippy::cast_precision_loss)]
-pub fn element_f64(dtype: DType, b: &[u8]) -> f64 {
-    let a2 = || [b[0], b[1]];
-    let a4 = || [b[0], b[1], b[2], b[3]];
-    let a8 = || [b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]];
-    match dtype {
-        DType::F64 => f64::from_le_bytes(a8()),
-        DType::F32 => f64::from(f32::from_le_bytes(a4())),
-        DType::F16 => f64::from(half::f16::from_le_bytes(a2())),
-        DType::BF16 => f64::from(half::bf16::from_le_bytes(a2())),
-        DType::I64 => i64::from_le_bytes(a8()) as f64,
-        DType::I32 => f64::from(i32::from_le_bytes(a4())),
-        DType::I16 => f64::from(i16::from_le_bytes(a2())),
-        DType::I8 => f64::from(i8::from_le_bytes([b[0]])),
-        DType::U64 => u64::from_le_bytes(a8()) as f64,
-        DType::U32 => f64::from(u32::from_le_bytes(a4())),
-        DType::U16 => f64::from(u16::from_le_bytes(a2())),
-        DType::U8 | DType::Bool => f64::from(b[0]),
-    }
-}
-
 /// Every element of `bytes` (a whole number of `dtype` elements) as f64.
 #[must_use]
 pub fn to_f64(dtype: DType, bytes: &[u8]) -> Vec<f64> {
     bytes
         .chunks_exact(dtype.size())
-        .map(|b| element_f64(dtype, b))
+        .map(|b| dtype.element_f64(b))
         .collect()
 }
 

@@ -20,28 +20,6 @@ pub fn linear_output_dtype(dtype: DType) -> Option<DType> {
     }
 }
 
-/// One element of `dtype` (its little-endian bytes) as f64.
-#[allow(clippy::cast_precision_loss)]
-fn element(dtype: DType, b: &[u8]) -> f64 {
-    let a2 = || [b[0], b[1]];
-    let a4 = || [b[0], b[1], b[2], b[3]];
-    let a8 = || [b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]];
-    match dtype {
-        DType::F64 => f64::from_le_bytes(a8()),
-        DType::F32 => f64::from(f32::from_le_bytes(a4())),
-        DType::F16 => f64::from(half::f16::from_le_bytes(a2())),
-        DType::BF16 => f64::from(half::bf16::from_le_bytes(a2())),
-        DType::I64 => i64::from_le_bytes(a8()) as f64,
-        DType::I32 => f64::from(i32::from_le_bytes(a4())),
-        DType::I16 => f64::from(i16::from_le_bytes(a2())),
-        DType::I8 => f64::from(i8::from_le_bytes([b[0]])),
-        DType::U64 => u64::from_le_bytes(a8()) as f64,
-        DType::U32 => f64::from(u32::from_le_bytes(a4())),
-        DType::U16 => f64::from(u16::from_le_bytes(a2())),
-        DType::U8 | DType::Bool => f64::from(b[0]),
-    }
-}
-
 fn step_of(col: &ChannelData, row: i64) -> Option<&[u8]> {
     u64::try_from(row).ok().and_then(|r| col.step(r))
 }
@@ -72,13 +50,13 @@ pub(crate) fn interpolate(col: &ChannelData, picks: &Picks, out: DType) -> Vec<u
         let values: Vec<f64> = match (step_of(col, r), step_of(col, n)) {
             (Some(a), _) if r == n => a
                 .chunks_exact(size)
-                .map(|x| element(col.dtype, x))
+                .map(|x| col.dtype.element_f64(x))
                 .collect(),
             (Some(a), Some(b)) => a
                 .chunks_exact(size)
                 .zip(b.chunks_exact(size))
                 .map(|(x, y)| {
-                    let (x, y) = (element(col.dtype, x), element(col.dtype, y));
+                    let (x, y) = (col.dtype.element_f64(x), col.dtype.element_f64(y));
                     x + (y - x) * w
                 })
                 .collect(),

@@ -21,6 +21,34 @@ pub enum DType {
 }
 
 impl DType {
+    /// One little-endian element of this dtype as f64 (`b` holds at least [`size`](Self::size)
+    /// bytes): exact for every dtype except 64-bit integers beyond 2^53; bool is 0 or 1
+    /// (any non-zero byte is its value).
+    ///
+    /// # Panics
+    /// When `b` is shorter than one element.
+    #[must_use]
+    #[allow(clippy::cast_precision_loss)]
+    pub fn element_f64(self, b: &[u8]) -> f64 {
+        let a2 = || [b[0], b[1]];
+        let a4 = || [b[0], b[1], b[2], b[3]];
+        let a8 = || [b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]];
+        match self {
+            Self::F64 => f64::from_le_bytes(a8()),
+            Self::F32 => f64::from(f32::from_le_bytes(a4())),
+            Self::F16 => f64::from(half::f16::from_le_bytes(a2())),
+            Self::BF16 => f64::from(half::bf16::from_le_bytes(a2())),
+            Self::I64 => i64::from_le_bytes(a8()) as f64,
+            Self::I32 => f64::from(i32::from_le_bytes(a4())),
+            Self::I16 => f64::from(i16::from_le_bytes(a2())),
+            Self::I8 => f64::from(i8::from_le_bytes([b[0]])),
+            Self::U64 => u64::from_le_bytes(a8()) as f64,
+            Self::U32 => f64::from(u32::from_le_bytes(a4())),
+            Self::U16 => f64::from(u16::from_le_bytes(a2())),
+            Self::U8 | Self::Bool => f64::from(b[0]),
+        }
+    }
+
     /// All 13 codes.
     pub const ALL: [DType; 13] = [
         Self::F64,
