@@ -25,10 +25,10 @@ pub fn open(path: &Path) -> Result<hdf5::File> {
         .with_fapl(|p| p.chunk_cache(CHUNK_CACHE_SLOTS, CHUNK_CACHE_BYTES, CHUNK_CACHE_W0))
         .open(path)
         .map_err(|e| ImportError::NotFormat {
-        path: path.to_path_buf(),
-        expected: "an HDF5 file",
-        message: e.to_string(),
-    })
+            path: path.to_path_buf(),
+            expected: "an HDF5 file",
+            message: e.to_string(),
+        })
 }
 
 /// The chunk cache of every dataset opened (libhdf5's default is 1 MiB, 521 slots). The
