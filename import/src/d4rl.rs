@@ -17,7 +17,8 @@
 //!
 //! Reading and writing overlap ([`crate::pipeline`]): a reader thread reads windows of
 //! whole episodes (every key's rows at once, so each compressed HDF5 chunk is inflated
-//! about once) while the previous window is encoded and written, and the one before it
+//! about once; deflate-only chunked datasets of rank 1 and 2 through
+//! [`crate::chunked`], their chunks inflated on every core) while the previous window is encoded and written, and the one before it
 //! synced and renamed, as one batch of the sink (their syncs in flight together).
 
 use std::path::{Path, PathBuf};
@@ -28,6 +29,7 @@ use wshard::episode::{Episode, Lane};
 
 use crate::array::Array;
 use crate::build::{import_metadata, EpisodeBuilder};
+use crate::chunked::ChunkedReader;
 use crate::error::{ImportError, Result};
 use crate::hdf5_read::{attrs_json, member, names, open, read_all, read_rows, shape_of, Member};
 use crate::options::{indexed_id, stem, ImportOptions};
@@ -54,6 +56,8 @@ struct Key {
     lane: Lane,
     ds: Dataset,
     row_bytes: u64,
+    /// The parallel chunk reader when the dataset is deflate-only and chunked.
+    chunked: Option<ChunkedReader>,
 }
 
 /// The plan of one file: its keys, episode boundaries and metadata.
@@ -163,12 +167,14 @@ fn plan(path: &Path, opts: &ImportOptions) -> Result<Plan> {
         let dtype = crate::hdf5_read::dtype_of(path, &ds, &key)?;
         let row_bytes = shape.iter().skip(1).product::<u64>() * dtype.size() as u64;
         let (channel, lane) = channel_of(&key);
+        let chunked = ChunkedReader::new(path, &ds, &key)?;
         keys.push(Key {
             key,
             channel,
             lane,
             ds,
             row_bytes,
+            chunked,
         });
     }
     // Channel order: observations, actions, next observations, then the rest by name.
@@ -252,7 +258,10 @@ fn read_window(p: &Plan, eps: &[(usize, (u64, u64))]) -> Result<Window> {
     let arrays = p
         .keys
         .iter()
-        .map(|k| read_rows(&p.path, &k.ds, &k.key, w0, w1))
+        .map(|k| match &k.chunked {
+            Some(c) => c.read_rows(w0, w1),
+            None => read_rows(&p.path, &k.ds, &k.key, w0, w1),
+        })
         .collect::<Result<_>>()?;
     Ok(Window {
         eps: eps.to_vec(),

@@ -62,6 +62,16 @@ pub enum ImportError {
         key: String,
         message: String,
     },
+    /// A compressed HDF5 chunk that cannot be read (short read) or inflated (bad deflate
+    /// stream, wrong decoded size).
+    #[error("{}: key `{key}`: chunk {chunk} at file offset {offset}: {message}", path.display())]
+    BadChunk {
+        path: PathBuf,
+        key: String,
+        chunk: usize,
+        offset: u64,
+        message: String,
+    },
     /// The source holds no episode.
     #[error("{}: no episodes found ({message})", path.display())]
     Empty { path: PathBuf, message: String },

@@ -4,7 +4,8 @@
 //!
 //! - [`sink`]: the episode sink (staging directory, syncs, rename into place);
 //!   [`pipeline`]: reading, encoding and committing on three threads.
-//! - [`npy`], [`npz`]: NumPy arrays and archives; [`hdf5_read`]: HDF5 files.
+//! - [`npy`], [`npz`]: NumPy arrays and archives; [`hdf5_read`]: HDF5 files;
+//!   [`chunked`]: deflate-only HDF5 datasets read and inflated in parallel.
 //! - [`array`](mod@array): a decoded source array; [`build`]: one episode from source arrays.
 //! - [`dreamer`], [`minari`], [`d4rl`]: one module per source format.
 //! - [`options`]: the options every importer takes; [`error`]: [`ImportError`].
@@ -13,6 +14,7 @@
 
 pub mod array;
 pub mod build;
+pub mod chunked;
 pub mod d4rl;
 pub mod dreamer;
 pub mod error;
