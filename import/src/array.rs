@@ -66,7 +66,7 @@ impl Array {
         let size = self.dtype.size();
         self.data
             .chunks_exact(size)
-            .map(|b| element_as_f64(self.dtype, b) as f32)
+            .map(|b| self.dtype.element_f64(b) as f32)
             .collect()
     }
 
@@ -76,7 +76,7 @@ impl Array {
         let size = self.dtype.size();
         self.data
             .chunks_exact(size)
-            .map(|b| element_as_f64(self.dtype, b))
+            .map(|b| self.dtype.element_f64(b))
             .collect()
     }
 
@@ -86,31 +86,7 @@ impl Array {
         let size = self.dtype.size();
         self.data
             .chunks_exact(size)
-            .map(|b| element_as_f64(self.dtype, b) != 0.0)
+            .map(|b| self.dtype.element_f64(b) != 0.0)
             .collect()
-    }
-}
-
-/// One little-endian element as f64.
-#[allow(clippy::cast_precision_loss)]
-fn element_as_f64(dtype: DType, b: &[u8]) -> f64 {
-    let a = |n: usize| -> [u8; 8] {
-        let mut out = [0u8; 8];
-        out[..n].copy_from_slice(&b[..n]);
-        out
-    };
-    match dtype {
-        DType::F64 => f64::from_le_bytes(a(8)),
-        DType::F32 => f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        DType::F16 => f64::from(half::f16::from_le_bytes([b[0], b[1]])),
-        DType::BF16 => f64::from(half::bf16::from_le_bytes([b[0], b[1]])),
-        DType::I64 => i64::from_le_bytes(a(8)) as f64,
-        DType::I32 => f64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        DType::I16 => f64::from(i16::from_le_bytes([b[0], b[1]])),
-        DType::I8 => f64::from(i8::from_le_bytes([b[0]])),
-        DType::U64 => u64::from_le_bytes(a(8)) as f64,
-        DType::U32 => f64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        DType::U16 => f64::from(u16::from_le_bytes([b[0], b[1]])),
-        DType::U8 | DType::Bool => f64::from(b[0]),
     }
 }
