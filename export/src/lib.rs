@@ -18,6 +18,7 @@ pub mod channel_kind;
 pub mod inputs;
 pub mod lerobot;
 pub mod mcap;
+pub mod npy;
 pub mod partial_output;
 pub mod picture_encode;
 pub mod webdataset;

@@ -14,8 +14,8 @@ use wshard::read::{ReadAt, ShardReader};
 use super::csv::write_csv;
 use super::describe::error_about;
 use super::episode_view::EpisodeView;
-use super::npy;
 use super::Status;
+use wshard_export::npy;
 
 /// How `wshard cat` writes the block.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]

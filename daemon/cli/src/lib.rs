@@ -13,7 +13,7 @@
 //! - [`recover`]: `wshard recover DIR`, offline recovery with the daemon's code (dry run by default).
 //! - [`cat`]: `wshard cat FILE BLOCK`, one block's bytes as raw, `.npy` or CSV.
 //! - [`aligned`]: `wshard cat --aligned DIR`, an episode's channels aligned on one clock.
-//! - [`npy`]: the NumPy `.npy` header. [`csv`]: a tensor block as CSV rows.
+//! - [`csv`]: a tensor block as CSV rows (the `.npy` header is `wshard_export::npy`).
 //! - [`describe`]: display names for roles, header flags and codecs.
 //! - [`table`]: a plain-text column table.
 //! - [`control`]: `wshard status`, `episodes`, `close`, `metrics` against a running daemon;
@@ -57,7 +57,6 @@ pub mod import;
 pub mod import_formats;
 pub mod inspect;
 pub mod inspect_dir;
-pub mod npy;
 pub mod peek;
 pub mod publish;
 pub mod publish_append;

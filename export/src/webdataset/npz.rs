@@ -6,12 +6,8 @@
 //! is fixed here (the DOS date 1980-01-01 00:00, no extra fields), so the same arrays give
 //! the same bytes whatever the crate's defaults for timestamps would be.
 
-use wshard::episode::DType;
+use crate::npy::{header, NpyError};
 
-/// `.npy` magic and version 1.0.
-const NPY_MAGIC: &[u8] = b"\x93NUMPY\x01\x00";
-/// The `.npy` header (magic, length, dict, padding, newline) is a multiple of this.
-const NPY_ALIGN: usize = 64;
 /// Zip local file header signature.
 const ZIP_LOCAL: u32 = 0x0403_4b50;
 /// Zip central directory header signature.
@@ -23,49 +19,15 @@ const ZIP_VERSION: u16 = 20;
 /// DOS date of 1980-01-01 (day 1, month 1, year 0).
 const ZIP_DATE_1980: u16 = (1 << 5) | 1;
 
-/// The numpy `descr` of a dtype (`bf16` has none: callers convert it first).
-#[must_use]
-pub fn npy_descr(dtype: DType) -> Option<&'static str> {
-    Some(match dtype {
-        DType::F64 => "<f8",
-        DType::F32 => "<f4",
-        DType::F16 => "<f2",
-        DType::I64 => "<i8",
-        DType::I32 => "<i4",
-        DType::I16 => "<i2",
-        DType::I8 => "|i1",
-        DType::U64 => "<u8",
-        DType::U32 => "<u4",
-        DType::U16 => "<u2",
-        DType::U8 => "|u1",
-        DType::Bool => "|b1",
-        DType::BF16 => return None,
-    })
-}
-
 /// One `.npy` file: `descr`, C order, `shape`, then `data` (already little-endian).
-#[must_use]
-pub fn npy(descr: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
-    let dims = match shape {
-        [one] => format!("{one},"),
-        _ => shape
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-    };
-    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({dims}), }}");
-    let unpadded = NPY_MAGIC.len() + 2 + dict.len() + 1;
-    let pad = (NPY_ALIGN - unpadded % NPY_ALIGN) % NPY_ALIGN;
-    dict.extend(std::iter::repeat(' ').take(pad));
-    dict.push('\n');
-    let mut out = Vec::with_capacity(NPY_MAGIC.len() + 2 + dict.len() + data.len());
-    out.extend_from_slice(NPY_MAGIC);
-    let len = u16::try_from(dict.len()).unwrap_or(u16::MAX);
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(dict.as_bytes());
+///
+/// # Errors
+/// [`NpyError`] when the header does not fit version 1.0.
+pub fn npy(descr: &str, shape: &[usize], data: &[u8]) -> Result<Vec<u8>, NpyError> {
+    let shape: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+    let mut out = header(descr, &shape)?;
     out.extend_from_slice(data);
-    out
+    Ok(out)
 }
 
 fn put16(out: &mut Vec<u8>, v: u16) {

@@ -9,9 +9,9 @@ use super::episode::LoadedEpisode;
 use super::error::WebdatasetError;
 use super::frames::{sample_frames, EncodedFrames};
 use super::ids::sample_id;
-use super::npz::{npy, npy_descr, zip_stored};
+use super::npz::{npy, zip_stored};
 use super::options::WebdatasetOptions;
-use super::values::bf16_as_f32;
+use super::values::{bf16_as_f32, npz_dtype};
 use super::window::{anchor_row, image_frames, masks, window, Window};
 
 /// An anchor frame that becomes a sample.
@@ -130,6 +130,10 @@ fn lowdim_npz(
     p: &Planned,
     opts: &WebdatasetOptions,
 ) -> Result<Vec<u8>, WebdatasetError> {
+    let npz_error = |e: &dyn std::fmt::Display| WebdatasetError::Npz {
+        episode: ep.id.clone(),
+        message: e.to_string(),
+    };
     let t = p.window.rows.len();
     let mut entries = Vec::with_capacity(ep.keys.len() + 2);
     for (key, column) in ep.keys.iter().zip(&ep.lowdim.columns) {
@@ -152,21 +156,22 @@ fn lowdim_npz(
                 .flat_map(|&r| column.row(r).unwrap_or(&[]).iter().copied())
                 .collect()
         };
-        let descr = npy_descr(key.dtype).unwrap_or("<f4");
+        // bf16 columns were converted to f32 above; every other dtype has its own descr.
+        let (descr, _) = crate::npy::descr(npz_dtype(key.dtype).code()).unwrap_or(("<f4", false));
         entries.push((
             format!("{}.npy", key.key),
-            npy(descr, &[t, key.width], &data),
+            npy(descr, &[t, key.width], &data).map_err(|e| npz_error(&e))?,
         ));
     }
     let (past, future) = masks(opts.past_steps, opts.future_steps);
     for (name, mask) in [("past_mask", past), ("future_mask", future)] {
         let data: Vec<u8> = mask.iter().map(|&b| u8::from(b)).collect();
-        entries.push((format!("{name}.npy"), npy("|b1", &[t], &data)));
+        entries.push((
+            format!("{name}.npy"),
+            npy("|b1", &[t], &data).map_err(|e| npz_error(&e))?,
+        ));
     }
-    zip_stored(&entries).map_err(|e| WebdatasetError::Npz {
-        episode: ep.id.clone(),
-        message: e.to_string(),
-    })
+    zip_stored(&entries).map_err(|e| npz_error(&e))
 }
 
 fn to_bytes(v: &Value) -> Vec<u8> {
