@@ -1,6 +1,7 @@
 //! Locating the built `wshardd` and `wshard` binaries next to the test executable.
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 /// What to do when a binary is missing.
 pub const BUILD_HINT: &str =
@@ -46,6 +47,16 @@ pub fn wshardd() -> PathBuf {
 #[must_use]
 pub fn wshard() -> PathBuf {
     binary("wshard")
+}
+
+/// A finished command's stdout then stderr, as text (for assertion messages).
+#[must_use]
+pub fn output_text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 /// True when `path` is short enough for a Unix socket address (with margin).

@@ -11,6 +11,7 @@ use wshard::episode_dir::index::{EpisodeIndex, EpisodeStatus, StreamEntry, TIMEB
 use wshard::episode_dir::names::{index_file_name, stream_dir};
 use wshard::manifest::write_episode_chunked;
 use wshard_e2e::bins;
+use wshard_e2e::bins::output_text as text;
 use wshard_e2e::s3::{S3Server, ACCESS_KEY, BUCKET, SECRET_KEY, WRONG_SECRET};
 
 const SIDE: u64 = 16;
@@ -104,14 +105,6 @@ fn export(data: &Path, out: &Path, url: &str, s3: &S3Server, secret: &str) -> Ou
     cmd.env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
         .env("AWS_SECRET_ACCESS_KEY", secret);
     cmd.output().expect("run wshard")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 #[test]

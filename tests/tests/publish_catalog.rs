@@ -13,6 +13,7 @@ use wshard::episode_dir::annotations::{Annotation, Annotations};
 use wshard::episode_dir::events::EventData;
 use wshard::episode_dir::EpisodeDir;
 use wshard_e2e::bins;
+use wshard_e2e::bins::output_text as text;
 use wshard_e2e::fixtures::{copy_tree, datadir_v01};
 use wshard_e2e::s3::{S3Server, ACCESS_KEY, BUCKET, SECRET_KEY};
 use wshard_e2e::{Daemon, DaemonOptions};
@@ -338,14 +339,6 @@ fn wshard(args: &[&str], s3: &S3Server, env: &[(&str, &str)]) -> Output {
         cmd.env(k, v);
     }
     cmd.output().expect("run wshard")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 #[test]

@@ -5,6 +5,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 use wshard_e2e::bins;
+use wshard_e2e::bins::output_text as text;
 use wshard_e2e::fixtures::{copy_tree, datadir_v01};
 use wshard_e2e::s3::{files_containing, S3Server, ACCESS_KEY, BUCKET, SECRET_KEY, WRONG_SECRET};
 
@@ -50,14 +51,6 @@ impl Runs {
         self.outputs.push((args.join(" "), out.clone()));
         out
     }
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 #[test]

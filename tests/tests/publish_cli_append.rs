@@ -7,6 +7,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 use wshard_e2e::bins;
+use wshard_e2e::bins::output_text as text;
 use wshard_e2e::fixtures::{copy_tree, datadir_v01};
 use wshard_e2e::s3::{S3Server, ACCESS_KEY, BUCKET, SECRET_KEY};
 
@@ -32,14 +33,6 @@ fn wshard(args: &[&str], s3: &S3Server) -> Output {
     cmd.env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
         .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY);
     cmd.output().expect("run wshard")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 fn robot_dir(names: &[&str]) -> tempfile::TempDir {

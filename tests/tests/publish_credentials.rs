@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use wshard_e2e::bins;
+use wshard_e2e::bins::output_text as text;
 use wshard_e2e::fixtures::{copy_tree, datadir_v01};
 use wshard_e2e::s3::{S3Server, ACCESS_KEY, BUCKET, SECRET_KEY, WRONG_SECRET};
 
@@ -41,14 +42,6 @@ fn wshard(args: &[&str], s3: &S3Server, env: &[(&str, &str)]) -> Output {
         cmd.env(k, v);
     }
     cmd.output().expect("run wshard")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 fn write_credentials(path: &Path) {
