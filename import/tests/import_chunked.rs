@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use common::read_back;
@@ -181,24 +180,8 @@ fn import_chunked_corrupt_chunk_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("bad.hdf5");
     write(&p, "obs", Some(3), &[128, 1], false);
-    let (index, addr) = {
-        let f = hdf5::File::open(&p).unwrap();
-        let ds = f.dataset("obs").unwrap();
-        let index = 5;
-        let info = ds.chunk_info(index).unwrap();
-        (index, info.addr)
-    };
-    // Spoil the chunk's zlib header.
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .read(true)
-        .open(&p)
-        .unwrap();
-    let mut head = [0u8; 2];
-    file.read_exact_at(&mut head, addr).unwrap();
-    file.write_all_at(&[head[0] ^ 0xff, head[1] ^ 0xff], addr)
-        .unwrap();
-    drop(file);
+    let index = 5;
+    let addr = common::spoil_chunk_zlib_header(&p, "obs", index);
     let f = wshard_import::hdf5_read::open(&p).unwrap();
     let ds = f.dataset("obs").unwrap();
     let r = ChunkedReader::new(&p, &ds, "obs").unwrap().unwrap();

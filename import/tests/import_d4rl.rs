@@ -267,30 +267,11 @@ fn import_d4rl_channel_name_collision_is_a_format_error() {
 
 #[test]
 fn import_d4rl_corrupt_chunk_names_key_chunk_and_offset() {
-    use std::os::unix::fs::FileExt;
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("bad.hdf5");
     write_h5(&f, &d4rl_sets(), true);
     let index = 1;
-    let addr = {
-        let h = hdf5::File::open(&f).unwrap();
-        h.dataset("observations")
-            .unwrap()
-            .chunk_info(index)
-            .unwrap()
-            .addr
-    };
-    // Spoil the chunk's zlib header.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&f)
-        .unwrap();
-    let mut head = [0u8; 2];
-    file.read_exact_at(&mut head, addr).unwrap();
-    file.write_all_at(&[head[0] ^ 0xff, head[1] ^ 0xff], addr)
-        .unwrap();
-    drop(file);
+    let addr = common::spoil_chunk_zlib_header(&f, "observations", index);
     let data = dir.path().join("data");
     let e = import(&f, &data).unwrap_err();
     let msg = e.to_string();

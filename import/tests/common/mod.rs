@@ -3,6 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use wshard::episode::Episode;
@@ -180,4 +181,26 @@ pub fn write_h5_refs(path: &Path, sets: &[(&str, &H5)], gzip: bool) {
             }
         }
     }
+}
+
+/// Flips the two zlib header bytes of chunk `index` of the HDF5 dataset `key` in `path`, so
+/// inflating that chunk fails; returns the chunk's file offset.
+pub fn spoil_chunk_zlib_header(path: &Path, key: &str, index: usize) -> u64 {
+    let addr = hdf5::File::open(path)
+        .unwrap()
+        .dataset(key)
+        .unwrap()
+        .chunk_info(index)
+        .unwrap()
+        .addr;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    let mut head = [0u8; 2];
+    file.read_exact_at(&mut head, addr).unwrap();
+    file.write_all_at(&[head[0] ^ 0xff, head[1] ^ 0xff], addr)
+        .unwrap();
+    addr
 }
