@@ -35,10 +35,13 @@ INSTALL = (
 )
 
 
+pytestmark = pytest.mark.skipif(
+    bool(os.environ.get("WSHARD_LEROBOT_SKIP")),
+    reason=f"WSHARD_LEROBOT_SKIP: {os.environ.get('WSHARD_LEROBOT_SKIP')}",
+)
+
+
 def _lerobot_python() -> str:
-    skip = os.environ.get("WSHARD_LEROBOT_SKIP")
-    if skip:
-        pytest.skip(f"WSHARD_LEROBOT_SKIP: {skip}")
     explicit = os.environ.get("WSHARD_LEROBOT_PYTHON")
     if explicit:
         return explicit
