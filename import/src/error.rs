@@ -1,6 +1,6 @@
 //! The import's errors: each names the file and, where there is one, the key.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Why an import failed.
 #[derive(Debug, thiserror::Error)]
@@ -112,6 +112,22 @@ pub enum ImportError {
 }
 
 impl ImportError {
+    /// For `map_err`: an I/O error of `op` on `path` while writing episode `id` (empty when
+    /// no one episode is at stake) as [`ImportError::Write`].
+    pub(crate) fn write(
+        id: &str,
+        op: &'static str,
+        path: &Path,
+    ) -> impl FnOnce(std::io::Error) -> Self {
+        let (id, path) = (id.to_owned(), path.to_path_buf());
+        move |source| Self::Write {
+            id,
+            op,
+            path,
+            source,
+        }
+    }
+
     /// True when the error is about the input data (exit 1), false for usage and I/O on
     /// the output side (exit 2).
     #[must_use]

@@ -90,13 +90,11 @@ impl<'a> EpisodeSink<'a> {
     /// [`ImportError::Write`] when the directory cannot be created.
     pub fn new(fs: &'a dyn Fs, data_dir: &Path, opts: SinkOptions) -> Result<Self> {
         if !fs.exists(data_dir) {
-            fs.create_dir_all(data_dir)
-                .map_err(|source| ImportError::Write {
-                    id: String::new(),
-                    op: "create data directory",
-                    path: data_dir.to_path_buf(),
-                    source,
-                })?;
+            fs.create_dir_all(data_dir).map_err(ImportError::write(
+                "",
+                "create data directory",
+                data_dir,
+            ))?;
         }
         Ok(Self {
             fs,
@@ -242,30 +240,21 @@ impl<'a> EpisodeSink<'a> {
     /// Sync every file of the batch, then every staging directory.
     fn sync_staged(&self, batch: &mut StagedBatch) -> Result<()> {
         let files = std::mem::take(&mut batch.files);
-        sync_parallel(files.into_iter().map(|(path, mut f)| {
+        sync_parallel(files.into_iter().map(|mut f| {
             move || {
-                let id = path
-                    .parent()
-                    .and_then(Path::file_name)
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                f.sync_all().map_err(|source| ImportError::Write {
-                    id,
-                    op: "fsync",
-                    path,
-                    source,
-                })
+                f.file
+                    .sync_all()
+                    .map_err(ImportError::write(&f.id, "fsync", &f.path))
             }
         }))?;
         sync_parallel(batch.episodes.iter().map(|st| {
             move || {
                 let dir = self.hidden(&st.id, STAGING_SUFFIX);
-                self.fs.sync_dir(&dir).map_err(|source| ImportError::Write {
-                    id: st.id.clone(),
-                    op: "fsync staging directory",
-                    path: dir,
-                    source,
-                })
+                self.fs.sync_dir(&dir).map_err(ImportError::write(
+                    &st.id,
+                    "fsync staging directory",
+                    &dir,
+                ))
             }
         }))
     }
@@ -274,15 +263,7 @@ impl<'a> EpisodeSink<'a> {
     fn stage(&self, ep: &Episode) -> Result<(Staged, Vec<OpenFile>)> {
         let id = ep.id.as_str();
         let staging = self.hidden(id, STAGING_SUFFIX);
-        let werr = |op: &'static str, path: &Path| {
-            let path = path.to_path_buf();
-            move |source| ImportError::Write {
-                id: id.to_owned(),
-                op,
-                path,
-                source,
-            }
-        };
+        let werr = |op, path: &Path| ImportError::write(id, op, path);
         let ferr = |source| ImportError::Format {
             id: id.to_owned(),
             source,
@@ -308,7 +289,11 @@ impl<'a> EpisodeSink<'a> {
             let f = self
                 .write_file(&path, &bytes)
                 .map_err(|(op, e)| werr(op, &path)(e))?;
-            files.push((path, f));
+            files.push(OpenFile {
+                id: id.to_owned(),
+                path,
+                file: f,
+            });
             let start = c.timestep_range.map_or(0, |r| r[0]);
             manifest.push_chunk(ChunkRef {
                 chunk_index: index,
@@ -327,7 +312,11 @@ impl<'a> EpisodeSink<'a> {
         let f = self
             .write_file(&mpath, &mbytes)
             .map_err(|(op, e)| werr(op, &mpath)(e))?;
-        files.push((mpath, f));
+        files.push(OpenFile {
+            id: id.to_owned(),
+            path: mpath,
+            file: f,
+        });
         Ok((
             Staged {
                 id: ep.id.clone(),
@@ -361,34 +350,28 @@ impl<'a> EpisodeSink<'a> {
                 }
             }
         }
-        let synced = self
-            .fs
-            .sync_dir(&self.data_dir)
-            .map_err(|source| ImportError::Write {
-                id: staged.first().map(|e| e.id.clone()).unwrap_or_default(),
-                op: "fsync data directory",
-                path: self.data_dir.clone(),
-                source,
-            });
+        let synced = self.fs.sync_dir(&self.data_dir).map_err(ImportError::write(
+            staged.first().map_or("", |e| e.id.as_str()),
+            "fsync data directory",
+            &self.data_dir,
+        ));
         r?;
         synced?;
         if !olds.is_empty() {
             for (id, old) in &olds {
-                remove_tree(self.fs, old).map_err(|source| ImportError::Write {
-                    id: id.clone(),
-                    op: "remove the replaced episode",
-                    path: old.clone(),
-                    source,
-                })?;
+                remove_tree(self.fs, old).map_err(ImportError::write(
+                    id,
+                    "remove the replaced episode",
+                    old,
+                ))?;
             }
             self.fs
                 .sync_dir(&self.data_dir)
-                .map_err(|source| ImportError::Write {
-                    id: String::new(),
-                    op: "fsync data directory",
-                    path: self.data_dir.clone(),
-                    source,
-                })?;
+                .map_err(ImportError::write(
+                    "",
+                    "fsync data directory",
+                    &self.data_dir,
+                ))?;
         }
         Ok(out)
     }
@@ -396,15 +379,7 @@ impl<'a> EpisodeSink<'a> {
     /// Rename `.import-{id}.partial` to `{id}`, an existing `{id}` first to
     /// `.import-{id}.old` (returned).
     fn rename_into_place(&self, id: &str) -> Result<Option<PathBuf>> {
-        let werr = |op: &'static str, path: &Path| {
-            let path = path.to_path_buf();
-            move |source| ImportError::Write {
-                id: id.to_owned(),
-                op,
-                path,
-                source,
-            }
-        };
+        let werr = |op, path: &Path| ImportError::write(id, op, path);
         let staging = self.hidden(id, STAGING_SUFFIX);
         let target = self.data_dir.join(id);
         let old = self.hidden(id, OLD_SUFFIX);
@@ -465,8 +440,12 @@ impl StagedBatch {
     }
 }
 
-/// A file written, not yet synced.
-type OpenFile = (PathBuf, Box<dyn DurableFile>);
+/// A file of episode `id` written, not yet synced.
+struct OpenFile {
+    id: String,
+    path: PathBuf,
+    file: Box<dyn DurableFile>,
+}
 
 /// Run `jobs` (syncs) on up to [`SYNC_THREADS`] threads; the first error wins.
 fn sync_parallel<F>(jobs: impl Iterator<Item = F>) -> Result<()>

@@ -100,6 +100,24 @@ fn import_sink_existing_episode_refused_unless_overwrite() {
 }
 
 #[test]
+fn import_sink_failed_fsync_names_the_episode_and_file() {
+    let fs = SimFs::new();
+    fs.mkdir_durable(Path::new("/data")).unwrap();
+    let sink = EpisodeSink::new(&fs, Path::new("/data"), opts(false)).unwrap();
+    fs.inject(OpKind::Sync, 1, FaultKind::FsyncFails);
+    let e = sink
+        .write(&episode("ep", 10), Path::new("src"))
+        .unwrap_err();
+    match &e {
+        ImportError::Write { id, op, path, .. } => {
+            assert_eq!((id.as_str(), *op), ("ep", "fsync"), "{e}");
+            assert!(path.starts_with("/data"), "{e}");
+        }
+        other => panic!("expected Write, got {other:?}"),
+    }
+}
+
+#[test]
 fn import_sink_failed_rename_leaves_no_episode_and_rerun_works() {
     for (op, fault) in [
         (OpKind::Rename, FaultKind::Eio),
