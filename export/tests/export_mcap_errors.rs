@@ -46,7 +46,7 @@ fn export_mcap_bad_inputs_are_named() {
         matches!(&e, McapError::Inputs(InputsError::NotAnInput { path }) if *path == file),
         "{e}"
     );
-    assert!(!e.is_bad_episode());
+    assert!(!e.is_bad_input());
 
     let missing = tmp.path().join("missing");
     let e = export(&[missing], &out, &opts).unwrap_err();
@@ -128,7 +128,7 @@ fn export_mcap_unreadable_episode_fails_alone() {
     };
     assert_eq!(*dir, bad);
     assert!(matches!(e, McapError::Episode { .. }), "{e}");
-    assert!(e.is_bad_episode());
+    assert!(e.is_bad_input());
     assert!(e.to_string().contains("bad"), "{e}");
     assert_eq!(files(&out), ["good.mcap"]);
 }
@@ -149,7 +149,7 @@ fn export_mcap_times_before_the_epoch_are_refused() {
         matches!(&e, McapError::NegativeTime { stream, step: 0, t_ns: -10, .. } if stream == "s"),
         "{e}"
     );
-    assert!(e.is_bad_episode());
+    assert!(e.is_bad_input());
 
     let v: Vec<f32> = vec![1.0, 2.0];
     let s = Stream {
@@ -267,7 +267,7 @@ fn export_mcap_output_file_errors_are_io_errors() {
     fs::create_dir_all(out.join(format!("EP.mcap{PARTIAL_SUFFIX}"))).unwrap();
     let e = export_episode(&ep, &out, &McapOptions::default()).unwrap_err();
     assert!(matches!(&e, McapError::Io { op: "create", .. }), "{e}");
-    assert!(!e.is_bad_episode());
+    assert!(!e.is_bad_input());
     fs::remove_dir(out.join(format!("EP.mcap{PARTIAL_SUFFIX}"))).unwrap();
     // The finished name is a non-empty directory: the rename fails and the `.partial` is
     // removed.

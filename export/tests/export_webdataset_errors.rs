@@ -54,7 +54,7 @@ fn export_webdataset_unknown_image_channel() {
         text.contains("ep-a") && text.contains("cam/left") && text.contains("cam/rgb, cam/depth"),
         "{text}"
     );
-    assert!(e.is_input_data());
+    assert!(e.is_bad_input());
     assert_nothing_written(tmp.path());
 }
 
@@ -84,7 +84,7 @@ fn export_webdataset_image_that_is_not_a_picture() {
         ),
         "{e}"
     );
-    assert!(!e.is_input_data());
+    assert!(!e.is_bad_input());
 }
 
 #[test]
@@ -161,7 +161,7 @@ fn export_webdataset_refuses_a_non_empty_output() {
     )
     .unwrap_err();
     assert!(matches!(*e, WebdatasetError::OutputNotEmpty { .. }), "{e}");
-    assert!(!e.is_input_data());
+    assert!(!e.is_bad_input());
     assert_eq!(std::fs::read(out.join("keep.txt")).unwrap(), b"mine");
     // An empty directory is fine; --overwrite replaces a full one.
     let empty = tmp.path().join("empty");
@@ -449,7 +449,7 @@ fn export_webdataset_output_that_cannot_be_created() {
         matches!(*e, WebdatasetError::Io { op: "create", .. }),
         "{e}"
     );
-    assert!(!e.is_input_data());
+    assert!(!e.is_bad_input());
 }
 
 #[test]
@@ -497,7 +497,7 @@ fn export_webdataset_inputs_follow_the_shared_rule() {
         matches!(&*e, WebdatasetError::Inputs(InputsError::DuplicateEpisode { episode, .. }) if episode == "ep-x"),
         "{e}"
     );
-    assert!(!e.is_input_data());
+    assert!(!e.is_bad_input());
     // The same directory twice (also through its data directory) is one episode.
     try_export(
         &[a.clone(), tmp.path().join("a")],
@@ -520,6 +520,6 @@ fn export_webdataset_inputs_follow_the_shared_rule() {
         matches!(&*e, WebdatasetError::Episode { episode, .. } if episode == "ep-broken"),
         "{e}"
     );
-    assert!(e.is_input_data());
+    assert!(e.is_bad_input());
     assert!(!tmp.path().join("o3").exists());
 }

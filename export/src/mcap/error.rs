@@ -89,7 +89,7 @@ impl McapError {
     /// True when the episode's data is what is wrong (the CLI's exit 1); false for usage
     /// and I/O errors (exit 2).
     #[must_use]
-    pub fn is_bad_episode(&self) -> bool {
+    pub fn is_bad_input(&self) -> bool {
         matches!(
             self,
             Self::Episode { .. }

@@ -137,7 +137,7 @@ impl WebdatasetError {
     /// holds bad values, an input that is not there or holds no episode), false for usage
     /// and I/O errors (a directory that cannot be listed, an episode given twice).
     #[must_use]
-    pub fn is_input_data(&self) -> bool {
+    pub fn is_bad_input(&self) -> bool {
         !matches!(
             self,
             Self::BadOption { .. }

@@ -113,7 +113,7 @@ pub fn run(args: &McapArgs, out: &mut impl Write, err: &mut impl Write) -> u8 {
         Ok(r) => r,
         Err(e) => {
             let e = McapError::from(e);
-            return failed(err, "mcap", &e, e.is_bad_episode());
+            return failed(err, "mcap", &e, e.is_bad_input());
         }
     };
     let total = resolved.episodes.len();
@@ -130,7 +130,7 @@ pub fn run(args: &McapArgs, out: &mut impl Write, err: &mut impl Write) -> u8 {
     };
     let export = match export_resolved(resolved, &args.output, &opts, &progress) {
         Ok(e) => e,
-        Err(e) => return failed(err, "mcap", &e, e.is_bad_episode()),
+        Err(e) => return failed(err, "mcap", &e, e.is_bad_input()),
     };
     if !args.quiet {
         for s in &export.skipped {
@@ -144,7 +144,7 @@ pub fn run(args: &McapArgs, out: &mut impl Write, err: &mut impl Write) -> u8 {
             Ok(_) => {}
             Err(e) => {
                 let _ = writeln!(err, "wshard export mcap: {e}");
-                status = match (status, error_status(e.is_bad_episode())) {
+                status = match (status, error_status(e.is_bad_input())) {
                     (Status::Error, _) | (_, Status::Error) => Status::Error,
                     _ => Status::Corrupt,
                 };

@@ -337,6 +337,6 @@ pub fn run(args: &WebdatasetArgs, out: &mut impl Write, err: &mut impl Write) ->
                 }
             }
         }
-        Err(e) => failed(err, "webdataset", &e, e.is_input_data()),
+        Err(e) => failed(err, "webdataset", &e, e.is_bad_input()),
     }
 }
