@@ -220,6 +220,12 @@ fn stat_column(rows: &[EpisodeRow], feature: usize, stat: &str) -> ArrayRef {
         }
         return Arc::new(b.finish());
     }
+    let values = |r: &EpisodeRow| {
+        r.stats
+            .get(feature)
+            .map(|s| s.1.get(stat))
+            .unwrap_or_default()
+    };
     let picture = rows
         .first()
         .and_then(|r| r.stats.get(feature))
@@ -227,12 +233,7 @@ fn stat_column(rows: &[EpisodeRow], feature: usize, stat: &str) -> ArrayRef {
     if picture {
         let mut b = ListBuilder::new(ListBuilder::new(ListBuilder::new(Float64Builder::new())));
         for r in rows {
-            let values = r
-                .stats
-                .get(feature)
-                .map(|s| s.1.get(stat))
-                .unwrap_or_default();
-            for v in values {
+            for v in values(r) {
                 let inner = b.values();
                 inner.values().values().append_value(v);
                 inner.values().append(true);
@@ -244,12 +245,7 @@ fn stat_column(rows: &[EpisodeRow], feature: usize, stat: &str) -> ArrayRef {
     }
     let mut b = ListBuilder::new(Float64Builder::new());
     for r in rows {
-        let values = r
-            .stats
-            .get(feature)
-            .map(|s| s.1.get(stat))
-            .unwrap_or_default();
-        b.values().append_slice(&values);
+        b.values().append_slice(&values(r));
         b.append(true);
     }
     Arc::new(b.finish())
