@@ -176,30 +176,13 @@ fn cli_import_native_exit_codes() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("not a Minari dataset"), "{}", text(&o));
     // A bad option value: exit 2.
-    let o = import(
-        &nopy,
-        None,
-        &[
-            "d4rl",
-            h5.to_str().unwrap(),
-            "--data-dir",
-            data_arg,
-            "--hz",
-            "0",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    let o = import(
-        &nopy,
-        None,
-        &[
-            "d4rl",
-            h5.to_str().unwrap(),
-            "--data-dir",
-            data_arg,
-            "--codec",
-            "gzip",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    for bad in [["--hz", "0"], ["--codec", "gzip"]] {
+        let h5 = h5.to_str().unwrap();
+        let o = import(
+            &nopy,
+            None,
+            &["d4rl", h5, "--data-dir", data_arg, bad[0], bad[1]],
+        );
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    }
 }
