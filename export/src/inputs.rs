@@ -12,10 +12,12 @@
 use std::path::{Path, PathBuf};
 
 use wshard::episode_dir::index::EpisodeStatus;
+use wshard::episode_dir::names::INDEX_FILE_SUFFIX;
 use wshard::episode_dir::EpisodeDir;
+use wshard::manifest::MANIFEST_FILE_SUFFIX;
 
 /// Suffixes of the files that make a directory an episode directory.
-const EPISODE_FILE_SUFFIXES: [&str; 2] = ["_index.json", "_manifest.wshard"];
+const EPISODE_FILE_SUFFIXES: [&str; 2] = [INDEX_FILE_SUFFIX, MANIFEST_FILE_SUFFIX];
 
 /// The `op` of [`InputsError::Io`] for an input that cannot be opened (absent, no access).
 pub const OP_OPEN: &str = "open";

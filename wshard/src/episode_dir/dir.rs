@@ -19,16 +19,11 @@ use super::index::{
 };
 use super::names::{
     annotations_file_name, events_file_name, index_file_name, validate_stream_name,
-    SINGLE_STREAM_NAME, STREAMS_DIR,
+    INDEX_FILE_SUFFIX, SINGLE_STREAM_NAME, STREAMS_DIR,
 };
 use super::stream::{StreamData, StreamInfo};
 use crate::episode::{DType, Lane, Timebase};
-use crate::manifest::{manifest_file_name, validate_uri};
-
-/// Suffix of the index file, to find it in a renamed directory.
-const INDEX_SUFFIX: &str = "_index.json";
-/// Suffix of a manifest file, to find it in a renamed directory.
-const MANIFEST_SUFFIX: &str = "_manifest.wshard";
+use crate::manifest::{manifest_file_name, validate_uri, MANIFEST_FILE_SUFFIX};
 
 /// Which layout an episode directory has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,9 +76,9 @@ fn find_episode(dir: &Path) -> Result<(String, Layout), EpisodeDirError> {
         let entry = entry.map_err(|e| EpisodeDirError::io("list", dir, e))?;
         let file = entry.file_name();
         let Some(file) = file.to_str() else { continue };
-        if let Some(ep) = file.strip_suffix(INDEX_SUFFIX) {
+        if let Some(ep) = file.strip_suffix(INDEX_FILE_SUFFIX) {
             indexes.push(ep.to_owned());
-        } else if let Some(ep) = file.strip_suffix(MANIFEST_SUFFIX) {
+        } else if let Some(ep) = file.strip_suffix(MANIFEST_FILE_SUFFIX) {
             manifests.push(ep.to_owned());
         }
     }

@@ -17,10 +17,13 @@ pub const MAX_STREAM_NAME_BYTES: usize = 64;
 /// The name a reader gives the one stream of a single-stream episode.
 pub const SINGLE_STREAM_NAME: &str = "main";
 
+/// What ends the name of a multi-stream episode's index file.
+pub const INDEX_FILE_SUFFIX: &str = "_index.json";
+
 /// `{EP}_index.json`.
 #[must_use]
 pub fn index_file_name(episode_id: &str) -> String {
-    format!("{episode_id}_index.json")
+    format!("{episode_id}{INDEX_FILE_SUFFIX}")
 }
 
 /// `{EP}_events.jsonl`.

@@ -14,10 +14,13 @@ pub fn chunk_file_name(episode_id: &str, index: u64) -> String {
     format!("{episode_id}_chunk_{index:04}.wshard")
 }
 
+/// What ends the name of a manifest file.
+pub const MANIFEST_FILE_SUFFIX: &str = "_manifest.wshard";
+
 /// `{episode_id}_manifest.wshard`.
 #[must_use]
 pub fn manifest_file_name(episode_id: &str) -> String {
-    format!("{episode_id}_manifest.wshard")
+    format!("{episode_id}{MANIFEST_FILE_SUFFIX}")
 }
 
 /// One chunk listed in a manifest.

@@ -8,6 +8,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use wshard::manifest::MANIFEST_FILE_SUFFIX;
 use wshard_recorder::episode::layout::{
     validate_episode_id, EpisodeIdError, JOURNAL_PREFIX, JOURNAL_SUFFIX, MAX_EPISODE_ID_BYTES,
 };
@@ -165,7 +166,7 @@ impl From<LockError> for RecoverError {
 /// True when `name` is a file of an episode directory: its manifest, a journal segment, or
 /// a chunk (finished or partial).
 fn is_episode_file(name: &str) -> bool {
-    name.ends_with("_manifest.wshard")
+    name.ends_with(MANIFEST_FILE_SUFFIX)
         || (name.starts_with(JOURNAL_PREFIX) && name.ends_with(JOURNAL_SUFFIX))
         || (name.contains("_chunk_")
             && (name.ends_with(".wshard") || name.ends_with(".wshard.partial")))
