@@ -1,5 +1,5 @@
 //! `wshard-recorder`: the daemon `wshardd`. The operator CLI `wshard` is the `wshard-cli`
-//! package (`daemon/cli`), which calls this library's recovery, journal and layout code.
+//! package (`cli/`), which calls this library's recovery, journal and layout code.
 //!
 //! ## Layout
 //! Top to bottom: each module calls only modules listed after it (checked: no two modules
@@ -21,7 +21,8 @@
 //! - [`journal`]: the per-episode journal (LevelDB-log framing with CRC32C).
 //! - [`chunk`]: the open chunk's columns; publishing a chunk and the manifest.
 //! - [`episode`]: an episode's schema and on-disk layout.
-//! - [`fsio`]: the only module that calls fsync / rename / fsync(dir), behind the [`fsio::Fs`] trait.
+//! - [`fsio`]: the `wshard-storage` crate's durability seam, re-exported: the only code that calls
+//!   fsync / rename / fsync(dir), behind the [`fsio::Fs`] trait.
 //! - [`error`]: the storage errors of the write path.
 //!
 //! The timestep record layout is the protocol crate's ([`wshard_ingest_proto::timestep`]).
@@ -31,7 +32,6 @@ pub mod control;
 pub mod episode;
 pub mod episode_files;
 pub mod error;
-pub mod fsio;
 pub(crate) mod ingest;
 pub mod journal;
 pub mod multi;
@@ -41,3 +41,6 @@ pub mod runtime;
 pub mod server;
 pub mod session;
 pub mod upload;
+
+/// The durability seam, from the `wshard-storage` crate (shared with the imports and the CLI).
+pub use wshard_storage::fsio;

@@ -12,7 +12,7 @@ use wshard_import::chunked::ChunkedReader;
 use wshard_import::d4rl::import_d4rl;
 use wshard_import::hdf5_read::read_rows;
 use wshard_import::{EpisodeSink, ImportError, ImportOptions, SinkOptions};
-use wshard_recorder::fsio::RealFs;
+use wshard_storage::fsio::RealFs;
 
 /// Rows of the test datasets: not a multiple of any chunk height used (edge chunks).
 const ROWS: usize = 1003;

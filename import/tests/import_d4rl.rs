@@ -10,7 +10,7 @@ use common::{read_back, write_h5, H5};
 use wshard::episode::{DType, Lane};
 use wshard_import::d4rl::import_d4rl;
 use wshard_import::{EpisodeSink, ImportError, ImportOptions, SinkOptions};
-use wshard_recorder::fsio::RealFs;
+use wshard_storage::fsio::RealFs;
 
 const N: u64 = 12;
 

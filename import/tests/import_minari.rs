@@ -11,7 +11,7 @@ use common::{read_back, H5};
 use wshard::episode::{DType, Lane};
 use wshard_import::minari::import_minari;
 use wshard_import::{EpisodeSink, ImportError, ImportOptions, SinkOptions};
-use wshard_recorder::fsio::RealFs;
+use wshard_storage::fsio::RealFs;
 
 fn import(input: &Path, data: &Path) -> Result<Vec<(String, u64)>, ImportError> {
     let sink = EpisodeSink::new(&RealFs, data, SinkOptions::default())?;

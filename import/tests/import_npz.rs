@@ -10,7 +10,7 @@ use common::{bools, dreamer_members, f32s, npy, read_back, write_npz};
 use wshard::episode::{DType, Lane, Timebase};
 use wshard_import::dreamer::import_npz;
 use wshard_import::{EpisodeSink, ImportError, ImportOptions, SinkOptions};
-use wshard_recorder::fsio::RealFs;
+use wshard_storage::fsio::RealFs;
 
 fn import(
     inputs: &[PathBuf],

@@ -11,8 +11,8 @@ use wshard::episode::{Episode, Lane, Timebase};
 use wshard::manifest::{sha256_hex, Manifest};
 use wshard::read::ShardReader;
 use wshard_import::{EpisodeSink, ImportError, SinkOptions};
-use wshard_recorder::fsio::sim::{FaultKind, OpKind, PowerLoss, SimFs};
-use wshard_recorder::fsio::{Fs, RealFs};
+use wshard_storage::fsio::sim::{FaultKind, OpKind, PowerLoss, SimFs};
+use wshard_storage::fsio::{Fs, RealFs};
 
 fn episode(id: &str, t: usize) -> Episode {
     let mut ep = Episode::new(id, "", Timebase::ticks(1.0));

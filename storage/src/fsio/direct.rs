@@ -37,18 +37,18 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use super::file::{fallocate_keep_size, DurableFile};
 
 /// Alignment of the staging buffers, of every direct write's length and of its offset.
-pub(crate) const DIRECT_ALIGN: usize = 4096;
+pub const DIRECT_ALIGN: usize = 4096;
 /// Bytes staged before one direct write (a multiple of [`DIRECT_ALIGN`]).
-pub(crate) const STAGE_BYTES: usize = 2 << 20;
+pub const STAGE_BYTES: usize = 2 << 20;
 /// Staging buffers per file: one being filled, one being written.
-pub(crate) const STAGES: usize = 2;
+pub const STAGES: usize = 2;
 
 /// Open `path` (create or truncate, mode 0644) for direct writes; `Ok(None)` when the
 /// filesystem does not support `O_DIRECT`.
 ///
 /// # Errors
 /// The OS error of `open`.
-pub(crate) fn create(path: &Path) -> io::Result<Option<DirectFile>> {
+pub fn create(path: &Path) -> io::Result<Option<DirectFile>> {
     let opened = OpenOptions::new()
         .write(true)
         .create(true)
@@ -196,7 +196,7 @@ impl Drop for Writer {
 /// A write-once, sequential file written with `O_DIRECT`; see the module docs. Seeking is
 /// limited to asking the position. The last partial piece reaches the file at the first
 /// `sync_data` / `sync_all`, after which the file takes no more writes.
-pub(crate) struct DirectFile {
+pub struct DirectFile {
     file: File,
     /// The buffer being filled (`None` only while a piece is handed over).
     stage: Option<Stage>,

@@ -26,7 +26,7 @@ use wshard::manifest::{chunk_file_name, manifest_file_name};
 /// than the one configured now is still an episode.
 pub const MAX_EPISODE_ID_BYTES: usize = wshard_ingest_proto::MAX_EPISODE_ID_BYTES;
 /// Suffix of a chunk being written.
-pub(crate) const PARTIAL_SUFFIX: &str = ".partial";
+pub const PARTIAL_SUFFIX: &str = ".partial";
 /// Prefix and suffix of journal segment files.
 pub const JOURNAL_PREFIX: &str = "journal_";
 pub const JOURNAL_SUFFIX: &str = ".wal";
@@ -87,11 +87,11 @@ pub fn validate_episode_id(id: &str, max: usize) -> Result<(), EpisodeIdError> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EpisodeLayout {
     /// The episode id, or the stream name: the stem of every file name.
-    pub(crate) episode_id: String,
+    pub episode_id: String,
     pub dir: PathBuf,
     /// Where under `data_dir/quarantine/` recovery moves this directory's files:
     /// `{episode_id}`, or `{episode}/streams/{stream}`.
-    pub(crate) quarantine_rel: PathBuf,
+    pub quarantine_rel: PathBuf,
 }
 
 impl EpisodeLayout {
@@ -126,7 +126,7 @@ impl EpisodeLayout {
 
     /// The quarantine directory of this layout's files under `data_dir`.
     #[must_use]
-    pub(crate) fn quarantine_dir(&self, data_dir: &Path) -> PathBuf {
+    pub fn quarantine_dir(&self, data_dir: &Path) -> PathBuf {
         data_dir.join(QUARANTINE_DIR).join(&self.quarantine_rel)
     }
 
@@ -160,7 +160,7 @@ impl EpisodeLayout {
 
     /// Chunk index of a journal segment file name, if it is one.
     #[must_use]
-    pub(crate) fn journal_index(path: &Path) -> Option<u64> {
+    pub fn journal_index(path: &Path) -> Option<u64> {
         let name = path.file_name()?.to_str()?;
         name.strip_prefix(JOURNAL_PREFIX)?
             .strip_suffix(JOURNAL_SUFFIX)?
@@ -170,7 +170,7 @@ impl EpisodeLayout {
 
     /// Chunk index of a `.partial` file of this episode, if it is one.
     #[must_use]
-    pub(crate) fn partial_index(&self, path: &Path) -> Option<u64> {
+    pub fn partial_index(&self, path: &Path) -> Option<u64> {
         let name = path.file_name()?.to_str()?;
         let stem = name.strip_suffix(PARTIAL_SUFFIX)?;
         stem.strip_prefix(&format!("{}_chunk_", self.episode_id))?

@@ -151,7 +151,7 @@ pub struct OpRecord {
     pub kind: OpKind,
     pub path: PathBuf,
     /// For renames: the target.
-    pub(crate) to: Option<PathBuf>,
+    pub to: Option<PathBuf>,
     pub outcome: Outcome,
     /// True when this call failed because of an injected fault.
     pub injected: bool,
@@ -266,9 +266,8 @@ impl SimFs {
     }
 
     /// The largest length preallocated for the file at `path` (0 when none was).
-    #[cfg(test)]
     #[must_use]
-    pub(crate) fn preallocated(&self, path: &Path) -> u64 {
+    pub fn preallocated(&self, path: &Path) -> u64 {
         let mut st = self.lock();
         st.resolve(path)
             .and_then(|ino| st.file_mut(ino).map(|f| f.reserved))

@@ -14,7 +14,7 @@
 //! `sim::SimFs` (feature `sim`, on for tests only) is an in-memory implementation with a
 //! separate durable image, power-cut and fault injection, for the crash-point and fault tests.
 
-pub(crate) mod direct;
+pub mod direct;
 mod file;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
@@ -256,7 +256,7 @@ impl Fs for RealFs {
 /// sync the episode is failed and its files must stay as they are for recovery, but a
 /// `BufWriter` dropped on the error path would otherwise write its buffered rest, and a
 /// sync must never be retried.
-pub(crate) struct FailStop {
+pub struct FailStop {
     inner: Box<dyn DurableFile>,
     failed: bool,
 }
@@ -264,7 +264,7 @@ pub(crate) struct FailStop {
 impl FailStop {
     /// Wrap `inner`.
     #[must_use]
-    pub(crate) fn wrap(inner: Box<dyn DurableFile>) -> Box<dyn DurableFile> {
+    pub fn wrap(inner: Box<dyn DurableFile>) -> Box<dyn DurableFile> {
         Box::new(Self {
             inner,
             failed: false,
@@ -329,7 +329,7 @@ impl DurableFile for FailStop {
 ///
 /// # Errors
 /// The first failing step, as `(step, error)`.
-pub(crate) fn replace_atomically(
+pub fn replace_atomically(
     fs: &dyn Fs,
     path: &Path,
     bytes: &[u8],

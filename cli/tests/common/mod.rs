@@ -27,7 +27,7 @@ pub fn upstream_dir() -> Option<PathBuf> {
         || {
             PathBuf::from(concat!(
                 env!("CARGO_MANIFEST_DIR"),
-                "/../../../shared/golden-upstream"
+                "/../../shared/golden-upstream"
             ))
         },
         PathBuf::from,
