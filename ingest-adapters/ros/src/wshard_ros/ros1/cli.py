@@ -2,7 +2,8 @@
 
 Exit status: 0 after a normal shutdown (SIGINT, SIGTERM, ``rosnode kill``); 2 when it
 refuses to start, with one line on stderr: bad arguments, rospy not importable (not Debian's
-``/usr/bin/python3``), a bad mapping file (naming file, topic and key), a message type not
+``/usr/bin/python3``), the service classes not made (genpy missing, a bad ``.srv`` file of
+``wshard_ros_msgs``), a bad mapping file (naming file, topic and key), a message type not
 installed (naming topic and type), a package a mapping option needs (Pillow for
 ``compressed = "decode"``), a bridge socket path in use.
 """
@@ -51,9 +52,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         import rospy
     except ImportError as e:
         return _refuse(f"rospy cannot be imported ({e}): run it with Debian's /usr/bin/python3 (python3-rospy)")
+    from wshard_ros_msgs import ServiceCodeError
+
     from ..bridge import Bridge, BridgeOptions, serve_control
     from .msgclasses import message_classes
-    from .node import Ros1Node, init_node
+
+    try:
+        from .node import Ros1Node, init_node  # imports wshard_ros_msgs.srv: genpy makes the service classes
+    except ServiceCodeError as e:
+        return _refuse(f"the service types cannot be made: {e}")
 
     try:
         mapping = load_mapping(args.mapping)
