@@ -251,6 +251,10 @@ pub enum ProtoError {
     /// (`MALFORMED_FRAME`).
     #[error("EVENT: field data of kind {kind} {reason}")]
     BadEventData { kind: &'static str, reason: String },
+    /// An `EVENT` of kind json whose data is not one JSON value (`MALFORMED_FRAME`) or
+    /// breaks a limit of what events hold (`LIMIT`): see [`EventJsonError`].
+    #[error("EVENT: field data of kind json {0}")]
+    BadEventJson(EventJsonError),
     /// A `COUNTERS` frame's counter breaks the name rule or repeats a name
     /// (`MALFORMED_FRAME`); `index` is its place in the frame.
     #[error("COUNTERS: counter {index} {name:?} {reason}")]
@@ -288,6 +292,31 @@ pub enum ProtoError {
     },
 }
 
+/// Why the data of an `EVENT` of kind json is refused (`crate::event_json`). The text
+/// follows `EVENT: field data of kind json` in [`ProtoError::BadEventJson`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EventJsonError {
+    /// Not one JSON value: serde_json's message, with the line and column.
+    #[error("is not valid JSON ({0})")]
+    Invalid(String),
+    /// Arrays and objects nested deeper than
+    /// [`MAX_EVENT_JSON_DEPTH`](crate::event_json::MAX_EVENT_JSON_DEPTH).
+    #[error(
+        "nests arrays and objects {depth} deep (past the limit at byte {offset}); an event's \
+         JSON may nest at most {max} deep (MAX_EVENT_JSON_DEPTH)",
+        max = crate::event_json::MAX_EVENT_JSON_DEPTH
+    )]
+    TooDeep { depth: usize, offset: usize },
+    /// A number a 64-bit float cannot hold, e.g. `1e400`.
+    #[error(
+        "has the number {number} at byte {offset}, out of the range of a 64-bit float \
+         (magnitude at most {max:e}); an event's JSON numbers must be within it (integers \
+         within it are stored with the digits sent)",
+        max = f64::MAX
+    )]
+    NumberOutOfRange { number: String, offset: usize },
+}
+
 impl ProtoError {
     /// Whether the byte stream can no longer be parsed after this error: the receiver must
     /// send an `ERROR` and close the connection. Payload errors keep the framing intact.
@@ -317,7 +346,11 @@ impl ProtoError {
             | Self::BadValue { .. }
             | Self::TooLong { .. }
             | Self::BadEventData { .. }
-            | Self::BadCounter { .. } => ErrorCode::MalformedFrame,
+            | Self::BadCounter { .. }
+            | Self::BadEventJson(EventJsonError::Invalid(_)) => ErrorCode::MalformedFrame,
+            Self::BadEventJson(
+                EventJsonError::TooDeep { .. } | EventJsonError::NumberOutOfRange { .. },
+            ) => ErrorCode::Limit,
             Self::BadSchema { .. } | Self::BadRequest { .. } => ErrorCode::BadSchema,
             Self::BadEpisodeId { .. } | Self::BadId { .. } => ErrorCode::BadEpisodeId,
             Self::EventTooLarge { .. } => ErrorCode::Limit,

@@ -4,10 +4,12 @@
 //! one it owns.
 
 use wshard::episode_dir::events::EventData;
-use wshard_ingest_proto::{AcceptedWhat, ErrorCode, Event, EventKind, Frame};
+use wshard_ingest_proto::{
+    AcceptedWhat, CheckedEventData, ErrorCode, Event, EventJsonError, Frame, ProtoError,
+};
 
 use super::link::Link;
-use crate::episode_files::{EventError, EventsLog, NewEvent};
+use crate::episode_files::{EventError, EventsLog, NewEvent, NewEventData};
 use crate::multi::MultiEpisode;
 
 /// Where an event goes.
@@ -22,25 +24,39 @@ pub(super) enum Target<'a> {
     Single(&'a mut EventsLog),
 }
 
-/// The event's data as the file stores it (`validate` checked text and JSON already).
-fn data_of(event: Event) -> Result<EventData, String> {
-    match event.kind {
-        EventKind::Text => String::from_utf8(event.data)
-            .map(EventData::Text)
-            .map_err(|e| format!("EVENT: field data of kind text is not valid UTF-8 ({e})")),
-        EventKind::Json => serde_json::from_slice(&event.data)
-            .map(EventData::Json)
-            .map_err(|e| format!("EVENT: field data of kind json is not valid JSON ({e})")),
-        EventKind::Binary => Ok(EventData::Binary(event.data)),
+/// The checked data as the events log writes it: a json event's value as sent.
+fn data_of(data: CheckedEventData) -> NewEventData {
+    match data {
+        CheckedEventData::Text(text) => EventData::Text(text).into(),
+        CheckedEventData::Binary(bytes) => EventData::Binary(bytes).into(),
+        CheckedEventData::Json(text) => NewEventData::JsonText(text),
+    }
+}
+
+/// The `ERROR` for an event the log did not record.
+fn refusal(e: &EventError) -> (ErrorCode, String) {
+    match e {
+        EventError::Encode { source, .. } => {
+            let bad = ProtoError::BadEventJson(EventJsonError::Invalid(source.to_string()));
+            (bad.error_code(), bad.to_string())
+        }
+        EventError::Storage(_) | EventError::Failed { .. } => {
+            (ErrorCode::Storage, format!("EVENT: {e}"))
+        }
     }
 }
 
 /// `EVENT` for `target` (`None`: the episode the connection owns, if any).
 pub(super) fn on_event(target: Option<Target<'_>>, event: Event, link: &Link) {
-    if let Err(e) = event.validate(link.ctx.limits.max_event_bytes) {
-        link.responder.send(&e.to_error_frame());
-        return;
-    }
+    let t_ns = event.t_ns;
+    let label = event.label.clone();
+    let data = match event.into_checked_data(link.ctx.limits.max_event_bytes) {
+        Ok(d) => data_of(d),
+        Err(e) => {
+            link.responder.send(&e.to_error_frame());
+            return;
+        }
+    };
     let target = match (target, &link.owned) {
         (Some(t), _) => t,
         (None, Some(owned)) => Target::Multi {
@@ -52,15 +68,6 @@ pub(super) fn on_event(target: Option<Target<'_>>, event: Event, link: &Link) {
                 ErrorCode::NotOpen,
                 "EVENT without an episode: record a stream or an episode, or own one (EPISODE_OPEN)",
             );
-            return;
-        }
-    };
-    let t_ns = event.t_ns;
-    let label = event.label.clone();
-    let data = match data_of(event) {
-        Ok(d) => d,
-        Err(message) => {
-            link.error(ErrorCode::MalformedFrame, message);
             return;
         }
     };
@@ -94,7 +101,8 @@ pub(super) fn on_event(target: Option<Target<'_>>, event: Event, link: &Link) {
             if matches!(e, EventError::Storage(_)) {
                 tracing::error!(peer = %link.peer, episode = %episode, "event not recorded: {e}");
             }
-            link.error(ErrorCode::Storage, format!("EVENT: {e}"));
+            let (code, message) = refusal(&e);
+            link.error(code, message);
         }
     }
 }
