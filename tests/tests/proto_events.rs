@@ -1,15 +1,21 @@
 //! `EVENT` (protocol version 2) against the real daemon: a json event's value stored as
 //! sent (integers past 64 bits keep their digits), the limits of json data named in the
-//! refusal, every accepted event readable from the events file.
+//! refusal, every accepted event readable from the events file, and the owner's events
+//! between its `EPISODE_CLOSE` and the episode's finalization.
 
 use std::path::Path;
 
 use wshard::episode_dir::events::EventData;
+use wshard::episode_dir::index::EpisodeStatus;
 use wshard::episode_dir::names::events_file_name;
-use wshard_e2e::multi::{episode_close, event, owner, read_events};
+use wshard_e2e::multi::{
+    episode_close, event, owner, producer, read_events, stream_spec, wait_index_final,
+};
 use wshard_e2e::raw::RawConn;
-use wshard_e2e::{Daemon, DaemonOptions};
-use wshard_ingest_proto::{AcceptedWhat, ErrorCode, Event, Frame, MAX_EVENT_JSON_DEPTH};
+use wshard_e2e::{data, Daemon, DaemonOptions, TIMEOUT};
+use wshard_ingest_proto::{
+    AcceptedWhat, Durability, ErrorCode, Event, Frame, Outcome, MAX_EVENT_JSON_DEPTH,
+};
 
 /// The lines of episode `id`'s events file, as text.
 fn event_lines(data_dir: &Path, id: &str) -> Vec<String> {
@@ -127,4 +133,43 @@ fn proto_events_json_limits_are_named_and_accepted_events_stay_readable() {
     // Every event acknowledged is read back.
     let events = read_events(&d.data_dir(), "limits").expect("events readable");
     assert_eq!(events.len() as u64, seq + 1);
+}
+
+#[test]
+fn proto_events_of_the_owner_until_the_episode_is_finalized() {
+    let d = Daemon::start(DaemonOptions::default());
+    let dd = d.data_dir();
+    let ch = data::small_channels();
+    let mut o = owner(&d.socket(), "closing");
+    let mut p = producer(
+        &d.socket(),
+        &stream_spec("closing", "s", &ch, 100.0, Durability::Ack),
+    );
+    p.timesteps(&ch, 0..3);
+    assert_eq!(episode_close(&mut o), 1, "the stream still records");
+    // Closed, not finalized: the owner's events are taken, and the producer's.
+    assert_eq!(event(&mut o, data::t_ns(3), "owner", "after close"), 0);
+    assert_eq!(
+        event(&mut p, data::t_ns(4), "producer", "still recording"),
+        1
+    );
+    p.close(Outcome::Completed, 3);
+    let ix = wait_index_final(&dd, "closing", TIMEOUT).expect("finalized");
+    assert_eq!(ix.status, EpisodeStatus::Complete);
+    // Finalized: no more.
+    o.send(&Frame::Event(Event::text(
+        data::t_ns(5),
+        "late",
+        "too late",
+    )));
+    let msg = o.expect_error(ErrorCode::NotOpen);
+    assert_eq!(
+        msg,
+        "EVENT: episode `closing` is finalized (closed, and every stream ended): it takes no \
+         more events"
+    );
+    let events = read_events(&dd, "closing").expect("events");
+    let labels: Vec<&str> = events.iter().map(|e| e.label.as_str()).collect();
+    assert_eq!(labels, ["owner", "producer"]);
+    assert_eq!(events[1].source, "s");
 }

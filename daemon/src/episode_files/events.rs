@@ -92,6 +92,9 @@ pub enum EventError {
     /// An earlier write or sync of the log failed: nothing more is appended.
     #[error("events file {}: an earlier write failed, no more events are recorded: {reason}", path.display())]
     Failed { path: PathBuf, reason: String },
+    /// The episode is finalized (closed, and every stream ended): it takes no more events.
+    #[error("episode `{episode}` is finalized (closed, and every stream ended): it takes no more events")]
+    Finalized { episode: String },
     /// The event's line could not be made (its data is not the JSON text it should be);
     /// nothing was written.
     #[error("events file {}: event {seq} could not be encoded: {source}", path.display())]

@@ -1,14 +1,17 @@
 //! Version 2, `EVENT`: a timestamped record beside the timesteps, made durable in its
 //! episode's events file before `ACCEPTED{EVENT, seq}`. Its episode is the one the
 //! connection records (a stream's multi-stream episode, or a version 1 episode), else the
-//! one it owns.
+//! one it owns, else the one it closed (`EPISODE_CLOSE`) while streams still record: the
+//! owner's events are taken until the episode is finalized.
+
+use std::sync::Arc;
 
 use wshard::episode_dir::events::EventData;
 use wshard_ingest_proto::{
     AcceptedWhat, CheckedEventData, ErrorCode, Event, EventJsonError, Frame, ProtoError,
 };
 
-use super::link::Link;
+use super::link::{Closing, Link};
 use crate::episode_files::{EventError, EventsLog, NewEvent, NewEventData};
 use crate::multi::MultiEpisode;
 
@@ -36,6 +39,8 @@ fn data_of(data: CheckedEventData) -> NewEventData {
 /// The `ERROR` for an event the log did not record.
 fn refusal(e: &EventError) -> (ErrorCode, String) {
     match e {
+        // The episode ended between the owner's request and now: nothing to record into.
+        EventError::Finalized { .. } => (ErrorCode::NotOpen, format!("EVENT: {e}")),
         EventError::Encode { source, .. } => {
             let bad = ProtoError::BadEventJson(EventJsonError::Invalid(source.to_string()));
             (bad.error_code(), bad.to_string())
@@ -46,7 +51,8 @@ fn refusal(e: &EventError) -> (ErrorCode, String) {
     }
 }
 
-/// `EVENT` for `target` (`None`: the episode the connection owns, if any).
+/// `EVENT` for `target` (`None`: the episode the connection owns, or closed while streams
+/// still record, if any).
 pub(super) fn on_event(target: Option<Target<'_>>, event: Event, link: &Link) {
     let t_ns = event.t_ns;
     let label = event.label.clone();
@@ -57,17 +63,26 @@ pub(super) fn on_event(target: Option<Target<'_>>, event: Event, link: &Link) {
             return;
         }
     };
-    let target = match (target, &link.owned) {
+    let closing: Option<Arc<MultiEpisode>> = link.closing.as_ref().and_then(Closing::episode);
+    let target = match (target, link.owned.as_deref().or(closing.as_deref())) {
         (Some(t), _) => t,
         (None, Some(owned)) => Target::Multi {
             episode: owned,
             source: link.client_name.clone(),
         },
         (None, None) => {
-            link.error(
-                ErrorCode::NotOpen,
-                "EVENT without an episode: record a stream or an episode, or own one (EPISODE_OPEN)",
-            );
+            let message = match &link.closing {
+                Some(c) => format!(
+                    "EVENT: {}",
+                    EventError::Finalized {
+                        episode: c.id.clone()
+                    }
+                ),
+                None => "EVENT without an episode: record a stream or an episode, or own one \
+                         (EPISODE_OPEN)"
+                    .to_owned(),
+            };
+            link.error(ErrorCode::NotOpen, message);
             return;
         }
     };
