@@ -137,7 +137,8 @@ fn doc_code_mentions(doc: &str) -> Vec<(String, u16, usize)> {
             let rest = &line[at + 3..];
             let rest = rest.strip_prefix("code ").unwrap_or(rest);
             let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            let named = !name.is_empty() && name.chars().all(|c| c.is_ascii_uppercase() || c == '_');
+            let named =
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_uppercase() || c == '_');
             if named && !digits.is_empty() && rest[digits.len()..].starts_with(')') {
                 out.push((name.to_owned(), digits.parse().unwrap(), line_no + 1));
             }
@@ -150,10 +151,7 @@ fn doc_code_mentions(doc: &str) -> Vec<(String, u16, usize)> {
 fn proto_error_code_mentions_in_the_docs_are_the_codes() {
     let docs = [
         ("docs/PROTOCOL.md", PROTOCOL_MD),
-        (
-            "docs/CONTROL.md",
-            include_str!("../../../docs/CONTROL.md"),
-        ),
+        ("docs/CONTROL.md", include_str!("../../../docs/CONTROL.md")),
     ];
     let mut seen = 0;
     let mut wrong = Vec::new();
@@ -175,7 +173,10 @@ fn proto_error_code_mentions_in_the_docs_are_the_codes() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     // The scan finds the mentions it is there for (TIMEOUT, BAD_SHM, STOPPED, ...).
-    assert!(seen >= 8, "only {seen} mentions found: the pattern no longer matches the docs");
+    assert!(
+        seen >= 8,
+        "only {seen} mentions found: the pattern no longer matches the docs"
+    );
 }
 
 #[test]
