@@ -261,7 +261,7 @@ pub enum ProtoError {
     BadCounter {
         index: usize,
         name: String,
-        reason: String,
+        reason: BadCounterName,
     },
     /// A timestep's `t_ns` is below the previous timestep's (`TIMESTAMP_ORDER`): the
     /// episode's `time/timestamps_ns` must not decrease.
@@ -315,6 +315,21 @@ pub enum EventJsonError {
         max = f64::MAX
     )]
     NumberOutOfRange { number: String, offset: usize },
+}
+
+/// Why a counter of a `COUNTERS` frame is refused: its name breaks the rule
+/// (`crate::counters::validate_counter_name`) or repeats in the frame. The text follows the
+/// counter's index and name in [`ProtoError::BadCounter`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadCounterName {
+    #[error("is empty (must be 1..={max} bytes)", max = crate::counters::MAX_COUNTER_NAME_BYTES)]
+    Empty,
+    #[error("is {len} bytes (must be 1..={max} bytes)", max = crate::counters::MAX_COUNTER_NAME_BYTES)]
+    TooLong { len: usize },
+    #[error("has {found:?} at byte {at} (allowed: a-z, 0-9, _)")]
+    BadChar { found: char, at: usize },
+    #[error("appears twice in the frame (names are unique per frame)")]
+    Repeated,
 }
 
 impl ProtoError {

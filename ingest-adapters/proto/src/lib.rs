@@ -56,7 +56,7 @@ pub use counters::{
 };
 pub use decoder::{FrameDecoder, MIN_READ_BYTES};
 pub use encode::{encode, encode_timestep, encode_to_vec};
-pub use error::{ErrorCode, EventJsonError, ProtoError};
+pub use error::{BadCounterName, ErrorCode, EventJsonError, ProtoError};
 pub use event::{is_event_refusal, CheckedEventData, Event, EventKind, DEFAULT_MAX_EVENT_BYTES};
 pub use event_json::{compact_event_json, MAX_EVENT_JSON_DEPTH};
 pub use frame::{
