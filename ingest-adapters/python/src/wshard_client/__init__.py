@@ -36,11 +36,13 @@ from .episode import CloseSummary, EpisodeWriter, Step
 from .errors import (
     EpisodeFailed,
     ErrorCode,
+    JoinRefused,
     NeedsVersion,
     NotPushed,
     ProtocolError,
     SchemaError,
     ServerError,
+    ServerJoinRefused,
     Timeout,
     TransportError,
     WshardError,
@@ -95,4 +97,6 @@ __all__ = [
     "Timeout",
     "NotPushed",
     "NeedsVersion",
+    "JoinRefused",
+    "ServerJoinRefused",
 ]
