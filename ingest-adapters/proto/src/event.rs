@@ -132,8 +132,8 @@ pub enum CheckedEventData {
 /// `ACCEPTED{EVENT}` or such an `ERROR` (docs/PROTOCOL.md, "EVENT"), which is how a client
 /// tells the refusal of its event from the refusal of a timestep it sent before (`ERROR`
 /// frames carry no reference to the frame they refuse). The errors of this crate about an
-/// `EVENT` ([`ProtoError::EventTooLarge`], [`ProtoError::BadEventData`], payload errors of
-/// the frame) all start so.
+/// `EVENT` ([`ProtoError::EventTooLarge`], [`ProtoError::BadEventData`],
+/// [`ProtoError::BadEventJson`], payload errors of the frame) all start so.
 #[must_use]
 pub fn is_event_refusal(message: &str) -> bool {
     message

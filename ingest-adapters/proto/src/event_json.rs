@@ -134,4 +134,46 @@ mod tests {
             r#"{"b":[1,2.50],"a":"x y\" z","n":18446744073709551617}"#
         );
     }
+
+    #[test]
+    fn proto_event_json_limits() {
+        let nested = |d: usize| {
+            format!(
+                "{}0{}",
+                "[{\"k\":".repeat(d / 2) + &"[".repeat(d % 2),
+                "]".repeat(d % 2) + &"}]".repeat(d / 2)
+            )
+        };
+        assert!(compact_event_json(nested(MAX_EVENT_JSON_DEPTH).as_bytes()).is_ok());
+        assert_eq!(
+            compact_event_json(nested(MAX_EVENT_JSON_DEPTH + 2).as_bytes()),
+            Err(EventJsonError::TooDeep {
+                depth: MAX_EVENT_JSON_DEPTH + 2,
+                offset: 6 * (MAX_EVENT_JSON_DEPTH / 2),
+            })
+        );
+        // Brackets inside strings are text.
+        let in_string = format!("\"{}\"", "[".repeat(500));
+        assert!(compact_event_json(in_string.as_bytes()).is_ok());
+        assert!(compact_event_json(b"[1.7976931348623157e308, -1e308, 1e-400]").is_ok());
+        assert_eq!(
+            compact_event_json(b"[0, -2e308]"),
+            Err(EventJsonError::NumberOutOfRange {
+                number: "-2e308".into(),
+                offset: 4,
+            })
+        );
+        let long = format!("1{}", "0".repeat(400));
+        let Err(EventJsonError::NumberOutOfRange { number, .. }) =
+            compact_event_json(long.as_bytes())
+        else {
+            panic!("a 401-digit integer is out of range");
+        };
+        assert_eq!(number, format!("1{}... (401 bytes)", "0".repeat(39)));
+        // Every refusal is an EVENT refusal (the message starts with `EVENT:`).
+        for bad in [&b"{"[..], b"1e999", nested(200).as_bytes()] {
+            let e = crate::error::ProtoError::BadEventJson(compact_event_json(bad).unwrap_err());
+            assert!(crate::event::is_event_refusal(&e.to_string()), "{e}");
+        }
+    }
 }
