@@ -88,9 +88,9 @@ impl BridgeVerb {
     /// The request line's JSON (design: one object per connection, `cmd` first).
     ///
     /// # Errors
-    /// A message for a `--metadata` that is not a JSON object or a `--json-data` that is
-    /// not JSON.
-    pub fn request(&self) -> Result<Value, String> {
+    /// [`BadRequestOption`] for a `--metadata` that is not a JSON object or a
+    /// `--json-data` that is not JSON.
+    pub fn request(&self) -> Result<Value, BadRequestOption> {
         let mut m = Map::new();
         m.insert("cmd".into(), json!(self.name()));
         match self {
@@ -102,10 +102,10 @@ impl BridgeVerb {
                 m.insert("episode_id".into(), json!(episode_id));
                 m.insert("env_id".into(), json!(env_id));
                 if let Some(text) = metadata {
-                    let v: Value = serde_json::from_str(text)
-                        .map_err(|e| format!("--metadata is not JSON: {e}"))?;
+                    let v: Value =
+                        serde_json::from_str(text).map_err(BadRequestOption::MetadataNotJson)?;
                     if !v.is_object() {
-                        return Err(format!("--metadata must be a JSON object, got {v}"));
+                        return Err(BadRequestOption::MetadataNotObject(v));
                     }
                     m.insert("metadata".into(), v);
                 }
@@ -121,8 +121,8 @@ impl BridgeVerb {
                     m.insert("text".into(), json!(t));
                 }
                 if let Some(j) = json_data {
-                    let v: Value = serde_json::from_str(j)
-                        .map_err(|e| format!("--json-data is not JSON: {e}"))?;
+                    let v: Value =
+                        serde_json::from_str(j).map_err(BadRequestOption::JsonDataNotJson)?;
                     m.insert("json".into(), v);
                 }
                 if let Some(t) = at_ns {
@@ -133,6 +133,17 @@ impl BridgeVerb {
         }
         Ok(Value::Object(m))
     }
+}
+
+/// A `wshard bridge` option whose value cannot go into the request.
+#[derive(Debug, thiserror::Error)]
+pub enum BadRequestOption {
+    #[error("--metadata is not JSON: {0}")]
+    MetadataNotJson(serde_json::Error),
+    #[error("--metadata must be a JSON object, got {0}")]
+    MetadataNotObject(Value),
+    #[error("--json-data is not JSON: {0}")]
+    JsonDataNotJson(serde_json::Error),
 }
 
 /// The error codes that are a usage error on our side (exit 2); every other error code

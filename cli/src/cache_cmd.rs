@@ -30,11 +30,22 @@ pub enum CacheVerb {
     },
 }
 
+/// A byte count `parse_bytes` refuses, quoted as given.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadByteCount {
+    #[error("{0:?}: unit must be K, M, G or T")]
+    Unit(String),
+    #[error("{0:?}: not a byte count (e.g. 500M)")]
+    NotANumber(String),
+    #[error("{0:?}: too large")]
+    TooLarge(String),
+}
+
 /// `123`, `64K`, `10M`, `2G` (powers of 1024; `KiB`, `MiB`, `GiB` too).
 ///
 /// # Errors
-/// A message saying what is accepted.
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
+/// [`BadByteCount`], saying what is accepted.
+pub fn parse_bytes(s: &str) -> Result<u64, BadByteCount> {
     let t = s.trim();
     let digits = t.trim_end_matches(|c: char| c.is_ascii_alphabetic());
     let unit = &t[digits.len()..];
@@ -44,13 +55,13 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         "M" | "MB" | "MIB" => 20,
         "G" | "GB" | "GIB" => 30,
         "T" | "TB" | "TIB" => 40,
-        _ => return Err(format!("{s:?}: unit must be K, M, G or T")),
+        _ => return Err(BadByteCount::Unit(s.to_owned())),
     };
     let n: u64 = digits
         .parse()
-        .map_err(|_| format!("{s:?}: not a byte count (e.g. 500M)"))?;
+        .map_err(|_| BadByteCount::NotANumber(s.to_owned()))?;
     n.checked_mul(1 << shift)
-        .ok_or_else(|| format!("{s:?}: too large"))
+        .ok_or_else(|| BadByteCount::TooLarge(s.to_owned()))
 }
 
 /// Run `wshard cache VERB`. Exit 0, or 2 when the cache cannot be found or read.

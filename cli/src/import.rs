@@ -87,20 +87,46 @@ fn python_source() -> &'static str {
     }
 }
 
-/// Whether `python` finds the importer: `Err` with the message to print.
-fn probe(python: &OsStr) -> Result<(), String> {
-    let shown = python.to_string_lossy();
+/// Why the bag importer cannot be run with the interpreter `python` (shown as given, with
+/// where it came from, `$WSHARD_PYTHON` or the default).
+#[derive(Debug, thiserror::Error)]
+enum ProbeError {
+    #[error("cannot run the Python interpreter `{python}` ({source_of}): {error}; {INSTALL_HINT}")]
+    CannotRun {
+        python: String,
+        source_of: &'static str,
+        error: std::io::Error,
+    },
+    #[error("`{python}` ({source_of}) cannot import {IMPORT_MODULE} ({why}); {INSTALL_HINT}")]
+    Missing {
+        python: String,
+        source_of: &'static str,
+        why: String,
+    },
+    #[error(
+        "`{python}` ({source_of}) failed to look for {IMPORT_MODULE}: {why}; is it a Python 3 \
+         interpreter? {INSTALL_HINT}"
+    )]
+    Failed {
+        python: String,
+        source_of: &'static str,
+        why: String,
+    },
+}
+
+/// Whether `python` finds the importer.
+fn probe(python: &OsStr) -> Result<(), ProbeError> {
+    let shown = python.to_string_lossy().into_owned();
     let out = Command::new(python)
         .arg("-c")
         .arg(PROBE)
         .arg(IMPORT_MODULE)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| {
-            format!(
-                "cannot run the Python interpreter `{shown}` ({}): {e}; {INSTALL_HINT}",
-                python_source()
-            )
+        .map_err(|error| ProbeError::CannotRun {
+            python: shown.clone(),
+            source_of: python_source(),
+            error,
         })?;
     if out.status.success() {
         return Ok(());
@@ -112,15 +138,16 @@ fn probe(python: &OsStr) -> Result<(), String> {
         why
     };
     match out.status.code() {
-        Some(PROBE_MISSING) => Err(format!(
-            "`{shown}` ({}) cannot import {IMPORT_MODULE} ({why}); {INSTALL_HINT}",
-            python_source()
-        )),
-        _ => Err(format!(
-            "`{shown}` ({}) failed to look for {IMPORT_MODULE}: {why}; is it a Python 3 \
-             interpreter? {INSTALL_HINT}",
-            python_source()
-        )),
+        Some(PROBE_MISSING) => Err(ProbeError::Missing {
+            python: shown,
+            source_of: python_source(),
+            why,
+        }),
+        _ => Err(ProbeError::Failed {
+            python: shown,
+            source_of: python_source(),
+            why,
+        }),
     }
 }
 

@@ -95,15 +95,32 @@ pub fn is_native(args: &[OsString]) -> bool {
         .is_some_and(|a| VERBS.contains(&a))
 }
 
-fn options(c: &Common) -> Result<(ImportOptions, SinkOptions), String> {
-    let codec = Codec::parse(&c.codec).map_err(|e| format!("--codec {}: {e}", c.codec))?;
+/// An option value `wshard import` refuses before reading anything.
+#[derive(Debug, thiserror::Error)]
+enum BadOption {
+    #[error("--codec {text}: {source}")]
+    Codec {
+        text: String,
+        source: wshard::FormatError,
+    },
+    #[error("--hz {0}: must be a positive rate")]
+    Hz(f64),
+    #[error("--chunk-steps must be at least 1")]
+    ChunkSteps,
+}
+
+fn options(c: &Common) -> Result<(ImportOptions, SinkOptions), BadOption> {
+    let codec = Codec::parse(&c.codec).map_err(|source| BadOption::Codec {
+        text: c.codec.clone(),
+        source,
+    })?;
     if let Some(hz) = c.hz {
         if !(hz.is_finite() && hz > 0.0) {
-            return Err(format!("--hz {hz}: must be a positive rate"));
+            return Err(BadOption::Hz(hz));
         }
     }
     if c.chunk_steps == 0 {
-        return Err("--chunk-steps must be at least 1".into());
+        return Err(BadOption::ChunkSteps);
     }
     Ok((
         ImportOptions {

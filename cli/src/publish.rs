@@ -70,13 +70,19 @@ pub fn exit_code(e: &PublishError) -> u8 {
     }
 }
 
-fn data_dir(args: &PublishArgs) -> Result<PathBuf, String> {
+/// No `--data-dir`, and the wshardd config that would name the data directory cannot be
+/// loaded.
+#[derive(Debug, thiserror::Error)]
+#[error("no --data-dir, and the wshardd config cannot be loaded: {0}")]
+struct NoDataDir(wshardd_config::ConfigError);
+
+fn data_dir(args: &PublishArgs) -> Result<PathBuf, NoDataDir> {
     if let Some(d) = &args.data_dir {
         return Ok(d.clone());
     }
     Config::load(args.config.as_deref())
         .map(|(cfg, _)| cfg.data_dir)
-        .map_err(|e| format!("no --data-dir, and the wshardd config cannot be loaded: {e}"))
+        .map_err(NoDataDir)
 }
 
 fn publish(args: &PublishArgs, dir: &Path) -> Result<PublishReport, PublishError> {

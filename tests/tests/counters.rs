@@ -249,6 +249,46 @@ fn counters_per_stream_limit_and_not_open() {
 }
 
 #[test]
+fn counters_limit_message_names_the_counter_that_crosses_it() {
+    let d = Daemon::start(DaemonOptions::default());
+    let ch = data::small_channels();
+    let mut o = owner(&d.socket(), "cross");
+    let mut p = producer(
+        &d.socket(),
+        &stream_spec("cross", "s", &ch, 100.0, Durability::Ack),
+    );
+    // 250 names kept: the 7th of 10 new names would be name 257.
+    let kept: Vec<String> = (0..250).map(|i| format!("c{i:03}")).collect();
+    for chunk in kept.chunks(32) {
+        p.send(&Frame::Counters(Counters::new(
+            chunk.iter().map(|n| (n.as_str(), 1)),
+        )));
+    }
+    let new: Vec<String> = (0..10).map(|i| format!("m{i:03}")).collect();
+    p.send(&Frame::Counters(Counters::new(
+        new.iter().map(|n| (n.as_str(), 1)),
+    )));
+    let msg = p.expect_error(ErrorCode::Limit);
+    assert!(
+        msg.contains("counter \"m006\" would be name 257 of this stream"),
+        "{msg}"
+    );
+    assert!(msg.contains("10 new names"), "{msg}");
+    // Refused whole: none of the ten is kept; the 250 stay, and 6 new names still fit.
+    p.send(&Frame::Counters(Counters::new(
+        new[..6].iter().map(|n| (n.as_str(), 2)),
+    )));
+    p.timesteps(&ch, 0..1);
+    p.flush_until(1);
+    let st = status(&d);
+    let kept_now = &open_episode(&st, "cross/s").expect("stream")["producer_counters"];
+    assert_eq!(kept_now.as_object().map(serde_json::Map::len), Some(256));
+    assert!(kept_now.get("m006").is_none());
+    p.close(Outcome::Completed, 1);
+    assert_eq!(episode_close(&mut o), 0);
+}
+
+#[test]
 fn counters_on_a_version_1_connection_are_unknown_frame() {
     let d = Daemon::start(DaemonOptions::default());
     let ch = data::small_channels();

@@ -9,7 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use wshard::episode_dir::events::{EventData, EventRecord};
+use serde_json::value::RawValue;
+use wshard::episode_dir::events::{EventData, EventKind, EventRecord};
 use wshard::episode_dir::names::events_file_name;
 
 use crate::error::StorageError;
@@ -22,7 +23,65 @@ pub struct NewEvent {
     pub label: String,
     /// The stream name of the producer, or the client name of the episode's owner.
     pub source: String,
-    pub data: EventData,
+    pub data: NewEventData,
+}
+
+/// An event's data as the log writes it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NewEventData {
+    /// Written as the format library writes it (`EventRecord::to_line`).
+    Data(EventData),
+    /// The value of a json event as the producer sent it, compact
+    /// (`wshard_ingest_proto::compact_event_json`): written as it is, so that its numbers
+    /// keep the digits sent (an integer outside the 64-bit range included).
+    JsonText(String),
+}
+
+impl From<EventData> for NewEventData {
+    fn from(data: EventData) -> Self {
+        Self::Data(data)
+    }
+}
+
+/// One line of the events file with `data` written as raw JSON text: the fields of
+/// `EventRecord::to_line`, in its (sorted) order.
+#[derive(serde::Serialize)]
+struct JsonTextLine<'a> {
+    data: &'a RawValue,
+    kind: &'static str,
+    label: &'a str,
+    seq: u64,
+    source: &'a str,
+    t_ns: i64,
+}
+
+/// The line of `event` with `seq`: compact JSON, sorted keys, `\n`-terminated.
+fn event_line(seq: u64, event: NewEvent) -> Result<Vec<u8>, serde_json::Error> {
+    let mut line = match event.data {
+        NewEventData::Data(data) => {
+            let record = EventRecord {
+                seq,
+                t_ns: event.t_ns,
+                label: event.label,
+                source: event.source,
+                data,
+            };
+            return Ok(record.to_line());
+        }
+        NewEventData::JsonText(text) => {
+            let data = RawValue::from_string(text)?;
+            serde_json::to_vec(&JsonTextLine {
+                data: &data,
+                kind: EventKind::Json.as_str(),
+                label: &event.label,
+                seq,
+                source: &event.source,
+                t_ns: event.t_ns,
+            })?
+        }
+    };
+    line.push(b'\n');
+    Ok(line)
 }
 
 /// Why an event was not recorded.
@@ -33,6 +92,17 @@ pub enum EventError {
     /// An earlier write or sync of the log failed: nothing more is appended.
     #[error("events file {}: an earlier write failed, no more events are recorded: {reason}", path.display())]
     Failed { path: PathBuf, reason: String },
+    /// The episode is finalized (closed, and every stream ended): it takes no more events.
+    #[error("episode `{episode}` is finalized (closed, and every stream ended): it takes no more events")]
+    Finalized { episode: String },
+    /// The event's line could not be made (its data is not the JSON text it should be);
+    /// nothing was written.
+    #[error("events file {}: event {seq} could not be encoded: {source}", path.display())]
+    Encode {
+        path: PathBuf,
+        seq: u64,
+        source: serde_json::Error,
+    },
 }
 
 /// The events log of one episode, appended by the daemon.
@@ -93,14 +163,12 @@ impl EventsLog {
             });
         }
         let seq = self.next_seq;
-        let record = EventRecord {
+        let line = event_line(seq, event).map_err(|e| EventError::Encode {
+            path: self.path.clone(),
             seq,
-            t_ns: event.t_ns,
-            label: event.label,
-            source: event.source,
-            data: event.data,
-        };
-        match self.write_durably(&record.to_line()) {
+            source: e,
+        })?;
+        match self.write_durably(&line) {
             Ok(()) => {
                 self.next_seq += 1;
                 Ok(seq)
@@ -153,4 +221,46 @@ pub fn cut_torn_tail(fs: &dyn Fs, path: &Path, complete_bytes: u64) -> Result<()
         .map_err(|e| StorageError::io("truncate events file", path, e))?;
     f.sync_data()
         .map_err(|e| StorageError::io("fdatasync events file", path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_event(data: NewEventData) -> NewEvent {
+        NewEvent {
+            t_ns: -5,
+            label: "score".into(),
+            source: "teleop".into(),
+            data,
+        }
+    }
+
+    #[test]
+    fn proto_event_json_text_line_is_the_format_library_s_line() {
+        // The same line as `EventRecord::to_line` for a value both can write.
+        let text = r#"{"a":[1,2.5,null],"b":"x\"y"}"#;
+        let value: serde_json::Value = serde_json::from_str(text).unwrap();
+        let library = event_line(7, new_event(EventData::Json(value).into())).unwrap();
+        let as_sent = event_line(7, new_event(NewEventData::JsonText(text.into()))).unwrap();
+        assert_eq!(
+            String::from_utf8(as_sent).unwrap(),
+            String::from_utf8(library).unwrap()
+        );
+        // A number past 64 bits keeps its digits, and the line still parses as an event.
+        let line = event_line(
+            0,
+            new_event(NewEventData::JsonText("18446744073709551617".into())),
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(line.clone()).unwrap(),
+            "{\"data\":18446744073709551617,\"kind\":\"json\",\"label\":\"score\",\"seq\":0,\"source\":\"teleop\",\"t_ns\":-5}\n"
+        );
+        let parsed =
+            wshard::episode_dir::events::parse_events(&line, Path::new("e.jsonl")).unwrap();
+        assert_eq!(parsed.events.len(), 1);
+        // Text that is not JSON is refused, not written.
+        assert!(event_line(0, new_event(NewEventData::JsonText("{".into()))).is_err());
+    }
 }

@@ -14,7 +14,7 @@ pub mod events;
 pub mod index;
 
 pub use annotations::{annotate, read_annotations, AnnotateError, NewAnnotation};
-pub use events::{cut_torn_tail, EventError, EventsLog, NewEvent};
+pub use events::{cut_torn_tail, EventError, EventsLog, NewEvent, NewEventData};
 pub use index::{commit_index, index_path, read_index, IndexReadError};
 
 /// True for `name` being the temporary file of an episode-level file of episode `id` (the

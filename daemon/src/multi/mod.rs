@@ -383,13 +383,13 @@ impl MultiEpisode {
     /// Record an event durably; returns its seq (what the acknowledgement carries).
     ///
     /// # Errors
-    /// The episode is finalized, or the log failed (now or earlier).
+    /// [`EventError::Finalized`] once the episode is finalized; the log failed (now or
+    /// earlier).
     pub fn record_event(&self, event: NewEvent) -> Result<u64, EventError> {
         let mut log = lock(&self.events);
         if self.is_finalized() {
-            return Err(EventError::Failed {
-                path: log.path().to_path_buf(),
-                reason: format!("episode `{}` is finalized", self.id),
+            return Err(EventError::Finalized {
+                episode: self.id.clone(),
             });
         }
         log.append(event)

@@ -52,6 +52,24 @@ impl StopReason {
     }
 }
 
+/// A `COUNTERS` frame refused because the stream would keep more than
+/// [`MAX_COUNTERS_PER_STREAM`] distinct names (`ERROR{LIMIT}`; the frame is refused whole).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "COUNTERS: counter {name:?} would be name {} of this stream (the frame brings {new} new \
+     names, {kept} are kept); at most {MAX_COUNTERS_PER_STREAM} distinct counter names are \
+     kept per stream (the frame is refused, the values kept so far stay)",
+    MAX_COUNTERS_PER_STREAM + 1
+)]
+pub(crate) struct TooManyCounterNames {
+    /// The frame's first new name past the limit.
+    name: String,
+    /// Names the stream keeps already.
+    kept: usize,
+    /// Names of the frame the stream does not keep yet.
+    new: usize,
+}
+
 /// How an episode's timesteps arrive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -115,8 +133,12 @@ impl LiveEpisode {
     /// [`MAX_COUNTERS_PER_STREAM`] names is refused whole.
     ///
     /// # Errors
-    /// The message of the `ERROR{LIMIT}`, naming the first new name over the limit.
-    pub(crate) fn set_producer_counters(&self, counters: &Counters) -> Result<(), String> {
+    /// [`TooManyCounterNames`] (the `ERROR{LIMIT}`), naming the frame's new name that
+    /// would cross the limit.
+    pub(crate) fn set_producer_counters(
+        &self,
+        counters: &Counters,
+    ) -> Result<(), TooManyCounterNames> {
         let Ok(mut kept) = self.producer_counters.lock() else {
             return Ok(());
         };
@@ -126,15 +148,14 @@ impl LiveEpisode {
             .map(|c| c.name.as_str())
             .filter(|n| !kept.contains_key(*n))
             .collect();
-        if let Some(first) = new.first() {
-            if kept.len() + new.len() > MAX_COUNTERS_PER_STREAM {
-                return Err(format!(
-                    "COUNTERS: counter {first:?} would be name {} of this stream; at most \
-                     {MAX_COUNTERS_PER_STREAM} distinct counter names are kept per stream \
-                     (the frame is refused, the values kept so far stay)",
-                    kept.len() + 1
-                ));
-            }
+        // The first new name past the limit: name MAX + 1 of the stream.
+        let room = MAX_COUNTERS_PER_STREAM.saturating_sub(kept.len());
+        if let Some(crossing) = new.get(room) {
+            return Err(TooManyCounterNames {
+                name: (*crossing).to_owned(),
+                kept: kept.len(),
+                new: new.len(),
+            });
         }
         for c in &counters.counters {
             kept.insert(c.name.clone(), c.value);

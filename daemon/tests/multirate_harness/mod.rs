@@ -64,7 +64,7 @@ fn event(t_ns: i64, i: u64) -> NewEvent {
         t_ns,
         label: "marker".into(),
         source: "a".into(),
-        data: EventData::Text(format!("event {i}")),
+        data: EventData::Text(format!("event {i}")).into(),
     }
 }
 

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::error::ProtoError;
+use crate::error::{BadCounterName, ProtoError};
 use crate::frame::FrameType;
 use crate::wire::{put_str16, Reader};
 
@@ -97,7 +97,7 @@ impl Counters {
                 return Err(ProtoError::BadCounter {
                     index,
                     name: shown_name(&c.name),
-                    reason: "appears twice in the frame (names are unique per frame)".to_owned(),
+                    reason: BadCounterName::Repeated,
                 });
             }
         }
@@ -156,25 +156,21 @@ fn shown_name(name: &str) -> String {
 /// The counter-name rule: 1..=[`MAX_COUNTER_NAME_BYTES`] bytes, each of `[a-z0-9_]`.
 ///
 /// # Errors
-/// Why the name is refused, as text (`is empty`, `is 40 bytes (must be 1..=32)`,
-/// `has 'A' at byte 0 (allowed: a-z, 0-9, _)`).
-pub fn validate_counter_name(name: &str) -> Result<(), String> {
+/// Why the name is refused: [`BadCounterName::Empty`] (`is empty`),
+/// [`BadCounterName::TooLong`] (`is 40 bytes (must be 1..=32 bytes)`),
+/// [`BadCounterName::BadChar`] (`has 'A' at byte 0 (allowed: a-z, 0-9, _)`).
+pub fn validate_counter_name(name: &str) -> Result<(), BadCounterName> {
     if name.is_empty() {
-        return Err(format!(
-            "is empty (must be 1..={MAX_COUNTER_NAME_BYTES} bytes)"
-        ));
+        return Err(BadCounterName::Empty);
     }
     if name.len() > MAX_COUNTER_NAME_BYTES {
-        return Err(format!(
-            "is {} bytes (must be 1..={MAX_COUNTER_NAME_BYTES} bytes)",
-            name.len()
-        ));
+        return Err(BadCounterName::TooLong { len: name.len() });
     }
     match name
         .char_indices()
         .find(|(_, c)| !matches!(c, 'a'..='z' | '0'..='9' | '_'))
     {
-        Some((at, c)) => Err(format!("has {c:?} at byte {at} (allowed: a-z, 0-9, _)")),
+        Some((at, found)) => Err(BadCounterName::BadChar { found, at }),
         None => Ok(()),
     }
 }

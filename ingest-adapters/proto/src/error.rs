@@ -251,13 +251,17 @@ pub enum ProtoError {
     /// (`MALFORMED_FRAME`).
     #[error("EVENT: field data of kind {kind} {reason}")]
     BadEventData { kind: &'static str, reason: String },
+    /// An `EVENT` of kind json whose data is not one JSON value (`MALFORMED_FRAME`) or
+    /// breaks a limit of what events hold (`LIMIT`): see [`EventJsonError`].
+    #[error("EVENT: field data of kind json {0}")]
+    BadEventJson(EventJsonError),
     /// A `COUNTERS` frame's counter breaks the name rule or repeats a name
     /// (`MALFORMED_FRAME`); `index` is its place in the frame.
     #[error("COUNTERS: counter {index} {name:?} {reason}")]
     BadCounter {
         index: usize,
         name: String,
-        reason: String,
+        reason: BadCounterName,
     },
     /// A timestep's `t_ns` is below the previous timestep's (`TIMESTAMP_ORDER`): the
     /// episode's `time/timestamps_ns` must not decrease.
@@ -286,6 +290,46 @@ pub enum ProtoError {
         len: usize,
         max: usize,
     },
+}
+
+/// Why the data of an `EVENT` of kind json is refused (`crate::event_json`). The text
+/// follows `EVENT: field data of kind json` in [`ProtoError::BadEventJson`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EventJsonError {
+    /// Not one JSON value: serde_json's message, with the line and column.
+    #[error("is not valid JSON ({0})")]
+    Invalid(String),
+    /// Arrays and objects nested deeper than
+    /// [`MAX_EVENT_JSON_DEPTH`](crate::event_json::MAX_EVENT_JSON_DEPTH).
+    #[error(
+        "nests arrays and objects {depth} deep (past the limit at byte {offset}); an event's \
+         JSON may nest at most {max} deep (MAX_EVENT_JSON_DEPTH)",
+        max = crate::event_json::MAX_EVENT_JSON_DEPTH
+    )]
+    TooDeep { depth: usize, offset: usize },
+    /// A number a 64-bit float cannot hold, e.g. `1e400`.
+    #[error(
+        "has the number {number} at byte {offset}, out of the range of a 64-bit float \
+         (magnitude at most {max:e}); an event's JSON numbers must be within it (integers \
+         within it are stored with the digits sent)",
+        max = f64::MAX
+    )]
+    NumberOutOfRange { number: String, offset: usize },
+}
+
+/// Why a counter of a `COUNTERS` frame is refused: its name breaks the rule
+/// (`crate::counters::validate_counter_name`) or repeats in the frame. The text follows the
+/// counter's index and name in [`ProtoError::BadCounter`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadCounterName {
+    #[error("is empty (must be 1..={max} bytes)", max = crate::counters::MAX_COUNTER_NAME_BYTES)]
+    Empty,
+    #[error("is {len} bytes (must be 1..={max} bytes)", max = crate::counters::MAX_COUNTER_NAME_BYTES)]
+    TooLong { len: usize },
+    #[error("has {found:?} at byte {at} (allowed: a-z, 0-9, _)")]
+    BadChar { found: char, at: usize },
+    #[error("appears twice in the frame (names are unique per frame)")]
+    Repeated,
 }
 
 impl ProtoError {
@@ -317,7 +361,11 @@ impl ProtoError {
             | Self::BadValue { .. }
             | Self::TooLong { .. }
             | Self::BadEventData { .. }
-            | Self::BadCounter { .. } => ErrorCode::MalformedFrame,
+            | Self::BadCounter { .. }
+            | Self::BadEventJson(EventJsonError::Invalid(_)) => ErrorCode::MalformedFrame,
+            Self::BadEventJson(
+                EventJsonError::TooDeep { .. } | EventJsonError::NumberOutOfRange { .. },
+            ) => ErrorCode::Limit,
             Self::BadSchema { .. } | Self::BadRequest { .. } => ErrorCode::BadSchema,
             Self::BadEpisodeId { .. } | Self::BadId { .. } => ErrorCode::BadEpisodeId,
             Self::EventTooLarge { .. } => ErrorCode::Limit,

@@ -2,6 +2,7 @@
 //! language instruction, a button press, a label), and the checks of its data.
 
 use crate::error::ProtoError;
+use crate::event_json::compact_event_json;
 
 /// The server's default `limits.max_event_bytes`: the most bytes of `EVENT.data`.
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 64 * 1024;
@@ -58,32 +59,72 @@ impl Event {
     }
 
     /// Check the data: at most `max_event_bytes` bytes (checked first, before reading
-    /// it), text is UTF-8, json is one JSON value.
+    /// it), text is UTF-8, json is one JSON value within the limits of
+    /// [`crate::event_json`].
     ///
     /// # Errors
-    /// [`ProtoError::EventTooLarge`] (`LIMIT`) naming the size and the key,
-    /// [`ProtoError::BadEventData`] (`MALFORMED_FRAME`) naming the kind and what is wrong.
+    /// As [`Event::into_checked_data`].
     pub fn validate(&self, max_event_bytes: usize) -> Result<(), ProtoError> {
+        self.check_size(max_event_bytes)?;
+        match self.kind {
+            EventKind::Binary => Ok(()),
+            EventKind::Text => std::str::from_utf8(&self.data)
+                .map(|_| ())
+                .map_err(|e| bad_text(&e)),
+            EventKind::Json => compact_event_json(&self.data)
+                .map(|_| ())
+                .map_err(ProtoError::BadEventJson),
+        }
+    }
+
+    /// The data checked as [`Event::validate`] does, as the events file stores it: the
+    /// text, the JSON value's compact text ([`compact_event_json`]: as sent, without the
+    /// whitespace between tokens), or the bytes.
+    ///
+    /// # Errors
+    /// [`ProtoError::EventTooLarge`] (`LIMIT`) naming the size and the key;
+    /// [`ProtoError::BadEventData`] (`MALFORMED_FRAME`) for text that is not UTF-8;
+    /// [`ProtoError::BadEventJson`] for json that is not JSON (`MALFORMED_FRAME`) or is
+    /// nested too deep or holds a number out of range (`LIMIT`, naming the limit).
+    pub fn into_checked_data(self, max_event_bytes: usize) -> Result<CheckedEventData, ProtoError> {
+        self.check_size(max_event_bytes)?;
+        match self.kind {
+            EventKind::Binary => Ok(CheckedEventData::Binary(self.data)),
+            EventKind::Text => String::from_utf8(self.data)
+                .map(CheckedEventData::Text)
+                .map_err(|e| bad_text(&e.utf8_error())),
+            EventKind::Json => compact_event_json(&self.data)
+                .map(CheckedEventData::Json)
+                .map_err(ProtoError::BadEventJson),
+        }
+    }
+
+    fn check_size(&self, max_event_bytes: usize) -> Result<(), ProtoError> {
         if self.data.len() > max_event_bytes {
             return Err(ProtoError::EventTooLarge {
                 size: self.data.len(),
                 max: max_event_bytes,
             });
         }
-        let bad = |reason: String| ProtoError::BadEventData {
-            kind: self.kind.as_str(),
-            reason,
-        };
-        match self.kind {
-            EventKind::Binary => Ok(()),
-            EventKind::Text => std::str::from_utf8(&self.data)
-                .map(|_| ())
-                .map_err(|e| bad(format!("is not valid UTF-8 ({e})"))),
-            EventKind::Json => serde_json::from_slice::<serde_json::Value>(&self.data)
-                .map(|_| ())
-                .map_err(|e| bad(format!("is not valid JSON ({e})"))),
-        }
+        Ok(())
     }
+}
+
+/// Text data that is not UTF-8.
+fn bad_text(e: &std::str::Utf8Error) -> ProtoError {
+    ProtoError::BadEventData {
+        kind: EventKind::Text.as_str(),
+        reason: format!("is not valid UTF-8 ({e})"),
+    }
+}
+
+/// An event's data after [`Event::into_checked_data`], as the events file stores it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckedEventData {
+    Text(String),
+    /// One JSON value, as sent without the whitespace between its tokens.
+    Json(String),
+    Binary(Vec<u8>),
 }
 
 /// Whether an `ERROR` message refuses an `EVENT`: it starts with the frame's name `EVENT`
@@ -91,8 +132,8 @@ impl Event {
 /// `ACCEPTED{EVENT}` or such an `ERROR` (docs/PROTOCOL.md, "EVENT"), which is how a client
 /// tells the refusal of its event from the refusal of a timestep it sent before (`ERROR`
 /// frames carry no reference to the frame they refuse). The errors of this crate about an
-/// `EVENT` ([`ProtoError::EventTooLarge`], [`ProtoError::BadEventData`], payload errors of
-/// the frame) all start so.
+/// `EVENT` ([`ProtoError::EventTooLarge`], [`ProtoError::BadEventData`],
+/// [`ProtoError::BadEventJson`], payload errors of the frame) all start so.
 #[must_use]
 pub fn is_event_refusal(message: &str) -> bool {
     message

@@ -6,7 +6,8 @@
 //!   version knows.
 //! - [`multistream`] (version 2): [`EpisodeOpen`], [`StreamOpen`], the stream-name rule;
 //!   [`schema_diff`]: how a stream's schema differs from the one it was opened with.
-//! - [`event`] (version 2): [`Event`], [`EventKind`], [`DEFAULT_MAX_EVENT_BYTES`].
+//! - [`event`] (version 2): [`Event`], [`EventKind`], [`DEFAULT_MAX_EVENT_BYTES`];
+//!   [`event_json`]: the limits of a json event's data and its compact text.
 //! - [`counters`] (version 2): [`Counters`], a stream's producer counters (`COUNTERS`).
 //! - [`schema`]: the `OPEN` schema ([`OpenEpisode`], [`ChannelSpec`]) and its wire enums;
 //!   [`OpenEpisode::validate`] checks it against [`SchemaLimits`].
@@ -35,6 +36,7 @@ pub mod decoder;
 pub mod encode;
 pub mod error;
 pub mod event;
+pub mod event_json;
 pub mod frame;
 pub mod multistream;
 pub mod ring;
@@ -54,8 +56,9 @@ pub use counters::{
 };
 pub use decoder::{FrameDecoder, MIN_READ_BYTES};
 pub use encode::{encode, encode_timestep, encode_to_vec};
-pub use error::{ErrorCode, ProtoError};
-pub use event::{is_event_refusal, Event, EventKind, DEFAULT_MAX_EVENT_BYTES};
+pub use error::{BadCounterName, ErrorCode, EventJsonError, ProtoError};
+pub use event::{is_event_refusal, CheckedEventData, Event, EventKind, DEFAULT_MAX_EVENT_BYTES};
+pub use event_json::{compact_event_json, MAX_EVENT_JSON_DEPTH};
 pub use frame::{
     AcceptedWhat, Frame, FrameType, Outcome, DEFAULT_MAX_FRAME_BYTES, FRAME_HEADER_BYTES, LEN_BYTES,
 };

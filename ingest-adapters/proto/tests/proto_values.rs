@@ -120,6 +120,65 @@ fn proto_error_codes_in_protocol_md_are_the_codes() {
     );
 }
 
+/// Every mention of a code by name and number in prose, "`NAME` (N)", "`NAME` (code N)"
+/// or "`ERROR{NAME}` (code N)", in `doc`: (name, number, line).
+fn doc_code_mentions(doc: &str) -> Vec<(String, u16, usize)> {
+    let mut out = Vec::new();
+    for (line_no, line) in doc.lines().enumerate() {
+        for (at, _) in line.match_indices("` (") {
+            let Some(open) = line[..at].rfind('`') else {
+                continue;
+            };
+            let quoted = &line[open + 1..at];
+            let name = quoted
+                .strip_prefix("ERROR{")
+                .and_then(|n| n.strip_suffix('}'))
+                .unwrap_or(quoted);
+            let rest = &line[at + 3..];
+            let rest = rest.strip_prefix("code ").unwrap_or(rest);
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            let named =
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_uppercase() || c == '_');
+            if named && !digits.is_empty() && rest[digits.len()..].starts_with(')') {
+                out.push((name.to_owned(), digits.parse().unwrap(), line_no + 1));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn proto_error_code_mentions_in_the_docs_are_the_codes() {
+    let docs = [
+        ("docs/PROTOCOL.md", PROTOCOL_MD),
+        ("docs/CONTROL.md", include_str!("../../../docs/CONTROL.md")),
+    ];
+    let mut seen = 0;
+    let mut wrong = Vec::new();
+    for (file, doc) in docs {
+        for (name, number, line) in doc_code_mentions(doc) {
+            let code = ErrorCode::ALL.iter().find(|c| c.name() == name);
+            let Some(code) = code else {
+                // A frame or field name in backquotes followed by a number is not a code.
+                continue;
+            };
+            if number != code.code() {
+                wrong.push(format!(
+                    "{file}:{line}: `{name}` is code {}, the text says {number}",
+                    code.code()
+                ));
+            }
+            seen += 1;
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // The scan finds the mentions it is there for (TIMEOUT, BAD_SHM, STOPPED, ...).
+    assert!(
+        seen >= 8,
+        "only {seen} mentions found: the pattern no longer matches the docs"
+    );
+}
+
 #[test]
 fn proto_error_codes_past_18_parse() {
     for code in ErrorCode::ALL {

@@ -1,13 +1,18 @@
 //! Version 2, `EVENT`: a timestamped record beside the timesteps, made durable in its
 //! episode's events file before `ACCEPTED{EVENT, seq}`. Its episode is the one the
 //! connection records (a stream's multi-stream episode, or a version 1 episode), else the
-//! one it owns.
+//! one it owns, else the one it closed (`EPISODE_CLOSE`) while streams still record: the
+//! owner's events are taken until the episode is finalized.
+
+use std::sync::Arc;
 
 use wshard::episode_dir::events::EventData;
-use wshard_ingest_proto::{AcceptedWhat, ErrorCode, Event, EventKind, Frame};
+use wshard_ingest_proto::{
+    AcceptedWhat, CheckedEventData, ErrorCode, Event, EventJsonError, Frame, ProtoError,
+};
 
-use super::link::Link;
-use crate::episode_files::{EventError, EventsLog, NewEvent};
+use super::link::{Closing, Link};
+use crate::episode_files::{EventError, EventsLog, NewEvent, NewEventData};
 use crate::multi::MultiEpisode;
 
 /// Where an event goes.
@@ -22,45 +27,62 @@ pub(super) enum Target<'a> {
     Single(&'a mut EventsLog),
 }
 
-/// The event's data as the file stores it (`validate` checked text and JSON already).
-fn data_of(event: Event) -> Result<EventData, String> {
-    match event.kind {
-        EventKind::Text => String::from_utf8(event.data)
-            .map(EventData::Text)
-            .map_err(|e| format!("EVENT: field data of kind text is not valid UTF-8 ({e})")),
-        EventKind::Json => serde_json::from_slice(&event.data)
-            .map(EventData::Json)
-            .map_err(|e| format!("EVENT: field data of kind json is not valid JSON ({e})")),
-        EventKind::Binary => Ok(EventData::Binary(event.data)),
+/// The checked data as the events log writes it: a json event's value as sent.
+fn data_of(data: CheckedEventData) -> NewEventData {
+    match data {
+        CheckedEventData::Text(text) => EventData::Text(text).into(),
+        CheckedEventData::Binary(bytes) => EventData::Binary(bytes).into(),
+        CheckedEventData::Json(text) => NewEventData::JsonText(text),
     }
 }
 
-/// `EVENT` for `target` (`None`: the episode the connection owns, if any).
-pub(super) fn on_event(target: Option<Target<'_>>, event: Event, link: &Link) {
-    if let Err(e) = event.validate(link.ctx.limits.max_event_bytes) {
-        link.responder.send(&e.to_error_frame());
-        return;
+/// The `ERROR` for an event the log did not record.
+fn refusal(e: &EventError) -> (ErrorCode, String) {
+    match e {
+        // The episode ended between the owner's request and now: nothing to record into.
+        EventError::Finalized { .. } => (ErrorCode::NotOpen, format!("EVENT: {e}")),
+        EventError::Encode { source, .. } => {
+            let bad = ProtoError::BadEventJson(EventJsonError::Invalid(source.to_string()));
+            (bad.error_code(), bad.to_string())
+        }
+        EventError::Storage(_) | EventError::Failed { .. } => {
+            (ErrorCode::Storage, format!("EVENT: {e}"))
+        }
     }
-    let target = match (target, &link.owned) {
+}
+
+/// `EVENT` for `target` (`None`: the episode the connection owns, or closed while streams
+/// still record, if any).
+pub(super) fn on_event(target: Option<Target<'_>>, event: Event, link: &Link) {
+    let t_ns = event.t_ns;
+    let label = event.label.clone();
+    let data = match event.into_checked_data(link.ctx.limits.max_event_bytes) {
+        Ok(d) => data_of(d),
+        Err(e) => {
+            link.responder.send(&e.to_error_frame());
+            return;
+        }
+    };
+    let closing: Option<Arc<MultiEpisode>> = link.closing.as_ref().and_then(Closing::episode);
+    let target = match (target, link.owned.as_deref().or(closing.as_deref())) {
         (Some(t), _) => t,
         (None, Some(owned)) => Target::Multi {
             episode: owned,
             source: link.client_name.clone(),
         },
         (None, None) => {
-            link.error(
-                ErrorCode::NotOpen,
-                "EVENT without an episode: record a stream or an episode, or own one (EPISODE_OPEN)",
-            );
-            return;
-        }
-    };
-    let t_ns = event.t_ns;
-    let label = event.label.clone();
-    let data = match data_of(event) {
-        Ok(d) => d,
-        Err(message) => {
-            link.error(ErrorCode::MalformedFrame, message);
+            let message = match &link.closing {
+                Some(c) => format!(
+                    "EVENT: {}",
+                    EventError::Finalized {
+                        episode: c.id.clone()
+                    }
+                ),
+                None => "EVENT without an episode: record a stream or an episode, or own one \
+                         (EPISODE_OPEN)"
+                    .to_owned(),
+            };
+            link.error(ErrorCode::NotOpen, message);
             return;
         }
     };
@@ -94,7 +116,8 @@ pub(super) fn on_event(target: Option<Target<'_>>, event: Event, link: &Link) {
             if matches!(e, EventError::Storage(_)) {
                 tracing::error!(peer = %link.peer, episode = %episode, "event not recorded: {e}");
             }
-            link.error(ErrorCode::Storage, format!("EVENT: {e}"));
+            let (code, message) = refusal(&e);
+            link.error(code, message);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! What a connection's state handlers act through: the server, the way back to the client,
 //! and who the client is.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use wshard_ingest_proto::{ErrorCode, ProtocolVersion};
 
@@ -27,6 +27,23 @@ pub(super) struct Link {
     /// The multi-stream episode this connection owns (version 2: `EPISODE_OPEN`), until
     /// its `EPISODE_CLOSE`, or until someone else closed it.
     pub(super) owned: Option<Arc<MultiEpisode>>,
+    /// The multi-stream episode this connection closed last (`EPISODE_CLOSE`) while
+    /// streams still recorded: the owner's events go to it until it is finalized.
+    pub(super) closing: Option<Closing>,
+}
+
+/// An episode its owner closed while streams still record (it finalizes when the last one
+/// ends). Held weakly: the connection does not keep a finalized episode alive.
+pub(super) struct Closing {
+    pub(super) id: String,
+    pub(super) episode: Weak<MultiEpisode>,
+}
+
+impl Closing {
+    /// The episode while it is not finalized.
+    pub(super) fn episode(&self) -> Option<Arc<MultiEpisode>> {
+        self.episode.upgrade().filter(|e| !e.is_finalized())
+    }
 }
 
 impl Link {

@@ -98,6 +98,7 @@ pub(crate) fn serve(stream: UnixStream, ctx: &Arc<ServerContext>, peer: &str) {
             fds: FdQueue::default(),
             version: ProtocolVersion::V1,
             owned: None,
+            closing: None,
         },
         state: State::Handshake,
         clock: DeadlineClock::new(Deadlines::configured(ctx), accepted),

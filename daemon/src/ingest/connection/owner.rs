@@ -4,13 +4,14 @@
 //! the owner may record a stream, or anything else, meanwhile.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 use wshard::episode_dir::index::EpisodeStatus;
 use wshard_ingest_proto::{AcceptedWhat, EpisodeOpen, ErrorCode, Frame, Outcome, SchemaLimits};
 
-use super::link::{Link, Stop};
+use super::link::{Closing, Link, Stop};
 use crate::episode::validate_episode_id;
 use crate::multi::{CreateError, MultiEpisode, NewMulti};
 
@@ -141,6 +142,11 @@ pub(super) fn episode_close(outcome: Outcome, link: &mut Link) {
     let progress = ep.close(status);
     link.ctx.registry.settle_multi(&ep, &progress);
     tracing::info!(peer = %link.peer, episode = %ep.id(), status = %status, recording = progress.recording, "multi-stream episode closed by its owner");
+    // Still recording: the owner's events are taken until it is finalized.
+    link.closing = Some(Closing {
+        id: ep.id().to_owned(),
+        episode: Arc::downgrade(&ep),
+    });
     match progress.index_error {
         Some(e) => link.error(
             ErrorCode::Storage,

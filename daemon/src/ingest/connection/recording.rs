@@ -127,13 +127,13 @@ impl Recording {
             Request::Counters(counters) => {
                 // Checked when parsed; only the per-stream limit is left. Never touches
                 // the timesteps.
-                if let Err(message) = self
+                if let Err(e) = self
                     .intake
                     .registration()
                     .live
                     .set_producer_counters(&counters)
                 {
-                    let refused = Frame::error(ErrorCode::Limit, message);
+                    let refused = Frame::error(ErrorCode::Limit, e.to_string());
                     link.responder.send(&self.named(refused));
                 }
             }

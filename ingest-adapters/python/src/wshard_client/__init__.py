@@ -23,7 +23,7 @@ episodes (:meth:`Recorder.open_multistream_episode`, :meth:`Recorder.join_stream
 events (``send_event``); see :mod:`wshard_client.multistream`.
 """
 
-from ._events import DEFAULT_MAX_EVENT_BYTES, EventKind
+from ._events import DEFAULT_MAX_EVENT_BYTES, MAX_EVENT_JSON_DEPTH, EventKind
 from ._payload import HAVE_NUMPY
 from ._reader import ServerInfo
 from ._ring import RingPolicy
@@ -36,11 +36,13 @@ from .episode import CloseSummary, EpisodeWriter, Step
 from .errors import (
     EpisodeFailed,
     ErrorCode,
+    JoinRefused,
     NeedsVersion,
     NotPushed,
     ProtocolError,
     SchemaError,
     ServerError,
+    ServerJoinRefused,
     Timeout,
     TransportError,
     WshardError,
@@ -55,6 +57,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "NEWEST_PROTOCOL_VERSION",
     "DEFAULT_MAX_EVENT_BYTES",
+    "MAX_EVENT_JSON_DEPTH",
     "DEFAULT_CLIENT_NAME",
     # connection and episodes
     "Recorder",
@@ -94,4 +97,6 @@ __all__ = [
     "Timeout",
     "NotPushed",
     "NeedsVersion",
+    "JoinRefused",
+    "ServerJoinRefused",
 ]

@@ -31,7 +31,7 @@ from ._wire import (
     encode_shm_attach,
 )
 from .episode import EpisodeWriter
-from .errors import ProtocolError, TransportError, WshardError
+from .errors import JoinRefused, ProtocolError, ServerError, ServerJoinRefused, TransportError, WshardError
 from .multistream import MultiStreamEpisode, MultiStreamMixin
 
 __all__ = ["Recorder", "Client", "ClientOptions", "DEFAULT_CLIENT_NAME"]
@@ -198,7 +198,8 @@ class Recorder(MultiStreamMixin):
                 (code ``BAD_SHM``); nothing sent.
             ServerError: the server refused it (``BAD_SCHEMA``, ``EPISODE_EXISTS``,
                 ``BAD_SHM``, ...) or an earlier ``ERROR`` not yet reported.
-            WshardError: an episode is still open on this connection.
+            WshardError: an episode or a stream is still open on this connection (one
+                connection records one at a time).
             ValueError: an unknown transport or policy, ring options for the socket.
             Timeout, TransportError (also: shared memory is not available here).
         """
@@ -232,22 +233,52 @@ class Recorder(MultiStreamMixin):
         slot_bytes: int,
         slots: int,
         policy: Union[RingPolicy, str, int],
+        stream_of: Optional[str] = None,
     ) -> EpisodeWriter:
-        """Send ``OPEN`` or ``STREAM_OPEN`` (``frame``, checked), wait for its ``ACCEPTED``
-        and return the writer, with its ring attached for ``transport="shm"``."""
+        """Send ``OPEN`` or ``STREAM_OPEN`` of a stream of ``stream_of`` (``frame``,
+        checked), wait for its ``ACCEPTED`` and return the writer, with its ring attached
+        for ``transport="shm"``. A refused ``STREAM_OPEN`` raises a
+        :class:`JoinRefused`."""
         if self._episode is not None:
-            raise WshardError(f"episode {self._episode.episode_id!r} is still open on this connection; close it first")
+            raise self._busy(spec.episode_id, stream_of)
         ring = self._make_ring(spec, transport, slot_bytes, slots, RingPolicy.parse(policy))
         try:
             self._request(frame, what, counter)
+        except ServerError as e:
+            if ring is not None:
+                ring.close()
+            if stream_of is None or isinstance(e, JoinRefused):
+                raise
+            raise ServerJoinRefused(e.code, e.message) from None
         except BaseException:
             if ring is not None:
                 ring.close()
             raise
-        episode = self._episode = EpisodeWriter(self, spec, ring)
+        episode = self._episode = EpisodeWriter(self, spec, ring, stream_of)
         if ring is not None:
             self._attach(episode, ring)
         return episode
+
+    def _busy(self, opening: str, stream_of: Optional[str]) -> WshardError:
+        """The refusal of opening ``opening`` (a stream of ``stream_of``, or an episode)
+        while this connection records another: a connection records one at a time."""
+        busy = self._episode
+        assert busy is not None
+        held = (
+            f"episode {busy.episode_id!r}"
+            if busy.stream_of is None
+            else f"stream {busy.episode_id!r} of episode {busy.stream_of!r}"
+        )
+        if stream_of is not None:
+            return JoinRefused(
+                f"STREAM_OPEN {opening!r}: {held} is still recording on this connection; a connection "
+                f"records one stream at a time: join {opening!r} from a connection of its own "
+                f"(Recorder.connect(..., protocol_version=2)), or close {busy.episode_id!r} first"
+            )
+        return WshardError(
+            f"OPEN {opening!r}: {held} is still recording on this connection; a connection records one "
+            f"episode at a time: open {opening!r} on a connection of its own, or close {busy.episode_id!r} first"
+        )
 
     def _make_ring(
         self, spec: EpisodeSpec, transport: str, slot_bytes: int, slots: int, policy: RingPolicy
@@ -377,12 +408,16 @@ class Recorder(MultiStreamMixin):
         """Close the episode or stream still open (as ``aborted``, errors ignored), then
         a multi-stream episode this connection owns (``aborted`` too), then the
         connection; waits for the reader thread. Idempotent."""
+        self._close_with(Outcome.ABORTED)
+
+    def _close_with(self, outcome: Outcome) -> None:
+        """:meth:`close`, closing what is still open with ``outcome``."""
         if self._closed:
             return
         ep = self._episode
         if ep is not None and not self._broken and not self._state.is_ended:
             try:
-                ep.close(Outcome.ABORTED)
+                ep.close(outcome)
             except WshardError:
                 pass
         if ep is not None:
@@ -391,7 +426,7 @@ class Recorder(MultiStreamMixin):
         owned = self._owned
         if owned is not None and not self._broken and not self._state.is_ended:
             try:
-                owned.close(Outcome.ABORTED)
+                owned.close(outcome)
             except WshardError:
                 pass
         self._owned = None
@@ -410,7 +445,9 @@ class Recorder(MultiStreamMixin):
     def __exit__(
         self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
     ) -> None:
-        self.close()
+        """:meth:`close`; when a :class:`JoinRefused` leaves the block (a refused join
+        changed nothing recording), what is still open is closed ``completed``."""
+        self._close_with(Outcome.COMPLETED if isinstance(exc, JoinRefused) else Outcome.ABORTED)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

@@ -70,8 +70,11 @@ class EpisodeWriter(ShmEpisodeMixin, ClosesOnExit):
     one thread.
     """
 
-    def __init__(self, client: "Recorder", spec: EpisodeSpec, ring: Optional[ShmRing] = None) -> None:
+    def __init__(
+        self, client: "Recorder", spec: EpisodeSpec, ring: Optional[ShmRing] = None, stream_of: Optional[str] = None
+    ) -> None:
         self._client = client
+        self._stream_of = stream_of
         self._state = client._state
         self._spec = spec
         self._layouts = layouts_of(spec.channels)
@@ -102,8 +105,14 @@ class EpisodeWriter(ShmEpisodeMixin, ClosesOnExit):
 
     @property
     def episode_id(self) -> str:
-        """The episode id."""
+        """The episode id (of a stream: its name)."""
         return self._spec.episode_id
+
+    @property
+    def stream_of(self) -> Optional[str]:
+        """The multi-stream episode this writer records a stream of (``join_stream``), or
+        ``None`` for an episode (``open_episode``)."""
+        return self._stream_of
 
     @property
     def step_bytes(self) -> int:

@@ -14,7 +14,10 @@ Every exception the client raises on purpose derives from :class:`WshardError`:
   is still possible;
 - :class:`Timeout` (also a :class:`TimeoutError`): no answer in time;
 - :class:`NotPushed` (also a :class:`ValueError`): ``wait_durable`` for a seq never pushed;
-- :class:`NeedsVersion`: the call needs protocol version 2 and the connection speaks 1.
+- :class:`NeedsVersion`: the call needs protocol version 2 and the connection speaks 1;
+- :class:`JoinRefused`: a stream could not join an episode (refused by the client, or by
+  the server as :class:`ServerJoinRefused`, also a :class:`ServerError`); nothing recording
+  changed, so leaving a ``with`` block with it aborts nothing.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ __all__ = [
     "Timeout",
     "NotPushed",
     "NeedsVersion",
+    "JoinRefused",
+    "ServerJoinRefused",
 ]
 
 
@@ -200,3 +205,18 @@ class NeedsVersion(WshardError):
         self.frame: str = frame
         self.needs: int = needs
         self.speaks: int = speaks
+
+
+class JoinRefused(WshardError):
+    """A stream could not join a multi-stream episode (``join_stream``): refused by the
+    client before anything was sent (this connection records a stream or an episode
+    already: a connection records one at a time, so each stream joins from a connection of
+    its own), or by the server (:class:`ServerJoinRefused`). Nothing was created and
+    nothing recording changed: when it leaves the ``with`` block of a recorder, an episode
+    or a stream, what the block closes is closed ``completed``, not ``aborted``."""
+
+
+class ServerJoinRefused(JoinRefused, ServerError):
+    """The server refused a ``STREAM_OPEN`` (``UNKNOWN_EPISODE``, ``EPISODE_CLOSED``,
+    ``STREAM_EXISTS``, ``BAD_SCHEMA``, ``DISK_LOW``, ...): a :class:`ServerError` with its
+    ``code`` and ``message``, and a :class:`JoinRefused`."""

@@ -107,14 +107,23 @@ class MultiStreamMixin:
         :class:`~wshard_client.EpisodeWriter` (a context manager); its ``close`` ends the
         stream, and the connection may then join or open something else.
 
+        A connection records one stream at a time: each stream joins from a connection of
+        its own (the owner's included: it may record one stream of its episode itself).
+
         Raises:
             NeedsVersion: the connection speaks version 1.
             SchemaError: a bad episode id, stream name (code ``BAD_EPISODE_ID``) or schema
                 (naming the stream and the field); nothing sent.
-            ServerError: ``UNKNOWN_EPISODE``, ``EPISODE_CLOSED``, ``STREAM_EXISTS``,
-                ``BAD_SCHEMA``, ``ALREADY_OPEN``, ``BAD_SHM``, ...
-            WshardError: a writer is still open on this connection.
+            ServerJoinRefused: the server refused the join (a :class:`ServerError` and a
+                :class:`JoinRefused`): ``UNKNOWN_EPISODE``, ``EPISODE_CLOSED``,
+                ``STREAM_EXISTS``, ``BAD_SCHEMA``, ``ALREADY_OPEN``, ``DISK_LOW``, ...
+            ServerError: ``BAD_SHM`` (the ring's attach), or an earlier ``ERROR``.
+            JoinRefused: a stream or an episode is still recording on this connection;
+                nothing sent.
             Timeout, TransportError.
+
+        A :class:`JoinRefused` aborts nothing: leaving a ``with`` block with it closes
+        what the block closes ``completed``.
         """
         spec = EpisodeSpec(stream, channels, "", tick_hz, timebase, durability, metadata)
         return self.open_stream(episode_id, spec, transport, slot_bytes=slot_bytes, slots=slots, policy=policy)
@@ -141,7 +150,7 @@ class MultiStreamMixin:
         validate_stream(episode_id, spec, rec.server_info.max_frame_bytes)
         frame = encode_stream_open(episode_id, spec)
         return rec._open_writer(
-            spec, frame, "ACCEPTED{STREAM_OPEN}", "stream_opens", transport, slot_bytes, slots, policy
+            spec, frame, "ACCEPTED{STREAM_OPEN}", "stream_opens", transport, slot_bytes, slots, policy, episode_id
         )
 
     def _send_event(
