@@ -259,7 +259,8 @@ fn keep(cache: Option<&BlobCache>, sha256: &str, bytes: &[u8]) {
 /// The version asked for, else the latest: its hash and manifest.
 ///
 /// # Errors
-/// [`PublishError::DatasetNotFound`] without `latest.json`; as [`read_version_cached`].
+/// [`PublishError::DatasetNotFound`] without `latest.json` ([`PublishError::BucketNotFound`]
+/// when the bucket is what is missing); as [`read_version_cached`].
 pub fn version_or_latest(
     p: &Publisher,
     cache: Option<&BlobCache>,
@@ -268,12 +269,12 @@ pub fn version_or_latest(
 ) -> Result<(String, VersionManifest), PublishError> {
     let hash = match version {
         Some(v) => v.to_owned(),
-        None => p
-            .read_latest(dataset)?
-            .ok_or_else(|| PublishError::DatasetNotFound {
+        None => p.read_latest(dataset)?.ok_or_else(|| {
+            p.store().explain_missing(PublishError::DatasetNotFound {
                 dataset: dataset.to_string(),
                 key: p.keys().latest(dataset),
-            })?,
+            })
+        })?,
     };
     let m = read_version_cached(p, cache, dataset, &hash)?;
     Ok((hash, m))
