@@ -180,6 +180,7 @@ impl Store {
         }
         if matches!(e, object_store::Error::PermissionDenied { .. }) || has(FORBIDDEN_TEXT) {
             return PublishError::Forbidden {
+                op,
                 bucket,
                 key: key.to_owned(),
                 detail,
