@@ -119,8 +119,9 @@ enum Command {
     },
     /// Publish finished episodes (complete, interrupted, recovered) of a data directory to an
     /// S3-compatible store as a dataset version: content-addressed blobs, an immutable
-    /// version manifest, latest.json moved by compare-and-swap. Credentials from
-    /// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY. Exit 0 published, 1 failed, 2 usage,
+    /// version manifest, latest.json moved by compare-and-swap. Credentials (S3) from
+    /// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, else the profile AWS_PROFILE of the
+    /// shared credentials file (~/.aws/credentials). Exit 0 published, 1 failed, 2 usage,
     /// 3 another publisher moved latest.json first.
     Publish(publish::PublishArgs),
     /// Run SQL with DuckDB on the catalog (one row per episode stream) of the latest
