@@ -1,6 +1,6 @@
 //! `wshard bridge start|stop|abort|annotate|status`: episode control of a running ROS
 //! bridge (`wshard-ros-bridge`) through its control socket ([`crate::bridge_client`]),
-//! printed as text or (`--json`) as the bridge's raw reply.
+//! printed as text (readable lines and tables) or (`--json`) as the bridge's raw reply.
 //!
 //! Exit codes: 0 done; 1 the bridge refused or failed (`NOT_RECORDING`,
 //! `ALREADY_RECORDING`, `FAILED`, `DAEMON`, or any other code it sends); 2 usage or I/O (a
@@ -19,6 +19,8 @@ use super::table::{Align, Table};
 
 /// The default `--timeout-ms`: `stop` drains the bridge's queues and closes its streams.
 pub const DEFAULT_BRIDGE_TIMEOUT_MS: u64 = 30_000;
+/// Decimals of the durable lag (milliseconds) in text: a tenth of a millisecond.
+const LAG_DECIMALS: usize = 1;
 
 /// Options every `wshard bridge` verb takes.
 #[derive(Clone, Debug, clap::Args)]
@@ -209,37 +211,93 @@ fn cell(v: &Value) -> String {
     }
 }
 
-/// A successful reply as text.
+/// A successful reply as text: readable lines and tables, never nested JSON (`--json`
+/// prints the reply as the bridge sent it).
 fn render(verb: &BridgeVerb, result: &Value, out: &mut dyn Write) -> io::Result<()> {
     match verb {
         BridgeVerb::Status => render_status(result, out),
+        // The bridge answers `start` with its status.
         BridgeVerb::Start { episode_id, .. } => {
-            writeln!(out, "bridge: recording episode `{episode_id}`")?;
-            render_fields(result, out)
+            writeln!(out, "bridge: recording episode `{episode_id}`\n")?;
+            render_status(result, out)
         }
         BridgeVerb::Stop => {
-            writeln!(out, "bridge: episode stopped (completed)")?;
-            render_fields(result, out)
+            writeln!(out, "bridge: episode stopped (completed)\n")?;
+            render_ending(result, out)
         }
         BridgeVerb::Abort => {
-            writeln!(out, "bridge: episode aborted (data kept)")?;
-            render_fields(result, out)
+            writeln!(out, "bridge: episode aborted (data kept)\n")?;
+            render_ending(result, out)
         }
         BridgeVerb::Annotate { label, .. } => {
             writeln!(out, "bridge: annotation `{label}` added")?;
-            render_fields(result, out)
+            render_fields("", result, out)
         }
     }
 }
 
-/// A result object's fields, one `key: value` line each (nested values as JSON).
-fn render_fields(result: &Value, out: &mut dyn Write) -> io::Result<()> {
+/// An object's fields, one `  key: value` line each; a nested object's fields as
+/// `key.field`, a list's items separated by spaces.
+fn render_fields(prefix: &str, result: &Value, out: &mut dyn Write) -> io::Result<()> {
     if let Some(m) = result.as_object() {
         for (k, v) in m {
-            writeln!(out, "  {k}: {}", cell(v))?;
+            let key = format!("{prefix}{k}");
+            match v {
+                Value::Object(_) => render_fields(&format!("{key}."), v, out)?,
+                Value::Array(items) => {
+                    let text: Vec<String> = items.iter().map(cell).collect();
+                    writeln!(out, "  {key}: {}", text.join(" "))?;
+                }
+                _ => writeln!(out, "  {key}: {}", cell(v))?,
+            }
         }
     }
     Ok(())
+}
+
+/// The durable lag in milliseconds to a tenth (`-` when the bridge no longer measures it:
+/// the stream's connection is gone).
+fn lag_cell(v: &Value) -> String {
+    v.as_f64()
+        .map_or_else(|| "-".into(), |ms| format!("{ms:.LAG_DECIMALS$}"))
+}
+
+/// `stop` / `abort`: the episode, its outcome, then a table per stream, topic and event
+/// topic.
+fn render_ending(r: &Value, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "episode       {}\noutcome       {}\nstreams left  {}",
+        cell(&r["episode"]),
+        cell(&r["outcome"]),
+        cell(&r["streams_left"])
+    )?;
+    if let Some(streams) = r["streams"].as_object().filter(|m| !m.is_empty()) {
+        let mut t = Table::new(&[
+            ("stream", Align::Left),
+            ("joined", Align::Left),
+            ("timesteps", Align::Right),
+            ("durable", Align::Right),
+            ("error", Align::Left),
+        ]);
+        for (name, s) in streams {
+            t.push(vec![
+                name.clone(),
+                cell(&s["joined"]),
+                cell(&s["timesteps"]),
+                cell(&s["durable"]),
+                if s["error"].is_null() {
+                    String::new()
+                } else {
+                    cell(&s["error"])
+                },
+            ]);
+        }
+        writeln!(out, "\nstreams:")?;
+        t.write(out)?;
+    }
+    render_topics(r, out)?;
+    render_events(r, out)
 }
 
 /// `status`: the state, then a table per topic and per stream.
@@ -253,34 +311,7 @@ fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
     if !r["last_error"].is_null() {
         writeln!(out, "error    {}", cell(&r["last_error"]))?;
     }
-    if let Some(topics) = r["topics"].as_object().filter(|m| !m.is_empty()) {
-        let mut t = Table::new(&[
-            ("topic", Align::Left),
-            ("received", Align::Right),
-            ("recorded", Align::Right),
-            ("dropped", Align::Right),
-            ("late", Align::Right),
-            ("idle", Align::Right),
-            ("last error", Align::Left),
-        ]);
-        for (name, c) in topics {
-            t.push(vec![
-                name.clone(),
-                cell(&c["received"]),
-                cell(&c["recorded"]),
-                cell(&c["dropped"]),
-                cell(&c["late"]),
-                cell(&c["idle"]),
-                if c["last_error"].is_null() {
-                    String::new()
-                } else {
-                    cell(&c["last_error"])
-                },
-            ]);
-        }
-        writeln!(out, "\ntopics:")?;
-        t.write(out)?;
-    }
+    render_topics(r, out)?;
     if let Some(streams) = r["streams"].as_object().filter(|m| !m.is_empty()) {
         let mut t = Table::new(&[
             ("stream", Align::Left),
@@ -300,30 +331,68 @@ fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
                 cell(&s["joined"]),
                 cell(&s["pushed"]),
                 cell(&s["durable"]),
-                cell(&s["durable_lag_ms"]),
+                lag_cell(&s["durable_lag_ms"]),
                 topics,
             ]);
         }
         writeln!(out, "\nstreams:")?;
         t.write(out)?;
     }
-    if let Some(events) = r["events"].as_object().filter(|m| !m.is_empty()) {
-        let mut t = Table::new(&[
-            ("event topic", Align::Left),
-            ("received", Align::Right),
-            ("recorded", Align::Right),
-            ("dropped", Align::Right),
+    render_events(r, out)
+}
+
+/// The per-topic counters (`topics`), as a table.
+fn render_topics(r: &Value, out: &mut dyn Write) -> io::Result<()> {
+    let Some(topics) = r["topics"].as_object().filter(|m| !m.is_empty()) else {
+        return Ok(());
+    };
+    let mut t = Table::new(&[
+        ("topic", Align::Left),
+        ("received", Align::Right),
+        ("recorded", Align::Right),
+        ("dropped", Align::Right),
+        ("late", Align::Right),
+        ("idle", Align::Right),
+        ("last error", Align::Left),
+    ]);
+    for (name, c) in topics {
+        t.push(vec![
+            name.clone(),
+            cell(&c["received"]),
+            cell(&c["recorded"]),
+            cell(&c["dropped"]),
+            cell(&c["late"]),
+            cell(&c["idle"]),
+            if c["last_error"].is_null() {
+                String::new()
+            } else {
+                cell(&c["last_error"])
+            },
         ]);
-        for (name, e) in events {
-            t.push(vec![
-                name.clone(),
-                cell(&e["received"]),
-                cell(&e["recorded"]),
-                cell(&e["dropped"]),
-            ]);
-        }
-        writeln!(out, "\nevents:")?;
-        t.write(out)?;
     }
-    Ok(())
+    writeln!(out, "\ntopics:")?;
+    t.write(out)
+}
+
+/// The event topics' counters (`events`), as a table.
+fn render_events(r: &Value, out: &mut dyn Write) -> io::Result<()> {
+    let Some(events) = r["events"].as_object().filter(|m| !m.is_empty()) else {
+        return Ok(());
+    };
+    let mut t = Table::new(&[
+        ("event topic", Align::Left),
+        ("received", Align::Right),
+        ("recorded", Align::Right),
+        ("dropped", Align::Right),
+    ]);
+    for (name, e) in events {
+        t.push(vec![
+            name.clone(),
+            cell(&e["received"]),
+            cell(&e["recorded"]),
+            cell(&e["dropped"]),
+        ]);
+    }
+    writeln!(out, "\nevents:")?;
+    t.write(out)
 }

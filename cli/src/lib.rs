@@ -33,6 +33,8 @@
 //!   (`wshard_ros.bag_import`); [`import_formats`]: `wshard import npz|minari|d4rl`.
 //! - [`export`]: `wshard export webdataset|lerobot|mcap`, one file per format over the
 //!   `wshard-export` library.
+//! - [`closed_pipe`]: stdout for every verb; a reader that closed the pipe ends the
+//!   command quietly, as SIGPIPE ends Unix tools.
 //! - [`Status`]: the exit status shared by `inspect`, `verify` and `cat` (`recover` has its own).
 
 pub mod aligned;
@@ -42,6 +44,7 @@ pub mod bridge_client;
 pub mod cache_cmd;
 pub mod cat;
 pub mod check;
+pub mod closed_pipe;
 pub mod control;
 pub mod control_client;
 pub mod control_connect;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use wshard_cli::closed_pipe::EndOnClosedPipe;
 use wshard_cli::control::{self, ControlOptions};
 use wshard_cli::{
     aligned, annotate, bridge, cache_cmd, cat, dataset, doctor, export, import, inspect,
@@ -18,6 +19,8 @@ use wshard_cli::{
 /// `episodes`, `close` and `metrics` exit 1 when the daemon refuses (unknown episode,
 /// permission denied) and 2 when it cannot be reached; `bridge` likewise for the ROS
 /// bridge; `import bag` exits with the bag importer's code (2 when it cannot be run).
+/// Output to a pipe whose reader has gone (`wshard cat ... | head`) ends any verb quietly,
+/// killed by SIGPIPE as Unix tools are (status 141 in a shell).
 #[derive(Debug, Parser)]
 #[command(name = "wshard", version)]
 struct Cli {
@@ -116,8 +119,9 @@ enum Command {
     },
     /// Publish finished episodes (complete, interrupted, recovered) of a data directory to an
     /// S3-compatible store as a dataset version: content-addressed blobs, an immutable
-    /// version manifest, latest.json moved by compare-and-swap. Credentials from
-    /// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY. Exit 0 published, 1 failed, 2 usage,
+    /// version manifest, latest.json moved by compare-and-swap. Credentials (S3) from
+    /// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, else the profile AWS_PROFILE of the
+    /// shared credentials file (~/.aws/credentials). Exit 0 published, 1 failed, 2 usage,
     /// 3 another publisher moved latest.json first.
     Publish(publish::PublishArgs),
     /// Run SQL with DuckDB on the catalog (one row per episode stream) of the latest
@@ -253,7 +257,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let stdout = std::io::stdout();
     let stdout_is_terminal = stdout.is_terminal();
-    let mut out = stdout.lock();
+    // A reader that closed the pipe ends the command quietly, whatever the verb.
+    let mut out = EndOnClosedPipe(stdout.lock());
     let mut err = std::io::stderr().lock();
     let code = match cli.command {
         Command::Status { control } => control::status(&control.options(), &mut out, &mut err),

@@ -47,7 +47,8 @@ pub struct PublishArgs {
     #[arg(long)]
     pub append: bool,
     /// With --append: the robot these episodes come from; their keys become ROBOT/EPISODE
-    /// and the catalog's robot column is ROBOT when an episode's metadata has none.
+    /// and the catalog's robot column is ROBOT when an episode's metadata has none. 1-64
+    /// bytes of A-Z a-z 0-9 . _ -, not starting with `.` (as wshardd's publish.robot).
     #[arg(long, value_name = "R", requires = "append")]
     pub robot: Option<String>,
     #[command(flatten)]

@@ -95,26 +95,26 @@ fn cli_bridge_requests_are_the_documented_json() {
                 r#"{"robot":"r2"}"#,
             ],
             json!({"cmd": "start", "episode_id": "ep1", "env_id": "lab", "metadata": {"robot": "r2"}}),
-            json!({"episode": "ep1"}),
-            "bridge: recording episode `ep1`\n  episode: ep1",
+            json!({"state": "recording", "episode": "ep1", "last_error": null}),
+            "bridge: recording episode `ep1`\n\nstate    recording\nepisode  ep1",
         ),
         (
             vec!["start", "ep2"],
             json!({"cmd": "start", "episode_id": "ep2", "env_id": ""}),
-            json!({}),
-            "bridge: recording episode `ep2`",
+            json!({"state": "recording", "episode": "ep2", "last_error": null}),
+            "bridge: recording episode `ep2`\n\nstate    recording\nepisode  ep2",
         ),
         (
             vec!["stop"],
             json!({"cmd": "stop"}),
-            json!({"episode": "ep1", "streams": 2}),
-            "bridge: episode stopped (completed)\n  episode: ep1\n  streams: 2",
+            json!({"episode": "ep1", "outcome": "completed", "streams_left": 0}),
+            "bridge: episode stopped (completed)\n\nepisode       ep1\noutcome       completed\nstreams left  0",
         ),
         (
             vec!["abort"],
             json!({"cmd": "abort"}),
-            json!({}),
-            "bridge: episode aborted (data kept)",
+            json!({"episode": "ep1", "outcome": "aborted", "streams_left": 0}),
+            "bridge: episode aborted (data kept)\n\nepisode       ep1\noutcome       aborted\nstreams left  0",
         ),
         (
             vec![
@@ -202,6 +202,135 @@ fn cli_bridge_status_shows_topics_and_streams() {
         ["joints", "true", "998", "990", "4.5", "/joint_states"]
     );
     assert_eq!(row("/instruction"), ["/instruction", "2", "2", "0"]);
+}
+
+/// The counters the bridge sends in `status`, `stop` and `abort` replies.
+fn counters() -> (Value, Value) {
+    (
+        json!({"/joint_states": {"received": 1200, "recorded": 1198, "dropped": 2, "late": 0,
+                                 "idle": 0, "drop_reasons": {"error": 2, "queue_full": 0,
+                                 "unmatched": 0, "failed": 0}, "last_error": null}}),
+        json!({"/instruction": {"received": 3, "recorded": 3, "dropped": 0}}),
+    )
+}
+
+/// Text output: the replies' objects as lines and tables, never as JSON.
+fn assert_no_json(args: &[&str], out: &str) {
+    assert!(!out.contains('{') && !out.contains('"'), "{args:?}:\n{out}");
+}
+
+#[test]
+fn cli_bridge_start_stop_and_abort_print_lines_and_tables_not_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = socket_in(&dir);
+    let (topics, events) = counters();
+    // `start` answers with the status; `stop` and `abort` with the episode's summary.
+    let status = json!({"state": "recording", "episode": "ep1", "last_error": null,
+        "topics": topics, "events": events,
+        "streams": {"joint_states": {"topics": ["/joint_states"], "joined": false, "pushed": 0,
+                                     "durable": 0, "durable_lag_ms": 0.0, "queued": 0}}});
+    let summary = |outcome: &str| {
+        json!({"episode": "ep1", "outcome": outcome, "streams_left": 0, "topics": topics,
+            "events": events,
+            "streams": {"joint_states": {"joined": true, "timesteps": 1198, "durable": 1198},
+                        "camera": {"joined": true, "error": "connection lost"}}})
+    };
+    for (args, result) in [
+        (vec!["start", "ep1"], status),
+        (vec!["stop"], summary("completed")),
+        (vec!["abort"], summary("aborted")),
+    ] {
+        let h = serve_once(
+            &sock,
+            Serve::Reply(json!({"ok": true, "result": result}).to_string()),
+        );
+        let r = bridge(&sock, &args);
+        h.join().unwrap();
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        assert_no_json(&args, &r.stdout);
+        let words = |first: &str| {
+            r.stdout
+                .lines()
+                .find(|l| l.starts_with(first))
+                .unwrap_or_else(|| panic!("{args:?}: no {first} line:\n{}", r.stdout))
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            words("/joint_states")[..6],
+            ["/joint_states", "1200", "1198", "2", "0", "0"]
+        );
+        assert_eq!(words("/instruction"), ["/instruction", "3", "3", "0"]);
+        if args[0] == "start" {
+            assert_eq!(words("state"), ["state", "recording"]);
+        } else {
+            assert_eq!(
+                words("outcome")[1],
+                if args[0] == "stop" {
+                    "completed"
+                } else {
+                    "aborted"
+                }
+            );
+            assert_eq!(words("streams left"), ["streams", "left", "0"]);
+            assert_eq!(
+                words("joint_states"),
+                ["joint_states", "true", "1198", "1198"]
+            );
+            assert_eq!(
+                words("camera"),
+                ["camera", "true", "-", "-", "connection", "lost"]
+            );
+        }
+        std::fs::remove_file(&sock).unwrap();
+    }
+    // An annotation's result, nested or not, as `key: value` lines.
+    let h = serve_once(
+        &sock,
+        Serve::Reply(
+            json!({"ok": true, "result": {"seq": 4, "file": {"name": "a.json"}}}).to_string(),
+        ),
+    );
+    let r = bridge(&sock, &["annotate", "--label", "x"]);
+    h.join().unwrap();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        "bridge: annotation `x` added\n  file.name: a.json\n  seq: 4\n"
+    );
+}
+
+#[test]
+fn cli_bridge_status_lag_is_rounded_and_a_dash_when_not_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = socket_in(&dir);
+    let result = json!({"state": "failed", "episode": "run-7", "last_error": "connection lost",
+        "streams": {"joints": {"topics": ["/joint_states"], "joined": true, "pushed": 60,
+                               "durable": 40, "durable_lag_ms": 11534.302586},
+                    "imu": {"topics": ["/imu"], "joined": true, "pushed": 9, "durable": 9,
+                            "durable_lag_ms": null}}});
+    let h = serve_once(
+        &sock,
+        Serve::Reply(json!({"ok": true, "result": result}).to_string()),
+    );
+    let r = bridge(&sock, &["status"]);
+    h.join().unwrap();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let row = |first: &str| {
+        r.stdout
+            .lines()
+            .find(|l| l.starts_with(first))
+            .unwrap_or_else(|| panic!("no {first} row:\n{}", r.stdout))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        row("joints"),
+        ["joints", "true", "60", "40", "11534.3", "/joint_states"]
+    );
+    assert_eq!(row("imu"), ["imu", "true", "9", "9", "-", "/imu"]);
 }
 
 #[test]

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use wshard::episode_dir::names::{validate_stream_name, MAX_STREAM_NAME_BYTES};
 
 use crate::error::ConfigError;
 use crate::schema::MIB;
@@ -14,8 +15,9 @@ use crate::schema::MIB;
 pub const MIN_PUBLISH_PART_BYTES: u64 = 5 * MIB;
 /// S3's largest part.
 pub const MAX_PUBLISH_PART_BYTES: u64 = 5 << 30;
-/// Longest `publish.robot` (a manifest key component).
-pub const MAX_ROBOT_BYTES: usize = 64;
+/// Longest `publish.robot` (a manifest key component): a robot name follows the rule of
+/// stream names ([`validate_stream_name`]).
+pub const MAX_ROBOT_BYTES: usize = MAX_STREAM_NAME_BYTES;
 /// Longest wait between two attempts, in milliseconds (one day).
 pub const MAX_RETRY_MS: u64 = 86_400_000;
 /// The names `publish.provider` takes.
@@ -164,17 +166,15 @@ impl PublishConfig {
                 ),
             );
         }
-        if self.robot.len() > MAX_ROBOT_BYTES
-            || !self
-                .robot
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-            || self.robot.starts_with('.')
-        {
+        // The one rule of robot names, also `wshard publish --append --robot`'s.
+        if !self.robot.is_empty() && validate_stream_name(&self.robot).is_err() {
             return inv(
                 "publish.robot",
                 format!("{:?}", self.robot),
-                "must be \"\" (the host name) or at most 64 of A-Z a-z 0-9 _ - . (not starting with .)",
+                &format!(
+                    "must be \"\" (the host name) or 1 to {MAX_ROBOT_BYTES} bytes of A-Z a-z 0-9 \
+                     . _ -, not starting with `.`"
+                ),
             );
         }
         if self.prefix.starts_with('/') || self.prefix.split('/').any(|s| s == "..") {

@@ -17,6 +17,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use wshard::episode_dir::names::{validate_stream_name, MAX_STREAM_NAME_BYTES};
+
 use crate::catalog::{self, CatalogRow};
 use crate::episodes::LocalEpisode;
 use crate::error::PublishError;
@@ -56,27 +58,23 @@ pub fn episode_key(robot: Option<&str>, episode_id: &str) -> String {
     }
 }
 
-/// A robot name usable as a key prefix: 1-128 bytes, no `/`, no leading `.`, no control
-/// character (check a configured name before anything is sent).
+/// A robot name is a key component of the dataset (`ROBOT/EPISODE`) and, pulled, a
+/// directory name, so it follows the rule of episode ids and stream names, the one rule of
+/// robot names (`wshardd`'s `publish.robot` is checked with it too): 1 to
+/// [`MAX_STREAM_NAME_BYTES`] bytes of `A-Z a-z 0-9 . _ -`, not starting with `.`
+/// ([`validate_stream_name`]). Check a configured name before anything is sent.
 ///
 /// # Errors
 /// [`PublishError::InvalidConfig`] with field `robot`.
 pub fn check_robot(robot: Option<&str>) -> Result<(), PublishError> {
-    const MAX_ROBOT: usize = 128;
     let Some(r) = robot else { return Ok(()) };
-    let bad = |reason: &str| {
-        Err(PublishError::InvalidConfig {
-            field: "robot",
-            reason: format!("{r:?}: {reason}"),
-        })
-    };
-    if r.is_empty() || r.len() > MAX_ROBOT {
-        return bad("must be 1 to 128 bytes");
-    }
-    if r.contains('/') || r.starts_with('.') || r.chars().any(char::is_control) {
-        return bad("no `/`, no leading `.`, no control character");
-    }
-    Ok(())
+    validate_stream_name(r).map_err(|_| PublishError::InvalidConfig {
+        field: "robot",
+        reason: format!(
+            "{r:?}: must be 1 to {MAX_STREAM_NAME_BYTES} bytes of A-Z a-z 0-9 . _ -, not \
+             starting with `.`"
+        ),
+    })
 }
 
 fn entry_of(ep: &LocalEpisode) -> EpisodeEntry {
@@ -328,7 +326,9 @@ mod tests {
         assert_eq!(episode_key(None, "ep-7"), "ep-7");
         assert!(check_robot(Some("arm-01")).is_ok());
         assert!(check_robot(None).is_ok());
-        for bad in ["", "a/b", ".hidden", "x\ny"] {
+        assert!(check_robot(Some(&"r".repeat(MAX_STREAM_NAME_BYTES))).is_ok());
+        let long = "r".repeat(MAX_STREAM_NAME_BYTES + 1);
+        for bad in ["", "a/b", ".hidden", "x\ny", "arm 01", "bras-é", &long] {
             assert!(check_robot(Some(bad)).is_err(), "{bad:?} accepted");
         }
     }

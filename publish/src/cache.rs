@@ -4,6 +4,7 @@
 //! ```text
 //! <root>/blobs/sha256/<hh>/<64 hex>     one blob, byte for byte (the same key as the store's)
 //! <root>/blobs/sha256/<hh>/<hex>.partial-<pid>-<n>   a download in progress
+//! <root>/blobs/sha256/<hh>/<hex>.origins   where the blob was read from (`cache/origin.rs`)
 //! ```
 //!
 //! `<root>` is `$WSHARD_CACHE_DIR`, else `$XDG_CACHE_HOME/wshard`, else `~/.cache/wshard`.
@@ -12,7 +13,9 @@
 //! whole. Every use hashes it again (a disk can rot, a user can edit a file): a blob that
 //! does not match is removed and fetched again. A blob present is never downloaded. The
 //! modification time is the last use (set on every hit); `gc` removes the least recently
-//! used blobs first until the cache fits a byte limit.
+//! used blobs first until the cache fits a byte limit. A blob answers a read only for a
+//! place (store, bucket, key) it was read from or that the store confirms
+//! ([`BlobCache::confirm_origin`]).
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -27,6 +30,10 @@ use crate::error::PublishError;
 use crate::layout::BLOBS_DIR;
 use crate::manifest::{hex, is_sha256_hex};
 use crate::store::Store;
+
+mod origin;
+
+pub use origin::{BlobOrigin, ORIGINS_SUFFIX};
 
 /// The cache directory variable.
 pub const ENV_CACHE_DIR: &str = "WSHARD_CACHE_DIR";
@@ -221,7 +228,10 @@ impl BlobCache {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => {
                     return Err(PublishError::io(&path, e))
                 }
-                _ => return Ok(None),
+                _ => {
+                    self.forget_origins(sha256);
+                    return Ok(None);
+                }
             }
         }
         // The use time for gc; a read-only cache still serves the blob.
@@ -263,8 +273,9 @@ impl BlobCache {
         res.map(|()| path)
     }
 
-    /// The blob `sha256` (stored at `key`, `size` bytes when known): from the cache, else
-    /// downloaded (streamed to a `.partial`, hashed, renamed).
+    /// The blob `sha256` (stored at `key`, `size` bytes when known): from the cache when it
+    /// holds it for this place ([`BlobCache::confirm_origin`]), else downloaded (streamed
+    /// to a `.partial`, hashed, renamed) and the place recorded.
     ///
     /// # Errors
     /// [`PublishError::BlobMismatch`] when the store's object does not hash to `sha256` or
@@ -277,7 +288,9 @@ impl BlobCache {
         size: Option<u64>,
     ) -> Result<(PathBuf, Obtained), PublishError> {
         if let Some(p) = self.lookup(sha256, size)? {
-            return Ok((p, Obtained::Cached));
+            if self.confirm_origin(store, key, sha256, &p)? {
+                return Ok((p, Obtained::Cached));
+            }
         }
         let path = self.ensure_dir(sha256)?;
         let partial = partial_path(&path);
@@ -293,6 +306,8 @@ impl BlobCache {
                 });
             }
             fs::rename(&partial, &path).map_err(|e| PublishError::io(&path, e))?;
+            // Not recorded: the store is asked (one HEAD) at the next use.
+            let _ = self.record_origin(sha256, &BlobOrigin::of(store, key));
             Ok(n)
         })();
         if res.is_err() {
@@ -383,6 +398,9 @@ impl BlobCache {
                     Ok(()) => {}
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                     Err(e) => return Err(PublishError::io(&p, e)),
+                }
+                if let Some(sha256) = p.file_name().and_then(|n| n.to_str()) {
+                    self.forget_origins(sha256);
                 }
                 total -= len;
                 r.removed_blobs += 1;

@@ -17,11 +17,13 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
 use serde_json::{Map, Value};
-use wshard::episode::Timebase;
+use wshard::episode::meta::parse_object;
+use wshard::episode::{names, Timebase};
 use wshard::episode_dir::annotations::Annotations;
 use wshard::episode_dir::names::annotations_file_name;
 use wshard::episode_dir::{EpisodeDir, Layout};
 use wshard::manifest::Manifest;
+use wshard::read::ShardReader;
 
 mod read;
 pub use read::{read_rows, CatalogReadError};
@@ -35,6 +37,8 @@ pub const MAIN_STREAM: &str = "main";
 pub const CREATED_BY: &str = "wshard-publish catalog v1";
 /// Nanoseconds per second.
 const NS_PER_S: f64 = 1e9;
+/// The key of the producer's metadata object (manifest, `meta/episode`).
+const METADATA_KEY: &str = "metadata";
 
 /// The Parquet schema, column by column (docs/PUBLISH.md has the table).
 pub const SCHEMA: &str = "message wshard_catalog {
@@ -115,8 +119,10 @@ fn clock_of(tb: Option<&Timebase>) -> (Option<String>, Option<f64>) {
     }
 }
 
-/// The episode metadata: the index `metadata` (multi-stream), else the manifest's
-/// top-level `metadata` object (single-stream), else empty.
+/// The episode metadata, what its producer sent with the episode's `OPEN`: the index
+/// `metadata` of a multi-stream episode; for a single-stream one the manifest's top-level
+/// `metadata` object when it has one, else the `metadata` of its first chunk's
+/// `meta/episode` (where the daemon keeps it: every chunk carries the same); else empty.
 fn metadata_of(dir: &EpisodeDir, ep: &LocalEpisode) -> Result<Map<String, Value>, PublishError> {
     if let Some(index) = dir.index() {
         return Ok(index.metadata.clone());
@@ -124,15 +130,28 @@ fn metadata_of(dir: &EpisodeDir, ep: &LocalEpisode) -> Result<Map<String, Value>
     let Some(stream) = dir.streams().first() else {
         return Ok(Map::new());
     };
-    let manifest = Manifest::read_file(&stream.manifest_path).map_err(|source| {
-        PublishError::ManifestRead {
-            episode: ep.id.clone(),
-            source,
-        }
-    })?;
-    Ok(manifest
-        .extra
-        .get("metadata")
+    let read_err = |source| PublishError::ManifestRead {
+        episode: ep.id.clone(),
+        source,
+    };
+    let manifest = Manifest::read_file(&stream.manifest_path).map_err(read_err)?;
+    if let Some(m) = manifest.extra.get(METADATA_KEY).and_then(Value::as_object) {
+        return Ok(m.clone());
+    }
+    let Some(first) = manifest.chunks.first() else {
+        return Ok(Map::new());
+    };
+    let chunk = stream
+        .manifest_path
+        .parent()
+        .unwrap_or_else(|| Path::new("."))
+        .join(&first.uri);
+    let bytes = ShardReader::open(&chunk)
+        .and_then(|r| r.read_block(names::META_EPISODE))
+        .map_err(read_err)?;
+    let episode_meta = parse_object(names::META_EPISODE, &bytes).map_err(read_err)?;
+    Ok(episode_meta
+        .get(METADATA_KEY)
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default())

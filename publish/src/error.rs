@@ -37,12 +37,15 @@ pub enum PublishError {
          secret key): check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY ({detail})"
     )]
     CredentialsRejected { endpoint: String, detail: String },
-    /// The credentials are valid but may not do this (a bucket policy, an IAM policy).
+    /// The credentials are valid but may not do this (a bucket policy, an IAM policy):
+    /// `op` on `key` (a listing's key is its prefix, empty for the whole bucket).
     #[error(
-        "access denied to {key} in bucket {bucket}: the bucket or IAM policy forbids it; ask \
-         the bucket's admin for read and write on this prefix ({detail})"
+        "access denied: {op} {} in bucket {bucket}: the bucket or IAM policy forbids it; ask \
+         the bucket's admin for read and write on this prefix ({detail})",
+        place(key)
     )]
     Forbidden {
+        op: &'static str,
         bucket: String,
         key: String,
         detail: String,
@@ -254,6 +257,16 @@ pub enum PublishError {
     /// A file name of a version manifest that cannot be written under a directory.
     #[error("episode {episode}: file name {file:?} is not a relative path inside the episode")]
     UnsafePath { episode: String, file: String },
+}
+
+/// A key as a message names it: quoted, or the bucket's top level for the empty key (a
+/// listing without a prefix).
+fn place(key: &str) -> String {
+    if key.is_empty() {
+        "at the top level of the bucket (no prefix)".into()
+    } else {
+        format!("of `{key}`")
+    }
 }
 
 /// What to set when the variable `missing` is unset (per provider).

@@ -499,10 +499,12 @@ impl Publisher {
 
     /// The bytes of the version manifest at `key`, checked to hash to `hash` (its name).
     pub(crate) fn version_bytes_at(&self, key: &str, hash: &str) -> Result<Bytes, PublishError> {
-        let f = self.store.get(key)?.ok_or_else(|| PublishError::Store {
-            op: "get",
-            key: key.to_owned(),
-            detail: "the version manifest is not there".into(),
+        let f = self.store.get(key)?.ok_or_else(|| {
+            self.store.explain_missing(PublishError::Store {
+                op: "get",
+                key: key.to_owned(),
+                detail: "the version manifest is not there".into(),
+            })
         })?;
         let actual = sha256_hex(&f.bytes);
         if actual != hash {
@@ -534,18 +536,19 @@ impl Publisher {
     /// The latest version of a dataset: its hash and manifest.
     ///
     /// # Errors
-    /// [`PublishError::DatasetNotFound`] when there is no `latest.json`; as
+    /// [`PublishError::DatasetNotFound`] when there is no `latest.json`
+    /// ([`PublishError::BucketNotFound`] when the bucket is what is missing); as
     /// [`Publisher::read_version`].
     pub fn latest_version(
         &self,
         dataset: &DatasetId,
     ) -> Result<(String, VersionManifest), PublishError> {
-        let hash = self
-            .read_latest(dataset)?
-            .ok_or_else(|| PublishError::DatasetNotFound {
+        let hash = self.read_latest(dataset)?.ok_or_else(|| {
+            self.store.explain_missing(PublishError::DatasetNotFound {
                 dataset: dataset.to_string(),
                 key: self.keys.latest(dataset),
-            })?;
+            })
+        })?;
         let m = self.read_version(dataset, &hash)?;
         Ok((hash, m))
     }

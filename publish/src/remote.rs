@@ -4,10 +4,12 @@
 //! longer), then each block is one range request when it is read. Nothing is downloaded
 //! whole, except a shard no longer than the first request, which is then whole and goes to
 //! the cache. A blob whose hash is known (a dataset URL, a `blobs/sha256/..` key) and that
-//! the [`BlobCache`] holds is read from the cache: no request.
+//! the [`BlobCache`] holds for this place (read from this store, bucket and key before) is
+//! read from the cache: no request; held but read elsewhere, one HEAD first confirms the
+//! place holds it ([`BlobCache::confirm_origin`]).
 //!
 //! Version manifests are content-addressed too (their name is their SHA-256): they are read
-//! through the cache, so a pinned `@VERSION` costs no request once seen.
+//! through the cache, so a pinned `@VERSION` costs no request once seen there.
 
 use std::fs::File;
 use std::io;
@@ -17,7 +19,7 @@ use wshard::read::{
     RangeFetch, RangedSource, ReadAt, ReadLimits, ShardReader, DEFAULT_PREFETCH_BYTES,
 };
 
-use crate::cache::BlobCache;
+use crate::cache::{BlobCache, BlobOrigin};
 use crate::error::PublishError;
 use crate::layout::DatasetId;
 use crate::manifest::{sha256_hex, EpisodeEntry, FileEntry, VersionManifest};
@@ -122,10 +124,10 @@ impl<'a> RemoteShard<'a> {
             key: blob.key.clone(),
             source,
         };
-        let in_cache = blob
-            .sha256
-            .as_deref()
-            .and_then(|sha| cached(cache, sha, blob.size));
+        let in_cache = match blob.sha256.as_deref() {
+            Some(sha) => cached(cache, store, &blob.key, sha, blob.size)?,
+            None => None,
+        };
         // Gone between the check and the open (another process's gc): read remotely.
         if let Some(f) = in_cache.and_then(|path| File::open(path).ok()) {
             let reader = ShardReader::new(BlobSource::Cached(f), limits).map_err(at)?;
@@ -160,7 +162,7 @@ impl<'a> RemoteShard<'a> {
                 if got != *sha {
                     return Err(mismatch(format!("sha256 {got}, {size} bytes")));
                 }
-                keep(cache, sha, &head);
+                keep(cache, store, &blob.key, sha, &head);
             }
         }
         let fetch = StoreFetch {
@@ -229,37 +231,57 @@ pub fn read_version_cached(
     version: &str,
 ) -> Result<VersionManifest, PublishError> {
     let key = p.keys().version(dataset, version);
-    let from_cache = cached(cache, version, None).and_then(|path| std::fs::read(path).ok());
+    let from_cache =
+        cached(cache, p.store(), &key, version, None)?.and_then(|path| std::fs::read(path).ok());
     let bytes = match from_cache {
         Some(b) => b,
         None => {
             let bytes = p.version_bytes_at(&key, version)?;
-            keep(cache, version, &bytes);
+            keep(cache, p.store(), &key, version, &bytes);
             bytes.to_vec()
         }
     };
     parse_version(&key, &bytes)
 }
 
-/// The cache's checked copy of blob `sha256`, if it has one. The cache of a read only
-/// saves requests: one that cannot be read (a directory that cannot be created, a disk
-/// error) is a miss, and the read goes to the store.
-fn cached(cache: Option<&BlobCache>, sha256: &str, size: Option<u64>) -> Option<PathBuf> {
-    cache.and_then(|c| c.lookup(sha256, size).ok().flatten())
+/// The cache's checked copy of blob `sha256` for a read of `key` on `store`, if it has one
+/// it may answer with ([`BlobCache::confirm_origin`]: read from there before, or confirmed
+/// there by a HEAD). The cache of a read only saves requests: one that cannot be read (a
+/// directory that cannot be created, a disk error) is a miss, and the read goes to the
+/// store.
+///
+/// # Errors
+/// The store's, when it must confirm the blob and does not answer.
+fn cached(
+    cache: Option<&BlobCache>,
+    store: &Store,
+    key: &str,
+    sha256: &str,
+    size: Option<u64>,
+) -> Result<Option<PathBuf>, PublishError> {
+    let Some((c, path)) = cache.and_then(|c| c.lookup(sha256, size).ok().flatten().map(|p| (c, p)))
+    else {
+        return Ok(None);
+    };
+    Ok(c.confirm_origin(store, key, sha256, &path)?.then_some(path))
 }
 
-/// Keep bytes already checked against `sha256` in the cache, when it can be written (as
-/// [`cached`]: a cache that cannot be written does not fail the read).
-fn keep(cache: Option<&BlobCache>, sha256: &str, bytes: &[u8]) {
+/// Keep bytes already checked against `sha256`, read from `key` on `store`, in the cache
+/// when it can be written (as [`cached`]: a cache that cannot be written does not fail the
+/// read).
+fn keep(cache: Option<&BlobCache>, store: &Store, key: &str, sha256: &str, bytes: &[u8]) {
     if let Some(c) = cache {
-        let _ = c.insert_bytes(sha256, bytes);
+        if c.insert_bytes(sha256, bytes).is_ok() {
+            let _ = c.record_origin(sha256, &BlobOrigin::of(store, key));
+        }
     }
 }
 
 /// The version asked for, else the latest: its hash and manifest.
 ///
 /// # Errors
-/// [`PublishError::DatasetNotFound`] without `latest.json`; as [`read_version_cached`].
+/// [`PublishError::DatasetNotFound`] without `latest.json` ([`PublishError::BucketNotFound`]
+/// when the bucket is what is missing); as [`read_version_cached`].
 pub fn version_or_latest(
     p: &Publisher,
     cache: Option<&BlobCache>,
@@ -268,12 +290,12 @@ pub fn version_or_latest(
 ) -> Result<(String, VersionManifest), PublishError> {
     let hash = match version {
         Some(v) => v.to_owned(),
-        None => p
-            .read_latest(dataset)?
-            .ok_or_else(|| PublishError::DatasetNotFound {
+        None => p.read_latest(dataset)?.ok_or_else(|| {
+            p.store().explain_missing(PublishError::DatasetNotFound {
                 dataset: dataset.to_string(),
                 key: p.keys().latest(dataset),
-            })?,
+            })
+        })?,
     };
     let m = read_version_cached(p, cache, dataset, &hash)?;
     Ok((hash, m))

@@ -160,12 +160,15 @@ impl Store {
     /// The size of `key`, `None` when absent.
     ///
     /// # Errors
-    /// Typed store errors.
+    /// Typed store errors; [`PublishError::BucketNotFound`] when the store says so.
     pub fn head_size(&self, key: &str) -> Result<Option<u64>, PublishError> {
         self.reads.request();
         match self.rt.block_on(self.objects.head(&Path::from(key))) {
             Ok(meta) => Ok(Some(meta.size)),
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e @ object_store::Error::NotFound { .. }) => match self.bucket_missing_in(&e) {
+                Some(missing) => Err(missing),
+                None => Ok(None),
+            },
             Err(e) => Err(self.classify("head", key, e)),
         }
     }
@@ -173,7 +176,8 @@ impl Store {
     /// The whole object and its ETag, `None` when absent.
     ///
     /// # Errors
-    /// Typed store errors.
+    /// Typed store errors; [`PublishError::BucketNotFound`] when the reply says the bucket
+    /// is missing (not every store does: [`Store::explain_missing`]).
     pub fn get(&self, key: &str) -> Result<Option<Fetched>, PublishError> {
         let path = Path::from(key);
         self.reads.request();
@@ -191,7 +195,10 @@ impl Store {
         });
         match res {
             Ok(f) => Ok(Some(f)),
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e @ object_store::Error::NotFound { .. }) => match self.bucket_missing_in(&e) {
+                Some(missing) => Err(missing),
+                None => Ok(None),
+            },
             Err(e) => Err(self.classify("get", key, e)),
         }
     }

@@ -34,7 +34,9 @@ impl Store {
     /// range request, with the object's size.
     ///
     /// # Errors
-    /// A missing key is [`PublishError::Store`] `not found`; typed store errors.
+    /// A missing key is [`PublishError::Store`] `not found`, or
+    /// [`PublishError::BucketNotFound`] when the bucket is what is missing
+    /// ([`Store::explain_missing`]); typed store errors.
     pub fn get_range(
         &self,
         key: &str,
@@ -59,11 +61,15 @@ impl Store {
                 self.reads.bytes(f.bytes.len() as u64);
                 Ok(f)
             }
-            Err(object_store::Error::NotFound { .. }) => Err(PublishError::Store {
-                op: "get range",
-                key: key.to_owned(),
-                detail: "not found".into(),
-            }),
+            Err(e @ object_store::Error::NotFound { .. }) => {
+                Err(self.bucket_missing_in(&e).unwrap_or_else(|| {
+                    self.explain_missing(PublishError::Store {
+                        op: "get range",
+                        key: key.to_owned(),
+                        detail: "not found".into(),
+                    })
+                }))
+            }
             Err(e) => Err(self.classify("get range", key, e)),
         }
     }

@@ -56,6 +56,36 @@ req.on('error', (e) => { console.error(String(e)); process.exit(1); });
 req.end();
 ";
 
+/// Prints an account SAS token (blob service, every resource type, permissions argv[3]) of
+/// account argv[1] signed with key argv[2], percent-encoded as Azure's tools print one.
+const ACCOUNT_SAS_JS: &str = r"
+const [account, key, perms] = process.argv.slice(1);
+const crypto = require('crypto');
+const sv = '2021-08-06', ss = 'b', srt = 'sco', se = '2099-01-01T00:00:00Z', spr = 'https,http';
+const sts = [account, perms, ss, srt, '', se, '', spr, sv, '', ''].join('\n');
+const sig = crypto.createHmac('sha256', Buffer.from(key, 'base64')).update(sts, 'utf8').digest('base64');
+const q = {sv, ss, srt, sp: perms, se, spr, sig};
+process.stdout.write(Object.entries(q).map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&'));
+";
+
+/// An account SAS token of the test account for the blob service with `permissions`
+/// (Azure's letters: `r` read, `l` list, `w` write, ...), made with node's crypto.
+#[must_use]
+pub fn account_sas(permissions: &str) -> String {
+    let out = Command::new("node")
+        .arg("-e")
+        .arg(ACCOUNT_SAS_JS)
+        .args([ACCOUNT, ACCOUNT_KEY, permissions])
+        .output()
+        .expect("node (Azurite's runtime) runs");
+    assert!(
+        out.status.success(),
+        "making a SAS token failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("ascii token")
+}
+
 /// The `azurite-blob` entry point, or a panic saying how to install it.
 #[must_use]
 pub fn azurite_binary() -> PathBuf {

@@ -425,3 +425,43 @@ fn publish_azure_doctor_and_cli_with_az_bucket_url() {
         assert!(files_containing(&az.store_root(), needle).is_empty());
     }
 }
+
+#[test]
+fn publish_azure_access_denied_names_the_operation_and_what_it_was_on() {
+    // A real 403 with valid credentials: an account SAS allowed to read only. The publish's
+    // first step lists the whole container (no prefix): the message says so, not `to  in`.
+    let az = Azurite::start();
+    let data = data_dir(&[], true);
+    let out = Command::new(bins::wshard())
+        .args(["publish", "--dataset", "lab/pick", "--data-dir"])
+        .arg(data.path())
+        .args([
+            "--endpoint",
+            &az.endpoint(),
+            "--bucket",
+            &format!("az://{CONTAINER}"),
+            "--allow-http",
+        ])
+        .env_remove("AZURE_STORAGE_ACCOUNT_KEY")
+        .env_remove("AZURE_STORAGE_ACCOUNT_NAME")
+        .env(
+            "AZURE_STORAGE_SAS_TOKEN",
+            wshard_e2e::azurite::account_sas("r"),
+        )
+        .output()
+        .expect("run wshard");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(&format!(
+            "access denied: list at the top level of the bucket (no prefix) in bucket {CONTAINER}"
+        )),
+        "{said}"
+    );
+    assert!(!said.contains("access denied to  in"), "{said}");
+    assert_key_free(&said);
+}

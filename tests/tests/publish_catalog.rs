@@ -433,3 +433,50 @@ fn publish_catalog_query_cli_answers_from_the_store_without_the_secret() {
         assert!(!t.contains(SECRET_KEY), "the secret in: {t}");
     }
 }
+
+#[test]
+fn publish_catalog_single_stream_episode_has_the_producers_robot_host_and_tags() {
+    use wshard_client::{Durability, Outcome};
+    use wshard_e2e::data;
+
+    let s3 = S3Server::start();
+    let d = Daemon::start(DaemonOptions::default());
+    let ch = data::channels();
+    let mut client = d.client("catalog/single");
+    let spec = data::open_spec("single-ep", &ch, Durability::Ack)
+        .with_metadata_json(r#"{"robot":"ur5-3","host":"rig-9","tags":["pick","day"]}"#);
+    let mut w = client.open_episode(spec).expect("open");
+    data::push_steps(&mut w, &ch, 30).expect("push");
+    w.close(Outcome::Completed).expect("close");
+
+    let r = publisher(&s3)
+        .publish(&d.data_dir(), &ds(), &["single-ep".into()])
+        .expect("publish");
+    let got = rows(&s3.object_path(&r.prepared.catalog_key));
+    assert_eq!(got.len(), 1, "one row: stream main");
+    let row = &got[0];
+    assert_eq!(s(row, "stream"), "main");
+    assert_eq!(s(row, "robot"), "ur5-3");
+    assert_eq!(s(row, "host"), "rig-9");
+    assert_eq!(list(row, "tags"), ["pick", "day"]);
+
+    // So `where robot = ...` finds it.
+    let q = wshard(
+        &[
+            "query",
+            "select episode, stream from catalog where robot = 'ur5-3' and host = 'rig-9'",
+            "--json",
+        ],
+        &s3,
+        &[],
+    );
+    assert_eq!(q.status.code(), Some(0), "{}", text(&q));
+    let found: Vec<Value> = String::from_utf8_lossy(&q.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json row"))
+        .collect();
+    assert_eq!(
+        found,
+        [serde_json::json!({"episode": "single-ep", "stream": "main"})]
+    );
+}

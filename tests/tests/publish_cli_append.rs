@@ -167,3 +167,50 @@ fn publish_cli_append_usage_errors() {
         "blobs sent before the check"
     );
 }
+
+/// `wshardd --check-config` of a config whose `publish.robot` is `robot`.
+fn config_accepts_robot(robot: &str) -> bool {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("wshardd.toml");
+    let name = serde_json::to_string(robot).expect("toml string");
+    std::fs::write(&cfg, format!("[publish]\nrobot = {name}\n")).expect("config");
+    Command::new(bins::wshardd())
+        .arg("--check-config")
+        .arg("--config")
+        .arg(&cfg)
+        .output()
+        .expect("run wshardd")
+        .status
+        .success()
+}
+
+#[test]
+fn publish_cli_append_robot_names_follow_the_one_rule_of_the_config() {
+    let s3 = S3Server::start();
+    let d = robot_dir(&[]);
+    let long = "r".repeat(65);
+    // Refused by `--robot` exactly when refused as `publish.robot`, before anything is sent.
+    for bad in ["arm 01", "bras-é", ".hidden", "a/b", long.as_str()] {
+        let (out, _) = append(&s3, d.path(), bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", text(&out));
+        assert!(text(&out).contains("robot"), "{}", text(&out));
+        assert!(
+            !config_accepts_robot(bad),
+            "publish.robot = {bad:?} accepted"
+        );
+    }
+    assert!(
+        !s3.object_path("blobs").exists(),
+        "blobs sent before the check"
+    );
+    let longest = "r".repeat(64);
+    for good in ["arm-01.lab_2", longest.as_str()] {
+        assert!(
+            config_accepts_robot(good),
+            "publish.robot = {good:?} refused"
+        );
+        let (out, v) = append(&s3, d.path(), good);
+        assert_eq!(out.status.code(), Some(0), "{good:?}: {}", text(&out));
+        assert_eq!(v["robot"], good, "{v}");
+    }
+}

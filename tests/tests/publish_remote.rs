@@ -401,3 +401,88 @@ fn publish_remote_cli_reads_with_a_cache_that_cannot_be_written() {
     let out = wshard(&s3, &cache, &["inspect", &url, "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
+
+#[test]
+fn publish_remote_cli_inspect_checks_the_meta_blocks() {
+    let s3 = S3Server::start();
+    let p = publisher(&s3);
+    let local = datadir_v01()
+        .join("legacy-complete")
+        .join("legacy-complete_chunk_0001.wshard");
+    let good = std::fs::read(&local).expect("chunk");
+    // Under a key that is no blob key: read by range every time, never from the cache.
+    let put = |key: &str, bytes: Vec<u8>| {
+        p.store()
+            .put(
+                key,
+                bytes.into(),
+                wshard_publish::store::PutCondition::Always,
+            )
+            .expect("put");
+    };
+    put("loose/good.wshard", good.clone());
+    let reader = ShardReader::open(&local).expect("local");
+    let (_, episode) = reader.entry("meta/episode").expect("meta/episode");
+    let mut bad = good;
+    let at = usize::try_from(episode.data_offset).expect("offset");
+    bad[at] ^= 0xff;
+    put("loose/bad.wshard", bad);
+
+    let cache = tempfile::tempdir().expect("cache dir");
+    let rows = |out: &std::process::Output| -> Vec<serde_json::Value> {
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        doc["blocks"].as_array().expect("blocks").clone()
+    };
+    let out = wshard(
+        &s3,
+        cache.path(),
+        &[
+            "inspect",
+            &format!("s3://{BUCKET}/loose/good.wshard"),
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let blocks = rows(&out);
+    let mut metas = 0;
+    for b in &blocks {
+        let name = b["name"].as_str().expect("name");
+        if name.starts_with("meta/") {
+            metas += 1;
+            assert_eq!(b["crc_ok"], true, "{b}");
+        } else {
+            assert_eq!(b["crc_ok"], serde_json::Value::Null, "{b}");
+        }
+    }
+    assert!(metas >= 3, "{blocks:?}");
+    let out = wshard(
+        &s3,
+        cache.path(),
+        &["inspect", &format!("s3://{BUCKET}/loose/good.wshard")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let said = text(&out);
+    let meta_line = said
+        .lines()
+        .find(|l| l.contains("meta/channels"))
+        .expect("meta/channels row");
+    assert!(meta_line.trim_end().ends_with("ok"), "{said}");
+
+    // A meta block that does not match its CRC is found out remotely: exit 1, its row BAD.
+    let out = wshard(
+        &s3,
+        cache.path(),
+        &[
+            "inspect",
+            &format!("s3://{BUCKET}/loose/bad.wshard"),
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let blocks = rows(&out);
+    let row = blocks
+        .iter()
+        .find(|b| b["name"] == "meta/episode")
+        .expect("meta/episode row");
+    assert_eq!(row["crc_ok"], false, "{row}");
+}

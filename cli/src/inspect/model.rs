@@ -13,6 +13,9 @@ use wshard::read::{BlockCheck, ReadAt, ShardReader};
 use crate::describe::is_block_read_error;
 use crate::episode_view::{EpisodeView, TensorType};
 
+/// The name prefix of the blocks that describe a shard (read even when the others are not).
+const META_PREFIX: &str = "meta/";
+
 /// What a block holds, as far as the file says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BlockKind {
@@ -39,7 +42,8 @@ pub struct BlockRow {
     pub crc_checked: bool,
     /// `None` when the block decodes and its CRC matches (or was not read).
     pub error: Option<String>,
-    /// False when the block was not read (a remote shard: only its index and meta blocks).
+    /// False when the block was not read (a remote shard: only its index and `meta/*`
+    /// blocks are).
     pub read: bool,
 }
 
@@ -114,8 +118,8 @@ impl Inspection {
     }
 
     /// Gather what an opened shard holds; `path` is what to call it. Without
-    /// `check_blocks` only the meta blocks are read (a remote shard: every other block would
-    /// be one more request) and the other rows are `unread`.
+    /// `check_blocks` only the `meta/*` blocks are read and checked (a remote shard: every
+    /// other block would be one more request) and the other rows are `unread`.
     #[must_use]
     pub fn from_reader<R: ReadAt>(
         reader: &ShardReader<R>,
@@ -143,15 +147,15 @@ impl Inspection {
         };
         let index = reader.index();
         let checks = if check_blocks {
-            reader.check_all()
+            reader.check_all().into_iter().map(|c| (c, true)).collect()
         } else {
-            unread_checks(reader)
+            meta_checks(reader)
         };
         let blocks = checks
             .into_iter()
             .zip(index.entries())
-            .map(|(check, entry)| {
-                let kind = if check.name.starts_with("meta/")
+            .map(|((check, read), entry)| {
+                let kind = if check.name.starts_with(META_PREFIX)
                     || entry.content_type == content_type::JSON
                 {
                     BlockKind::Json
@@ -170,7 +174,7 @@ impl Inspection {
                     entry: *entry,
                     computed_crc: check.computed_crc,
                     error: check.error,
-                    read: check_blocks,
+                    read,
                 }
             })
             .collect();
@@ -178,7 +182,7 @@ impl Inspection {
             (0..index.len())
                 .filter_map(|i| {
                     let name = index.name(i)?;
-                    name.starts_with("meta/").then(|| MetaBlock {
+                    name.starts_with(META_PREFIX).then(|| MetaBlock {
                         name: name.to_owned(),
                         value: reader
                             .read_entry(i)
@@ -209,22 +213,30 @@ impl Inspection {
     }
 }
 
-/// One row per block without reading any.
-fn unread_checks<R: ReadAt>(reader: &ShardReader<R>) -> Vec<BlockCheck> {
+/// One row per block, each with whether it was read: the `meta/*` blocks are read and
+/// checked, the others are not.
+fn meta_checks<R: ReadAt>(reader: &ShardReader<R>) -> Vec<(BlockCheck, bool)> {
     let index = reader.index();
     index
         .entries()
         .iter()
         .enumerate()
-        .map(|(i, e)| BlockCheck {
-            entry: i,
-            name: index.name(i).unwrap_or_default().to_owned(),
-            codec: index.stored_codec(i),
-            disk_size: e.disk_size,
-            orig_size: e.orig_size,
-            stored_crc: e.checksum,
-            computed_crc: None,
-            error: None,
+        .map(|(i, e)| {
+            let name = index.name(i).unwrap_or_default();
+            if name.starts_with(META_PREFIX) {
+                return (reader.check_entry(i), true);
+            }
+            let unread = BlockCheck {
+                entry: i,
+                name: name.to_owned(),
+                codec: index.stored_codec(i),
+                disk_size: e.disk_size,
+                orig_size: e.orig_size,
+                stored_crc: e.checksum,
+                computed_crc: None,
+                error: None,
+            };
+            (unread, false)
         })
         .collect()
 }

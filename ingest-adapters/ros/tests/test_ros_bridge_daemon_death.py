@@ -106,6 +106,33 @@ def test_ros_bridge_daemon_killed_idle_stream_status_notices(binaries, workdir) 
     assert os.path.exists(workdir / "data" / "quiet")
 
 
+def test_ros_bridge_durable_lag_is_not_measured_once_the_stream_failed(binaries, workdir) -> None:
+    # steps in flight (the daemon stopped) when the daemon dies: they never become durable,
+    # so the stream has no lag to report (null), not an age that grows for ever
+    d = Daemon(binaries["wshardd"], binaries["wshard"], workdir, {})
+    try:
+        bridge = K.make_bridge(d, K.JOINTS_AND_CAMERA)
+        bridge.start("lagging")
+        bridge.on_message("/joint_states", K.joints(0), 0)
+        wait_for(lambda: bridge.status()["streams"]["joint_states"]["durable"] == 1, "1 durable step")
+        d.proc.send_signal(signal.SIGSTOP)
+        for i in range(1, 4):
+            bridge.on_message("/joint_states", K.joints(i), i)
+        wait_for(lambda: bridge.status()["streams"]["joint_states"]["pushed"] == 4, "4 steps pushed")
+        assert bridge.status()["streams"]["joint_states"]["durable_lag_ms"] > 0.0
+        d.proc.send_signal(signal.SIGKILL)
+        d.proc.wait(30)
+        wait_for(lambda: bridge.status()["state"] == "failed", "state failed")
+        first = bridge.status()["streams"]["joint_states"]
+        time.sleep(0.05)
+        again = bridge.status()["streams"]["joint_states"]
+        assert first["durable_lag_ms"] is None and again["durable_lag_ms"] is None, (first, again)
+        assert (again["pushed"], again["durable"]) == (4, 1)
+        bridge.close()
+    finally:
+        d.stop()
+
+
 CHILD = """
 import sys, time
 sys.path[:0] = sys.argv[1:3]

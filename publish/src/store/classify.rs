@@ -113,6 +113,41 @@ fn chain_has_broken_request(e: &(dyn std::error::Error + 'static)) -> bool {
 }
 
 impl Store {
+    /// A "not found" answer that is about the bucket, not the key: the provider's
+    /// missing-bucket code in the reply body (AWS S3 answers a GET in a missing bucket with
+    /// 404 `NoSuchBucket`). `None` for an object that is absent (a HEAD has no body to
+    /// tell: [`Store::explain_missing`] asks the bucket).
+    pub(crate) fn bucket_missing_in(&self, e: &object_store::Error) -> Option<PublishError> {
+        // The reply only, not the message around it (it quotes the key).
+        let object_store::Error::NotFound { source, .. } = e else {
+            return None;
+        };
+        let reply = source.to_string();
+        let detail = e.to_string();
+        ProviderCodes::of(self.config.provider)
+            .no_bucket
+            .iter()
+            .any(|code| reply.contains(code))
+            .then(|| PublishError::BucketNotFound {
+                bucket: self.config.bucket.clone(),
+                endpoint: self.config.effective_endpoint().to_owned(),
+                detail,
+            })
+    }
+
+    /// `absent`, the error of an object found missing, unless the bucket itself is
+    /// missing: then that [`PublishError::BucketNotFound`]. Some stores (s3s-fs) answer a
+    /// GET in a missing bucket with `NoSuchKey`, so a listing of the store's prefix tells
+    /// (one request, on this error path only). Any other answer to the listing keeps
+    /// `absent`: the object's absence is what the caller asked about.
+    #[must_use]
+    pub fn explain_missing(&self, absent: PublishError) -> PublishError {
+        match self.check_bucket(&self.config.key_prefix()) {
+            Err(e @ PublishError::BucketNotFound { .. }) => e,
+            _ => absent,
+        }
+    }
+
     /// Map a client error on `op` of `key` to a typed error. object_store wraps some
     /// errors (listings, multipart) as `Generic`, so the provider's error code and the
     /// status in the text decide too.
@@ -145,6 +180,7 @@ impl Store {
         }
         if matches!(e, object_store::Error::PermissionDenied { .. }) || has(FORBIDDEN_TEXT) {
             return PublishError::Forbidden {
+                op,
                 bucket,
                 key: key.to_owned(),
                 detail,

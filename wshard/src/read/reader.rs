@@ -227,33 +227,36 @@ impl<R: ReadAt> ShardReader<R> {
     /// Decode every block and report each one; never stops at the first bad block.
     #[must_use]
     pub fn check_all(&self) -> Vec<BlockCheck> {
-        (0..self.index.len())
-            .map(|i| {
-                let e = self.index.entries()[i];
-                let name = self.index.name(i).unwrap_or_default().to_owned();
-                let codec = self.index.stored_codec(i);
-                let (computed_crc, error) = match self.read_entry(i) {
-                    Ok(data) => (Some(crc32c(&data)), None),
-                    Err(FormatError::BlockCrc { computed, .. }) => (
-                        Some(computed),
-                        Some(format!(
-                            "crc32c stored {:#010x}, computed {computed:#010x}",
-                            e.checksum
-                        )),
-                    ),
-                    Err(err) => (None, Some(err.to_string())),
-                };
-                BlockCheck {
-                    entry: i,
-                    name,
-                    codec,
-                    disk_size: e.disk_size,
-                    orig_size: e.orig_size,
-                    stored_crc: e.checksum,
-                    computed_crc,
-                    error,
-                }
-            })
-            .collect()
+        (0..self.index.len()).map(|i| self.check_entry(i)).collect()
+    }
+
+    /// Decode index entry `i` and report it (as [`ShardReader::check_all`] does for each
+    /// entry). An `i` past the index is reported as a bad block.
+    #[must_use]
+    pub fn check_entry(&self, i: usize) -> BlockCheck {
+        let e = self.index.entries().get(i).copied().unwrap_or_default();
+        let name = self.index.name(i).unwrap_or_default().to_owned();
+        let codec = self.index.stored_codec(i);
+        let (computed_crc, error) = match self.read_entry(i) {
+            Ok(data) => (Some(crc32c(&data)), None),
+            Err(FormatError::BlockCrc { computed, .. }) => (
+                Some(computed),
+                Some(format!(
+                    "crc32c stored {:#010x}, computed {computed:#010x}",
+                    e.checksum
+                )),
+            ),
+            Err(err) => (None, Some(err.to_string())),
+        };
+        BlockCheck {
+            entry: i,
+            name,
+            codec,
+            disk_size: e.disk_size,
+            orig_size: e.orig_size,
+            stored_crc: e.checksum,
+            computed_crc,
+            error,
+        }
     }
 }

@@ -162,20 +162,23 @@ class StreamWorker:
     def status(self) -> Dict[str, Any]:
         """``pushed`` (steps sent), ``durable`` (the daemon's durable seq),
         ``durable_lag_ms`` (age of the oldest step not yet durable, queued or sent; 0
-        when none), ``queued``."""
+        when none; ``None`` once the stream's connection is cut: nothing more becomes
+        durable through it, so there is no lag to measure), ``queued``."""
         durable = self._writer.durable_seq
         now = time.monotonic_ns()
         with self._cond:
             self._prune(durable)
-            oldest: Optional[int] = None
-            if self._inflight:
-                oldest = self._inflight[0][1]
+            lag: Optional[float] = 0.0
+            if self._dead:
+                lag = None
+            elif self._inflight:
+                lag = max(0, now - self._inflight[0][1]) / NS_PER_MS
             elif self._queue:
-                oldest = self._queue[0].enqueued_ns
+                lag = max(0, now - self._queue[0].enqueued_ns) / NS_PER_MS
             return {
                 "pushed": self._pushed,
                 "durable": durable,
-                "durable_lag_ms": 0.0 if oldest is None else max(0, now - oldest) / NS_PER_MS,
+                "durable_lag_ms": lag,
                 "queued": len(self._queue),
             }
 
