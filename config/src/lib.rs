@@ -36,6 +36,7 @@ mod publish;
 mod reload;
 mod schema;
 mod service;
+mod units;
 mod validate;
 
 pub use codecs::{codec_to_string, parse_codec, CodecTextError, CodecsConfig};
@@ -51,9 +52,10 @@ pub use publish::{PublishConfig, MAX_PUBLISH_PART_BYTES, MAX_ROBOT_BYTES, MIN_PU
 pub use reload::{schema_keys, ReloadClass};
 pub use schema::{
     Config, DurabilityConfig, FsyncConfig, LimitsConfig, LogConfig, QueuesConfig, RecoveryConfig,
-    RotationConfig, SocketConfig, GIB, MIB, TIB,
+    RotationConfig, SocketConfig,
 };
 pub use service::{AccessConfig, ControlConfig, DiskConfig};
+pub use units::{GIB, MIB, TIB};
 pub use validate::{MAX_EPISODE_ID_BYTES, MAX_EVENT_BYTES, MAX_SOCKET_PATH_BYTES};
 pub use wshard::codec::Codec;
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use wshard::episode_dir::names::{validate_stream_name, MAX_STREAM_NAME_BYTES};
 
 use crate::error::ConfigError;
-use crate::schema::MIB;
+use crate::units::MIB;
 
 /// S3's smallest part (every part but the last).
 pub const MIN_PUBLISH_PART_BYTES: u64 = 5 * MIB;

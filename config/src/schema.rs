@@ -13,13 +13,7 @@ use crate::deprecated::Deprecation;
 use crate::kinds::{durability_text, Durability, FsyncPolicy, FsyncPolicyKind, LogLevel};
 use crate::publish::PublishConfig;
 use crate::service::{AccessConfig, ControlConfig, DiskConfig};
-
-/// 1 MiB.
-pub const MIB: u64 = 1 << 20;
-/// 1 GiB.
-pub const GIB: u64 = 1 << 30;
-/// 1 TiB.
-pub const TIB: u64 = 1 << 40;
+use crate::units::{MIB, TIB};
 
 /// The whole configuration (`wshardd.toml`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::schema::{GIB, MIB};
+use crate::units::{GIB, MIB};
 
 /// `[control]`: the operator's control socket (`wshard status`, `wshard episodes`,
 /// `wshard close`, Prometheus metrics).

@@ -9,7 +9,8 @@ use crate::codecs::pattern_problem;
 use crate::error::ConfigError;
 use crate::octal::{format_mode, MAX_MODE};
 use crate::parse::key_path;
-use crate::schema::{Config, GIB, MIB};
+use crate::schema::Config;
+use crate::units::{GIB, MIB};
 
 /// The largest `limits.max_episode_id_bytes`: an id is a directory name and the stem of
 /// file names such as `{id}_chunk_0000.wshard.partial`, which must stay under 255 bytes.
