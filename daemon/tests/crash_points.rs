@@ -183,22 +183,24 @@ fn final_report(fs: &SimFs) -> Option<Value> {
     let obj = r.as_object_mut()?;
     obj.remove("runs");
     obj.remove("removed");
-    let mut q: Vec<String> = obj
-        .get("quarantined")?
-        .as_array()?
-        .iter()
-        .filter_map(|v| {
-            let name = std::path::Path::new(v.as_str()?).file_name()?.to_str()?;
-            let base = match name.rsplit_once('.') {
-                Some((b, n)) if n.chars().all(|c| c.is_ascii_digit()) => b,
-                _ => name,
-            };
-            Some(base.to_owned())
-        })
-        .collect();
-    q.sort_unstable();
-    q.dedup();
-    obj.insert("quarantined".into(), q.into());
+    for key in ["quarantined", "quarantined_rebuilt"] {
+        let mut q: Vec<String> = obj
+            .get(key)?
+            .as_array()?
+            .iter()
+            .filter_map(|v| {
+                let name = std::path::Path::new(v.as_str()?).file_name()?.to_str()?;
+                let base = match name.rsplit_once('.') {
+                    Some((b, n)) if n.chars().all(|c| c.is_ascii_digit()) => b,
+                    _ => name,
+                };
+                Some(base.to_owned())
+            })
+            .collect();
+        q.sort_unstable();
+        q.dedup();
+        obj.insert(key.into(), q.into());
+    }
     if let Some(d) = obj.get_mut("discarded").and_then(Value::as_array_mut) {
         d.sort_by_key(Value::to_string);
     }

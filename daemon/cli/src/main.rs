@@ -180,8 +180,8 @@ enum Command {
     /// offline, with the daemon's recovery code. A dry run unless --apply.
     ///
     /// Exit codes: 0 nothing lost (or nothing to do), 3 data lost (corrupt regions
-    /// discarded or files quarantined), 1 recovery failed, 2 usage or I/O error or the data
-    /// directory is in use by a live wshardd.
+    /// discarded, or files that may hold data quarantined), 1 recovery failed, 2 usage or
+    /// I/O error or the data directory is in use by a live wshardd.
     Recover {
         /// An episode directory or a data directory.
         dir: PathBuf,

@@ -250,10 +250,13 @@ fn cli_recover_rebuilds_a_rotted_listed_chunk_from_its_journal() {
     std::fs::write(layout.chunk(0), &chunk).expect("rot chunk 0");
     let ep = dir.path().join(EPISODE);
 
+    // Nothing is lost: the chunk is rebuilt whole (exit 0, not 3).
     let run = wshard(["recover".as_ref(), ep.as_os_str()]);
-    assert_eq!(run.code, 3, "{run:?}");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(!run.stdout.contains("data would be lost"), "{run:?}");
     for needle in [
         "recovered 150 timesteps in 2 chunks (1 rebuilt from the journal)",
+        "ep_chunk_0000.wshard (a chunk rebuilt whole from its journal: nothing lost)",
         "(listed chunk 0 fails verification (ep_chunk_0000.wshard has sha256",
         "rebuild chunk 0 (100 timesteps) from ",
         "publish chunk 1 (50 timesteps from 100)",
@@ -271,8 +274,9 @@ fn cli_recover_rebuilds_a_rotted_listed_chunk_from_its_journal() {
         "--apply".as_ref(),
         "--json".as_ref(),
     ]);
-    assert_eq!(run.code, 3, "{run:?}");
+    assert_eq!(run.code, 0, "{run:?}");
     let v = json(&run.stdout);
+    assert_eq!(v["episodes"][0]["lost_data"], false, "{v}");
     let report = &v["episodes"][0]["report"];
     assert_eq!(report["chunks_rebuilt"], 1, "{report}");
     assert_eq!(report["timesteps_recovered"], 150, "{report}");

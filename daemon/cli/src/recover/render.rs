@@ -37,7 +37,12 @@ fn write_report(r: &RecoveryReport, dry: bool, out: &mut dyn Write) -> io::Resul
         ("quarantined", "removed")
     };
     for q in &r.quarantined {
-        writeln!(out, "  {quarantined}: {q}")?;
+        let rebuilt = if r.quarantined_rebuilt.contains(q) {
+            " (a chunk rebuilt whole from its journal: nothing lost)"
+        } else {
+            ""
+        };
+        writeln!(out, "  {quarantined}: {q}{rebuilt}")?;
     }
     for f in &r.removed {
         writeln!(out, "  {removed}: {f}")?;
