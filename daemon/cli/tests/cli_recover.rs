@@ -304,3 +304,42 @@ fn cli_recover_rebuilds_a_rotted_listed_chunk_from_its_journal() {
     let want: Vec<u8> = (0..150).flat_map(live_episode::payload).collect();
     assert_eq!(joined.channel("state").expect("state").data, want);
 }
+
+/// `wshard recover` on a copy of an episode under another name refuses it (exit 2, naming
+/// the episode it is a copy of) and changes nothing; on the data directory holding it, the
+/// copy is left alone and listed.
+#[test]
+fn recovery_cli_copy_of_an_episode_is_not_an_episode() {
+    let (_live, dir) = crashed(false);
+    std::fs::rename(dir.path().join(EPISODE), dir.path().join("ep.bak")).expect("rename");
+    let copy = dir.path().join("ep.bak");
+    let before = tree(dir.path());
+    for apply in [false, true] {
+        let mut args: Vec<&std::ffi::OsStr> = vec!["recover".as_ref(), copy.as_os_str()];
+        if apply {
+            args.push("--apply".as_ref());
+        }
+        let run = wshard(&args);
+        assert_eq!(run.code, 2, "{run:?}");
+        assert!(run.stderr.contains("episode `ep`"), "{run:?}");
+        assert_eq!(tree(dir.path()), before, "a refused run changed files");
+    }
+    let run = wshard([
+        "recover".as_ref(),
+        dir.path().as_os_str(),
+        "--apply".as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let v = json(&run.stdout);
+    assert_eq!(v["episodes"], serde_json::json!([]), "{v}");
+    assert_eq!(v["left_alone"][0]["directory"], "ep.bak", "{v}");
+    let text = wshard(["recover".as_ref(), dir.path().as_os_str()]);
+    assert!(
+        text.stdout.contains("left alone: ") && text.stdout.contains("ep.bak"),
+        "{text:?}"
+    );
+    let mut after = tree(dir.path());
+    after.remove(&dir.path().join(lock::LOCK_FILE));
+    assert_eq!(after, before, "the data directory run changed the copy");
+}

@@ -1,6 +1,6 @@
 //! Printing a [`RecoverRun`]: per episode the summary, the discarded regions, the
 //! quarantined and removed files, and the actions (planned in a dry run, done with
-//! `--apply`), as text or as one JSON object.
+//! `--apply`), then the directories left alone, as text or as one JSON object.
 
 use std::io::{self, Write};
 
@@ -90,6 +90,14 @@ pub fn write_text(run: &RecoverRun, out: &mut dyn Write) -> io::Result<()> {
             }
         }
     }
+    for l in &run.left_alone {
+        writeln!(
+            out,
+            "left alone: {}: not an episode ({})",
+            l.path.display(),
+            l.reason
+        )?;
+    }
     let lost = run
         .episodes
         .iter()
@@ -139,6 +147,11 @@ pub fn write_json(run: &RecoverRun, out: &mut dyn Write) -> io::Result<()> {
         "mode": if run.mode == RecoveryMode::DryRun { "dry-run" } else { "apply" },
         "exit_code": run.status().code(),
         "episodes": run.episodes.iter().map(episode_json).collect::<Vec<_>>(),
+        "left_alone": run.left_alone.iter().map(|l| json!({
+            "directory": l.name,
+            "path": l.path.display().to_string(),
+            "reason": l.reason.to_string(),
+        })).collect::<Vec<_>>(),
     });
     serde_json::to_writer(&mut *out, &doc)?;
     writeln!(out)
