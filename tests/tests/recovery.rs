@@ -342,3 +342,46 @@ fn recovery_at_start_leaves_directories_that_never_were_episodes_alone() {
         .collect();
     assert_eq!(offline, strays, "wshard recover and wshardd disagree: {v}");
 }
+
+/// The daemon's recovery at start takes the path `wshard recover` takes: an episode cut by
+/// SIGKILL whose manifest is then found corrupt beside a stale `EP_manifest.wshard.tmp` (a
+/// crash during a manifest commit, then bit rot) is recovered by one start: every
+/// acknowledged timestep there, the bad manifest in quarantine, nothing half-done left.
+/// (Before, recovery failed at start, leaving the episode `recovering`.)
+#[test]
+fn recovery_at_start_stale_manifest_tmp_beside_a_corrupt_manifest() {
+    let mut d = Daemon::start(DaemonOptions::default().rotation(8));
+    let dd = d.data_dir();
+    let ch = data::channels();
+    let mut client = d.client("wshard-e2e/cut");
+    let mut w = client
+        .open_episode(data::open_spec("cut", &ch, wshard_client::Durability::Ack))
+        .unwrap();
+    data::push_steps(&mut w, &ch, 30).unwrap();
+    assert_eq!(w.flush().unwrap(), 30);
+    let _ = d.kill9();
+    drop(w);
+    let manifest = wshard_e2e::check::manifest_path(&dd, "cut");
+    let good = std::fs::read(&manifest).unwrap();
+    std::fs::write(dd.join("cut/cut_manifest.wshard.tmp"), &good).unwrap();
+    let mut bad = good;
+    bad[0] ^= 0xFF;
+    std::fs::write(&manifest, &bad).unwrap();
+
+    d.spawn();
+    d.wait_ready();
+    let log = d.log();
+    assert!(!log.contains("recovery failed"), "log:\n{log}");
+    let st = wshard_e2e::check::check_episode(&dd, "cut", &ch).unwrap();
+    assert_eq!(
+        (st.status.as_str(), st.timesteps),
+        ("recovered", 30),
+        "log:\n{log}"
+    );
+    for suffix in [".partial", ".wal", ".tmp"] {
+        let left = wshard_e2e::check::episode_files_ending(&dd, suffix);
+        assert!(left.is_empty(), "left after recovery: {left:?}");
+    }
+    let kept = std::fs::read(dd.join("quarantine/cut/cut_manifest.wshard")).unwrap();
+    assert_eq!(kept, bad);
+}

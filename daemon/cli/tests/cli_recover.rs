@@ -305,6 +305,62 @@ fn cli_recover_rebuilds_a_rotted_listed_chunk_from_its_journal() {
     assert_eq!(joined.channel("state").expect("state").data, want);
 }
 
+/// A crash during a manifest commit left `ep_manifest.wshard.tmp`, and the manifest itself
+/// is corrupt: one `wshard recover --apply` finishes (the manifest quarantined, the chunks
+/// adopted, the journal replayed, no temporary file left), and a second run has nothing to
+/// do. (Before, the run failed removing the `.tmp` its own first commit had just renamed,
+/// exit 2, leaving the episode `recovering`; only a second run finished.)
+#[test]
+fn recovery_cli_stale_manifest_tmp_beside_a_corrupt_manifest_finishes_in_one_run() {
+    let (_live, dir) = crashed(false);
+    let layout = EpisodeLayout::new(dir.path(), EPISODE);
+    let good = std::fs::read(layout.manifest()).expect("manifest");
+    let tmp = dir.path().join(EPISODE).join("ep_manifest.wshard.tmp");
+    std::fs::write(&tmp, &good).expect("write the stale tmp");
+    let mut bad = good;
+    bad[0] ^= 0xFF;
+    std::fs::write(layout.manifest(), &bad).expect("corrupt the manifest");
+    let ep = dir.path().join(EPISODE);
+
+    let dry = wshard(["recover".as_ref(), ep.as_os_str(), "--json".as_ref()]);
+    assert_eq!(dry.code, 3, "{dry:?}");
+    let run = wshard([
+        "recover".as_ref(),
+        ep.as_os_str(),
+        "--apply".as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(run.code, 3, "the manifest was quarantined: {run:?}");
+    let v = json(&run.stdout);
+    assert_eq!(v["episodes"][0]["status"], "recovered", "{v}");
+    assert_eq!(
+        v["episodes"][0]["actions"],
+        json(&dry.stdout)["episodes"][0]["actions"],
+        "dry run and apply must decide the same"
+    );
+    let m = manifest(dir.path());
+    assert_eq!(m.status.as_deref(), Some("recovered"));
+    assert_eq!(m.total_timesteps, 250);
+    for name in std::fs::read_dir(&ep)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+    {
+        assert!(
+            !(name.ends_with(".tmp") || name.ends_with(".partial") || name.ends_with(".wal")),
+            "{name} left after one run"
+        );
+    }
+    let q = dir
+        .path()
+        .join("quarantine")
+        .join(EPISODE)
+        .join("ep_manifest.wshard");
+    assert_eq!(std::fs::read(q).expect("manifest kept"), bad);
+    let again = wshard(["recover".as_ref(), ep.as_os_str(), "--apply".as_ref()]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(again.stdout.contains("nothing to do"), "{again:?}");
+}
+
 /// `wshard recover` on a copy of an episode under another name refuses it (exit 2, naming
 /// the episode it is a copy of) and changes nothing; on the data directory holding it, the
 /// copy is left alone and listed.

@@ -105,14 +105,16 @@ pub(crate) fn recover_layout(
     let unreadable = existing.is_none() && fs_ref.exists(&layout.manifest());
     let manifest = existing.unwrap_or_else(|| Manifest::new(layout.id(), ""));
     let mut run = Run::new(fs_ref, data_dir, layout, settings, mode, manifest, report);
+    // Temporary files first: every manifest this run commits is written under the
+    // manifest's temporary name, so a stale one must be gone before the first commit.
+    for t in &files.temps {
+        run.remove(t)?;
+    }
     if unreadable {
         let path = run.layout.manifest();
         run.quarantine(&path, "the manifest cannot be read")?;
         // Its replacement names it from now on, should this run be cut.
         run.save_progress()?;
-    }
-    for t in &files.temps {
-        run.remove(t)?;
     }
     run.listed = run.manifest.chunks.len() as u64;
     run.next_timestep = run.manifest.total_timesteps;
