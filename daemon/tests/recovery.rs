@@ -339,3 +339,29 @@ fn recovery_finds_episodes_that_crashed_at_their_earliest_moments() {
     }
     assert!(recover_all(&fs, data, &settings()).is_empty());
 }
+
+/// Recovery removes the manifest's temporary file (a commit cut before its rename) and no
+/// other `.tmp` file: one an operator left in the episode directory stays as it is.
+#[test]
+fn recovery_removes_only_the_manifest_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    crashed_ep(data);
+    let ep = data.join("ep");
+    std::fs::write(ep.join("ep_manifest.wshard.tmp"), b"a cut commit").unwrap();
+    std::fs::write(ep.join("notes.tmp"), b"an operator's").unwrap();
+    let fs: Arc<dyn Fs> = Arc::new(RealFs);
+    let reports = recover_all(&fs, data, &settings());
+    let r = reports[0].as_ref().unwrap();
+    assert!(
+        r.removed.contains(&"ep_manifest.wshard.tmp".to_owned()),
+        "{r:?}"
+    );
+    assert!(!r.removed.contains(&"notes.tmp".to_owned()), "{r:?}");
+    assert!(!ep.join("ep_manifest.wshard.tmp").exists());
+    assert_eq!(
+        std::fs::read(ep.join("notes.tmp")).unwrap(),
+        b"an operator's"
+    );
+    check(data, 30);
+}
