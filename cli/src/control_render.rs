@@ -159,6 +159,17 @@ pub fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
         }
         t.write(out)?;
     }
+    let left_alone = d["recovery_left_alone"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    for x in left_alone {
+        writeln!(
+            out,
+            "left alone at startup: {}: not an episode ({})",
+            num(&x["path"]),
+            num(&x["reason"])
+        )?;
+    }
     let eps = r["episodes"].as_array().map_or(&[][..], Vec::as_slice);
     writeln!(out, "\nopen episodes: {}", eps.len())?;
     if eps.is_empty() {

@@ -250,10 +250,13 @@ fn cli_recover_rebuilds_a_rotted_listed_chunk_from_its_journal() {
     std::fs::write(layout.chunk(0), &chunk).expect("rot chunk 0");
     let ep = dir.path().join(EPISODE);
 
+    // Nothing is lost: the chunk is rebuilt whole (exit 0, not 3).
     let run = wshard(["recover".as_ref(), ep.as_os_str()]);
-    assert_eq!(run.code, 3, "{run:?}");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(!run.stdout.contains("data would be lost"), "{run:?}");
     for needle in [
         "recovered 150 timesteps in 2 chunks (1 rebuilt from the journal)",
+        "ep_chunk_0000.wshard (a chunk rebuilt whole from its journal: nothing lost)",
         "(listed chunk 0 fails verification (ep_chunk_0000.wshard has sha256",
         "rebuild chunk 0 (100 timesteps) from ",
         "publish chunk 1 (50 timesteps from 100)",
@@ -271,8 +274,9 @@ fn cli_recover_rebuilds_a_rotted_listed_chunk_from_its_journal() {
         "--apply".as_ref(),
         "--json".as_ref(),
     ]);
-    assert_eq!(run.code, 3, "{run:?}");
+    assert_eq!(run.code, 0, "{run:?}");
     let v = json(&run.stdout);
+    assert_eq!(v["episodes"][0]["lost_data"], false, "{v}");
     let report = &v["episodes"][0]["report"];
     assert_eq!(report["chunks_rebuilt"], 1, "{report}");
     assert_eq!(report["timesteps_recovered"], 150, "{report}");
@@ -299,4 +303,99 @@ fn cli_recover_rebuilds_a_rotted_listed_chunk_from_its_journal() {
     let joined = read_episode_chunked(&layout.manifest()).expect("read recovered episode");
     let want: Vec<u8> = (0..150).flat_map(live_episode::payload).collect();
     assert_eq!(joined.channel("state").expect("state").data, want);
+}
+
+/// A crash during a manifest commit left `ep_manifest.wshard.tmp`, and the manifest itself
+/// is corrupt: one `wshard recover --apply` finishes (the manifest quarantined, the chunks
+/// adopted, the journal replayed, no temporary file left), and a second run has nothing to
+/// do. (Before, the run failed removing the `.tmp` its own first commit had just renamed,
+/// exit 2, leaving the episode `recovering`; only a second run finished.)
+#[test]
+fn recovery_cli_stale_manifest_tmp_beside_a_corrupt_manifest_finishes_in_one_run() {
+    let (_live, dir) = crashed(false);
+    let layout = EpisodeLayout::new(dir.path(), EPISODE);
+    let good = std::fs::read(layout.manifest()).expect("manifest");
+    let tmp = dir.path().join(EPISODE).join("ep_manifest.wshard.tmp");
+    std::fs::write(&tmp, &good).expect("write the stale tmp");
+    let mut bad = good;
+    bad[0] ^= 0xFF;
+    std::fs::write(layout.manifest(), &bad).expect("corrupt the manifest");
+    let ep = dir.path().join(EPISODE);
+
+    let dry = wshard(["recover".as_ref(), ep.as_os_str(), "--json".as_ref()]);
+    assert_eq!(dry.code, 3, "{dry:?}");
+    let run = wshard([
+        "recover".as_ref(),
+        ep.as_os_str(),
+        "--apply".as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(run.code, 3, "the manifest was quarantined: {run:?}");
+    let v = json(&run.stdout);
+    assert_eq!(v["episodes"][0]["status"], "recovered", "{v}");
+    assert_eq!(
+        v["episodes"][0]["actions"],
+        json(&dry.stdout)["episodes"][0]["actions"],
+        "dry run and apply must decide the same"
+    );
+    let m = manifest(dir.path());
+    assert_eq!(m.status.as_deref(), Some("recovered"));
+    assert_eq!(m.total_timesteps, 250);
+    for name in std::fs::read_dir(&ep)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+    {
+        assert!(
+            !(name.ends_with(".tmp") || name.ends_with(".partial") || name.ends_with(".wal")),
+            "{name} left after one run"
+        );
+    }
+    let q = dir
+        .path()
+        .join("quarantine")
+        .join(EPISODE)
+        .join("ep_manifest.wshard");
+    assert_eq!(std::fs::read(q).expect("manifest kept"), bad);
+    let again = wshard(["recover".as_ref(), ep.as_os_str(), "--apply".as_ref()]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(again.stdout.contains("nothing to do"), "{again:?}");
+}
+
+/// `wshard recover` on a copy of an episode under another name refuses it (exit 2, naming
+/// the episode it is a copy of) and changes nothing; on the data directory holding it, the
+/// copy is left alone and listed.
+#[test]
+fn recovery_cli_copy_of_an_episode_is_not_an_episode() {
+    let (_live, dir) = crashed(false);
+    std::fs::rename(dir.path().join(EPISODE), dir.path().join("ep.bak")).expect("rename");
+    let copy = dir.path().join("ep.bak");
+    let before = tree(dir.path());
+    for apply in [false, true] {
+        let mut args: Vec<&std::ffi::OsStr> = vec!["recover".as_ref(), copy.as_os_str()];
+        if apply {
+            args.push("--apply".as_ref());
+        }
+        let run = wshard(&args);
+        assert_eq!(run.code, 2, "{run:?}");
+        assert!(run.stderr.contains("episode `ep`"), "{run:?}");
+        assert_eq!(tree(dir.path()), before, "a refused run changed files");
+    }
+    let run = wshard([
+        "recover".as_ref(),
+        dir.path().as_os_str(),
+        "--apply".as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let v = json(&run.stdout);
+    assert_eq!(v["episodes"], serde_json::json!([]), "{v}");
+    assert_eq!(v["left_alone"][0]["directory"], "ep.bak", "{v}");
+    let text = wshard(["recover".as_ref(), dir.path().as_os_str()]);
+    assert!(
+        text.stdout.contains("left alone: ") && text.stdout.contains("ep.bak"),
+        "{text:?}"
+    );
+    let mut after = tree(dir.path());
+    after.remove(&dir.path().join(lock::LOCK_FILE));
+    assert_eq!(after, before, "the data directory run changed the copy");
 }

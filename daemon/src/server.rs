@@ -9,7 +9,7 @@ use wshardd_config::Config;
 
 use crate::fsio::{Fs, RealFs};
 use crate::ingest::listener::accept_loop;
-use crate::recovery::{recover_all, RecoveryReport};
+use crate::recovery::{recover_data_dir, RecoveryReport};
 use crate::runtime::access::{AccessPolicy, GroupError};
 use crate::runtime::activation::{self, ActivationError, ListenEnv};
 use crate::runtime::listeners::{self, BindError, SocketError};
@@ -92,7 +92,9 @@ pub fn run(
     let _data_dir_lock = lock::acquire(&cfg.data_dir)?;
     let settings = session_settings(cfg);
     let mut recovered = Vec::new();
-    for r in recover_all(&fs, &cfg.data_dir, &settings) {
+    // Directories that are not episodes are left as they are (logged by recovery).
+    let all = recover_data_dir(&fs, &cfg.data_dir, &settings);
+    for r in all.episodes {
         match r {
             Ok(report) => {
                 tracing::warn!("recovery: {}", report.summary());
@@ -129,6 +131,9 @@ pub fn run(
     ctx.disk.check_now();
     if let Ok(mut r) = ctx.registry.recovery.lock() {
         r.clone_from(&recovered);
+    }
+    if let Ok(mut r) = ctx.registry.recovery_left_alone.lock() {
+        *r = all.left_alone;
     }
     tracing::info!(socket = %cfg.socket.path.display(), data_dir = %cfg.data_dir.display(), "wshardd ready");
     on_ready(&recovered);

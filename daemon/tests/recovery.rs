@@ -12,7 +12,7 @@ use wshard::manifest::{read_episode_chunked, Manifest};
 use wshard_ingest_proto::push_step_record;
 use wshard_recorder::episode::{Durability, EpisodeLayout, EpisodeSchema};
 use wshard_recorder::fsio::{Fs, RealFs};
-use wshard_recorder::recovery::recover_all;
+use wshard_recorder::recovery::{recover_all, recover_all_with, recover_data_dir, RecoveryMode};
 use wshard_recorder::session::{
     FinalStatus, FsyncPolicy, Responder, Rotation, Session, SessionSettings,
 };
@@ -212,4 +212,156 @@ fn recovery_removes_an_empty_journal_without_reporting_loss() {
     assert!(!r.lost_data(), "{r:?}");
     assert_eq!(r.removed, vec!["journal_0000.wal".to_owned()]);
     assert!(!ep.join("journal_0000.wal").exists());
+}
+
+/// Every entry under `dir`: files with their bytes, directories as `None`.
+fn tree(dir: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Option<Vec<u8>>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p.clone());
+                out.insert(p, None);
+            } else {
+                out.insert(p.clone(), Some(std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+/// A crashed episode `ep` (30 timesteps, all in `journal_0000.wal`) copied to `to/ep`.
+fn crashed_ep(to: &Path) {
+    let live = tempfile::tempdir().unwrap();
+    let (s, acks) = open(live.path(), 1_000_000);
+    push(&s, 0, 30);
+    wait_durable(&acks, 30);
+    snapshot(live.path(), to);
+    let _ = s.close(FinalStatus::Complete);
+}
+
+/// Directories of the data directory that never were episodes (one an operator made, an
+/// empty one, a copy of an episode under another name, a copied data directory, a name
+/// that is no episode id) are left exactly as they are: no manifest written into them,
+/// nothing moved or removed. (Before, each became an empty `recovered` episode.)
+#[test]
+fn recovery_leaves_a_directory_that_never_was_an_episode_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    std::fs::create_dir(data.join("scratch")).unwrap();
+    std::fs::create_dir(data.join("notes")).unwrap();
+    std::fs::write(data.join("notes/todo.txt"), b"label the cups").unwrap();
+    // A copy of a crashed episode under another name: its manifest names `ep`.
+    let copy = tempfile::tempdir().unwrap();
+    crashed_ep(copy.path());
+    std::fs::rename(copy.path().join("ep"), data.join("ep.bak")).unwrap();
+    // A copied data directory, and a file system's own directory.
+    crashed_ep(&data.join("backup"));
+    std::fs::create_dir(data.join("lost+found")).unwrap();
+    std::fs::create_dir(data.join(".cache")).unwrap();
+    std::fs::write(data.join(".cache/x"), b"x").unwrap();
+    let before = tree(data);
+
+    let fs: Arc<dyn Fs> = Arc::new(RealFs);
+    let reports = recover_all(&fs, data, &settings());
+    assert!(reports.is_empty(), "{reports:?}");
+    assert_eq!(
+        tree(data),
+        before,
+        "a directory that is no episode was changed"
+    );
+    let dry = recover_all_with(&fs, data, &settings(), RecoveryMode::DryRun);
+    assert!(dry.is_empty(), "{dry:?}");
+    // Each is reported, with why.
+    let all = recover_data_dir(&fs, data, &settings());
+    assert!(all.episodes.is_empty());
+    let left: Vec<(&str, String)> = all
+        .left_alone
+        .iter()
+        .map(|l| (l.name.as_str(), l.reason.to_string()))
+        .collect();
+    let names: Vec<&str> = left.iter().map(|l| l.0).collect();
+    assert_eq!(
+        names,
+        ["backup", "ep.bak", "lost+found", "notes", "scratch"]
+    );
+    assert!(left[1].1.contains("of episode `ep`"), "{left:?}");
+    assert!(left[2].1.contains("not an episode id"), "{left:?}");
+    for i in [0, 3, 4] {
+        assert!(left[i].1.contains("none of the files"), "{left:?}");
+    }
+    assert_eq!(all.left_alone[4].path, data.join("scratch"));
+    assert_eq!(
+        tree(data),
+        before,
+        "a directory that is no episode was changed"
+    );
+}
+
+/// An episode that crashed at its earliest moments, or whose manifest a cut recovery had
+/// just moved to quarantine, holds only one file the daemon writes: the manifest's
+/// temporary file, a journal, a partial chunk, or (multi-stream) the `streams/` folder or
+/// the index's temporary file. Each is still recovered as an episode.
+#[test]
+fn recovery_finds_episodes_that_crashed_at_their_earliest_moments() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let only = |id: &str, file: &str, bytes: &[u8]| {
+        std::fs::create_dir_all(data.join(id)).unwrap();
+        std::fs::write(data.join(id).join(file), bytes).unwrap();
+    };
+    only("a", "a_manifest.wshard.tmp", b"SHRD torn");
+    crashed_ep(data);
+    std::fs::remove_file(EpisodeLayout::new(data, "ep").manifest()).unwrap();
+    only("c", "c_chunk_0000.wshard.partial", &[0u8; 512]);
+    std::fs::create_dir_all(data.join("d/streams")).unwrap();
+    only("e", "e_index.json.tmp", b"{\"torn");
+
+    let fs: Arc<dyn Fs> = Arc::new(RealFs);
+    let mut reports: Vec<_> = recover_all(&fs, data, &settings())
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    reports.sort_by(|a, b| a.episode_id.cmp(&b.episode_id));
+    let ids: Vec<&str> = reports.iter().map(|r| r.episode_id.as_str()).collect();
+    assert_eq!(ids, ["a", "c", "d", "e", "ep"]);
+    assert_eq!(reports[4].timesteps_recovered, 30, "{:?}", reports[4]);
+    check(data, 30);
+    for id in ["a", "c"] {
+        let m = Manifest::read_file(EpisodeLayout::new(data, id).manifest()).unwrap();
+        assert_eq!(m.status.as_deref(), Some("recovered"), "{id}");
+    }
+    for id in ["d", "e"] {
+        let ix = data.join(id).join(format!("{id}_index.json"));
+        assert!(ix.exists(), "{id}: no index");
+    }
+    assert!(recover_all(&fs, data, &settings()).is_empty());
+}
+
+/// Recovery removes the manifest's temporary file (a commit cut before its rename) and no
+/// other `.tmp` file: one an operator left in the episode directory stays as it is.
+#[test]
+fn recovery_removes_only_the_manifest_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    crashed_ep(data);
+    let ep = data.join("ep");
+    std::fs::write(ep.join("ep_manifest.wshard.tmp"), b"a cut commit").unwrap();
+    std::fs::write(ep.join("notes.tmp"), b"an operator's").unwrap();
+    let fs: Arc<dyn Fs> = Arc::new(RealFs);
+    let reports = recover_all(&fs, data, &settings());
+    let r = reports[0].as_ref().unwrap();
+    assert!(
+        r.removed.contains(&"ep_manifest.wshard.tmp".to_owned()),
+        "{r:?}"
+    );
+    assert!(!r.removed.contains(&"notes.tmp".to_owned()), "{r:?}");
+    assert!(!ep.join("ep_manifest.wshard.tmp").exists());
+    assert_eq!(
+        std::fs::read(ep.join("notes.tmp")).unwrap(),
+        b"an operator's"
+    );
+    check(data, 30);
 }

@@ -266,6 +266,8 @@ fn torn_listed_chunk_rotted_is_rebuilt_from_its_journal() {
         assert_eq!(check_recovered(&fs, &rec.sent, &ctx), 12, "{ctx}");
         assert_eq!(report.chunks_rebuilt, 1, "{ctx}: {report:?}");
         assert_eq!(report.timesteps_recovered, 12, "{ctx}");
+        // The bad file is kept in quarantine, but the chunk is whole again: nothing lost.
+        assert!(!report.lost_data(), "{ctx}: {report:?}");
         assert!(
             report.actions.iter().any(|a| matches!(
                 a,

@@ -143,10 +143,14 @@ pub fn check_logged(
     allowed: &[&str],
 ) -> Result<Option<EpisodeState>, String> {
     let id = &log.id;
-    if !data_dir.join(id).exists() {
+    let dir = data_dir.join(id);
+    // A kill between creating the directory and committing the manifest leaves it empty:
+    // never acknowledged, not an episode, left alone by recovery.
+    let empty = std::fs::read_dir(&dir).is_ok_and(|mut e| e.next().is_none());
+    if !dir.exists() || empty {
         if log.opened || log.acked > 0 {
             return Err(format!(
-                "{id}: opened (acked {}) but its directory is gone",
+                "{id}: opened (acked {}) but its directory is gone or empty",
                 log.acked
             ));
         }

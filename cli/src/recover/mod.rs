@@ -1,15 +1,18 @@
-//! `wshard recover DIR [--apply]`: `model` runs the daemon's recovery on a directory
-//! into a `RecoverRun`, `render` prints it as text or JSON; `run` does both.
-//! `render` uses `model`, never the reverse.
+//! `wshard recover DIR [--apply]`: `target` tells what DIR is (an episode, single- or
+//! multi-stream, or a data directory), `model` runs the daemon's recovery on it into a
+//! `RecoverRun`, `render` prints it as text or JSON; `run` does all three.
+//! `render` uses `model`, `model` uses `target`, never the reverse.
 
 mod model;
 mod render;
+mod target;
 
 use std::io::{self, Write};
 use std::path::Path;
 
 pub use model::*;
 use render::{write_json, write_text};
+pub use target::{Target, TargetError};
 
 /// Run `wshard recover`.
 ///

@@ -1,21 +1,18 @@
 //! `wshard recover DIR [--apply]`: offline recovery of one episode directory or of a whole
 //! data directory, with the daemon's own code ([`wshard_recorder::recovery`]). A dry run by default:
 //! every decision is made and reported, nothing is changed. Refuses to run while a live
-//! `wshardd` (or another `wshard recover --apply`) holds the data directory's lock.
+//! `wshardd` (or another `wshard recover --apply`) holds the data directory's lock. Which
+//! kind of directory it was given is told by `target`.
 
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use wshard::manifest::MANIFEST_FILE_SUFFIX;
-use wshard_recorder::episode::layout::{
-    validate_episode_id, EpisodeIdError, JOURNAL_PREFIX, JOURNAL_SUFFIX, MAX_EPISODE_ID_BYTES,
-};
+use super::target::{classify, Target, TargetError};
 use wshard_recorder::error::StorageError;
 use wshard_recorder::fsio::{Fs, RealFs};
 use wshard_recorder::recovery::{
-    recover_all_with, recover_episode_with, RecoveryMode, RecoveryReport,
+    recover_data_dir_with, recover_episode_with, LeftAlone, RecoveryMode, RecoveryReport,
 };
 use wshard_recorder::runtime::lock::{self, LockError};
 use wshard_recorder::session::SessionSettings;
@@ -97,6 +94,8 @@ pub struct RecoverRun {
     pub single_episode: bool,
     pub mode: RecoveryMode,
     pub episodes: Vec<EpisodeOutcome>,
+    /// Directories of the data directory that are not episodes: left as they are.
+    pub left_alone: Vec<LeftAlone>,
 }
 
 impl RecoverRun {
@@ -122,19 +121,9 @@ pub enum RecoverError {
         #[source]
         source: io::Error,
     },
-    /// The path is not a directory.
-    #[error("{}: not a directory", path.display())]
-    NotADirectory { path: PathBuf },
-    /// An episode directory whose name cannot be read.
-    #[error("{}: cannot tell the episode id", path.display())]
-    NoEpisodeId { path: PathBuf },
-    /// Holds episode files but its name is not an episode id.
-    #[error("{}: not an episode directory: {source}", path.display())]
-    NotAnEpisodeDirectory {
-        path: PathBuf,
-        #[source]
-        source: EpisodeIdError,
-    },
+    /// Not a directory recovery can run on as given.
+    #[error(transparent)]
+    Target(#[from] TargetError),
     /// A live `wshardd` (or another `wshard recover --apply`) holds the data directory.
     #[error(
         "{0}: a live wshardd is using it (it recovers its episodes itself on start); stop it first"
@@ -163,62 +152,11 @@ impl From<LockError> for RecoverError {
     }
 }
 
-/// True when `name` is a file of an episode directory: its manifest, a journal segment, or
-/// a chunk (finished or partial).
-fn is_episode_file(name: &str) -> bool {
-    name.ends_with(MANIFEST_FILE_SUFFIX)
-        || (name.starts_with(JOURNAL_PREFIX) && name.ends_with(JOURNAL_SUFFIX))
-        || (name.contains("_chunk_")
-            && (name.ends_with(".wshard") || name.ends_with(".wshard.partial")))
-}
-
-/// `(data_dir, Some(episode_id))` for an episode directory, `(dir, None)` for a data
-/// directory.
-fn classify(dir: &Path) -> Result<(PathBuf, Option<String>), RecoverError> {
-    let md = fs::metadata(dir).map_err(RecoverError::io(dir))?;
-    if !md.is_dir() {
-        return Err(RecoverError::NotADirectory {
-            path: dir.to_path_buf(),
-        });
-    }
-    let entries = fs::read_dir(dir).map_err(RecoverError::io(dir))?;
-    let mut episode = false;
-    for entry in entries {
-        let entry = entry.map_err(RecoverError::io(dir))?;
-        if is_episode_file(&entry.file_name().to_string_lossy()) {
-            episode = true;
-            break;
-        }
-    }
-    if !episode {
-        return Ok((dir.to_path_buf(), None));
-    }
-    // `.`, `..` or a path ending in them has no usable name or parent: resolve it first.
-    let resolved = match (dir.file_name(), dir.parent()) {
-        (Some(_), Some(_)) => dir.to_path_buf(),
-        _ => fs::canonicalize(dir).map_err(RecoverError::io(dir))?,
-    };
-    let id = resolved
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| RecoverError::NoEpisodeId {
-            path: dir.to_path_buf(),
-        })?;
-    validate_episode_id(&id, MAX_EPISODE_ID_BYTES).map_err(|source| {
-        RecoverError::NotAnEpisodeDirectory {
-            path: dir.to_path_buf(),
-            source,
-        }
-    })?;
-    let data_dir = match resolved.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    Ok((data_dir, Some(id)))
-}
-
 pub(super) fn recover(dir: &Path, opts: RecoverOptions) -> Result<RecoverRun, RecoverError> {
-    let (data_dir, episode) = classify(dir)?;
+    let (data_dir, episode) = match classify(dir)? {
+        Target::Episode { data_dir, id } => (data_dir, Some(id)),
+        Target::DataDir(d) => (d, None),
+    };
     let mode = if opts.apply {
         RecoveryMode::Apply
     } else {
@@ -233,25 +171,31 @@ pub(super) fn recover(dir: &Path, opts: RecoverOptions) -> Result<RecoverRun, Re
     };
     let fs: Arc<dyn Fs> = Arc::new(RealFs);
     let settings = SessionSettings::default();
-    let episodes = match &episode {
-        Some(id) => vec![
-            match recover_episode_with(&fs, &data_dir, id, &settings, mode) {
-                Ok(Some(r)) => EpisodeOutcome::Recovered(r),
-                Ok(None) => EpisodeOutcome::NothingToDo(id.clone()),
-                Err(e) => EpisodeOutcome::Failed(id.clone(), e),
-            },
-        ],
+    let (episodes, left_alone) = match &episode {
+        Some(id) => (
+            vec![
+                match recover_episode_with(&fs, &data_dir, id, &settings, mode) {
+                    Ok(Some(r)) => EpisodeOutcome::Recovered(r),
+                    Ok(None) => EpisodeOutcome::NothingToDo(id.clone()),
+                    Err(e) => EpisodeOutcome::Failed(id.clone(), e),
+                },
+            ],
+            Vec::new(),
+        ),
         None => {
-            // recover_all skips a directory it cannot list; say so instead.
+            // recover_data_dir skips a directory it cannot list; say so instead.
             fs.read_dir(&data_dir)
                 .map_err(RecoverError::io(&data_dir))?;
-            recover_all_with(&fs, &data_dir, &settings, mode)
+            let all = recover_data_dir_with(&fs, &data_dir, &settings, mode);
+            let episodes = all
+                .episodes
                 .into_iter()
                 .map(|r| match r {
                     Ok(r) => EpisodeOutcome::Recovered(r),
                     Err((id, e)) => EpisodeOutcome::Failed(id, e),
                 })
-                .collect()
+                .collect();
+            (episodes, all.left_alone)
         }
     };
     Ok(RecoverRun {
@@ -260,6 +204,7 @@ pub(super) fn recover(dir: &Path, opts: RecoverOptions) -> Result<RecoverRun, Re
         single_episode: episode.is_some(),
         mode,
         episodes,
+        left_alone,
     })
 }
 
@@ -282,9 +227,5 @@ mod tests {
             .map(RecoverStatus::code),
             [0, 3, 1, 2]
         );
-        assert!(is_episode_file("ep_manifest.wshard"));
-        assert!(is_episode_file("journal_0003.wal"));
-        assert!(is_episode_file("ep_chunk_0000.wshard.partial"));
-        assert!(!is_episode_file("notes.txt"));
     }
 }

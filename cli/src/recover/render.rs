@@ -1,6 +1,6 @@
 //! Printing a [`RecoverRun`]: per episode the summary, the discarded regions, the
 //! quarantined and removed files, and the actions (planned in a dry run, done with
-//! `--apply`), as text or as one JSON object.
+//! `--apply`), then the directories left alone, as text or as one JSON object.
 
 use std::io::{self, Write};
 
@@ -37,7 +37,12 @@ fn write_report(r: &RecoveryReport, dry: bool, out: &mut dyn Write) -> io::Resul
         ("quarantined", "removed")
     };
     for q in &r.quarantined {
-        writeln!(out, "  {quarantined}: {q}")?;
+        let rebuilt = if r.quarantined_rebuilt.contains(q) {
+            " (a chunk rebuilt whole from its journal: nothing lost)"
+        } else {
+            ""
+        };
+        writeln!(out, "  {quarantined}: {q}{rebuilt}")?;
     }
     for f in &r.removed {
         writeln!(out, "  {removed}: {f}")?;
@@ -84,6 +89,14 @@ pub fn write_text(run: &RecoverRun, out: &mut dyn Write) -> io::Result<()> {
                 writeln!(out, "episode {id}: recovery failed: {e}")?;
             }
         }
+    }
+    for l in &run.left_alone {
+        writeln!(
+            out,
+            "left alone: {}: not an episode ({})",
+            l.path.display(),
+            l.reason
+        )?;
     }
     let lost = run
         .episodes
@@ -134,6 +147,11 @@ pub fn write_json(run: &RecoverRun, out: &mut dyn Write) -> io::Result<()> {
         "mode": if run.mode == RecoveryMode::DryRun { "dry-run" } else { "apply" },
         "exit_code": run.status().code(),
         "episodes": run.episodes.iter().map(episode_json).collect::<Vec<_>>(),
+        "left_alone": run.left_alone.iter().map(|l| json!({
+            "directory": l.name,
+            "path": l.path.display().to_string(),
+            "reason": l.reason.to_string(),
+        })).collect::<Vec<_>>(),
     });
     serde_json::to_writer(&mut *out, &doc)?;
     writeln!(out)

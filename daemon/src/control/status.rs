@@ -156,6 +156,21 @@ pub fn snapshot(st: &ControlState) -> Value {
                 .collect()
         })
         .unwrap_or_default();
+    let left_alone: Vec<Value> = reg
+        .recovery_left_alone
+        .lock()
+        .map(|l| {
+            l.iter()
+                .map(|x| {
+                    json!({
+                        "directory": x.name,
+                        "path": x.path.display().to_string(),
+                        "reason": x.reason.to_string(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let episodes: Vec<Value> = reg.episodes().iter().map(|e| episode_json(st, e)).collect();
     json!({
         "daemon": {
@@ -175,6 +190,7 @@ pub fn snapshot(st: &ControlState) -> Value {
             },
             "counters": counters_json(&reg.counters),
             "recovery": recovery,
+            "recovery_left_alone": left_alone,
         },
         "upload": super::upload::status_json(st),
         "episodes": episodes,

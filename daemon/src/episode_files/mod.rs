@@ -16,14 +16,3 @@ pub mod index;
 pub use annotations::{annotate, read_annotations, AnnotateError, NewAnnotation};
 pub use events::{cut_torn_tail, EventError, EventsLog, NewEvent, NewEventData};
 pub use index::{commit_index, index_path, read_index, IndexReadError};
-
-/// True for `name` being the temporary file of an episode-level file of episode `id` (the
-/// index, the annotations): written by an atomic replace, it is not a manifest's
-/// temporary file.
-#[must_use]
-pub fn is_episode_file_tmp(name: &str, id: &str) -> bool {
-    use wshard::episode_dir::names::{annotations_file_name, index_file_name};
-    [index_file_name(id), annotations_file_name(id)]
-        .iter()
-        .any(|f| name.strip_suffix(".tmp") == Some(f.as_str()))
-}

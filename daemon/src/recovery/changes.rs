@@ -122,9 +122,29 @@ impl<'a> Run<'a> {
     /// naming it is committed first, so that a cut after the move cannot lose the record
     /// of it (except for the manifest itself, which is what a commit would replace).
     pub(crate) fn quarantine(&mut self, path: &Path, reason: &str) -> Result<(), StorageError> {
+        self.set_aside(path, reason, false)
+    }
+
+    /// [`Run::quarantine`] a listed chunk that is about to be rebuilt whole from its
+    /// journal: kept, but not lost data ([`RecoveryReport::quarantined_rebuilt`]). It is
+    /// noted so before the move, with the report that names it: a run cut after the move
+    /// rebuilds the chunk all the same (the file is missing then, the journal still there).
+    pub(crate) fn quarantine_rebuilt(
+        &mut self,
+        path: &Path,
+        reason: &str,
+    ) -> Result<(), StorageError> {
+        self.set_aside(path, reason, true)
+    }
+
+    fn set_aside(&mut self, path: &Path, reason: &str, rebuilt: bool) -> Result<(), StorageError> {
         let qdir = self.layout.quarantine_dir(self.data_dir);
         let target = quarantine_target(self.fs, &qdir, path);
         self.report.note_quarantined(target.display().to_string());
+        if rebuilt {
+            self.report
+                .note_quarantined_rebuilt(target.display().to_string());
+        }
         let is_manifest = path == self.layout.manifest();
         if !is_manifest {
             self.save_progress()?;

@@ -15,7 +15,6 @@ use super::report::{self, RecoveryReport};
 use super::{chunks, journals};
 use crate::chunk::gaps;
 use crate::episode::layout::EpisodeLayout;
-use crate::episode_files::is_episode_file_tmp;
 use crate::error::StorageError;
 use crate::fsio::Fs;
 use crate::session::SessionSettings;
@@ -35,12 +34,16 @@ struct DirFiles {
     journals: BTreeMap<u64, PathBuf>,
     partials: BTreeMap<u64, PathBuf>,
     chunks: BTreeMap<u64, PathBuf>,
+    /// The manifest's temporary file (a commit cut before its rename), if there is one;
+    /// no other `.tmp` file in the directory is the daemon's.
     temps: Vec<PathBuf>,
 }
 
 fn list(fs: &dyn Fs, layout: &EpisodeLayout) -> Result<DirFiles, StorageError> {
     let mut out = DirFiles::default();
     let chunk_prefix = format!("{}_chunk_", layout.episode_id);
+    let mut manifest_tmp = layout.manifest().into_os_string();
+    manifest_tmp.push(".tmp");
     for p in fs
         .read_dir(&layout.dir)
         .map_err(|e| StorageError::io("list episode directory", &layout.dir, e))?
@@ -50,7 +53,7 @@ fn list(fs: &dyn Fs, layout: &EpisodeLayout) -> Result<DirFiles, StorageError> {
             out.journals.insert(k, p);
         } else if let Some(k) = layout.partial_index(&p) {
             out.partials.insert(k, p);
-        } else if name.ends_with(".tmp") && !is_episode_file_tmp(&name, layout.id()) {
+        } else if p.as_os_str() == manifest_tmp {
             out.temps.push(p);
         } else if let Some(k) = name
             .strip_prefix(&chunk_prefix)
@@ -105,14 +108,16 @@ pub(crate) fn recover_layout(
     let unreadable = existing.is_none() && fs_ref.exists(&layout.manifest());
     let manifest = existing.unwrap_or_else(|| Manifest::new(layout.id(), ""));
     let mut run = Run::new(fs_ref, data_dir, layout, settings, mode, manifest, report);
+    // Temporary files first: every manifest this run commits is written under the
+    // manifest's temporary name, so a stale one must be gone before the first commit.
+    for t in &files.temps {
+        run.remove(t)?;
+    }
     if unreadable {
         let path = run.layout.manifest();
         run.quarantine(&path, "the manifest cannot be read")?;
         // Its replacement names it from now on, should this run be cut.
         run.save_progress()?;
-    }
-    for t in &files.temps {
-        run.remove(t)?;
     }
     run.listed = run.manifest.chunks.len() as u64;
     run.next_timestep = run.manifest.total_timesteps;

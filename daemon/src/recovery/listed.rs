@@ -104,7 +104,7 @@ pub(super) fn settle_listed(
         Err(_) => run.layout.chunk(k),
     };
     if run.fs.exists(&old) {
-        run.quarantine(
+        run.quarantine_rebuilt(
             &old,
             &format!("listed chunk {k} fails verification ({why}); rebuilt from {name}"),
         )?;

@@ -4,7 +4,9 @@
 //!
 //! Recovery on start (and offline, for `wshard recover`): every episode whose manifest is
 //! not final gets its journal replayed past the last finalized chunk, the rest finalized,
-//! and its manifest committed with `status: recovered` and a report.
+//! and its manifest committed with `status: recovered` and a report. A directory of the
+//! data directory that is not an episode (`dir_kind`) is left exactly as it is, and
+//! reported.
 //!
 //! Every step is atomic and ordered like the live path (publish chunk, commit manifest,
 //! then delete the journal), so recovery can be killed at any point and run again; the
@@ -19,6 +21,7 @@
 
 mod changes;
 mod chunks;
+mod dir_kind;
 pub(crate) mod fate;
 mod files;
 mod journals;
@@ -32,6 +35,7 @@ mod settle;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use dir_kind::{dir_kind, DirKind, EpisodeKind, LeftAlone, NotAnEpisode};
 pub use multi::MultiRecovery;
 pub use plan::{Action, RecoveryMode};
 pub use report::{Discarded, RecoveryReport};
@@ -59,7 +63,8 @@ pub fn recover_episode(
 }
 
 /// [`recover_episode`], or with [`RecoveryMode::DryRun`] the same decisions without
-/// changing any file (the report then says what would be done).
+/// changing any file (the report then says what would be done). The directory is taken
+/// for an episode as it is: [`dir_kind`] tells whether it is one.
 ///
 /// # Errors
 /// A storage step that failed (in a dry run, reading or validating); recovery can be run
@@ -87,7 +92,7 @@ pub fn recover_episode_with(
 }
 
 /// Recover every episode under `data_dir` (the quarantine directory and hidden entries such
-/// as `.upload` are skipped).
+/// as `.upload` are skipped; directories that are not episodes are left alone).
 /// Failures are reported per episode and do not stop the others.
 #[must_use]
 pub fn recover_all(
@@ -106,27 +111,75 @@ pub fn recover_all_with(
     settings: &SessionSettings,
     mode: RecoveryMode,
 ) -> Vec<Result<RecoveryReport, (String, StorageError)>> {
-    let mut out = Vec::new();
+    recover_data_dir_with(fs, data_dir, settings, mode).episodes
+}
+
+/// What recovering a data directory did.
+#[derive(Debug, Default)]
+pub struct DataDirRecovery {
+    /// One result per episode that needed recovery (in the order of the directory).
+    pub episodes: Vec<Result<RecoveryReport, (String, StorageError)>>,
+    /// The directories that are not episodes, left exactly as they were (sorted by name).
+    pub left_alone: Vec<LeftAlone>,
+}
+
+/// Recover every episode under `data_dir`, as the daemon does at start: the quarantine
+/// directory and hidden entries (the daemon's own: `.upload`, the lock) are skipped, and a
+/// directory that is not an episode ([`dir_kind`]) is left alone, logged and reported.
+#[must_use]
+pub fn recover_data_dir(
+    fs: &Arc<dyn Fs>,
+    data_dir: &Path,
+    settings: &SessionSettings,
+) -> DataDirRecovery {
+    recover_data_dir_with(fs, data_dir, settings, RecoveryMode::Apply)
+}
+
+/// [`recover_data_dir`] in the given mode.
+#[must_use]
+pub fn recover_data_dir_with(
+    fs: &Arc<dyn Fs>,
+    data_dir: &Path,
+    settings: &SessionSettings,
+    mode: RecoveryMode,
+) -> DataDirRecovery {
+    let mut out = DataDirRecovery::default();
     let Ok(entries) = fs.read_dir(data_dir) else {
         return out;
     };
     for dir in entries {
         let name = file_name(&dir);
-        // Through `fs` (not `Path::is_dir`), so that recovery sees what the `Fs` holds.
         // Hidden entries are the daemon's own (`.upload`: the upload queue and the
         // episodes being evicted), never episodes.
-        if name == QUARANTINE_DIR || name.starts_with('.') || fs.read_dir(&dir).is_err() {
+        if name == QUARANTINE_DIR || name.starts_with('.') {
             continue;
         }
-        if let Err(e) = validate_episode_id(&name, MAX_EPISODE_ID_BYTES) {
-            tracing::warn!(path = %dir.display(), "skipping a directory that is not an episode: {e}");
+        // Through `fs` (not `Path::is_dir`), so that recovery sees what the `Fs` holds; a
+        // file, or a directory that cannot be listed, is skipped.
+        let kind = match validate_episode_id(&name, MAX_EPISODE_ID_BYTES) {
+            Err(e) if fs.read_dir(&dir).is_ok() => DirKind::NotAnEpisode(e.into()),
+            Err(_) => continue,
+            Ok(()) => match dir_kind(&**fs, &dir, &name) {
+                Ok(k) => k,
+                Err(_) => continue,
+            },
+        };
+        if let DirKind::NotAnEpisode(reason) = kind {
+            let left = LeftAlone {
+                name,
+                path: dir,
+                reason,
+            };
+            tracing::warn!("{left}");
+            out.left_alone.push(left);
             continue;
         }
         match recover_episode_with(fs, data_dir, &name, settings, mode) {
-            Ok(Some(r)) => out.push(Ok(r)),
+            Ok(Some(r)) => out.episodes.push(Ok(r)),
             Ok(None) => {}
-            Err(e) => out.push(Err((name, e))),
+            Err(e) => out.episodes.push(Err((name, e))),
         }
     }
+    out.left_alone.sort_by(|a, b| a.name.cmp(&b.name));
     out
 }

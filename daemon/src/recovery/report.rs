@@ -56,6 +56,10 @@ pub struct RecoveryReport {
     pub discarded: Vec<Discarded>,
     /// Files moved into the quarantine directory (never deleted: they may hold data).
     pub quarantined: Vec<String>,
+    /// Those of [`RecoveryReport::quarantined`] whose content is whole in the episode
+    /// again: a listed chunk that failed verification and was rebuilt from its journal.
+    /// Kept for inspection; no data was lost with them.
+    pub quarantined_rebuilt: Vec<String>,
     /// Files removed because their content exists elsewhere (a trimmed journal, a partial
     /// re-derived from its journal, a temporary manifest).
     pub removed: Vec<String>,
@@ -75,6 +79,7 @@ impl Default for RecoveryReport {
             chunks_rebuilt: 0,
             discarded: Vec::new(),
             quarantined: Vec::new(),
+            quarantined_rebuilt: Vec::new(),
             removed: Vec::new(),
             actions: Vec::new(),
         }
@@ -131,6 +136,7 @@ impl RecoveryReport {
                 .map(|a| a.iter().filter_map(Discarded::from_json).collect())
                 .unwrap_or_default(),
             quarantined: strings(earlier.get("quarantined")),
+            quarantined_rebuilt: strings(earlier.get("quarantined_rebuilt")),
             removed: strings(earlier.get("removed")),
             actions: Vec::new(),
         })
@@ -147,6 +153,11 @@ impl RecoveryReport {
         push_unique(&mut self.quarantined, path);
     }
 
+    /// Note a file moved into quarantine whose content recovery rebuilt (once).
+    pub(crate) fn note_quarantined_rebuilt(&mut self, path: String) {
+        push_unique(&mut self.quarantined_rebuilt, path);
+    }
+
     /// Note a removed file (once).
     pub(crate) fn note_removed(&mut self, name: String) {
         push_unique(&mut self.removed, name);
@@ -158,10 +169,15 @@ impl RecoveryReport {
         self.discarded.iter().map(|d| d.len).sum()
     }
 
-    /// True when something may have been lost (corrupt regions or quarantined files).
+    /// True when something may have been lost: corrupt regions, or quarantined files that
+    /// may hold data found nowhere else (not a chunk rebuilt whole from its journal).
     #[must_use]
     pub fn lost_data(&self) -> bool {
-        !self.discarded.is_empty() || !self.quarantined.is_empty()
+        !self.discarded.is_empty()
+            || self
+                .quarantined
+                .iter()
+                .any(|q| !self.quarantined_rebuilt.contains(q))
     }
 
     /// The JSON written into the manifest (without [`RecoveryReport::actions`]).
@@ -176,6 +192,7 @@ impl RecoveryReport {
             "bytes_discarded": self.bytes_discarded(),
             "discarded": self.discarded.iter().map(Discarded::to_json).collect::<Vec<_>>(),
             "quarantined": self.quarantined,
+            "quarantined_rebuilt": self.quarantined_rebuilt,
             "removed": self.removed,
         })
     }
@@ -233,6 +250,8 @@ mod tests {
             reason: "torn".into(),
         });
         r.note_quarantined("/d/quarantine/ep/journal_0001.wal".into());
+        r.note_quarantined("/d/quarantine/ep/ep_chunk_0000.wshard".into());
+        r.note_quarantined_rebuilt("/d/quarantine/ep/ep_chunk_0000.wshard".into());
         r.note_removed("journal_0000.wal".into());
         let mut again = RecoveryReport::resume("ep", &r.to_json()).unwrap();
         assert_eq!(again.runs, 2);
@@ -250,7 +269,8 @@ mod tests {
         again.note_quarantined(r.quarantined[0].clone());
         again.note_removed(r.removed[0].clone());
         assert_eq!(again.bytes_discarded(), 90);
-        assert_eq!((again.quarantined.len(), again.removed.len()), (1, 1));
+        assert_eq!((again.quarantined.len(), again.removed.len()), (2, 1));
+        assert_eq!(again.quarantined_rebuilt.len(), 1);
         assert!(
             again.summary().contains("over 2 runs"),
             "{}",
@@ -263,5 +283,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!((none.previous_status, none.runs), (None, 2));
+
+        // A chunk rebuilt whole from its journal is kept in quarantine, but nothing is lost.
+        let mut rebuilt = RecoveryReport::new("ep", Some("recording".into()));
+        rebuilt.note_quarantined("/d/quarantine/ep/ep_chunk_0000.wshard".into());
+        rebuilt.note_quarantined_rebuilt("/d/quarantine/ep/ep_chunk_0000.wshard".into());
+        assert!(!rebuilt.lost_data());
+        rebuilt.note_quarantined("/d/quarantine/ep/ep_chunk_0001.wshard.partial".into());
+        assert!(rebuilt.lost_data());
     }
 }

@@ -16,7 +16,7 @@ use std::time::{Instant, SystemTime};
 use wshard_ingest_proto::{Counters, MAX_COUNTERS_PER_STREAM};
 
 use crate::episode::Durability;
-use crate::recovery::RecoveryReport;
+use crate::recovery::{LeftAlone, RecoveryReport};
 use crate::session::EpisodeStats;
 
 /// The credentials of a connected peer, from `SO_PEERCRED`.
@@ -244,6 +244,9 @@ pub struct Registry {
     pub(crate) disk_free_bytes: AtomicU64,
     /// What recovery did at startup.
     pub(crate) recovery: Mutex<Vec<RecoveryReport>>,
+    /// The directories of the data directory recovery left alone at startup (not
+    /// episodes).
+    pub(crate) recovery_left_alone: Mutex<Vec<LeftAlone>>,
     pub(crate) started_at: SystemTime,
     pub(crate) started: Instant,
 }
@@ -257,6 +260,7 @@ impl Default for Registry {
             disk_low: AtomicBool::new(false),
             disk_free_bytes: AtomicU64::new(u64::MAX),
             recovery: Mutex::new(Vec::new()),
+            recovery_left_alone: Mutex::new(Vec::new()),
             started_at: SystemTime::now(),
             started: Instant::now(),
         }

@@ -59,6 +59,7 @@ impl MultiRecovery {
             r.chunks_rebuilt += s.chunks_rebuilt;
             r.discarded.extend(s.discarded);
             r.quarantined.extend(s.quarantined);
+            r.quarantined_rebuilt.extend(s.quarantined_rebuilt);
             r.removed.extend(s.removed);
             r.actions.extend(s.actions);
         }
