@@ -7,6 +7,8 @@
 //!   low-dimensional vectors, one rule for every export.
 //! - [`inputs`]: which episodes the inputs (episode or data directories) name, one rule
 //!   for every export.
+//! - [`output_marker`]: the file every export leaves in its output directory naming what
+//!   it wrote, so that `--overwrite` replaces an export's own files and nothing else.
 //! - [`partial_output`]: an output directory written whole or not at all.
 //! - [`picture_encode`]: JPEG (libjpeg-turbo) and PNG encoding of pictures.
 //! - `webdataset`: `wshard export webdataset`, training shards (tar) with their statistics.
@@ -19,6 +21,7 @@ pub mod inputs;
 pub mod lerobot;
 pub mod mcap;
 pub mod npy;
+pub mod output_marker;
 pub mod partial_output;
 pub mod picture_encode;
 pub mod webdataset;

@@ -342,8 +342,20 @@ fn export_lerobot_refuses_a_non_empty_output() {
         overwrite: true,
         ..LerobotOptions::default()
     };
+    // --overwrite replaces an export's output, never a directory holding what no export
+    // wrote (export_output_dir.rs has the whole rule).
+    let e = run(std::slice::from_ref(&data), &out, &opts).unwrap_err();
+    assert!(matches!(e, LerobotError::Output(_)), "{e}");
+    assert!(!e.is_bad_input());
+    assert_eq!(fs::read(out.join("keep.txt")).unwrap(), b"mine");
+    fs::remove_file(out.join("keep.txt")).unwrap();
+    run(
+        std::slice::from_ref(&data),
+        &out,
+        &LerobotOptions::default(),
+    )
+    .unwrap();
     run(&[data], &out, &opts).unwrap();
-    assert!(!out.join("keep.txt").exists());
     assert!(out.join("meta/info.json").is_file());
 }
 

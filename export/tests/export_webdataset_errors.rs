@@ -163,7 +163,8 @@ fn export_webdataset_refuses_a_non_empty_output() {
     assert!(matches!(*e, WebdatasetError::OutputNotEmpty { .. }), "{e}");
     assert!(!e.is_bad_input());
     assert_eq!(std::fs::read(out.join("keep.txt")).unwrap(), b"mine");
-    // An empty directory is fine; --overwrite replaces a full one.
+    // An empty directory is fine; --overwrite replaces an export's output, never a
+    // directory holding what no export wrote (export_output_dir.rs has the whole rule).
     let empty = tmp.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     try_export(
@@ -176,9 +177,12 @@ fn export_webdataset_refuses_a_non_empty_output() {
         overwrite: true,
         ..WebdatasetOptions::default()
     };
-    try_export(&[data], &out, &opts).unwrap();
-    assert!(!out.join("keep.txt").exists());
-    assert!(out.join("shard_000000.tar").exists());
+    let e = try_export(std::slice::from_ref(&data), &out, &opts).unwrap_err();
+    assert!(matches!(*e, WebdatasetError::Output(_)), "{e}");
+    assert!(!e.is_bad_input());
+    assert_eq!(std::fs::read(out.join("keep.txt")).unwrap(), b"mine");
+    try_export(&[data], &empty, &opts).unwrap();
+    assert!(empty.join("shard_000000.tar").exists());
 }
 
 #[test]

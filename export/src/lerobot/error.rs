@@ -6,6 +6,7 @@ use wshard::align::AlignError;
 use wshard::episode_dir::EpisodeDirError;
 
 use crate::inputs::InputsError;
+use crate::output_marker::MarkerError;
 use crate::partial_output::OutputError;
 
 /// A LeRobot export that could not be made.
@@ -80,6 +81,10 @@ pub enum LerobotError {
     /// The output directory holds something already.
     #[error("output {dir} is not empty (pass --overwrite to replace it)")]
     OutputNotEmpty { dir: PathBuf },
+    /// With `overwrite`, an output directory no export made, or one holding a file its
+    /// export did not write (`crate::output_marker`); nothing in it is removed.
+    #[error(transparent)]
+    Output(#[from] MarkerError),
     /// A file-system operation failed.
     #[error("{op} {path}: {source}")]
     Io {
@@ -126,6 +131,7 @@ impl From<OutputError> for LerobotError {
     fn from(e: OutputError) -> Self {
         match e {
             OutputError::NotEmpty { dir } => Self::OutputNotEmpty { dir },
+            OutputError::NotReplaceable(e) => Self::Output(e),
             OutputError::Io { op, path, source } => Self::Io { op, path, source },
         }
     }

@@ -87,7 +87,7 @@ pub fn export(
         .map(|e| open(&e.dir))
         .collect::<Result<Vec<_>, _>>()?;
     let Some(first) = episodes.first() else {
-        return Err(InputsError::no_episodes(inputs).into());
+        return Err(InputsError::no_episodes(inputs, resolved.skipped.clone()).into());
     };
     let plan0 = plan(first, opts)?;
     let fps = match opts.fps {

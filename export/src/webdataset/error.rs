@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use wshard::align::AlignError;
 use wshard::episode_dir::EpisodeDirError;
 
-use crate::inputs::{InputsError, OP_LIST};
+use crate::inputs::InputsError;
+use crate::output_marker::MarkerError;
 use crate::partial_output::OutputError;
 
 /// A failed WebDataset export.
@@ -104,6 +105,10 @@ pub enum WebdatasetError {
     /// The output directory exists and is not empty (without `overwrite`).
     #[error("output directory {path} is not empty (pass --overwrite to replace it)")]
     OutputNotEmpty { path: PathBuf },
+    /// With `overwrite`, an output directory no export made, or one holding a file its
+    /// export did not write (`crate::output_marker`); nothing in it is removed.
+    #[error(transparent)]
+    Output(#[from] MarkerError),
     /// A file system operation failed.
     #[error("{op} {path}: {source}")]
     Io {
@@ -118,6 +123,7 @@ impl From<OutputError> for WebdatasetError {
     fn from(e: OutputError) -> Self {
         match e {
             OutputError::NotEmpty { dir } => Self::OutputNotEmpty { path: dir },
+            OutputError::NotReplaceable(e) => Self::Output(e),
             OutputError::Io { op, path, source } => Self::Io { op, path, source },
         }
     }
@@ -133,19 +139,19 @@ impl WebdatasetError {
         }
     }
 
-    /// True when the error is about the input data (an episode that cannot be read or
-    /// holds bad values, an input that is not there or holds no episode), false for usage
-    /// and I/O errors (a directory that cannot be listed, an episode given twice).
+    /// True when the error is about an episode's data (an episode that cannot be read or
+    /// holds bad values), false for usage and I/O errors (inputs naming nothing to export:
+    /// a path that is not there, no finished episode, an episode still recording, one
+    /// given twice; options; the output directory).
     #[must_use]
     pub fn is_bad_input(&self) -> bool {
         !matches!(
             self,
             Self::BadOption { .. }
                 | Self::OutputNotEmpty { .. }
+                | Self::Output(_)
                 | Self::Io { .. }
-                | Self::Inputs(
-                    InputsError::Io { op: OP_LIST, .. } | InputsError::DuplicateEpisode { .. }
-                )
+                | Self::Inputs(_)
         )
     }
 }

@@ -13,7 +13,8 @@ use crate::Status;
 /// Arguments of `wshard export lerobot`.
 #[derive(Debug, clap::Args)]
 pub struct LerobotArgs {
-    /// Episode directories, or data directories holding them (their finished episodes).
+    /// Episode directories (not one still recording), or data directories holding them
+    /// (their finished episodes).
     #[arg(required = true, value_name = "EPISODE_OR_DATA_DIR")]
     pub inputs: Vec<PathBuf>,
     /// The output directory (the dataset root); refused when not empty unless --overwrite.
@@ -48,7 +49,8 @@ pub struct LerobotArgs {
     /// The ffmpeg program.
     #[arg(long, value_name = "PATH", default_value = lerobot::options::DEFAULT_FFMPEG)]
     pub ffmpeg: PathBuf,
-    /// Replace a non-empty output directory.
+    /// Replace an earlier export's output in the output directory (the files its
+    /// .wshard-export.json lists); a directory holding any other file is refused.
     #[arg(long)]
     pub overwrite: bool,
     /// Begin the next data file (at an episode boundary) once one holds this many MB (0: one

@@ -19,10 +19,12 @@ use crate::Status;
 /// Arguments of `wshard export webdataset`.
 #[derive(Debug, clap::Args)]
 pub struct WebdatasetArgs {
-    /// Episode directories, or data directories holding them (their finished episodes).
+    /// Episode directories (not one still recording), or data directories holding them
+    /// (their finished episodes).
     #[arg(required = true, value_name = "EPISODE_OR_DATA_DIR")]
     pub inputs: Vec<PathBuf>,
-    /// The output directory (must be empty or absent, unless --overwrite).
+    /// The output directory (must be empty or absent, unless --overwrite); gets
+    /// .wshard-export.json, the list of the files written.
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output: PathBuf,
     /// Everything else (boxed: the subcommand enum stays small).
@@ -96,7 +98,8 @@ pub struct WebdatasetFlags {
     /// Labels of the text events written to language_instructions.json.
     #[arg(long = "instruction-label", default_value = defaults::DEFAULT_INSTRUCTION_LABEL)]
     pub instruction_labels: Vec<String>,
-    /// Replace a non-empty output directory.
+    /// Replace an earlier export's output in the output directory (the files its
+    /// .wshard-export.json lists); a directory holding any other file is refused.
     #[arg(long)]
     pub overwrite: bool,
     /// No progress output.
@@ -293,7 +296,7 @@ impl<W: Write> Reporter<'_, W> {
 }
 
 /// Run the export; the exit code: 0 done, 1 an episode could not be read or holds bad
-/// values, 2 usage or I/O error.
+/// values, 2 usage or I/O error (inputs naming nothing to export, the output directory).
 pub fn run(args: &WebdatasetArgs, out: &mut impl Write, err: &mut impl Write) -> u8 {
     let result = options(args).and_then(|opts| {
         let mut reporter = Reporter {
