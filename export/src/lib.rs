@@ -3,6 +3,7 @@
 //! Exports read episodes through the format library (`wshard::episode_dir`, and its aligned
 //! view `wshard::align` where a format needs one clock: exports align, recording never does).
 //!
+//! - [`channel_filter`]: `--exclude` patterns, the channels an export leaves out.
 //! - [`channel_kind`]: which channels are pictures (colour, mono, depth) and which are
 //!   low-dimensional vectors, one rule for every export.
 //! - [`inputs`]: which episodes the inputs (episode or data directories) name, one rule
@@ -16,6 +17,7 @@
 //! - `mcap`: `wshard export mcap`, one MCAP file per episode for Foxglove, PlotJuggler and
 //!   rerun.
 
+pub mod channel_filter;
 pub mod channel_kind;
 pub mod inputs;
 pub mod lerobot;

@@ -134,7 +134,7 @@ fn export_lerobot_layout_tables_and_meta() {
     assert_eq!(f["observation.state"]["shape"], serde_json::json!([3]));
     assert_eq!(
         f["observation.state"]["names"],
-        serde_json::json!(["q_0", "q_1", "q_2"])
+        serde_json::json!(["joints/q_0", "joints/q_1", "joints/q_2"])
     );
     assert_eq!(f["action"]["shape"], serde_json::json!([2]));
     let v = &f["observation.images.cam_rgb"];
@@ -257,7 +257,13 @@ fn export_lerobot_state_and_action_chosen() {
     let info = json(&out.join("meta/info.json"));
     assert_eq!(
         info["features"]["observation.state"]["names"],
-        serde_json::json!(["act_0", "act_1", "q_0", "q_1", "q_2"])
+        serde_json::json!([
+            "joints/act_0",
+            "joints/act_1",
+            "joints/q_0",
+            "joints/q_1",
+            "joints/q_2"
+        ])
     );
     assert_eq!(info["features"]["action"]["shape"], serde_json::json!([3]));
     let d = read_table(&out.join("data/chunk-000/file-000.parquet"));
@@ -375,6 +381,10 @@ fn export_lerobot_episodes_must_share_features() {
             assert_eq!(
                 (m.episode.as_str(), m.feature.as_str()),
                 ("ep-b", "observation.state")
+            );
+            assert_eq!(
+                m.cause,
+                "channel joints/q has 4 elements in ep-b, 3 in ep-a"
             );
         }
         other => panic!("{other}"),

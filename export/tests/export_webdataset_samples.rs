@@ -290,3 +290,70 @@ fn export_webdataset_same_bytes_twice_whatever_the_workers() {
     let first = &samples(&tmp.path().join("one"))[0].0;
     assert_eq!(first["episode_id"], "ep-a");
 }
+
+#[test]
+fn export_webdataset_exclude_leaves_channels_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    write_episode(&data, "ep-a", &Spec::default());
+    let out = tmp.path().join("out");
+    let opts = WebdatasetOptions {
+        exclude: vec!["arm/cmd".into(), "*/depth".into()],
+        ..WebdatasetOptions::default()
+    };
+    let meta = run(std::slice::from_ref(&data), &out, &opts);
+    assert_eq!(
+        meta["episodes"][0]["lowdim_keys"],
+        serde_json::json!(["arm/q"])
+    );
+    assert_eq!(
+        meta["episodes"][0]["pictures"],
+        serde_json::json!(["cam/rgb"])
+    );
+    let all = samples(&out);
+    assert!(!all.is_empty());
+    for (_, members) in &all {
+        let exts: Vec<&str> = members.iter().map(|(e, _)| e.as_str()).collect();
+        assert_eq!(
+            exts,
+            [
+                "lowdim.npz",
+                "metadata.json",
+                "language_instructions.json",
+                "cam__rgb_t-1.jpg",
+                "cam__rgb_t0.jpg"
+            ]
+        );
+    }
+    let stats: Value =
+        serde_json::from_slice(&std::fs::read(out.join("stats.json")).unwrap()).unwrap();
+    assert_eq!(
+        stats.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["arm/q"]
+    );
+    // A pattern that matches no channel is refused, naming it; so is an excluded anchor.
+    let opts = WebdatasetOptions {
+        exclude: vec!["arm/qq".into()],
+        ..WebdatasetOptions::default()
+    };
+    let e = export(
+        std::slice::from_ref(&data),
+        &tmp.path().join("o2"),
+        &opts,
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(!e.is_bad_input());
+    assert!(
+        e.to_string().contains("arm/qq") && e.to_string().contains("arm/q, arm/cmd"),
+        "{e}"
+    );
+    let opts = WebdatasetOptions {
+        exclude: vec!["cam/rgb".into()],
+        image: Some("cam/rgb".into()),
+        ..WebdatasetOptions::default()
+    };
+    let e = export(&[data], &tmp.path().join("o3"), &opts, &mut |_| {}).unwrap_err();
+    assert!(e.to_string().contains("--exclude"), "{e}");
+    assert!(!tmp.path().join("o2").exists() && !tmp.path().join("o3").exists());
+}

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use wshard::align::AlignError;
 use wshard::episode_dir::EpisodeDirError;
 
+use crate::channel_filter::ExcludeError;
 use crate::inputs::InputsError;
 use crate::output_marker::MarkerError;
 use crate::partial_output::OutputError;
@@ -43,6 +44,17 @@ pub enum LerobotError {
         feature: &'static str,
         key: String,
         reason: String,
+    },
+    /// `--exclude` cannot be applied.
+    #[error(transparent)]
+    Exclude(#[from] ExcludeError),
+    /// An integer value of a vector channel that float32 cannot hold exactly.
+    #[error("episode {episode}: channel `{channel}`: value {value} at frame {frame} is not exactly a float32 (LeRobot's vector dtype holds integers up to 2^24 exactly); leave the channel out of --state/--action or --exclude it")]
+    NotFloat32 {
+        episode: String,
+        channel: String,
+        frame: usize,
+        value: f64,
     },
     /// Nothing to export: no state, action or picture channel.
     #[error("episode {episode}: no channel to export (no low-dimensional signal or action channel, no colour or mono picture; channels: {available})")]
@@ -118,13 +130,14 @@ pub enum LerobotError {
 
 /// A feature of an episode that differs from the first episode's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("episode {episode}: feature `{feature}` is {found}, episode {first} has {expected} (one dataset has one set of features)")]
+#[error("episode {episode}: feature `{feature}` differs from episode {first}'s: {cause} (one dataset has one set of features; --state, --action and --exclude choose its channels)")]
 pub struct FeatureMismatch {
     pub episode: String,
     pub first: String,
     pub feature: String,
-    pub expected: String,
-    pub found: String,
+    /// What differs, in a few words (the channels only one episode has, a width, a picture
+    /// size, the order).
+    pub cause: String,
 }
 
 impl From<OutputError> for LerobotError {
@@ -158,6 +171,7 @@ impl LerobotError {
                 | Self::NoRate { .. }
                 | Self::NoChannels { .. }
                 | Self::FeatureMismatch(_)
+                | Self::NotFloat32 { .. }
                 | Self::NoOverlap { .. }
                 | Self::MissingStep { .. }
         )

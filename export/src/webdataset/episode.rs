@@ -6,6 +6,7 @@
 //!   first picture channel of any kind, [`crate::channel_kind`]).
 //! - Other picture channels of the anchor's stream take the same frame; picture channels of
 //!   other streams take their frame nearest in time to it (at equal distance the earlier).
+//! - `--exclude` patterns (`crate::channel_filter`) leave channels out of all of this.
 //! - Low-dimensional channels (every non-picture channel of every stream) are aligned with
 //!   `wshard::align` on the low-dimensional clock ([`LowdimClock`]) with the chosen policy
 //!   (hold: the last sample at or before each row); rows before every channel has a sample
@@ -18,6 +19,7 @@ use wshard::episode::DType;
 use wshard::episode_dir::events::EventData;
 use wshard::episode_dir::{EpisodeDir, StreamData, StreamInfo};
 
+use crate::channel_filter::ChannelFilter;
 use crate::channel_kind::ChannelKind;
 
 use super::error::WebdatasetError;
@@ -97,8 +99,11 @@ pub fn file_stem(stream: &str, channel: &str) -> String {
         .collect()
 }
 
-/// `(stream, channel, kind)` of every picture channel, in stream order.
-fn picture_channels(streams: &[StreamInfo]) -> Vec<(String, String, ChannelKind)> {
+/// `(stream, channel, kind)` of every picture channel `exclude` keeps, in stream order.
+fn picture_channels(
+    streams: &[StreamInfo],
+    exclude: &ChannelFilter,
+) -> Vec<(String, String, ChannelKind)> {
     streams
         .iter()
         .flat_map(|s| {
@@ -106,7 +111,7 @@ fn picture_channels(streams: &[StreamInfo]) -> Vec<(String, String, ChannelKind)
                 .iter()
                 .map(|c| (s.name.clone(), c.name.clone(), kind_of(c)))
         })
-        .filter(|(_, _, k)| k.is_picture())
+        .filter(|(s, c, k)| k.is_picture() && !exclude.excludes(s, c))
         .collect()
 }
 
@@ -115,6 +120,7 @@ fn choose_anchor(
     dir: &EpisodeDir,
     pictures: &[(String, String, ChannelKind)],
     spec: Option<&str>,
+    exclude: &ChannelFilter,
 ) -> Result<(String, String), WebdatasetError> {
     let Some(spec) = spec else {
         let first = pictures
@@ -127,6 +133,12 @@ fn choose_anchor(
         return Ok((first.0.clone(), first.1.clone()));
     };
     let (stream, channel) = spec.split_once('/').unwrap_or((spec, ""));
+    if exclude.excludes(stream, channel) {
+        return Err(WebdatasetError::BadOption {
+            option: "image",
+            message: format!("{spec} is left out by --exclude"),
+        });
+    }
     let entry = dir
         .stream(stream)
         .and_then(|s| s.channels.iter().find(|c| c.name == channel));
@@ -164,8 +176,13 @@ fn lowdim_clock(
     episode: &str,
     dir: &EpisodeDir,
     opts: &WebdatasetOptions,
+    exclude: &ChannelFilter,
 ) -> Result<(Clock, String), WebdatasetError> {
-    let has_lowdim = |s: &&StreamInfo| s.channels.iter().any(|c| !kind_of(c).is_picture());
+    let has_lowdim = |s: &&StreamInfo| {
+        s.channels
+            .iter()
+            .any(|c| !kind_of(c).is_picture() && !exclude.excludes(&s.name, &c.name))
+    };
     match &opts.lowdim_clock {
         LowdimClock::Rate(hz) => Ok((Clock::rate(*hz), format!("rate {hz} Hz"))),
         LowdimClock::Stream(name) => {
@@ -223,23 +240,24 @@ fn instructions(dir: &EpisodeDir, labels: &[String]) -> Vec<String> {
 #[allow(clippy::too_many_lines)]
 pub fn load(dir: &EpisodeDir, opts: &WebdatasetOptions) -> Result<LoadedEpisode, WebdatasetError> {
     let id = dir.episode_id().to_owned();
-    let pictures_found = picture_channels(dir.streams());
+    let exclude = ChannelFilter::new(&opts.exclude)?;
+    let pictures_found = picture_channels(dir.streams(), &exclude);
     let (anchor_stream, anchor_channel) =
-        choose_anchor(&id, dir, &pictures_found, opts.image.as_deref())?;
+        choose_anchor(&id, dir, &pictures_found, opts.image.as_deref(), &exclude)?;
     let lowdim_names: Vec<String> = dir
         .streams()
         .iter()
         .flat_map(|s| {
             s.channels
                 .iter()
-                .filter(|c| !kind_of(c).is_picture())
+                .filter(|c| !kind_of(c).is_picture() && !exclude.excludes(&s.name, &c.name))
                 .map(|c| format!("{}/{}", s.name, c.name))
         })
         .collect();
     if lowdim_names.is_empty() {
         return Err(WebdatasetError::NoLowDim { episode: id });
     }
-    let (clock, clock_text) = lowdim_clock(&id, dir, opts)?;
+    let (clock, clock_text) = lowdim_clock(&id, dir, opts, &exclude)?;
     let mut align = AlignOptions::new(clock).with_invalid_rows(InvalidRows::Drop);
     align.default_policy = opts.policy;
     align.channels = Some(lowdim_names);

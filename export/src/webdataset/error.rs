@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use wshard::align::AlignError;
 use wshard::episode_dir::EpisodeDirError;
 
+use crate::channel_filter::ExcludeError;
 use crate::inputs::InputsError;
 use crate::output_marker::MarkerError;
 use crate::partial_output::OutputError;
@@ -19,6 +20,9 @@ pub enum WebdatasetError {
         option: &'static str,
         message: String,
     },
+    /// `--exclude` cannot be applied.
+    #[error(transparent)]
+    Exclude(#[from] ExcludeError),
     /// The inputs name no episodes to export (`crate::inputs`).
     #[error(transparent)]
     Inputs(#[from] InputsError),
@@ -148,6 +152,7 @@ impl WebdatasetError {
         !matches!(
             self,
             Self::BadOption { .. }
+                | Self::Exclude(_)
                 | Self::OutputNotEmpty { .. }
                 | Self::Output(_)
                 | Self::Io { .. }

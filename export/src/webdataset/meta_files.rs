@@ -57,6 +57,7 @@ pub fn preprocessing_config(opts: &WebdatasetOptions) -> String {
         ("still_threshold", json!(opts.still_threshold)),
         ("max_episodes", json!(opts.max_episodes)),
         ("instruction_labels", json!(opts.instruction_labels)),
+        ("exclude", json!(opts.exclude)),
     ];
     let mut out = String::from("# wshard export webdataset: the options of this export\n");
     for (k, v) in fields {

@@ -76,6 +76,9 @@ pub struct WebdatasetOptions {
     pub overwrite: bool,
     /// Labels of the text events that are language instructions.
     pub instruction_labels: Vec<String>,
+    /// Channels left out of every sample (`crate::channel_filter` patterns over
+    /// `STREAM/CHANNEL`).
+    pub exclude: Vec<String>,
 }
 
 impl Default for WebdatasetOptions {
@@ -99,6 +102,7 @@ impl Default for WebdatasetOptions {
             workers: 0,
             overwrite: false,
             instruction_labels: vec![DEFAULT_INSTRUCTION_LABEL.to_owned()],
+            exclude: Vec::new(),
         }
     }
 }

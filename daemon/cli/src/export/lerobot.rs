@@ -25,13 +25,18 @@ pub struct LerobotArgs {
     #[arg(long, value_name = "HZ", value_parser = parse_fps)]
     pub fps: Option<u32>,
     /// Channels of observation.state, concatenated in order (STREAM/CHANNEL or CHANNEL;
-    /// repeat or comma-separate). Default: every low-dimensional signal-lane channel.
+    /// repeat or comma-separate). Default: every low-dimensional signal-lane channel, streams
+    /// by name, except integers float32 cannot hold exactly (32/64-bit: times in ns).
     #[arg(long, value_name = "CHANNEL", value_delimiter = ',')]
     pub state: Vec<String>,
     /// Channels of action, as for --state. Default: every low-dimensional action-lane
     /// channel.
     #[arg(long, value_name = "CHANNEL", value_delimiter = ',')]
     pub action: Vec<String>,
+    /// Leave out the channels matching PATTERN (STREAM/CHANNEL, `*` any characters:
+    /// '*/receive_t_ns'); repeat or comma-separate. A pattern matching no channel is refused.
+    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+    pub exclude: Vec<String>,
     /// How low-dimensional channels are resampled onto the clock: hold, nearest or linear
     /// (pictures: nearest).
     #[arg(long, value_name = "POLICY", default_value = "hold", value_parser = parse_policy)]
@@ -90,6 +95,7 @@ fn options(args: &LerobotArgs) -> LerobotOptions {
         fps: args.fps,
         state: chosen(&args.state),
         action: chosen(&args.action),
+        exclude: args.exclude.clone(),
         lowdim_policy: args.lowdim_policy,
         video_codec: args.vcodec,
         task_label: args.task_event.clone(),

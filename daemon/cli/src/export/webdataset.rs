@@ -95,6 +95,10 @@ pub struct WebdatasetFlags {
     /// Encoding threads [default: every core].
     #[arg(long, default_value_t = 0)]
     pub workers: usize,
+    /// Leave out the channels matching PATTERN (STREAM/CHANNEL, `*` any characters:
+    /// '*/receive_t_ns'); repeat or comma-separate. A pattern matching no channel is refused.
+    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+    pub exclude: Vec<String>,
     /// Labels of the text events written to language_instructions.json.
     #[arg(long = "instruction-label", default_value = defaults::DEFAULT_INSTRUCTION_LABEL)]
     pub instruction_labels: Vec<String>,
@@ -217,6 +221,7 @@ fn options(args: &WebdatasetArgs) -> Result<WebdatasetOptions, WebdatasetError> 
         workers: args.flags.workers,
         overwrite: args.flags.overwrite,
         instruction_labels: args.flags.instruction_labels.clone(),
+        exclude: args.flags.exclude.clone(),
     })
 }
 
