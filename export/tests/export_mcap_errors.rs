@@ -139,7 +139,7 @@ fn export_mcap_unreadable_episode_fails_alone() {
     assert!(matches!(e, McapError::Episode { .. }), "{e}");
     assert!(e.is_bad_input());
     assert!(e.to_string().contains("bad"), "{e}");
-    assert_eq!(files(&out), ["good.mcap"]);
+    assert_eq!(files(&out), [MARKER_FILE, "good.mcap"]);
 }
 
 #[test]
