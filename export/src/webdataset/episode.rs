@@ -8,7 +8,8 @@
 //!   other streams take their frame nearest in time to it (at equal distance the earlier).
 //! - `--exclude` patterns (`crate::channel_filter`) leave channels out of all of this.
 //! - Low-dimensional channels (every non-picture channel of every stream) are aligned with
-//!   `wshard::align` on the low-dimensional clock ([`LowdimClock`]) with the chosen policy
+//!   `wshard::align` on the low-dimensional clock ([`LowdimClock`]: by default the anchor
+//!   stream's frames, so window steps count raw frames) with the chosen policy
 //!   (hold: the last sample at or before each row); rows before every channel has a sample
 //!   are dropped (the aligned view's "drop invalid rows").
 
@@ -164,34 +165,22 @@ fn choose_anchor(
     Ok((stream.to_owned(), channel.to_owned()))
 }
 
-#[allow(clippy::cast_precision_loss)]
-fn rate_of(s: &StreamInfo) -> f64 {
-    match (s.first_t_ns, s.last_t_ns) {
-        (Some(a), Some(b)) if b > a && s.steps > 1 => (s.steps - 1) as f64 / (b - a) as f64,
-        _ => 0.0,
-    }
-}
-
+/// The low-dimensional clock: the anchor stream's frames (the default: window steps count
+/// raw frames), a stream's timestamps, or a fixed rate.
 fn lowdim_clock(
     episode: &str,
     dir: &EpisodeDir,
     opts: &WebdatasetOptions,
-    exclude: &ChannelFilter,
+    anchor_stream: &str,
 ) -> Result<(Clock, String), WebdatasetError> {
-    let has_lowdim = |s: &&StreamInfo| {
-        s.channels
-            .iter()
-            .any(|c| !kind_of(c).is_picture() && !exclude.excludes(&s.name, &c.name))
-    };
     match &opts.lowdim_clock {
         LowdimClock::Rate(hz) => Ok((Clock::rate(*hz), format!("rate {hz} Hz"))),
+        LowdimClock::Anchor => Ok((
+            Clock::Stream(anchor_stream.to_owned()),
+            format!("stream {anchor_stream}"),
+        )),
         LowdimClock::Stream(name) => {
-            if dir
-                .streams()
-                .iter()
-                .filter(has_lowdim)
-                .any(|s| s.name == *name)
-            {
+            if dir.stream(name).is_some() {
                 Ok((Clock::Stream(name.clone()), format!("stream {name}")))
             } else {
                 Err(WebdatasetError::UnknownLowdimClock {
@@ -200,24 +189,11 @@ fn lowdim_clock(
                     available: dir
                         .streams()
                         .iter()
-                        .filter(has_lowdim)
                         .map(|s| s.name.as_str())
                         .collect::<Vec<_>>()
                         .join(", "),
                 })
             }
-        }
-        LowdimClock::Fastest => {
-            let mut best: Option<&StreamInfo> = None;
-            for s in dir.streams().iter().filter(has_lowdim) {
-                if best.map_or(true, |b| rate_of(s) > rate_of(b)) {
-                    best = Some(s);
-                }
-            }
-            let s = best.ok_or_else(|| WebdatasetError::NoLowDim {
-                episode: episode.to_owned(),
-            })?;
-            Ok((Clock::Stream(s.name.clone()), format!("stream {}", s.name)))
         }
     }
 }
@@ -257,7 +233,7 @@ pub fn load(dir: &EpisodeDir, opts: &WebdatasetOptions) -> Result<LoadedEpisode,
     if lowdim_names.is_empty() {
         return Err(WebdatasetError::NoLowDim { episode: id });
     }
-    let (clock, clock_text) = lowdim_clock(&id, dir, opts, &exclude)?;
+    let (clock, clock_text) = lowdim_clock(&id, dir, opts, &anchor_stream)?;
     let mut align = AlignOptions::new(clock).with_invalid_rows(InvalidRows::Drop);
     align.default_policy = opts.policy;
     align.channels = Some(lowdim_names);

@@ -61,8 +61,10 @@ pub enum WebdatasetError {
     /// The episode has no low-dimensional channel.
     #[error("episode {episode}: no low-dimensional channel (every channel is a picture)")]
     NoLowDim { episode: String },
-    /// `--lowdim-clock` names no stream holding low-dimensional channels.
-    #[error("episode {episode}: --lowdim-clock {stream}: no stream of that name with low-dimensional channels (streams: {available})")]
+    /// `--lowdim-clock` names no stream of the episode.
+    #[error(
+        "episode {episode}: --lowdim-clock {stream}: no stream of that name (streams: {available})"
+    )]
     UnknownLowdimClock {
         episode: String,
         stream: String,
@@ -71,7 +73,7 @@ pub enum WebdatasetError {
     /// A picture stream without frames.
     #[error("episode {episode}: picture stream {stream} has no frames")]
     EmptyPictureStream { episode: String, stream: String },
-    /// A NaN or infinite value in a sample's window, with `--fail-on-nan`.
+    /// A NaN or infinite value in a sample's window (unless `--drop-non-finite`).
     #[error("episode {episode}: channel {channel}: non-finite value {value} at low-dimensional row {row} (t_ns {t_ns}) of the sample anchored at frame {anchor}")]
     NonFinite {
         episode: String,

@@ -26,7 +26,7 @@ fn yaml(v: &Value) -> String {
 #[must_use]
 pub fn preprocessing_config(opts: &WebdatasetOptions) -> String {
     let (clock, hz) = match &opts.lowdim_clock {
-        LowdimClock::Fastest => ("fastest".to_owned(), Value::Null),
+        LowdimClock::Anchor => ("anchor".to_owned(), Value::Null),
         LowdimClock::Stream(s) => (format!("stream:{s}"), Value::Null),
         LowdimClock::Rate(hz) => ("rate".to_owned(), json!(hz)),
     };

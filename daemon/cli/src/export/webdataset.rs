@@ -53,7 +53,8 @@ pub struct WebdatasetFlags {
     /// Low-dimensional steps after the anchor.
     #[arg(long, default_value_t = defaults::DEFAULT_FUTURE_STEPS)]
     pub future_lowdim_steps: usize,
-    /// Rows of the low-dimensional clock between window steps.
+    /// Rows of the low-dimensional clock between window steps: by default raw frames of the
+    /// anchor's stream (3 frames of a 30 Hz camera: 10 Hz).
     #[arg(long, default_value_t = defaults::DEFAULT_STRIDE)]
     pub stride: usize,
     /// Most window steps clamped at an episode's start; samples needing more are dropped.
@@ -65,11 +66,12 @@ pub struct WebdatasetFlags {
     /// Samples per tar shard.
     #[arg(long, default_value_t = defaults::DEFAULT_SAMPLES_PER_SHARD)]
     pub samples_per_shard: usize,
-    /// Resize pictures to WIDTHxHEIGHT (colour and mono bilinear, depth nearest).
-    #[arg(long, value_name = "WxH")]
-    pub resize: Option<String>,
-    /// The low-dimensional clock: this stream's timestamps [default: the low-dimensional
-    /// stream with the highest rate].
+    /// Resize pictures to WIDTHxHEIGHT (colour and mono Lanczos, as Pillow; depth nearest),
+    /// or `none` to keep their recorded size.
+    #[arg(long, value_name = "WxH|none", default_value = "384x384")]
+    pub resize: String,
+    /// The low-dimensional clock: this stream's timestamps [default: the anchor picture's
+    /// stream, so --stride counts its raw frames].
     #[arg(long, value_name = "STREAM", conflicts_with = "lowdim_hz")]
     pub lowdim_clock: Option<String>,
     /// The low-dimensional clock: a fixed rate over the episode.
@@ -78,10 +80,13 @@ pub struct WebdatasetFlags {
     /// How low-dimensional values are taken at clock rows: hold, nearest or linear.
     #[arg(long, default_value = "hold")]
     pub policy: String,
-    /// A NaN or infinite low-dimensional value is an error (else its samples are dropped
-    /// and counted).
-    #[arg(long)]
+    /// A NaN or infinite low-dimensional value is an error (the default; kept for scripts).
+    #[arg(long, conflicts_with = "drop_non_finite")]
     pub fail_on_nan: bool,
+    /// Drop (and count) the samples whose window holds a NaN or infinite low-dimensional
+    /// value, instead of failing.
+    #[arg(long)]
+    pub drop_non_finite: bool,
     /// Drop samples whose action channels (all channels if there are none) stay within
     /// --still-threshold of the anchor's value over the window.
     #[arg(long)]
@@ -200,7 +205,7 @@ fn options(args: &WebdatasetArgs) -> Result<WebdatasetOptions, WebdatasetError> 
     let lowdim_clock = match (&args.flags.lowdim_clock, args.flags.lowdim_hz) {
         (Some(s), _) => LowdimClock::Stream(s.clone()),
         (None, Some(hz)) => LowdimClock::Rate(hz),
-        (None, None) => LowdimClock::Fastest,
+        (None, None) => LowdimClock::Anchor,
     };
     Ok(WebdatasetOptions {
         image: args.flags.image.clone(),
@@ -211,10 +216,10 @@ fn options(args: &WebdatasetArgs) -> Result<WebdatasetOptions, WebdatasetError> 
         max_padding_left: args.flags.max_padding_left,
         max_padding_right: args.flags.max_padding_right,
         samples_per_shard: args.flags.samples_per_shard,
-        resize: args.flags.resize.as_deref().map(parse_resize).transpose()?,
+        resize: parse_resize(&args.flags.resize)?,
         lowdim_clock,
         policy,
-        fail_on_nan: args.flags.fail_on_nan,
+        fail_on_nan: !args.flags.drop_non_finite,
         filter_still_samples: args.flags.filter_still_samples,
         still_threshold: args.flags.still_threshold,
         max_episodes: args.flags.max_episodes,
