@@ -5,9 +5,10 @@
 //! The rule, the same for every export: an output directory that is absent or empty is
 //! written; a non-empty one needs `--overwrite`, and then must have been made by an export:
 //! it holds the marker, and every file in it is the marker, a file the marker lists, or a
-//! listed file's `.partial` (an MCAP file being written). Anything else (a directory no export
-//! made, a file someone added) is refused, naming the file, and nothing is removed. An export
-//! never deletes a file it did not write.
+//! listed file's `.partial` (an MCAP file being written); empty directories hold nothing and
+//! do not count. Anything else (a directory no export made, a file someone added) is
+//! refused, naming the file, and nothing is removed. An export never deletes a file it did
+//! not write.
 //!
 //! The marker is JSON, `{"export": "webdataset", "files": ["manifest.jsonl", ...]}`, the
 //! files as paths relative to the output directory (`/`-separated), sorted: the same bytes
@@ -186,7 +187,7 @@ pub fn check_replaceable(dir: &Path) -> Result<Marker, MarkerError> {
 
 /// Remove what `marker` lists from `dir` (files already gone are fine), their `.partial`
 /// files, the marker, and the directories under `dir` left empty by that. Call after
-/// [`check_replaceable`]: nothing that is not listed is touched.
+/// [`check_replaceable`]: no file that is not listed is touched.
 ///
 /// # Errors
 /// [`MarkerError::Io`] naming the file that cannot be removed.
@@ -210,6 +211,23 @@ pub fn remove_listed(dir: &Path, marker: &Marker) -> Result<(), MarkerError> {
     // Deepest first; a directory that still holds something stays.
     for p in parents.iter().rev() {
         let _ = std::fs::remove_dir(dir.join(p));
+    }
+    remove_empty_dirs(dir)
+}
+
+/// Remove the empty directories under `dir` (deepest first; never a file).
+fn remove_empty_dirs(dir: &Path) -> Result<(), MarkerError> {
+    for entry in std::fs::read_dir(dir).map_err(io("list", dir))? {
+        let entry = entry.map_err(io("list", dir))?;
+        if entry
+            .file_type()
+            .map_err(io("stat", &entry.path()))?
+            .is_dir()
+        {
+            remove_empty_dirs(&entry.path())?;
+            // Fails (and is left) when something is still in it.
+            let _ = std::fs::remove_dir(entry.path());
+        }
     }
     Ok(())
 }

@@ -257,3 +257,29 @@ fn export_output_dir_mcap_keeps_the_files_of_other_episodes() {
         BTreeSet::from(["ep-a.mcap".to_owned(), "ep-b.mcap".to_owned()])
     );
 }
+
+#[test]
+fn export_output_dir_empty_directories_hold_nothing_to_keep() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    Format::Webdataset.episode(&data, "ep-a");
+    let out = tmp.path().join("out");
+    assert_eq!(
+        Format::Webdataset.run(std::slice::from_ref(&data), &out, false),
+        Outcome::Written
+    );
+    fs::create_dir_all(out.join("empty/inside")).unwrap();
+    assert_eq!(
+        Format::Webdataset.run(std::slice::from_ref(&data), &out, true),
+        Outcome::Written
+    );
+    assert!(!out.join("empty").exists());
+    // A directory that holds a file is kept, and the export refused.
+    fs::create_dir_all(out.join("kept")).unwrap();
+    fs::write(out.join("kept/file"), b"x").unwrap();
+    let outcome = Format::Webdataset.run(&[data], &out, true);
+    assert!(
+        matches!(outcome, Outcome::ForeignFile(ref f, _) if *f == out.join("kept/file")),
+        "{outcome:?}"
+    );
+}
