@@ -51,8 +51,8 @@ fn stream_hz(timebase: Option<Timebase>) -> Option<f64> {
     }
 }
 
-/// The default fps: the rate of the first picture stream (else of the first exported
-/// stream), rounded to a whole number.
+/// The default fps: the rate of the first picture stream in the plan's canonical order
+/// (streams by name; else of the first exported stream), rounded to a whole number.
 ///
 /// # Errors
 /// [`LerobotError::NoRate`] when that stream says no rate, [`LerobotError::BadFps`] when

@@ -21,7 +21,7 @@ pub struct LerobotArgs {
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output: PathBuf,
     /// Frames per second of the dataset's clock, a whole number (default: the rate of the
-    /// first picture stream, else of the first exported stream, rounded).
+    /// first picture stream by name, else of the first exported stream, rounded).
     #[arg(long, value_name = "HZ", value_parser = parse_fps)]
     pub fps: Option<u32>,
     /// Channels of observation.state, concatenated in order (STREAM/CHANNEL or CHANNEL;
