@@ -1,13 +1,17 @@
 //! The episodes an export's inputs name, one rule for every export.
 //!
-//! Each input is an episode directory (exported whatever its status: the operator named
-//! it), or a data directory, whose finished episodes (status `complete`, `interrupted` or
+//! Each input is an episode directory (exported whatever its final status: the operator
+//! named it; an episode still being recorded is refused, its files are still changing), or
+//! a data directory, whose finished episodes (status `complete`, `interrupted` or
 //! `recovered`, or a single-stream episode without a status) are exported; hidden
 //! directories (`.upload`, `.*`), directories that are not episodes, episodes still
 //! recording and aborted ones are skipped and said. An episode directory that cannot be
 //! opened is kept (under its directory name) so that the export reports its error, named.
 //! Episodes come out sorted by id, each once; two different directories of one episode
 //! are refused (they would be the same output).
+//!
+//! Every [`InputsError`] is the inputs naming nothing (more) to export, a usage error: the
+//! CLI's exit code 2 for every export (exit 1 is for an episode whose files are bad).
 
 use std::path::{Path, PathBuf};
 
@@ -31,9 +35,16 @@ pub enum InputsError {
     /// An input is neither an episode directory nor a directory holding episodes.
     #[error("{}: not an episode directory, nor a data directory holding episode directories", path.display())]
     NotAnInput { path: PathBuf },
-    /// The inputs hold no finished episode.
-    #[error("no finished episode to export in {inputs}")]
-    NoEpisodes { inputs: String },
+    /// The inputs hold no finished episode; `left_out` says what they held and why it was
+    /// not taken.
+    #[error("no finished episode to export in {inputs}{}", left_out_text(.left_out))]
+    NoEpisodes {
+        inputs: String,
+        left_out: Vec<Skipped>,
+    },
+    /// An episode directory named as an input is still being recorded.
+    #[error("episode `{episode}` ({}) is still recording: export it once it is finished (a daemon that stopped without finishing it marks it recovered when it starts again)", dir.display())]
+    StillRecording { episode: String, dir: PathBuf },
     /// Two different input directories are the same episode.
     #[error("episode `{episode}` is given twice: {} and {}", first.display(), second.display())]
     DuplicateEpisode {
@@ -51,15 +62,28 @@ pub enum InputsError {
     },
 }
 
+/// `: left out DIR: REASON; ...` (the names of the directories), or nothing.
+fn left_out_text(left_out: &[Skipped]) -> String {
+    if left_out.is_empty() {
+        return String::new();
+    }
+    let items: Vec<String> = left_out
+        .iter()
+        .map(|s| format!("{}: {}", dir_name(&s.dir), s.reason))
+        .collect();
+    format!(" (left out {})", items.join("; "))
+}
+
 impl InputsError {
-    /// [`InputsError::NoEpisodes`] naming `inputs`.
-    pub(crate) fn no_episodes(inputs: &[PathBuf]) -> Self {
+    /// [`InputsError::NoEpisodes`] naming `inputs` and what they held.
+    pub(crate) fn no_episodes(inputs: &[PathBuf], left_out: Vec<Skipped>) -> Self {
         Self::NoEpisodes {
             inputs: inputs
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
                 .join(", "),
+            left_out,
         }
     }
 
@@ -205,7 +229,8 @@ fn sort_unique(episodes: Vec<EpisodeInput>) -> Result<Vec<EpisodeInput>, InputsE
 ///
 /// # Errors
 /// [`InputsError::Io`] for an input that cannot be read, [`InputsError::NotAnInput`] for
-/// a file, [`InputsError::DuplicateEpisode`] for two directories of the same episode,
+/// a file, [`InputsError::StillRecording`] for an episode directory still being recorded,
+/// [`InputsError::DuplicateEpisode`] for two directories of the same episode,
 /// [`InputsError::NoEpisodes`] when nothing is left to export.
 pub fn resolve_inputs(inputs: &[PathBuf]) -> Result<Inputs, InputsError> {
     let mut out = Inputs::default();
@@ -217,11 +242,18 @@ pub fn resolve_inputs(inputs: &[PathBuf]) -> Result<Inputs, InputsError> {
             });
         }
         if is_episode_dir(input)? {
-            // Named by the operator: exported whatever its status. An episode that cannot
-            // be opened keeps its directory name and fails in the export, named.
-            let episode_id = EpisodeDir::open(input)
-                .map(|ep| ep.episode_id().to_owned())
-                .unwrap_or_else(|_| dir_name(input));
+            // Named by the operator: exported whatever its final status. An episode that
+            // cannot be opened keeps its directory name and fails in the export, named.
+            let episode_id = match EpisodeDir::open(input) {
+                Ok(ep) if ep.status() == Some(EpisodeStatus::Recording) => {
+                    return Err(InputsError::StillRecording {
+                        episode: ep.episode_id().to_owned(),
+                        dir: input.clone(),
+                    });
+                }
+                Ok(ep) => ep.episode_id().to_owned(),
+                Err(_) => dir_name(input),
+            };
             out.episodes.push(EpisodeInput {
                 episode_id,
                 dir: input.clone(),
@@ -232,7 +264,7 @@ pub fn resolve_inputs(inputs: &[PathBuf]) -> Result<Inputs, InputsError> {
     }
     out.episodes = sort_unique(std::mem::take(&mut out.episodes))?;
     if out.episodes.is_empty() {
-        return Err(InputsError::no_episodes(inputs));
+        return Err(InputsError::no_episodes(inputs, out.skipped));
     }
     Ok(out)
 }

@@ -1,9 +1,12 @@
 //! An output directory written whole or not at all (the WebDataset and LeRobot exports):
-//! refused when it holds something (a file in its place counts) unless `overwrite`,
-//! written as `<out>.partial-<pid>` and renamed at the end, so an export that fails or
-//! stops half-way never looks finished.
+//! refused when it holds something (a file in its place counts) unless `overwrite`, and
+//! then only replaced when an export made it (`crate::output_marker`: its marker lists
+//! every file in it); written as `<out>.partial-<pid>`, its marker added, and renamed at
+//! the end, so an export that fails or stops half-way never looks finished.
 
 use std::path::{Path, PathBuf};
+
+use crate::output_marker::{self, MarkerError};
 
 /// Why the output directory cannot be prepared or put in place.
 #[derive(Debug, thiserror::Error)]
@@ -12,6 +15,9 @@ pub enum OutputError {
     /// The output holds something already (and no `overwrite`).
     #[error("output {} is not empty (pass --overwrite to replace it)", dir.display())]
     NotEmpty { dir: PathBuf },
+    /// `overwrite`, but the output is not an export's own (`crate::output_marker`).
+    #[error(transparent)]
+    NotReplaceable(#[from] MarkerError),
     /// A file-system operation failed.
     #[error("{op} {}: {source}", path.display())]
     Io {
@@ -43,12 +49,16 @@ fn occupied(dir: &Path) -> Result<bool, OutputError> {
 /// `fallback_name` names it when `output` has no file name.
 ///
 /// # Errors
-/// [`OutputError::NotEmpty`], [`OutputError::Io`].
+/// [`OutputError::NotEmpty`], [`OutputError::NotReplaceable`] (with `overwrite`, an output
+/// no export made or holding a file its export did not write), [`OutputError::Io`].
 pub fn begin(output: &Path, overwrite: bool, fallback_name: &str) -> Result<PathBuf, OutputError> {
-    if !overwrite && occupied(output)? {
-        return Err(OutputError::NotEmpty {
-            dir: output.to_path_buf(),
-        });
+    if occupied(output)? {
+        if !overwrite {
+            return Err(OutputError::NotEmpty {
+                dir: output.to_path_buf(),
+            });
+        }
+        output_marker::check_replaceable(output)?;
     }
     let name = output.file_name().map_or_else(
         || fallback_name.to_owned(),
@@ -62,15 +72,24 @@ pub fn begin(output: &Path, overwrite: bool, fallback_name: &str) -> Result<Path
     Ok(partial)
 }
 
-/// Put the finished `partial` directory in place of `output` (replacing what is there).
+/// Write the marker of the finished `partial` directory (export `export` wrote every file
+/// in it) and put the directory in place of `output`: an empty directory there is
+/// replaced, an export's output (checked again) loses exactly the files its marker lists.
 ///
 /// # Errors
+/// [`OutputError::NotReplaceable`] when `output` is no longer an export's own,
 /// [`OutputError::Io`].
-pub fn commit(partial: &Path, output: &Path) -> Result<(), OutputError> {
-    if output.is_dir() {
-        std::fs::remove_dir_all(output).map_err(io("remove", output))?;
-    } else if output.exists() {
-        std::fs::remove_file(output).map_err(io("remove", output))?;
+pub fn commit(partial: &Path, output: &Path, export: &str) -> Result<(), OutputError> {
+    let files = output_marker::list_files(partial)?;
+    output_marker::write(partial, export, &files)?;
+    if occupied(output)? {
+        let marker = output_marker::check_replaceable(output)?;
+        output_marker::remove_listed(output, &marker)?;
+    }
+    if output.exists() {
+        // Empty now: `remove_dir` (never `remove_dir_all`) fails rather than delete
+        // something the check did not see.
+        std::fs::remove_dir(output).map_err(io("remove", output))?;
     }
     std::fs::rename(partial, output).map_err(io("rename", partial))
 }

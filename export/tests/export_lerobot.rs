@@ -134,7 +134,7 @@ fn export_lerobot_layout_tables_and_meta() {
     assert_eq!(f["observation.state"]["shape"], serde_json::json!([3]));
     assert_eq!(
         f["observation.state"]["names"],
-        serde_json::json!(["q_0", "q_1", "q_2"])
+        serde_json::json!(["joints/q_0", "joints/q_1", "joints/q_2"])
     );
     assert_eq!(f["action"]["shape"], serde_json::json!([2]));
     let v = &f["observation.images.cam_rgb"];
@@ -257,7 +257,13 @@ fn export_lerobot_state_and_action_chosen() {
     let info = json(&out.join("meta/info.json"));
     assert_eq!(
         info["features"]["observation.state"]["names"],
-        serde_json::json!(["act_0", "act_1", "q_0", "q_1", "q_2"])
+        serde_json::json!([
+            "joints/act_0",
+            "joints/act_1",
+            "joints/q_0",
+            "joints/q_1",
+            "joints/q_2"
+        ])
     );
     assert_eq!(info["features"]["action"]["shape"], serde_json::json!([3]));
     let d = read_table(&out.join("data/chunk-000/file-000.parquet"));
@@ -342,8 +348,20 @@ fn export_lerobot_refuses_a_non_empty_output() {
         overwrite: true,
         ..LerobotOptions::default()
     };
+    // --overwrite replaces an export's output, never a directory holding what no export
+    // wrote (export_output_dir.rs has the whole rule).
+    let e = run(std::slice::from_ref(&data), &out, &opts).unwrap_err();
+    assert!(matches!(e, LerobotError::Output(_)), "{e}");
+    assert!(!e.is_bad_input());
+    assert_eq!(fs::read(out.join("keep.txt")).unwrap(), b"mine");
+    fs::remove_file(out.join("keep.txt")).unwrap();
+    run(
+        std::slice::from_ref(&data),
+        &out,
+        &LerobotOptions::default(),
+    )
+    .unwrap();
     run(&[data], &out, &opts).unwrap();
-    assert!(!out.join("keep.txt").exists());
     assert!(out.join("meta/info.json").is_file());
 }
 
@@ -363,6 +381,10 @@ fn export_lerobot_episodes_must_share_features() {
             assert_eq!(
                 (m.episode.as_str(), m.feature.as_str()),
                 ("ep-b", "observation.state")
+            );
+            assert_eq!(
+                m.cause,
+                "channel joints/q has 4 elements in ep-b, 3 in ep-a"
             );
         }
         other => panic!("{other}"),

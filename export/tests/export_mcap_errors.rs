@@ -15,6 +15,7 @@ use wshard::episode_dir::index::EpisodeStatus;
 use wshard_export::mcap::{
     export_episode, export_mcap, ImageMode, InputsError, McapError, McapOptions, PARTIAL_SUFFIX,
 };
+use wshard_export::output_marker::MARKER_FILE;
 
 fn export(
     inputs: &[PathBuf],
@@ -76,7 +77,7 @@ fn export_mcap_bad_inputs_are_named() {
     // The same directory twice (also through its data directory) is one episode.
     let r = export(&[a.clone(), a.clone(), tmp.path().join("a")], &out, &opts).unwrap();
     assert_eq!(r.episodes.len(), 1);
-    assert!(!out.exists() || files(&out) == ["EP.mcap"]);
+    assert!(!out.exists() || files(&out) == [MARKER_FILE, "EP.mcap"]);
 }
 
 #[test]
@@ -93,10 +94,18 @@ fn export_mcap_refuses_a_non_empty_output_unless_overwrite() {
     );
     assert_eq!(fs::read(out.join("EP.mcap")).unwrap(), b"old");
 
+    // --overwrite replaces what an export wrote, never a file no export wrote
+    // (export_output_dir.rs has the whole rule).
     let opts = McapOptions {
         overwrite: true,
         ..McapOptions::default()
     };
+    let e = export(std::slice::from_ref(&ep), &out, &opts).unwrap_err();
+    assert!(matches!(&e, McapError::Output(_)), "{e}");
+    assert!(!e.is_bad_input());
+    assert_eq!(fs::read(out.join("EP.mcap")).unwrap(), b"old");
+    fs::remove_file(out.join("EP.mcap")).unwrap();
+    export(std::slice::from_ref(&ep), &out, &McapOptions::default()).unwrap();
     export(std::slice::from_ref(&ep), &out, &opts).unwrap();
     assert_ne!(fs::read(out.join("EP.mcap")).unwrap(), b"old");
 
@@ -130,7 +139,7 @@ fn export_mcap_unreadable_episode_fails_alone() {
     assert!(matches!(e, McapError::Episode { .. }), "{e}");
     assert!(e.is_bad_input());
     assert!(e.to_string().contains("bad"), "{e}");
-    assert_eq!(files(&out), ["good.mcap"]);
+    assert_eq!(files(&out), [MARKER_FILE, "good.mcap"]);
 }
 
 #[test]

@@ -20,7 +20,8 @@ use wshard::episode_dir::events::{EventData, EventRecord};
 use wshard::episode_dir::index::EpisodeStatus;
 use wshard::episode_dir::EpisodeDir;
 use wshard_export::mcap::{
-    export_episode, export_mcap, resolve_inputs, ImageMode, McapCompression, McapOptions,
+    export_episode, export_mcap, resolve_inputs, ImageMode, InputsError, McapCompression,
+    McapOptions,
 };
 
 const T0: i64 = 1_700_000_000_000_000_000;
@@ -595,9 +596,16 @@ fn export_mcap_data_dir_exports_finished_episodes_sorted_and_skips_the_rest() {
     small_episode(&data.join(".upload"), "x", EpisodeStatus::Complete, 0);
     fs::create_dir_all(data.join("notes")).unwrap();
     fs::write(data.join("README"), "not a dir").unwrap();
-    // A second data directory, and an episode named on its own (recording: exported anyway).
+    // A second data directory, and an episode named on its own (aborted: exported anyway;
+    // one still recording is refused, its files are still changing).
     let other = tmp.path().join("other");
-    let named = small_episode(&other, "f-named", EpisodeStatus::Recording, 0);
+    let named = small_episode(&other, "f-named", EpisodeStatus::Aborted, 0);
+    let open = small_episode(&other, "g-open", EpisodeStatus::Recording, 0);
+    let e = resolve_inputs(&[data.clone(), open.clone()]).unwrap_err();
+    assert!(
+        matches!(&e, InputsError::StillRecording { episode, dir } if episode == "g-open" && *dir == open),
+        "{e}"
+    );
 
     let inputs = resolve_inputs(&[data.clone(), named.clone(), data.join("b-done")]).unwrap();
     let ids: Vec<&str> = inputs
@@ -641,6 +649,7 @@ fn export_mcap_data_dir_exports_finished_episodes_sorted_and_skips_the_rest() {
     assert_eq!(
         files,
         [
+            ".wshard-export.json",
             "a-interrupted.mcap",
             "b-done.mcap",
             "c-recovered.mcap",

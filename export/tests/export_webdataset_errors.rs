@@ -112,10 +112,12 @@ fn export_webdataset_nan_fails_with_fail_on_nan_else_drops() {
         nan_at: Some(100),
         ..Spec::default()
     });
+    // The arm's clock, so that the NaN's row is its step. Failing is the default.
     let opts = WebdatasetOptions {
-        fail_on_nan: true,
+        lowdim_clock: LowdimClock::Stream("arm".into()),
         ..WebdatasetOptions::default()
     };
+    assert!(opts.fail_on_nan);
     let e = try_export(std::slice::from_ref(&data), &tmp.path().join("out"), &opts).unwrap_err();
     match &*e {
         WebdatasetError::NonFinite {
@@ -130,14 +132,13 @@ fn export_webdataset_nan_fails_with_fail_on_nan_else_drops() {
         other => panic!("{other}"),
     }
     assert_nothing_written(tmp.path());
-    // Without the flag the samples whose window holds the NaN are dropped and counted.
-    export(
-        &[data],
-        &tmp.path().join("out"),
-        &WebdatasetOptions::default(),
-        &mut |_| {},
-    )
-    .unwrap();
+    // Without it (--drop-non-finite) the samples whose window holds the NaN are dropped and
+    // counted.
+    let opts = WebdatasetOptions {
+        fail_on_nan: false,
+        ..opts
+    };
+    export(&[data], &tmp.path().join("out"), &opts, &mut |_| {}).unwrap();
     let meta: serde_json::Value = serde_json::from_slice(
         &std::fs::read(tmp.path().join("out/processing_metadata.json")).unwrap(),
     )
@@ -163,7 +164,8 @@ fn export_webdataset_refuses_a_non_empty_output() {
     assert!(matches!(*e, WebdatasetError::OutputNotEmpty { .. }), "{e}");
     assert!(!e.is_bad_input());
     assert_eq!(std::fs::read(out.join("keep.txt")).unwrap(), b"mine");
-    // An empty directory is fine; --overwrite replaces a full one.
+    // An empty directory is fine; --overwrite replaces an export's output, never a
+    // directory holding what no export wrote (export_output_dir.rs has the whole rule).
     let empty = tmp.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     try_export(
@@ -176,9 +178,12 @@ fn export_webdataset_refuses_a_non_empty_output() {
         overwrite: true,
         ..WebdatasetOptions::default()
     };
-    try_export(&[data], &out, &opts).unwrap();
-    assert!(!out.join("keep.txt").exists());
-    assert!(out.join("shard_000000.tar").exists());
+    let e = try_export(std::slice::from_ref(&data), &out, &opts).unwrap_err();
+    assert!(matches!(*e, WebdatasetError::Output(_)), "{e}");
+    assert!(!e.is_bad_input());
+    assert_eq!(std::fs::read(out.join("keep.txt")).unwrap(), b"mine");
+    try_export(&[data], &empty, &opts).unwrap();
+    assert!(empty.join("shard_000000.tar").exists());
 }
 
 #[test]
@@ -250,7 +255,8 @@ fn export_webdataset_bad_options() {
             "{name}: {e}"
         );
     }
-    assert!(parse_resize("64x48").is_ok_and(|r| r == (64, 48)));
+    assert!(parse_resize("64x48").is_ok_and(|r| r == Some((64, 48))));
+    assert!(parse_resize("none").is_ok_and(|r| r.is_none()));
     assert!(parse_resize("64").is_err() && parse_resize("ax4").is_err());
     assert_nothing_written(tmp.path());
 }

@@ -88,6 +88,7 @@ fn export_webdataset_samples_padding_and_metadata() {
         max_padding_left: 1,
         max_padding_right: 2,
         samples_per_shard: 4,
+        lowdim_clock: LowdimClock::Stream("arm".into()),
         ..WebdatasetOptions::default()
     };
     let meta = run(&[data], &tmp.path().join("out"), &opts);
@@ -161,6 +162,7 @@ fn export_webdataset_depth_png_is_millimetres() {
     write_episode(&data, "ep-a", &Spec::default());
     let opts = WebdatasetOptions {
         max_padding_right: 100,
+        resize: None,
         ..WebdatasetOptions::default()
     };
     run(&[data], &tmp.path().join("out"), &opts);
@@ -289,4 +291,147 @@ fn export_webdataset_same_bytes_twice_whatever_the_workers() {
     // Episodes in id order: the first sample is ep-a's.
     let first = &samples(&tmp.path().join("one"))[0].0;
     assert_eq!(first["episode_id"], "ep-a");
+}
+
+#[test]
+fn export_webdataset_exclude_leaves_channels_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    write_episode(&data, "ep-a", &Spec::default());
+    let out = tmp.path().join("out");
+    let opts = WebdatasetOptions {
+        exclude: vec!["arm/cmd".into(), "*/depth".into()],
+        ..WebdatasetOptions::default()
+    };
+    let meta = run(std::slice::from_ref(&data), &out, &opts);
+    assert_eq!(
+        meta["episodes"][0]["lowdim_keys"],
+        serde_json::json!(["arm/q"])
+    );
+    assert_eq!(
+        meta["episodes"][0]["pictures"],
+        serde_json::json!(["cam/rgb"])
+    );
+    let all = samples(&out);
+    assert!(!all.is_empty());
+    for (_, members) in &all {
+        let exts: Vec<&str> = members.iter().map(|(e, _)| e.as_str()).collect();
+        assert_eq!(
+            exts,
+            [
+                "lowdim.npz",
+                "metadata.json",
+                "language_instructions.json",
+                "cam__rgb_t-1.jpg",
+                "cam__rgb_t0.jpg"
+            ]
+        );
+    }
+    let stats: Value =
+        serde_json::from_slice(&std::fs::read(out.join("stats.json")).unwrap()).unwrap();
+    assert_eq!(
+        stats.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["arm/q"]
+    );
+    // A pattern that matches no channel is refused, naming it; so is an excluded anchor.
+    let opts = WebdatasetOptions {
+        exclude: vec!["arm/qq".into()],
+        ..WebdatasetOptions::default()
+    };
+    let e = export(
+        std::slice::from_ref(&data),
+        &tmp.path().join("o2"),
+        &opts,
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(!e.is_bad_input());
+    assert!(
+        e.to_string().contains("arm/qq") && e.to_string().contains("arm/q, arm/cmd"),
+        "{e}"
+    );
+    let opts = WebdatasetOptions {
+        exclude: vec!["cam/rgb".into()],
+        image: Some("cam/rgb".into()),
+        ..WebdatasetOptions::default()
+    };
+    let e = export(&[data], &tmp.path().join("o3"), &opts, &mut |_| {}).unwrap_err();
+    assert!(e.to_string().contains("--exclude"), "{e}");
+    assert!(!tmp.path().join("o2").exists() && !tmp.path().join("o3").exists());
+}
+
+/// `(width, height)` of a JPEG (libjpeg-turbo reads its header).
+fn jpeg_size(b: &[u8]) -> (usize, usize) {
+    let h = turbojpeg::read_header(b).unwrap();
+    (h.width, h.height)
+}
+
+/// `(width, height)` of a PNG.
+fn png_size(b: &[u8]) -> (usize, usize) {
+    let reader = png::Decoder::new(std::io::Cursor::new(b))
+        .read_info()
+        .unwrap();
+    let info = reader.info();
+    (info.width as usize, info.height as usize)
+}
+
+#[test]
+fn export_webdataset_defaults_follow_the_shardify_seed() {
+    // rd shardify's defaults: the window's stride counts raw frames of the image stream
+    // (stride 3 of 30 Hz frames: 10 Hz, 19 future steps 1.9 s), pictures resized to
+    // 384x384 (Lanczos), a NaN fails the export.
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let spec = Spec::default();
+    write_episode(&data, "ep-a", &spec);
+    let out = tmp.path().join("out");
+    let meta = run(
+        std::slice::from_ref(&data),
+        &out,
+        &WebdatasetOptions::default(),
+    );
+    assert_eq!(meta["episodes"][0]["lowdim_clock"], "stream cam");
+    let got = samples(&out);
+    assert!(!got.is_empty());
+    let last = spec.cam_steps as i64 - 1;
+    for (m, files) in &got {
+        let f = m["anchor_frame"].as_i64().unwrap();
+        let want: Vec<i64> = (-1..=19)
+            .map(|j| cam_t((f + 3 * j).clamp(0, last) as usize))
+            .collect();
+        assert_eq!(m["lowdim_t_ns"], serde_json::json!(want), "frame {f}");
+        for (ext, bytes) in files {
+            if ext.ends_with(".jpg") {
+                assert_eq!(jpeg_size(bytes), (384, 384), "{ext}");
+            } else if ext.ends_with(".png") {
+                assert_eq!(png_size(bytes), (384, 384), "{ext}");
+            }
+        }
+    }
+    let config = std::fs::read_to_string(out.join("preprocessing_config.yaml")).unwrap();
+    for line in [
+        "lowdim_clock: \"anchor\"",
+        "resize: \"384x384\"",
+        "fail_on_nan: true",
+    ] {
+        assert!(config.contains(line), "{line} in {config}");
+    }
+    // A NaN fails the export by default.
+    let nan = tmp.path().join("nan");
+    write_episode(
+        &nan,
+        "ep-n",
+        &Spec {
+            nan_at: Some(100),
+            ..Spec::default()
+        },
+    );
+    let e = export(
+        &[nan],
+        &tmp.path().join("o2"),
+        &WebdatasetOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("non-finite"), "{e}");
 }

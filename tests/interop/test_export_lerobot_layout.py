@@ -79,9 +79,9 @@ def test_export_lerobot_layout(wshard: Any, recorded: Path, tmp_path: Path) -> N
         "timestamp", "frame_index", "episode_index", "index", "task_index",
     }
     assert f["observation.state"] == {
-        "dtype": "float32", "shape": [8], "names": [f"q_{j}" for j in range(7)] + ["gripper"],
+        "dtype": "float32", "shape": [8], "names": [f"joints/q_{j}" for j in range(7)] + ["joints/gripper"],
     }
-    assert f["action"] == {"dtype": "float32", "shape": [7], "names": [f"action_{j}" for j in range(7)]}
+    assert f["action"] == {"dtype": "float32", "shape": [7], "names": [f"joints/action_{j}" for j in range(7)]}
     assert f["timestamp"] == {"dtype": "float32", "shape": [1], "names": None}
     for k in ("frame_index", "episode_index", "index", "task_index"):
         assert f[k] == {"dtype": "int64", "shape": [1], "names": None}

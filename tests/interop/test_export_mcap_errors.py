@@ -24,7 +24,7 @@ def test_export_mcap_damaged_episode_exits_1_and_the_others_are_written(
     r = wshard("export", "mcap", data, "-o", out, check=False)
     assert r.returncode == 1, r.stderr
     assert bad in r.stderr
-    assert sorted(p.name for p in out.iterdir()) == [f"{ie.EPISODES[0]}.mcap"]
+    assert sorted(p.name for p in out.iterdir()) == [".wshard-export.json", f"{ie.EPISODES[0]}.mcap"]
 
 
 def test_export_mcap_usage_errors_exit_2(recorded: Path, wshard: Any, tmp_path: Path) -> None:

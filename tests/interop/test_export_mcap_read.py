@@ -70,7 +70,7 @@ def test_export_mcap_every_message_equals_the_episode(recorded: Path, wshard: An
     reader = need("wshard_reader", "the project's Python reader (tests/all.sh builds and installs it)")
     out = tmp_path / "mcap"
     r = wshard("export", "mcap", recorded, "-o", out)
-    assert sorted(p.name for p in out.iterdir()) == [f"{e}.mcap" for e in ie.EPISODES]
+    assert sorted(p.name for p in out.iterdir()) == [".wshard-export.json"] + [f"{e}.mcap" for e in ie.EPISODES]
     for e in ie.EPISODES:
         assert f"{e}: {out / (e + '.mcap')}" in r.stdout
     for episode in ie.EPISODES:
@@ -177,6 +177,7 @@ def test_export_mcap_same_bytes_every_run_and_refuses_a_non_empty_output(
     _export(wshard, b, recorded, "--workers", "1")
     for episode in ie.EPISODES:
         assert (a / f"{episode}.mcap").read_bytes() == (b / f"{episode}.mcap").read_bytes()
+    assert (a / ".wshard-export.json").read_bytes() == (b / ".wshard-export.json").read_bytes()
     r = wshard("export", "mcap", recorded, "-o", a, check=False)
     assert r.returncode == 2 and "not empty" in r.stderr
     _export(wshard, a, recorded, "--overwrite", "--quiet")

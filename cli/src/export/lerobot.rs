@@ -13,24 +13,30 @@ use crate::Status;
 /// Arguments of `wshard export lerobot`.
 #[derive(Debug, clap::Args)]
 pub struct LerobotArgs {
-    /// Episode directories, or data directories holding them (their finished episodes).
+    /// Episode directories (not one still recording), or data directories holding them
+    /// (their finished episodes).
     #[arg(required = true, value_name = "EPISODE_OR_DATA_DIR")]
     pub inputs: Vec<PathBuf>,
     /// The output directory (the dataset root); refused when not empty unless --overwrite.
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output: PathBuf,
     /// Frames per second of the dataset's clock, a whole number (default: the rate of the
-    /// first picture stream, else of the first exported stream, rounded).
+    /// first picture stream by name, else of the first exported stream, rounded).
     #[arg(long, value_name = "HZ", value_parser = parse_fps)]
     pub fps: Option<u32>,
     /// Channels of observation.state, concatenated in order (STREAM/CHANNEL or CHANNEL;
-    /// repeat or comma-separate). Default: every low-dimensional signal-lane channel.
+    /// repeat or comma-separate). Default: every low-dimensional signal-lane channel, streams
+    /// by name, except integers float32 cannot hold exactly (32/64-bit: times in ns).
     #[arg(long, value_name = "CHANNEL", value_delimiter = ',')]
     pub state: Vec<String>,
     /// Channels of action, as for --state. Default: every low-dimensional action-lane
     /// channel.
     #[arg(long, value_name = "CHANNEL", value_delimiter = ',')]
     pub action: Vec<String>,
+    /// Leave out the channels matching PATTERN (STREAM/CHANNEL, `*` any characters:
+    /// '*/receive_t_ns'); repeat or comma-separate. A pattern matching no channel is refused.
+    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+    pub exclude: Vec<String>,
     /// How low-dimensional channels are resampled onto the clock: hold, nearest or linear
     /// (pictures: nearest).
     #[arg(long, value_name = "POLICY", default_value = "hold", value_parser = parse_policy)]
@@ -48,7 +54,8 @@ pub struct LerobotArgs {
     /// The ffmpeg program.
     #[arg(long, value_name = "PATH", default_value = lerobot::options::DEFAULT_FFMPEG)]
     pub ffmpeg: PathBuf,
-    /// Replace a non-empty output directory.
+    /// Replace an earlier export's output in the output directory (the files its
+    /// .wshard-export.json lists); a directory holding any other file is refused.
     #[arg(long)]
     pub overwrite: bool,
     /// Begin the next data file (at an episode boundary) once one holds this many MB (0: one
@@ -88,6 +95,7 @@ fn options(args: &LerobotArgs) -> LerobotOptions {
         fps: args.fps,
         state: chosen(&args.state),
         action: chosen(&args.action),
+        exclude: args.exclude.clone(),
         lowdim_policy: args.lowdim_policy,
         video_codec: args.vcodec,
         task_label: args.task_event.clone(),

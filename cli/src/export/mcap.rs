@@ -35,12 +35,12 @@ pub enum ImagesArg {
 /// Arguments of `wshard export mcap`.
 #[derive(Debug, clap::Args)]
 pub struct McapArgs {
-    /// Episode directories, or data directories holding them (then every finished
-    /// episode in it).
+    /// Episode directories (not one still recording), or data directories holding them
+    /// (then every finished episode in it).
     #[arg(required = true, value_name = "EPISODE_OR_DATA_DIR")]
     pub inputs: Vec<PathBuf>,
-    /// The output directory: gets `<episode>.mcap` per episode. Must be empty or absent
-    /// unless --overwrite.
+    /// The output directory: gets `<episode>.mcap` per episode, and .wshard-export.json
+    /// listing them. Must be empty or absent unless --overwrite.
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output: PathBuf,
     /// Chunk compression.
@@ -57,7 +57,8 @@ pub struct McapArgs {
     #[arg(long, value_name = "1-100", default_value_t = DEFAULT_JPEG_QUALITY,
           value_parser = clap::value_parser!(u8).range(1..=100))]
     pub jpeg_quality: u8,
-    /// Replace the files of the exported episodes in a non-empty output directory.
+    /// Replace the files of the exported episodes in an output directory exports made (the
+    /// other episodes' files stay); a directory holding a file no export wrote is refused.
     #[arg(long)]
     pub overwrite: bool,
     /// Episodes exported at once (default: the available cores).

@@ -19,10 +19,12 @@ use crate::Status;
 /// Arguments of `wshard export webdataset`.
 #[derive(Debug, clap::Args)]
 pub struct WebdatasetArgs {
-    /// Episode directories, or data directories holding them (their finished episodes).
+    /// Episode directories (not one still recording), or data directories holding them
+    /// (their finished episodes).
     #[arg(required = true, value_name = "EPISODE_OR_DATA_DIR")]
     pub inputs: Vec<PathBuf>,
-    /// The output directory (must be empty or absent, unless --overwrite).
+    /// The output directory (must be empty or absent, unless --overwrite); gets
+    /// .wshard-export.json, the list of the files written.
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output: PathBuf,
     /// Everything else (boxed: the subcommand enum stays small).
@@ -51,7 +53,8 @@ pub struct WebdatasetFlags {
     /// Low-dimensional steps after the anchor.
     #[arg(long, default_value_t = defaults::DEFAULT_FUTURE_STEPS)]
     pub future_lowdim_steps: usize,
-    /// Rows of the low-dimensional clock between window steps.
+    /// Rows of the low-dimensional clock between window steps: by default raw frames of the
+    /// anchor's stream (3 frames of a 30 Hz camera: 10 Hz).
     #[arg(long, default_value_t = defaults::DEFAULT_STRIDE)]
     pub stride: usize,
     /// Most window steps clamped at an episode's start; samples needing more are dropped.
@@ -63,11 +66,12 @@ pub struct WebdatasetFlags {
     /// Samples per tar shard.
     #[arg(long, default_value_t = defaults::DEFAULT_SAMPLES_PER_SHARD)]
     pub samples_per_shard: usize,
-    /// Resize pictures to WIDTHxHEIGHT (colour and mono bilinear, depth nearest).
-    #[arg(long, value_name = "WxH")]
-    pub resize: Option<String>,
-    /// The low-dimensional clock: this stream's timestamps [default: the low-dimensional
-    /// stream with the highest rate].
+    /// Resize pictures to WIDTHxHEIGHT (colour and mono Lanczos, as Pillow; depth nearest),
+    /// or `none` to keep their recorded size.
+    #[arg(long, value_name = "WxH|none", default_value = "384x384")]
+    pub resize: String,
+    /// The low-dimensional clock: this stream's timestamps [default: the anchor picture's
+    /// stream, so --stride counts its raw frames].
     #[arg(long, value_name = "STREAM", conflicts_with = "lowdim_hz")]
     pub lowdim_clock: Option<String>,
     /// The low-dimensional clock: a fixed rate over the episode.
@@ -76,10 +80,13 @@ pub struct WebdatasetFlags {
     /// How low-dimensional values are taken at clock rows: hold, nearest or linear.
     #[arg(long, default_value = "hold")]
     pub policy: String,
-    /// A NaN or infinite low-dimensional value is an error (else its samples are dropped
-    /// and counted).
-    #[arg(long)]
+    /// A NaN or infinite low-dimensional value is an error (the default; kept for scripts).
+    #[arg(long, conflicts_with = "drop_non_finite")]
     pub fail_on_nan: bool,
+    /// Drop (and count) the samples whose window holds a NaN or infinite low-dimensional
+    /// value, instead of failing.
+    #[arg(long)]
+    pub drop_non_finite: bool,
     /// Drop samples whose action channels (all channels if there are none) stay within
     /// --still-threshold of the anchor's value over the window.
     #[arg(long)]
@@ -93,10 +100,15 @@ pub struct WebdatasetFlags {
     /// Encoding threads [default: every core].
     #[arg(long, default_value_t = 0)]
     pub workers: usize,
+    /// Leave out the channels matching PATTERN (STREAM/CHANNEL, `*` any characters:
+    /// '*/receive_t_ns'); repeat or comma-separate. A pattern matching no channel is refused.
+    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+    pub exclude: Vec<String>,
     /// Labels of the text events written to language_instructions.json.
     #[arg(long = "instruction-label", default_value = defaults::DEFAULT_INSTRUCTION_LABEL)]
     pub instruction_labels: Vec<String>,
-    /// Replace a non-empty output directory.
+    /// Replace an earlier export's output in the output directory (the files its
+    /// .wshard-export.json lists); a directory holding any other file is refused.
     #[arg(long)]
     pub overwrite: bool,
     /// No progress output.
@@ -193,7 +205,7 @@ fn options(args: &WebdatasetArgs) -> Result<WebdatasetOptions, WebdatasetError> 
     let lowdim_clock = match (&args.flags.lowdim_clock, args.flags.lowdim_hz) {
         (Some(s), _) => LowdimClock::Stream(s.clone()),
         (None, Some(hz)) => LowdimClock::Rate(hz),
-        (None, None) => LowdimClock::Fastest,
+        (None, None) => LowdimClock::Anchor,
     };
     Ok(WebdatasetOptions {
         image: args.flags.image.clone(),
@@ -204,16 +216,17 @@ fn options(args: &WebdatasetArgs) -> Result<WebdatasetOptions, WebdatasetError> 
         max_padding_left: args.flags.max_padding_left,
         max_padding_right: args.flags.max_padding_right,
         samples_per_shard: args.flags.samples_per_shard,
-        resize: args.flags.resize.as_deref().map(parse_resize).transpose()?,
+        resize: parse_resize(&args.flags.resize)?,
         lowdim_clock,
         policy,
-        fail_on_nan: args.flags.fail_on_nan,
+        fail_on_nan: !args.flags.drop_non_finite,
         filter_still_samples: args.flags.filter_still_samples,
         still_threshold: args.flags.still_threshold,
         max_episodes: args.flags.max_episodes,
         workers: args.flags.workers,
         overwrite: args.flags.overwrite,
         instruction_labels: args.flags.instruction_labels.clone(),
+        exclude: args.flags.exclude.clone(),
     })
 }
 
@@ -293,7 +306,7 @@ impl<W: Write> Reporter<'_, W> {
 }
 
 /// Run the export; the exit code: 0 done, 1 an episode could not be read or holds bad
-/// values, 2 usage or I/O error.
+/// values, 2 usage or I/O error (inputs naming nothing to export, the output directory).
 pub fn run(args: &WebdatasetArgs, out: &mut impl Write, err: &mut impl Write) -> u8 {
     let result = options(args).and_then(|opts| {
         let mut reporter = Reporter {

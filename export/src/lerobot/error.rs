@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use wshard::align::AlignError;
 use wshard::episode_dir::EpisodeDirError;
 
+use crate::channel_filter::ExcludeError;
 use crate::inputs::InputsError;
+use crate::output_marker::MarkerError;
 use crate::partial_output::OutputError;
 
 /// A LeRobot export that could not be made.
@@ -42,6 +44,17 @@ pub enum LerobotError {
         feature: &'static str,
         key: String,
         reason: String,
+    },
+    /// `--exclude` cannot be applied.
+    #[error(transparent)]
+    Exclude(#[from] ExcludeError),
+    /// An integer value of a vector channel that float32 cannot hold exactly.
+    #[error("episode {episode}: channel `{channel}`: value {value} at frame {frame} is not exactly a float32 (LeRobot's vector dtype holds integers up to 2^24 exactly); leave the channel out of --state/--action or --exclude it")]
+    NotFloat32 {
+        episode: String,
+        channel: String,
+        frame: usize,
+        value: f64,
     },
     /// Nothing to export: no state, action or picture channel.
     #[error("episode {episode}: no channel to export (no low-dimensional signal or action channel, no colour or mono picture; channels: {available})")]
@@ -80,6 +93,10 @@ pub enum LerobotError {
     /// The output directory holds something already.
     #[error("output {dir} is not empty (pass --overwrite to replace it)")]
     OutputNotEmpty { dir: PathBuf },
+    /// With `overwrite`, an output directory no export made, or one holding a file its
+    /// export did not write (`crate::output_marker`); nothing in it is removed.
+    #[error(transparent)]
+    Output(#[from] MarkerError),
     /// A file-system operation failed.
     #[error("{op} {path}: {source}")]
     Io {
@@ -113,19 +130,21 @@ pub enum LerobotError {
 
 /// A feature of an episode that differs from the first episode's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("episode {episode}: feature `{feature}` is {found}, episode {first} has {expected} (one dataset has one set of features)")]
+#[error("episode {episode}: feature `{feature}` differs from episode {first}'s: {cause} (one dataset has one set of features; --state, --action and --exclude choose its channels)")]
 pub struct FeatureMismatch {
     pub episode: String,
     pub first: String,
     pub feature: String,
-    pub expected: String,
-    pub found: String,
+    /// What differs, in a few words (the channels only one episode has, a width, a picture
+    /// size, the order).
+    pub cause: String,
 }
 
 impl From<OutputError> for LerobotError {
     fn from(e: OutputError) -> Self {
         match e {
             OutputError::NotEmpty { dir } => Self::OutputNotEmpty { dir },
+            OutputError::NotReplaceable(e) => Self::Output(e),
             OutputError::Io { op, path, source } => Self::Io { op, path, source },
         }
     }
@@ -152,6 +171,7 @@ impl LerobotError {
                 | Self::NoRate { .. }
                 | Self::NoChannels { .. }
                 | Self::FeatureMismatch(_)
+                | Self::NotFloat32 { .. }
                 | Self::NoOverlap { .. }
                 | Self::MissingStep { .. }
         )

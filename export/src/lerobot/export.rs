@@ -3,9 +3,10 @@
 use std::path::{Path, PathBuf};
 
 use super::episode::{write_episode, Progress};
-use super::error::{FeatureMismatch, LerobotError};
+use super::error::LerobotError;
 use super::frames::{align_frames, default_fps};
 use super::meta::{self, Totals, VideoInfo};
+use super::mismatch::check_same;
 use super::options::{check_fps, LerobotOptions, VideoCodec};
 use super::output;
 use super::select::{plan, Plan};
@@ -13,6 +14,7 @@ use super::sinks::{DataSink, VideoSettings, VideoSink};
 use super::stats::FeatureStats;
 use super::tables::{data_schema, write_episodes, write_tasks, EpisodeRow};
 use super::video::{pix_fmt, probe};
+use crate::channel_filter::ChannelFilter;
 use crate::inputs::{resolve_inputs, InputsError, Skipped};
 use wshard::episode_dir::EpisodeDir;
 
@@ -42,30 +44,6 @@ fn open(dir: &Path) -> Result<EpisodeDir, LerobotError> {
 /// One episode done: `(position, total, episode id, frames)`.
 pub type OnEpisode<'a> = dyn FnMut(usize, usize, &str, usize) + 'a;
 
-fn check_same(first: &str, plan0: &Plan, id: &str, plan: &Plan) -> Result<(), LerobotError> {
-    let a = plan0.signature();
-    let b = plan.signature();
-    if a == b {
-        return Ok(());
-    }
-    let missing = || "absent".to_owned();
-    let keys: Vec<&String> = a.iter().chain(b.iter()).map(|(k, _)| k).collect();
-    for key in keys {
-        let ea = a.iter().find(|(k, _)| k == key).map(|(_, d)| d.clone());
-        let eb = b.iter().find(|(k, _)| k == key).map(|(_, d)| d.clone());
-        if ea != eb {
-            return Err(LerobotError::FeatureMismatch(Box::new(FeatureMismatch {
-                episode: id.to_owned(),
-                first: first.to_owned(),
-                feature: key.clone(),
-                expected: ea.unwrap_or_else(missing),
-                found: eb.unwrap_or_else(missing),
-            })));
-        }
-    }
-    Ok(())
-}
-
 /// Export the episodes of `inputs` as one LeRobotDataset v3 at `output`.
 ///
 /// # Errors
@@ -87,9 +65,11 @@ pub fn export(
         .map(|e| open(&e.dir))
         .collect::<Result<Vec<_>, _>>()?;
     let Some(first) = episodes.first() else {
-        return Err(InputsError::no_episodes(inputs).into());
+        return Err(InputsError::no_episodes(inputs, resolved.skipped.clone()).into());
     };
-    let plan0 = plan(first, opts)?;
+    let exclude = ChannelFilter::new(&opts.exclude)?;
+    exclude.check_used(&episodes)?;
+    let plan0 = plan(first, opts, &exclude)?;
     let fps = match opts.fps {
         Some(f) => f,
         None => default_fps(first, &plan0)?,
@@ -105,7 +85,15 @@ pub fn export(
         probe(&opts.ffmpeg)?;
     }
     let partial = output::prepare(output, opts.overwrite)?;
-    let result = write_dataset(&partial, &episodes, &plan0, fps, &infos, opts, on_episode);
+    let result = write_dataset(
+        &partial,
+        &episodes,
+        (&plan0, &exclude),
+        fps,
+        &infos,
+        opts,
+        on_episode,
+    );
     match result {
         Ok(totals) => {
             output::commit(&partial, output)?;
@@ -130,7 +118,7 @@ pub fn export(
 fn write_dataset(
     root: &Path,
     episodes: &[wshard::episode_dir::EpisodeDir],
-    plan0: &Plan,
+    (plan0, exclude): (&Plan, &ChannelFilter),
     fps: u32,
     infos: &[VideoInfo],
     opts: &LerobotOptions,
@@ -168,7 +156,7 @@ fn write_dataset(
     let mut progress = Progress::default();
     let mut rows: Vec<EpisodeRow> = Vec::with_capacity(episodes.len());
     for (i, episode) in episodes.iter().enumerate() {
-        let p = plan(episode, opts)?;
+        let p = plan(episode, opts, exclude)?;
         check_same(&first_id, plan0, episode.episode_id(), &p)?;
         let frames = align_frames(episode, &p, fps, opts.lowdim_policy)?;
         let index = i64::try_from(i).unwrap_or(i64::MAX);

@@ -2,7 +2,8 @@
 //! time every exported stream covers (from the latest first timestamp to the earliest last
 //! one), low-dimensional channels resampled with `wshard::align` (`hold` by default) and
 //! converted to float32, pictures picked `nearest` (their source rows only: the pixels are
-//! read one frame at a time when the video is written).
+//! read one frame at a time when the video is written). An integer too large for float32
+//! to hold exactly (a time in ns) is an error, never rounded silently.
 
 use wshard::align::{align_episode, AlignOptions, Clock, Policy};
 use wshard::episode::Timebase;
@@ -10,7 +11,7 @@ use wshard::episode_dir::EpisodeDir;
 
 use super::error::LerobotError;
 use super::options::check_fps;
-use super::select::{Plan, VectorFeature};
+use super::select::{wider_than_float32, Plan, VectorFeature, FLOAT32_EXACT_INTEGERS};
 
 /// Nanoseconds per second.
 const NS_PER_S: f64 = 1e9;
@@ -50,8 +51,8 @@ fn stream_hz(timebase: Option<Timebase>) -> Option<f64> {
     }
 }
 
-/// The default fps: the rate of the first picture stream (else of the first exported
-/// stream), rounded to a whole number.
+/// The default fps: the rate of the first picture stream in the plan's canonical order
+/// (streams by name; else of the first exported stream), rounded to a whole number.
 ///
 /// # Errors
 /// [`LerobotError::NoRate`] when that stream says no rate, [`LerobotError::BadFps`] when
@@ -98,9 +99,15 @@ fn overlap(episode: &EpisodeDir, streams: &[String]) -> Result<(i64, i64), Lerob
     }
 }
 
-fn vector_values(table: &wshard::align::AlignedTable, feature: Option<&VectorFeature>) -> Vec<f32> {
+/// The float32 values of `feature`, frame by frame. An integer value float32 does not hold
+/// exactly (beyond 2^24: a time in ns) is refused, never rounded silently.
+fn vector_values(
+    episode: &str,
+    table: &wshard::align::AlignedTable,
+    feature: Option<&VectorFeature>,
+) -> Result<Vec<f32>, LerobotError> {
     let Some(feature) = feature else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let mut out = Vec::with_capacity(table.rows() * feature.dim());
     for row in 0..table.rows() {
@@ -109,18 +116,26 @@ fn vector_values(table: &wshard::align::AlignedTable, feature: Option<&VectorFea
                 continue;
             };
             let size = col.dtype.size();
-            if let Some(bytes) = col.row(row) {
+            let Some(bytes) = col.row(row) else {
+                continue;
+            };
+            for e in bytes.chunks_exact(size) {
+                let v = col.dtype.element_f64(e);
+                if wider_than_float32(c.dtype) && v.abs() > FLOAT32_EXACT_INTEGERS {
+                    return Err(LerobotError::NotFloat32 {
+                        episode: episode.to_owned(),
+                        channel: c.key(),
+                        frame: row,
+                        value: v,
+                    });
+                }
                 // float32 is LeRobot's dtype for every vector feature.
                 #[allow(clippy::cast_possible_truncation)]
-                out.extend(
-                    bytes
-                        .chunks_exact(size)
-                        .map(|e| col.dtype.element_f64(e) as f32),
-                );
+                out.push(v as f32);
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// Align `episode` onto `fps` as `plan` says.
@@ -154,8 +169,8 @@ pub fn align_frames(
         opts.default_policy = lowdim_policy;
         opts.channels = Some(vector_keys);
         let table = align_episode(episode, &opts).map_err(align_err)?;
-        frames.state = vector_values(&table, plan.state.as_ref());
-        frames.action = vector_values(&table, plan.action.as_ref());
+        frames.state = vector_values(id, &table, plan.state.as_ref())?;
+        frames.action = vector_values(id, &table, plan.action.as_ref())?;
         frames.t_ns = table.t_ns;
     }
     if !plan.videos.is_empty() {

@@ -11,7 +11,9 @@
 //! ```
 //!
 //! - [`options`]: what is asked (fps, state/action channels, codec, ...).
-//! - `crate::inputs`: which episodes; [`select`]: which channels become which feature.
+//! - `crate::inputs`: which episodes; [`select`]: which channels become which feature
+//!   (`crate::channel_filter`: `--exclude`); [`mismatch`]: every episode has the first one's
+//!   features, or the error says what differs.
 //! - [`frames`]: an episode on the fixed-rate clock (`wshard::align`).
 //! - [`tasks`]: each frame's task from the episode's `instruction` events.
 //! - [`stats`]: the statistics; [`tables`]: the Parquet tables; [`video`]: ffmpeg;
@@ -26,6 +28,7 @@ pub mod error;
 pub mod export;
 pub mod frames;
 pub mod meta;
+pub mod mismatch;
 pub mod options;
 pub mod output;
 pub mod select;

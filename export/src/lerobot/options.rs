@@ -74,6 +74,9 @@ pub struct LerobotOptions {
     /// Channels of `action`, as for `state`; `None`: every low-dimensional action-lane
     /// channel.
     pub action: Option<Vec<String>>,
+    /// Channels left out of every feature (`crate::channel_filter` patterns over
+    /// `STREAM/CHANNEL`).
+    pub exclude: Vec<String>,
     /// How low-dimensional channels are resampled onto the clock (pictures: `nearest`).
     pub lowdim_policy: Policy,
     pub video_codec: VideoCodec,
@@ -98,6 +101,7 @@ impl Default for LerobotOptions {
             fps: None,
             state: None,
             action: None,
+            exclude: Vec::new(),
             lowdim_policy: Policy::Hold,
             video_codec: VideoCodec::H264,
             task_label: DEFAULT_TASK_LABEL.to_owned(),

@@ -7,12 +7,16 @@ use std::path::{Path, PathBuf};
 use super::error::LerobotError;
 use crate::partial_output;
 
+/// The export's name in the output's marker (`crate::output_marker`) and in the partial
+/// directory's name when the output has none.
+const EXPORT: &str = "lerobot";
+
 /// Check `output` and create the partial directory the export writes into.
 ///
 /// # Errors
 /// [`LerobotError::OutputNotEmpty`], I/O errors.
 pub fn prepare(output: &Path, overwrite: bool) -> Result<PathBuf, LerobotError> {
-    Ok(partial_output::begin(output, overwrite, "lerobot")?)
+    Ok(partial_output::begin(output, overwrite, EXPORT)?)
 }
 
 /// Move the finished `partial` directory to `output` (replacing what is there).
@@ -20,7 +24,7 @@ pub fn prepare(output: &Path, overwrite: bool) -> Result<PathBuf, LerobotError> 
 /// # Errors
 /// I/O errors.
 pub fn commit(partial: &Path, output: &Path) -> Result<(), LerobotError> {
-    Ok(partial_output::commit(partial, output)?)
+    Ok(partial_output::commit(partial, output, EXPORT)?)
 }
 
 pub use partial_output::abandon;

@@ -1,13 +1,21 @@
 //! Which channels become which LeRobot feature: `observation.state` (low-dimensional
 //! signal-lane channels, concatenated), `action` (action-lane channels), one video
 //! `observation.images.<stream>_<channel>` per colour or mono picture channel; depth is left
-//! out (LeRobot videos are 8-bit).
+//! out (LeRobot videos are 8-bit), and so are, by default, integer channels float32 cannot
+//! hold exactly (the ROS bridge's `receive_t_ns` times).
+//!
+//! Channels are taken in canonical order, streams by name (each stream's channels in their
+//! recorded order), not in the order the streams joined the episode: two recordings of one
+//! robot have the same features whichever producer started first. Element names are
+//! `STREAM/CHANNEL` (or `STREAM/CHANNEL_i`), unique even when several streams have a channel
+//! of one name. `--exclude` patterns (`crate::channel_filter`) leave channels out first.
 
 use wshard::episode::DType;
 use wshard::episode_dir::EpisodeDir;
 
 use super::error::LerobotError;
 use super::options::LerobotOptions;
+use crate::channel_filter::ChannelFilter;
 use crate::channel_kind::ChannelKind;
 
 /// The feature key of the state vector.
@@ -16,6 +24,19 @@ pub const STATE_KEY: &str = "observation.state";
 pub const ACTION_KEY: &str = "action";
 /// The prefix of picture features.
 pub const IMAGES_PREFIX: &str = "observation.images.";
+
+/// Every integer of at most this magnitude is exactly a float32 (its significand has 24
+/// bits); larger integer values are refused in a vector feature.
+pub const FLOAT32_EXACT_INTEGERS: f64 = 16_777_216.0;
+
+/// Why a wide integer channel is not in a default feature.
+const WIDE_INTEGER_LEFT_OUT: &str = "an integer wider than 24 bits: float32 (LeRobot's vector dtype) cannot hold its values exactly (a time in ns would become a constant); name it in --state/--action to convert it anyway (values beyond 2^24 are refused), or --exclude it";
+
+/// Whether `dtype` is an integer float32 does not hold every value of (32 and 64 bits).
+#[must_use]
+pub fn wider_than_float32(dtype: DType) -> bool {
+    matches!(dtype, DType::I32 | DType::U32 | DType::I64 | DType::U64)
+}
 
 /// One channel of an episode.
 #[derive(Clone, Debug, PartialEq)]
@@ -50,7 +71,8 @@ impl ChannelRef {
 pub struct VectorFeature {
     pub key: &'static str,
     pub channels: Vec<ChannelRef>,
-    /// One name per element: `CHANNEL` for a one-element channel, else `CHANNEL_i`.
+    /// One name per element: `STREAM/CHANNEL` for a one-element channel, else
+    /// `STREAM/CHANNEL_i`.
     pub names: Vec<String>,
 }
 
@@ -79,7 +101,8 @@ pub struct Plan {
     pub state: Option<VectorFeature>,
     pub action: Option<VectorFeature>,
     pub videos: Vec<VideoFeature>,
-    /// Picture channels left out (`STREAM/CHANNEL`, why).
+    /// Channels left out of the default features (`STREAM/CHANNEL`, why): depth pictures,
+    /// wide integers.
     pub left_out: Vec<(String, &'static str)>,
 }
 
@@ -87,22 +110,6 @@ impl Plan {
     /// The vector features present.
     pub fn vectors(&self) -> impl Iterator<Item = &VectorFeature> {
         self.state.iter().chain(self.action.iter())
-    }
-
-    /// `(feature, description)` pairs that must be equal for every episode of a dataset.
-    #[must_use]
-    pub fn signature(&self) -> Vec<(String, String)> {
-        let mut out = Vec::new();
-        for v in self.vectors() {
-            out.push((
-                v.key.to_owned(),
-                format!("float32[{}] {:?}", v.dim(), v.names),
-            ));
-        }
-        for v in &self.videos {
-            out.push((v.key.clone(), format!("a {}x{}x3 video", v.height, v.width)));
-        }
-        out
     }
 
     /// The streams the features read, in first-use order.
@@ -122,14 +129,20 @@ impl Plan {
     }
 }
 
-/// Every channel of `episode`, in episode order (stream, then channel).
-fn channels(episode: &EpisodeDir) -> Vec<ChannelRef> {
+/// Every channel of `episode` that `exclude` keeps, in canonical order: streams by name,
+/// each stream's channels in their order.
+fn channels(episode: &EpisodeDir, exclude: &ChannelFilter) -> Vec<ChannelRef> {
+    let mut streams: Vec<_> = episode.streams().iter().collect();
+    streams.sort_by(|a, b| a.name.cmp(&b.name));
     let mut out = Vec::new();
-    for s in episode.streams() {
+    for s in streams {
         for c in &s.channels {
             let Ok(dtype) = DType::parse(&c.dtype) else {
                 continue;
             };
+            if exclude.excludes(&s.name, &c.name) {
+                continue;
+            }
             out.push(ChannelRef {
                 stream: s.name.clone(),
                 channel: c.name.clone(),
@@ -191,12 +204,17 @@ fn element_names(channels: &[ChannelRef]) -> Vec<String> {
     for c in channels {
         let n = c.elements();
         if n == 1 {
-            names.push(c.channel.clone());
+            names.push(c.key());
         } else {
-            names.extend((0..n).map(|i| format!("{}_{i}", c.channel)));
+            names.extend((0..n).map(|i| format!("{}_{i}", c.key())));
         }
     }
     names
+}
+
+/// Whether `c` is in a default vector feature of `lane`.
+fn default_vector(c: &ChannelRef, lane: &str) -> bool {
+    c.lane == lane && !c.kind.is_picture() && c.dtype != DType::Bool && !wider_than_float32(c.dtype)
 }
 
 fn vector(
@@ -214,7 +232,7 @@ fn vector(
             .collect::<Result<_, _>>()?,
         None => all
             .iter()
-            .filter(|c| c.lane == lane && !c.kind.is_picture() && c.dtype != DType::Bool)
+            .filter(|c| default_vector(c, lane))
             .cloned()
             .collect(),
     };
@@ -233,9 +251,13 @@ fn vector(
 /// # Errors
 /// [`LerobotError::BadChannel`] for a `--state` / `--action` key naming no vector channel,
 /// [`LerobotError::NoChannels`] when nothing would be exported.
-pub fn plan(episode: &EpisodeDir, opts: &LerobotOptions) -> Result<Plan, LerobotError> {
+pub fn plan(
+    episode: &EpisodeDir,
+    opts: &LerobotOptions,
+    exclude: &ChannelFilter,
+) -> Result<Plan, LerobotError> {
     let id = episode.episode_id();
-    let all = channels(episode);
+    let all = channels(episode, exclude);
     let state = vector(
         id,
         STATE_KEY,
@@ -269,7 +291,17 @@ pub fn plan(episode: &EpisodeDir, opts: &LerobotOptions) -> Result<Plan, Lerobot
                 c.key(),
                 "depth: LeRobot videos are 8-bit, a depth picture does not fit one",
             )),
-            ChannelKind::LowDim => {}
+            ChannelKind::LowDim => {
+                // A wide integer the default feature of its lane would have taken.
+                let by_default = match c.lane.as_str() {
+                    "signal" => opts.state.is_none(),
+                    "action" => opts.action.is_none(),
+                    _ => false,
+                };
+                if wider_than_float32(c.dtype) && by_default {
+                    left_out.push((c.key(), WIDE_INTEGER_LEFT_OUT));
+                }
+            }
         }
     }
     if state.is_none() && action.is_none() && videos.is_empty() {

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use wshard::episode_dir::EpisodeDirError;
 
 use crate::inputs::InputsError;
+use crate::output_marker::MarkerError;
 
 /// An MCAP export error.
 #[derive(Debug, thiserror::Error)]
@@ -15,8 +16,12 @@ pub enum McapError {
     #[error(transparent)]
     Inputs(#[from] InputsError),
     /// The output directory already holds files.
-    #[error("output directory {} is not empty (--overwrite replaces the files of the episodes exported)", dir.display())]
+    #[error("output directory {} is not empty (pass --overwrite to replace the output of an export there)", dir.display())]
     OutputNotEmpty { dir: PathBuf },
+    /// With `overwrite`, an output directory no export made, or one holding a file its
+    /// export did not write (`crate::output_marker`); nothing in it is removed.
+    #[error(transparent)]
+    Output(#[from] MarkerError),
     /// A file-system call failed.
     #[error("{op} {}: {source}", path.display())]
     Io {

@@ -6,8 +6,10 @@
 //!   first picture channel of any kind, [`crate::channel_kind`]).
 //! - Other picture channels of the anchor's stream take the same frame; picture channels of
 //!   other streams take their frame nearest in time to it (at equal distance the earlier).
+//! - `--exclude` patterns (`crate::channel_filter`) leave channels out of all of this.
 //! - Low-dimensional channels (every non-picture channel of every stream) are aligned with
-//!   `wshard::align` on the low-dimensional clock ([`LowdimClock`]) with the chosen policy
+//!   `wshard::align` on the low-dimensional clock ([`LowdimClock`]: by default the anchor
+//!   stream's frames, so window steps count raw frames) with the chosen policy
 //!   (hold: the last sample at or before each row); rows before every channel has a sample
 //!   are dropped (the aligned view's "drop invalid rows").
 
@@ -18,6 +20,7 @@ use wshard::episode::DType;
 use wshard::episode_dir::events::EventData;
 use wshard::episode_dir::{EpisodeDir, StreamData, StreamInfo};
 
+use crate::channel_filter::ChannelFilter;
 use crate::channel_kind::ChannelKind;
 
 use super::error::WebdatasetError;
@@ -97,8 +100,11 @@ pub fn file_stem(stream: &str, channel: &str) -> String {
         .collect()
 }
 
-/// `(stream, channel, kind)` of every picture channel, in stream order.
-fn picture_channels(streams: &[StreamInfo]) -> Vec<(String, String, ChannelKind)> {
+/// `(stream, channel, kind)` of every picture channel `exclude` keeps, in stream order.
+fn picture_channels(
+    streams: &[StreamInfo],
+    exclude: &ChannelFilter,
+) -> Vec<(String, String, ChannelKind)> {
     streams
         .iter()
         .flat_map(|s| {
@@ -106,7 +112,7 @@ fn picture_channels(streams: &[StreamInfo]) -> Vec<(String, String, ChannelKind)
                 .iter()
                 .map(|c| (s.name.clone(), c.name.clone(), kind_of(c)))
         })
-        .filter(|(_, _, k)| k.is_picture())
+        .filter(|(s, c, k)| k.is_picture() && !exclude.excludes(s, c))
         .collect()
 }
 
@@ -115,6 +121,7 @@ fn choose_anchor(
     dir: &EpisodeDir,
     pictures: &[(String, String, ChannelKind)],
     spec: Option<&str>,
+    exclude: &ChannelFilter,
 ) -> Result<(String, String), WebdatasetError> {
     let Some(spec) = spec else {
         let first = pictures
@@ -127,6 +134,12 @@ fn choose_anchor(
         return Ok((first.0.clone(), first.1.clone()));
     };
     let (stream, channel) = spec.split_once('/').unwrap_or((spec, ""));
+    if exclude.excludes(stream, channel) {
+        return Err(WebdatasetError::BadOption {
+            option: "image",
+            message: format!("{spec} is left out by --exclude"),
+        });
+    }
     let entry = dir
         .stream(stream)
         .and_then(|s| s.channels.iter().find(|c| c.name == channel));
@@ -152,29 +165,22 @@ fn choose_anchor(
     Ok((stream.to_owned(), channel.to_owned()))
 }
 
-#[allow(clippy::cast_precision_loss)]
-fn rate_of(s: &StreamInfo) -> f64 {
-    match (s.first_t_ns, s.last_t_ns) {
-        (Some(a), Some(b)) if b > a && s.steps > 1 => (s.steps - 1) as f64 / (b - a) as f64,
-        _ => 0.0,
-    }
-}
-
+/// The low-dimensional clock: the anchor stream's frames (the default: window steps count
+/// raw frames), a stream's timestamps, or a fixed rate.
 fn lowdim_clock(
     episode: &str,
     dir: &EpisodeDir,
     opts: &WebdatasetOptions,
+    anchor_stream: &str,
 ) -> Result<(Clock, String), WebdatasetError> {
-    let has_lowdim = |s: &&StreamInfo| s.channels.iter().any(|c| !kind_of(c).is_picture());
     match &opts.lowdim_clock {
         LowdimClock::Rate(hz) => Ok((Clock::rate(*hz), format!("rate {hz} Hz"))),
+        LowdimClock::Anchor => Ok((
+            Clock::Stream(anchor_stream.to_owned()),
+            format!("stream {anchor_stream}"),
+        )),
         LowdimClock::Stream(name) => {
-            if dir
-                .streams()
-                .iter()
-                .filter(has_lowdim)
-                .any(|s| s.name == *name)
-            {
+            if dir.stream(name).is_some() {
                 Ok((Clock::Stream(name.clone()), format!("stream {name}")))
             } else {
                 Err(WebdatasetError::UnknownLowdimClock {
@@ -183,24 +189,11 @@ fn lowdim_clock(
                     available: dir
                         .streams()
                         .iter()
-                        .filter(has_lowdim)
                         .map(|s| s.name.as_str())
                         .collect::<Vec<_>>()
                         .join(", "),
                 })
             }
-        }
-        LowdimClock::Fastest => {
-            let mut best: Option<&StreamInfo> = None;
-            for s in dir.streams().iter().filter(has_lowdim) {
-                if best.map_or(true, |b| rate_of(s) > rate_of(b)) {
-                    best = Some(s);
-                }
-            }
-            let s = best.ok_or_else(|| WebdatasetError::NoLowDim {
-                episode: episode.to_owned(),
-            })?;
-            Ok((Clock::Stream(s.name.clone()), format!("stream {}", s.name)))
         }
     }
 }
@@ -223,23 +216,24 @@ fn instructions(dir: &EpisodeDir, labels: &[String]) -> Vec<String> {
 #[allow(clippy::too_many_lines)]
 pub fn load(dir: &EpisodeDir, opts: &WebdatasetOptions) -> Result<LoadedEpisode, WebdatasetError> {
     let id = dir.episode_id().to_owned();
-    let pictures_found = picture_channels(dir.streams());
+    let exclude = ChannelFilter::new(&opts.exclude)?;
+    let pictures_found = picture_channels(dir.streams(), &exclude);
     let (anchor_stream, anchor_channel) =
-        choose_anchor(&id, dir, &pictures_found, opts.image.as_deref())?;
+        choose_anchor(&id, dir, &pictures_found, opts.image.as_deref(), &exclude)?;
     let lowdim_names: Vec<String> = dir
         .streams()
         .iter()
         .flat_map(|s| {
             s.channels
                 .iter()
-                .filter(|c| !kind_of(c).is_picture())
+                .filter(|c| !kind_of(c).is_picture() && !exclude.excludes(&s.name, &c.name))
                 .map(|c| format!("{}/{}", s.name, c.name))
         })
         .collect();
     if lowdim_names.is_empty() {
         return Err(WebdatasetError::NoLowDim { episode: id });
     }
-    let (clock, clock_text) = lowdim_clock(&id, dir, opts)?;
+    let (clock, clock_text) = lowdim_clock(&id, dir, opts, &anchor_stream)?;
     let mut align = AlignOptions::new(clock).with_invalid_rows(InvalidRows::Drop);
     align.default_policy = opts.policy;
     align.channels = Some(lowdim_names);

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use wshard::align::AlignError;
 use wshard::episode_dir::EpisodeDirError;
 
-use crate::inputs::{InputsError, OP_LIST};
+use crate::channel_filter::ExcludeError;
+use crate::inputs::InputsError;
+use crate::output_marker::MarkerError;
 use crate::partial_output::OutputError;
 
 /// A failed WebDataset export.
@@ -18,6 +20,9 @@ pub enum WebdatasetError {
         option: &'static str,
         message: String,
     },
+    /// `--exclude` cannot be applied.
+    #[error(transparent)]
+    Exclude(#[from] ExcludeError),
     /// The inputs name no episodes to export (`crate::inputs`).
     #[error(transparent)]
     Inputs(#[from] InputsError),
@@ -56,8 +61,10 @@ pub enum WebdatasetError {
     /// The episode has no low-dimensional channel.
     #[error("episode {episode}: no low-dimensional channel (every channel is a picture)")]
     NoLowDim { episode: String },
-    /// `--lowdim-clock` names no stream holding low-dimensional channels.
-    #[error("episode {episode}: --lowdim-clock {stream}: no stream of that name with low-dimensional channels (streams: {available})")]
+    /// `--lowdim-clock` names no stream of the episode.
+    #[error(
+        "episode {episode}: --lowdim-clock {stream}: no stream of that name (streams: {available})"
+    )]
     UnknownLowdimClock {
         episode: String,
         stream: String,
@@ -66,7 +73,7 @@ pub enum WebdatasetError {
     /// A picture stream without frames.
     #[error("episode {episode}: picture stream {stream} has no frames")]
     EmptyPictureStream { episode: String, stream: String },
-    /// A NaN or infinite value in a sample's window, with `--fail-on-nan`.
+    /// A NaN or infinite value in a sample's window (unless `--drop-non-finite`).
     #[error("episode {episode}: channel {channel}: non-finite value {value} at low-dimensional row {row} (t_ns {t_ns}) of the sample anchored at frame {anchor}")]
     NonFinite {
         episode: String,
@@ -104,6 +111,10 @@ pub enum WebdatasetError {
     /// The output directory exists and is not empty (without `overwrite`).
     #[error("output directory {path} is not empty (pass --overwrite to replace it)")]
     OutputNotEmpty { path: PathBuf },
+    /// With `overwrite`, an output directory no export made, or one holding a file its
+    /// export did not write (`crate::output_marker`); nothing in it is removed.
+    #[error(transparent)]
+    Output(#[from] MarkerError),
     /// A file system operation failed.
     #[error("{op} {path}: {source}")]
     Io {
@@ -118,6 +129,7 @@ impl From<OutputError> for WebdatasetError {
     fn from(e: OutputError) -> Self {
         match e {
             OutputError::NotEmpty { dir } => Self::OutputNotEmpty { path: dir },
+            OutputError::NotReplaceable(e) => Self::Output(e),
             OutputError::Io { op, path, source } => Self::Io { op, path, source },
         }
     }
@@ -133,19 +145,20 @@ impl WebdatasetError {
         }
     }
 
-    /// True when the error is about the input data (an episode that cannot be read or
-    /// holds bad values, an input that is not there or holds no episode), false for usage
-    /// and I/O errors (a directory that cannot be listed, an episode given twice).
+    /// True when the error is about an episode's data (an episode that cannot be read or
+    /// holds bad values), false for usage and I/O errors (inputs naming nothing to export:
+    /// a path that is not there, no finished episode, an episode still recording, one
+    /// given twice; options; the output directory).
     #[must_use]
     pub fn is_bad_input(&self) -> bool {
         !matches!(
             self,
             Self::BadOption { .. }
+                | Self::Exclude(_)
                 | Self::OutputNotEmpty { .. }
+                | Self::Output(_)
                 | Self::Io { .. }
-                | Self::Inputs(
-                    InputsError::Io { op: OP_LIST, .. } | InputsError::DuplicateEpisode { .. }
-                )
+                | Self::Inputs(_)
         )
     }
 }

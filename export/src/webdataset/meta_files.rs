@@ -26,7 +26,7 @@ fn yaml(v: &Value) -> String {
 #[must_use]
 pub fn preprocessing_config(opts: &WebdatasetOptions) -> String {
     let (clock, hz) = match &opts.lowdim_clock {
-        LowdimClock::Fastest => ("fastest".to_owned(), Value::Null),
+        LowdimClock::Anchor => ("anchor".to_owned(), Value::Null),
         LowdimClock::Stream(s) => (format!("stream:{s}"), Value::Null),
         LowdimClock::Rate(hz) => ("rate".to_owned(), json!(hz)),
     };
@@ -57,6 +57,7 @@ pub fn preprocessing_config(opts: &WebdatasetOptions) -> String {
         ("still_threshold", json!(opts.still_threshold)),
         ("max_episodes", json!(opts.max_episodes)),
         ("instruction_labels", json!(opts.instruction_labels)),
+        ("exclude", json!(opts.exclude)),
     ];
     let mut out = String::from("# wshard export webdataset: the options of this export\n");
     for (k, v) in fields {

@@ -1,5 +1,7 @@
 //! What a WebDataset export is asked for, with the defaults of the documented layout
-//! (docs/EXPORT.md, "WebDataset").
+//! (docs/EXPORT.md, "WebDataset"): those of `rd shardify`, the exporter the layout comes
+//! from (window steps `stride` raw frames of the anchor's stream apart, pictures resized to
+//! 384x384 with Lanczos, a non-finite value fails the export).
 
 use wshard::align::Policy;
 
@@ -9,7 +11,8 @@ use super::error::WebdatasetError;
 pub const DEFAULT_PAST_STEPS: usize = 1;
 /// Default steps after the anchor in the low-dimensional window.
 pub const DEFAULT_FUTURE_STEPS: usize = 19;
-/// Default spacing of window steps, in rows of the low-dimensional clock.
+/// Default spacing of window steps, in rows of the low-dimensional clock (by default the
+/// anchor stream's frames: 3 frames of a 30 Hz camera, 10 Hz).
 pub const DEFAULT_STRIDE: usize = 3;
 /// Default most window steps clamped at the episode's start.
 pub const DEFAULT_MAX_PADDING_LEFT: usize = 3;
@@ -28,13 +31,16 @@ pub const DEFAULT_INSTRUCTION_LABEL: &str = "instruction";
 pub const JPEG_QUALITY: u8 = 95;
 /// Largest side a `--resize` may ask for.
 pub const MAX_RESIZE_SIDE: u32 = 16_384;
+/// Default picture size `(width, height)`.
+pub const DEFAULT_RESIZE: (u32, u32) = (384, 384);
+/// The `--resize` value that keeps pictures at their recorded size.
+pub const NO_RESIZE: &str = "none";
 
 /// The clock the low-dimensional channels are aligned on.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LowdimClock {
-    /// The timestamps of the low-dimensional stream with the highest rate (steps over its
-    /// time span; the first in stream order on a tie).
-    Fastest,
+    /// The frames of the anchor picture's stream: window steps count raw frames.
+    Anchor,
     /// The timestamps of this stream.
     Stream(String),
     /// A fixed rate over the episode's span.
@@ -56,8 +62,8 @@ pub struct WebdatasetOptions {
     pub max_padding_left: usize,
     pub max_padding_right: usize,
     pub samples_per_shard: usize,
-    /// Resize colour and mono pictures (triangle filter) and depth (nearest) to
-    /// `(width, height)`.
+    /// Resize colour and mono pictures (Lanczos, as Pillow) and depth (nearest) to
+    /// `(width, height)`; `None` keeps the recorded size.
     pub resize: Option<(u32, u32)>,
     pub lowdim_clock: LowdimClock,
     /// How low-dimensional values are taken at clock times (hold is causal).
@@ -76,6 +82,9 @@ pub struct WebdatasetOptions {
     pub overwrite: bool,
     /// Labels of the text events that are language instructions.
     pub instruction_labels: Vec<String>,
+    /// Channels left out of every sample (`crate::channel_filter` patterns over
+    /// `STREAM/CHANNEL`).
+    pub exclude: Vec<String>,
 }
 
 impl Default for WebdatasetOptions {
@@ -89,16 +98,17 @@ impl Default for WebdatasetOptions {
             max_padding_left: DEFAULT_MAX_PADDING_LEFT,
             max_padding_right: DEFAULT_MAX_PADDING_RIGHT,
             samples_per_shard: DEFAULT_SAMPLES_PER_SHARD,
-            resize: None,
-            lowdim_clock: LowdimClock::Fastest,
+            resize: Some(DEFAULT_RESIZE),
+            lowdim_clock: LowdimClock::Anchor,
             policy: Policy::Hold,
-            fail_on_nan: false,
+            fail_on_nan: true,
             filter_still_samples: false,
             still_threshold: DEFAULT_STILL_THRESHOLD,
             max_episodes: None,
             workers: 0,
             overwrite: false,
             instruction_labels: vec![DEFAULT_INSTRUCTION_LABEL.to_owned()],
+            exclude: Vec::new(),
         }
     }
 }
@@ -171,13 +181,21 @@ impl WebdatasetOptions {
     }
 }
 
-/// Parse `WxH` (as `--resize` takes it).
+/// Parse `WxH`, or [`NO_RESIZE`] (as `--resize` takes them).
 ///
 /// # Errors
 /// [`WebdatasetError::BadOption`] for anything else.
-pub fn parse_resize(s: &str) -> Result<(u32, u32), WebdatasetError> {
+pub fn parse_resize(s: &str) -> Result<Option<(u32, u32)>, WebdatasetError> {
+    if s.trim() == NO_RESIZE {
+        return Ok(None);
+    }
     let parsed = s
         .split_once(['x', 'X'])
         .and_then(|(w, h)| Some((w.trim().parse().ok()?, h.trim().parse().ok()?)));
-    parsed.ok_or_else(|| bad("resize", format!("{s:?} is not WIDTHxHEIGHT")))
+    parsed.map(Some).ok_or_else(|| {
+        bad(
+            "resize",
+            format!("{s:?} is not WIDTHxHEIGHT or {NO_RESIZE}"),
+        )
+    })
 }

@@ -15,6 +15,7 @@ use super::output;
 use super::sample::{assemble, plan, Counts, SampleFiles};
 use super::shard::{ShardInfo, ShardWriter};
 use super::stats::Stats;
+use crate::channel_filter::ChannelFilter;
 use crate::inputs::resolve_inputs;
 use wshard::episode_dir::EpisodeDir;
 
@@ -83,6 +84,7 @@ pub fn export(
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
+    ChannelFilter::new(&opts.exclude)?.check_used(&episodes)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.workers)
         .build()
