@@ -25,8 +25,8 @@ use wshard_publish::PublishError;
 
 use super::record::{QueuedFile, Record};
 use super::state::{part_count, part_len, Multipart};
+use super::uploader::{local_path, CycleError, EpisodeError, Uploader};
 use super::view::CurrentBlob;
-use super::worker::{local_path, CycleError, EpisodeError, Uploader};
 
 /// New multipart uploads of one blob in one pass before giving up (the store keeps losing
 /// them).

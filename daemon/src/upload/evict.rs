@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use super::queue_log::QueueLogError;
 use super::record::Record;
 use super::state::EpisodeUpload;
-use super::worker::{CycleError, Uploader};
+use super::uploader::{CycleError, Uploader};
 
 /// The directory under the queue's directory that episodes being evicted are moved to.
 pub const EVICTING_DIR: &str = "evicting";

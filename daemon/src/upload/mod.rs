@@ -6,7 +6,7 @@
 //! - [`record`]: the queue log's records. [`queue_log`]: the log (framing, sync,
 //!   compaction). [`state`]: the queue replayed.
 //! - [`settings`]: what it takes from the config.
-//! - `worker`: the thread (scan, enqueue, upload, verify, append); `blob`: one blob
+//! - `uploader`: the thread (scan, enqueue, upload, verify, append); `blob`: one blob
 //!   (HEAD-skip, put, resumable multipart); `pace`: bandwidth and backoff.
 //! - `evict`: retention and quota. [`priority`]: the thread under `SCHED_IDLE`.
 //! - [`view`]: what status, episodes and metrics show.
@@ -21,11 +21,11 @@ pub mod settings;
 pub mod state;
 #[cfg(test)]
 mod tests;
+mod uploader;
 pub mod view;
-mod worker;
 
 pub use evict::{EvictPolicy, EVICTING_DIR};
 pub use queue_log::{QueueLog, QueueLogError, UPLOAD_DIR};
 pub use settings::UploaderSettings;
+pub use uploader::{spawn, CycleError, UploadHandle, Uploader};
 pub use view::{UploadShared, UploaderState};
-pub use worker::{spawn, CycleError, UploadHandle, Uploader};
