@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use wshard::episode_dir::index::EpisodeStatus;
 use wshard::episode_dir::EpisodeDir;
+use wshard_publish::append::APPEND_ATTEMPTS;
 use wshard_publish::blob::{Blob, BlobAction, BlobSender, BlobSource, SendError, StoredCopies};
 use wshard_publish::episodes::{is_publishable, select, LocalEpisode, LocalFile};
 use wshard_publish::{Credentials, DatasetId, PublishError, Publisher, Store};
@@ -32,9 +33,6 @@ use super::state::{EpisodeUpload, QueueState};
 use super::view::{UploadShared, UploaderState};
 use crate::episode::layout::QUARANTINE_DIR;
 use crate::fsio::Fs;
-
-/// Attempts of one append when other publishers move `latest.json` at the same time.
-pub const APPEND_ATTEMPTS: usize = 5;
 
 /// The uploader: the queue, the store (built at the first pass that needs it), the
 /// counters it shows.
