@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::Path;
 
 use serde_json::json;
-use wshard_publish::append::check_robot;
+use wshard_publish::append::{check_robot, APPEND_ATTEMPTS};
 use wshard_publish::episodes::select;
 use wshard_publish::publish::{BlobAction, BlobReport, LatestChange};
 use wshard_publish::{AppendReport, DatasetId, PublishError};
@@ -19,9 +19,6 @@ use wshard_publish::{AppendReport, DatasetId, PublishError};
 use super::publish::{
     files_json, latest_json, left_out_json, run_with, write_files_text, PublishArgs,
 };
-
-/// Compare-and-swap attempts of one `--append` run.
-pub const APPEND_ATTEMPTS: usize = 5;
 
 /// What an `--append` run did.
 struct Appended {

@@ -26,6 +26,11 @@ use crate::layout::DatasetId;
 use crate::manifest::{sha256_hex, EpisodeEntry, FileEntry, VersionManifest};
 use crate::publish::{LatestChange, ObservedLatest, PreparedVersion, Publisher};
 
+/// Attempts of one append ([`Publisher::append`]'s `max_attempts`) when other publishers
+/// move `latest.json` at the same time: `wshard publish --append` and the daemon's
+/// uploader both take this many.
+pub const APPEND_ATTEMPTS: usize = 5;
+
 /// What an append did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AppendReport {

@@ -155,6 +155,18 @@ pub enum PublishError {
         expected: String,
         found: String,
     },
+    /// A local file no longer hashes to what it had when its episode was selected (changed
+    /// since, e.g. annotated): nothing of it is kept on the store; select it again.
+    #[error(
+        "{}: the file changed since it was hashed (sha256 {found}, was {expected}); nothing \
+         of it was kept on the store: publish again",
+        path.display()
+    )]
+    LocalFileChanged {
+        path: PathBuf,
+        expected: String,
+        found: String,
+    },
     /// A dataset name that is not `workspace/name` of `[a-z0-9_-]`.
     #[error("dataset name {name:?}: {reason} (expected workspace/name, each 1-64 of a-z 0-9 _ -)")]
     InvalidDataset { name: String, reason: &'static str },

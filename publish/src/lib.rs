@@ -9,10 +9,14 @@
 //! - [`canonical`]: canonical JSON. [`manifest`]: the version manifest and latest pointer.
 //! - [`episodes`]: which local files make up the finished episodes, with their hashes.
 //! - [`store`]: a blocking handle on the bucket (a tokio runtime inside) and error mapping.
+//! - [`blob`]: sending one blob (HEAD, one put or a resumable multipart upload,
+//!   verification): the one sender of [`publish`], the exports and the daemon's uploader,
+//!   with hooks for the caller to save the upload and pace the sends.
 //! - [`catalog`]: the catalog table (Parquet, one row per episode stream).
 //! - [`append`]: add episodes already on the store to a dataset's latest version (CAS,
 //!   retried).
-//! - [`publish`]: blobs, then the version manifest (create-only), then `latest.json` (CAS).
+//! - [`publish`]: blobs (through [`blob`]), then the version manifest (create-only), then
+//!   `latest.json` (CAS).
 //! - [`query`]: the catalogs `wshard query` runs DuckDB on, and the script it runs.
 //! - [`doctor`]: checks of the storage setup, one line each.
 //! - [`error`]: the typed errors.
@@ -20,9 +24,11 @@
 //!   block by block; [`cache`]: the local content-hash blob cache; [`url`]: the `s3://`
 //!   URLs; [`dataset`]: list, show and pull dataset versions.
 //!
-//! The API is blocking; depends on the format library `wshard` only, never on the daemon.
+//! The API is blocking; depends on the format library `wshard` only, never on the daemon
+//! (the daemon's uploader and the CLI depend on it).
 
 pub mod append;
+pub mod blob;
 pub mod cache;
 pub mod canonical;
 pub mod catalog;
@@ -44,6 +50,7 @@ pub mod store_range;
 pub mod url;
 
 pub use append::{episode_key, AppendPlan, AppendReport};
+pub use blob::{BlobSender, SendError, SendHooks};
 /// The byte buffer `Store::put_part` takes (the `bytes` crate, re-exported).
 pub use bytes::Bytes;
 pub use config::{Credentials, StoreConfig, TransferOptions};

@@ -1,8 +1,9 @@
 //! [`Publisher`]: publish the finished episodes of a data directory as a dataset version.
 //!
-//! 1. Every file is a blob at `blobs/sha256/<hh>/<hash>`: HEAD first; a blob already there
-//!    (same size) is never sent again; a missing one is sent (multipart above the
-//!    threshold) and verified: HEAD size, then the SHA-256 of a streamed GET.
+//! 1. Every file is a blob at `blobs/sha256/<hh>/<hash>`, sent by [`BlobSender`]
+//!    ([`crate::blob`]): HEAD first; a blob already there (same size) is never sent
+//!    again; a missing one is sent (multipart above the threshold, aborted on failure)
+//!    and verified: the SHA-256 of a streamed GET.
 //! 2. The version manifest (canonical JSON) goes to `versions/<hash>.json` create-only,
 //!    and is read back and hashed.
 //! 3. `latest.json` is moved by compare-and-swap: create-only when absent, else If-Match
@@ -18,6 +19,8 @@ use std::path::Path;
 
 use bytes::Bytes;
 
+pub use crate::blob::BlobAction;
+use crate::blob::{Blob, BlobSender, BlobSource, NoHooks};
 use crate::catalog;
 use crate::episodes::{select, LocalEpisode, Selection};
 use crate::error::PublishError;
@@ -29,15 +32,6 @@ use crate::store::{PutCondition, PutOutcome, Store};
 
 /// The `file` of the catalog's [`BlobReport`] (its `episode` is empty).
 pub const CATALOG_FILE: &str = "catalog.parquet";
-
-/// What happened to one file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BlobAction {
-    /// Sent (and verified); `multipart` when sent in parts.
-    Uploaded { multipart: bool },
-    /// The store had it: nothing sent.
-    AlreadyStored,
-}
 
 /// One file of the version.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -259,7 +253,13 @@ impl Publisher {
                 let action = if done.contains(&f.sha256) {
                     BlobAction::AlreadyStored
                 } else {
-                    self.put_blob(&key, &f.path, &f.sha256, f.size)?
+                    let blob = Blob {
+                        key: &key,
+                        sha256: &f.sha256,
+                        size: f.size,
+                        source: BlobSource::File(&f.path),
+                    };
+                    BlobSender::new(&self.store).send(&blob, None, &mut NoHooks)?
                 };
                 done.insert(f.sha256.clone());
                 entry.files.insert(
@@ -300,7 +300,13 @@ impl Publisher {
         let action = if done.contains(&catalog_hash) {
             BlobAction::AlreadyStored
         } else {
-            self.put_bytes(&catalog_blob, catalog.clone(), &catalog_hash)?
+            let blob = Blob {
+                key: &catalog_blob,
+                sha256: &catalog_hash,
+                size: catalog_size,
+                source: BlobSource::Memory(&catalog),
+            };
+            BlobSender::new(&self.store).send(&blob, None, &mut NoHooks)?
         };
         let catalog_report = BlobReport {
             episode: String::new(),
@@ -347,49 +353,6 @@ impl Publisher {
             catalog: catalog_report,
             version_created,
         })
-    }
-
-    /// Like [`Self::put_blob`] for bytes in memory (the catalog).
-    fn put_bytes(&self, key: &str, bytes: Bytes, sha256: &str) -> Result<BlobAction, PublishError> {
-        let size = bytes.len() as u64;
-        if self.store.head_size(key)? == Some(size) {
-            return Ok(BlobAction::AlreadyStored);
-        }
-        self.store.put(key, bytes, PutCondition::Always)?;
-        let (remote_hash, remote_size) = self.store.hash_remote(key)?;
-        if remote_hash != sha256 || remote_size != size {
-            return Err(PublishError::BlobMismatch {
-                key: key.to_owned(),
-                expected: format!("sha256 {sha256}, {size} bytes"),
-                found: format!("sha256 {remote_hash}, {remote_size} bytes"),
-            });
-        }
-        Ok(BlobAction::Uploaded { multipart: false })
-    }
-
-    fn put_blob(
-        &self,
-        key: &str,
-        path: &Path,
-        sha256: &str,
-        size: u64,
-    ) -> Result<BlobAction, PublishError> {
-        if self.store.head_size(key)? == Some(size) {
-            return Ok(BlobAction::AlreadyStored);
-        }
-        // Absent, or a wrong-sized leftover under the name: (re)write it.
-        let multipart = self.store.upload_file(key, path, size)?;
-        // The read-back gives the size too: no HEAD first (s3s-fs answers a HEAD of a
-        // multipart object by reading it whole to compute an MD5 ETag).
-        let (remote_hash, remote_size) = self.store.hash_remote(key)?;
-        if remote_hash != sha256 || remote_size != size {
-            return Err(PublishError::BlobMismatch {
-                key: key.to_owned(),
-                expected: format!("sha256 {sha256}, {size} bytes"),
-                found: format!("sha256 {remote_hash}, {remote_size} bytes"),
-            });
-        }
-        Ok(BlobAction::Uploaded { multipart })
     }
 
     /// Move `latest.json` to the prepared version by compare-and-swap:

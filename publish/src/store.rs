@@ -3,9 +3,6 @@
 //! client of the provider (`store/build.rs`), and maps the client's errors to the typed
 //! [`PublishError`]s (`store/classify.rs`).
 
-use std::fs::File;
-use std::io::Read;
-use std::path::Path as FsPath;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -267,61 +264,5 @@ impl Store {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(self.classify("delete", key, e)),
         }
-    }
-
-    /// Send the file at `path` (`size` bytes) to `key`: one put below the multipart
-    /// threshold, else a multipart upload of `part_size` parts (aborted on failure).
-    /// Returns true when multipart was used.
-    ///
-    /// # Errors
-    /// I/O with the path, typed store errors.
-    pub fn upload_file(&self, key: &str, path: &FsPath, size: u64) -> Result<bool, PublishError> {
-        let store_path = Path::from(key);
-        let mut file = File::open(path).map_err(|e| PublishError::io(path, e))?;
-        if size < self.options.multipart_threshold {
-            let mut buf = Vec::new();
-            file.read_to_end(&mut buf)
-                .map_err(|e| PublishError::io(path, e))?;
-            self.rt
-                .block_on(self.objects.put(&store_path, PutPayload::from(buf)))
-                .map_err(|e| self.classify("put", key, e))?;
-            return Ok(false);
-        }
-        let part_size = self.options.part_size;
-        self.rt.block_on(async {
-            let mut upload = self
-                .objects
-                .put_multipart(&store_path)
-                .await
-                .map_err(|e| self.classify("create multipart", key, e))?;
-            let sent: Result<(), PublishError> = async {
-                loop {
-                    let mut part = Vec::with_capacity(part_size);
-                    (&mut file)
-                        .take(part_size as u64)
-                        .read_to_end(&mut part)
-                        .map_err(|e| PublishError::io(path, e))?;
-                    if part.is_empty() {
-                        break;
-                    }
-                    upload
-                        .put_part(PutPayload::from(part))
-                        .await
-                        .map_err(|e| self.classify("upload part", key, e))?;
-                }
-                upload
-                    .complete()
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| self.classify("complete multipart", key, e))
-            }
-            .await;
-            if sent.is_err() {
-                // Best effort: the store also expires abandoned uploads by its lifecycle rule.
-                let _ = upload.abort().await;
-            }
-            sent
-        })?;
-        Ok(true)
     }
 }

@@ -5,10 +5,10 @@
 //! Cases, each on its own key prefix (deleted from the server after the plain and upload
 //! cases, untimed):
 //! - `plain`: [`plain::Plain::put_all`]: object_store `put_multipart`, same part size.
-//! - `upload`: `wshard_publish::Store::upload_file` per file (the routine `publish` sends a
-//!   blob with), nothing else: the upload phase alone.
+//! - `upload`: `wshard_publish::BlobSender::put_file` per file (the put or multipart
+//!   upload `publish` sends a blob with), nothing else: the upload phase alone.
 //! - `publish`: `Publisher::publish` on an empty prefix: local SHA-256 of every file, HEAD,
-//!   upload, verification (HEAD + streamed GET and SHA-256 of every blob sent), catalog,
+//!   upload, verification (a streamed GET and SHA-256 of every blob sent), catalog,
 //!   version manifest, latest.json.
 //! - `hash (in publish)` and `verify (in publish)`: the local hashing (`episodes::select`)
 //!   and the remote read-back (`Store::hash_remote` of every blob) timed on their own, the
@@ -22,7 +22,9 @@ mod report;
 
 use std::time::{Duration, Instant};
 
-use wshard_publish::{Credentials, DatasetId, Publisher, Store, StoreConfig, TransferOptions};
+use wshard_publish::{
+    BlobSender, Credentials, DatasetId, Publisher, Store, StoreConfig, TransferOptions,
+};
 
 use crate::error::{fail, Result};
 use crate::s3s_fs::{self as server, S3sFs, ACCESS_KEY, BUCKET, SECRET_KEY};
@@ -103,7 +105,11 @@ pub fn run(a: &UploadArgs) -> Result<()> {
             } else {
                 measured(&server, || {
                     for (i, f) in files.iter().enumerate() {
-                        up.upload_file(&format!("{prefix}{i:06}"), &f.path, f.size)?;
+                        BlobSender::new(&up).put_file(
+                            &format!("{prefix}{i:06}"),
+                            &f.path,
+                            f.size,
+                        )?;
                     }
                     Ok(bytes)
                 })?

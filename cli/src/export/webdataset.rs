@@ -10,7 +10,7 @@ use wshard_export::webdataset::{
     WebdatasetOptions,
 };
 
-use wshard_publish::{Credentials, PublishError, Store};
+use wshard_publish::{BlobSender, Credentials, PublishError, Store};
 
 use super::failed;
 use crate::store_args::StoreArgs;
@@ -191,8 +191,9 @@ fn upload(args: &WebdatasetArgs, url: &str, dir: &Path) -> Result<usize, UploadE
             name.clone(),
         )
     });
+    let sender = BlobSender::new(&store);
     for (name, path, size) in &files {
-        store.upload_file(&format!("{key_prefix}{name}"), path, *size)?;
+        sender.put_file(&format!("{key_prefix}{name}"), path, *size)?;
     }
     Ok(files.len())
 }

@@ -12,7 +12,7 @@ use wshard::manifest::Manifest;
 
 use super::on_disk::{chunk_files_bytes, on_disk_bytes};
 use super::state::ControlState;
-use super::status::unix_seconds;
+use super::unix_time::unix_seconds;
 use crate::episode::layout::{EpisodeLayout, QUARANTINE_DIR};
 use crate::episode_files::read_index;
 use crate::fsio::RealFs;

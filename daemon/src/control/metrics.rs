@@ -12,16 +12,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{
-    prometheus_text, text, DescriptorEncoder, EncodeLabelSet, EncodeMetric,
-};
+use prometheus_client::encoding::{prometheus_text, text, DescriptorEncoder};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::metrics::TypedMetric;
 use prometheus_client::registry::Registry as Exposition;
 
+use super::families::{family, single};
 use super::state::ControlState;
-use super::status::{disk_state, unix_seconds, DiskState};
+use super::status::{disk_state, DiskState};
+use super::unix_time::unix_seconds;
 use crate::registry::LiveEpisode;
 
 /// The text formats of the exposition.
@@ -76,30 +75,6 @@ impl Collector for Live {
         daemon(&self.0, &mut enc)?;
         episodes(&self.0, &mut enc)
     }
-}
-
-/// One family of one metric, without labels.
-fn single<M: EncodeMetric + TypedMetric>(
-    enc: &mut DescriptorEncoder<'_>,
-    name: &str,
-    help: &str,
-    metric: &M,
-) -> fmt::Result {
-    metric.encode(enc.encode_descriptor(name, help, None, M::TYPE)?)
-}
-
-/// One family, a metric per label set.
-fn family<L: EncodeLabelSet, M: EncodeMetric + TypedMetric>(
-    enc: &mut DescriptorEncoder<'_>,
-    name: &str,
-    help: &str,
-    samples: impl IntoIterator<Item = (L, M)>,
-) -> fmt::Result {
-    let mut m = enc.encode_descriptor(name, help, None, M::TYPE)?;
-    for (labels, metric) in samples {
-        metric.encode(m.encode_family(&labels)?)?;
-    }
-    Ok(())
 }
 
 fn counter(a: &AtomicU64) -> ConstCounter<u64> {

@@ -13,6 +13,8 @@
 //! - [`close`]: `close EPISODE`. [`metrics`]: the exposition (prometheus-client).
 //! - [`annotate`]: `annotate EPISODE`, with its arguments in [`annotate_request`].
 //! - [`upload`]: the robot's uploader in `status`, `episodes` and the metrics.
+//! - [`unix_time`]: times as seconds since the epoch, and [`families`]: writing one metric
+//!   family; two leaves the JSON views and the metrics share.
 //! - [`rates`]: per-episode rates, from samples taken every second.
 //! - [`http`]: `GET /metrics` on `control.metrics_listen` (hyper on a one-thread tokio
 //!   runtime of its own).
@@ -29,6 +31,7 @@ pub mod annotate;
 pub mod annotate_request;
 pub mod close;
 pub mod episodes;
+pub mod families;
 pub mod http;
 pub mod metrics;
 pub mod on_disk;
@@ -38,6 +41,7 @@ pub mod request_io;
 pub mod server;
 pub mod state;
 pub mod status;
+pub mod unix_time;
 pub mod upload;
 
 use std::os::unix::net::UnixListener;

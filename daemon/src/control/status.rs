@@ -3,21 +3,14 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
 use super::on_disk::{on_disk_bytes, total_timesteps};
 use super::state::ControlState;
+use super::unix_time::unix_seconds;
 use crate::recovery::RecoveryReport;
 use crate::registry::{DaemonCounters, LiveEpisode};
-
-/// Seconds since the Unix epoch (0 for times before it).
-#[must_use]
-pub fn unix_seconds(t: SystemTime) -> f64 {
-    t.duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
 
 /// Where free space stands against the watermarks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

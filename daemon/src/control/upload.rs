@@ -3,14 +3,14 @@
 
 use std::fmt;
 
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::metrics::TypedMetric;
 use serde_json::{json, Value};
 
+use super::families::{family, single};
 use super::state::ControlState;
-use super::status::unix_seconds;
+use super::unix_time::unix_seconds;
 use crate::upload::view::UploadView;
 use crate::upload::UploaderState;
 
@@ -136,30 +136,6 @@ pub(super) fn metrics(st: &ControlState, enc: &mut DescriptorEncoder<'_>) -> fmt
         ("wshardd_upload_errors", "Failed upload attempts.", c.errors),
     ] {
         single(enc, name, help, &ConstCounter::new(n))?;
-    }
-    Ok(())
-}
-
-/// One family of one metric, without labels.
-fn single<M: EncodeMetric + TypedMetric>(
-    enc: &mut DescriptorEncoder<'_>,
-    name: &str,
-    help: &str,
-    metric: &M,
-) -> fmt::Result {
-    metric.encode(enc.encode_descriptor(name, help, None, M::TYPE)?)
-}
-
-/// One family, a metric per label set.
-fn family<L: EncodeLabelSet, M: EncodeMetric + TypedMetric>(
-    enc: &mut DescriptorEncoder<'_>,
-    name: &str,
-    help: &str,
-    samples: impl IntoIterator<Item = (L, M)>,
-) -> fmt::Result {
-    let mut m = enc.encode_descriptor(name, help, None, M::TYPE)?;
-    for (labels, metric) in samples {
-        metric.encode(m.encode_family(&labels)?)?;
     }
     Ok(())
 }

@@ -1,31 +1,42 @@
 //! The robot's uploader (`[publish]`, docs/PUBLISH.md "The robot's uploader"): a durable
 //! queue of finished episodes sent to an S3-compatible store and appended to a dataset.
-//! A leaf below `server`: it calls `fsio`, `journal::format` and `episode::layout`, and
-//! the publish crate; `runtime::context` holds its [`UploadShared`] for the control socket.
+//! Below `server` and `runtime`: it calls `fsio`, `journal` (the framing and its scan, for
+//! the queue log), `episode::layout` and the publish crate (its blob sender,
+//! `Publisher::append`); `runtime::context` holds its [`UploadShared`] for the control
+//! socket.
 //!
-//! - [`record`]: the queue log's records. [`queue_log`]: the log (framing, sync,
-//!   compaction). [`state`]: the queue replayed.
-//! - [`settings`]: what it takes from the config.
-//! - `worker`: the thread (scan, enqueue, upload, verify, append); `blob`: one blob
-//!   (HEAD-skip, put, resumable multipart); `pace`: bandwidth and backoff.
-//! - `evict`: retention and quota. [`priority`]: the thread under `SCHED_IDLE`.
+//! One owner, [`Uploader`] (`uploader`), its impl whole; everything else is below it and
+//! never calls it:
+//! - [`thread`]: the upload thread (`SCHED_IDLE`: [`priority`]; waits: `pace`), passes of
+//!   the [`Uploader`] one after the other.
+//! - [`queue`]: the durable queue, [`queue_log`] (framing, sync, compaction) and [`state`]
+//!   (the queue replayed) kept in step; [`record`]: the log's records.
+//! - `queue_hooks`: the queue's side of the publish crate's blob sender (journal the
+//!   upload id and each part's ETag, pace, show progress).
+//! - [`evict`]: retention and the quota, as functions over the data directory.
+//! - [`settings`]: what it takes from the config (a leaf). [`error`]: why a pass stopped.
 //! - [`view`]: what status, episodes and metrics show.
 
-mod blob;
+pub mod error;
 pub mod evict;
 mod pace;
 pub mod priority;
+pub mod queue;
+mod queue_hooks;
 pub mod queue_log;
 pub mod record;
 pub mod settings;
 pub mod state;
 #[cfg(test)]
 mod tests;
+pub mod thread;
+mod uploader;
 pub mod view;
-mod worker;
 
-pub use evict::{EvictPolicy, EVICTING_DIR};
-pub use queue_log::{QueueLog, QueueLogError, UPLOAD_DIR};
-pub use settings::UploaderSettings;
+pub use error::CycleError;
+pub use evict::EVICTING_DIR;
+pub use queue_log::{QueueLog, QueueLogError};
+pub use settings::{EvictPolicy, UploaderSettings, UPLOAD_DIR};
+pub use thread::{spawn, UploadHandle};
+pub use uploader::Uploader;
 pub use view::{UploadShared, UploaderState};
-pub use worker::{spawn, CycleError, UploadHandle, Uploader};

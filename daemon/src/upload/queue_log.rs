@@ -22,10 +22,7 @@ use crate::fsio::{DurableFile, FailStop, Fs};
 use crate::journal::format::JournalWriter;
 use crate::journal::scan::scan;
 
-/// The uploader's directory under the data directory (hidden: recovery, the episode list
-/// and the uploader's own scan skip it).
-pub const UPLOAD_DIR: &str = ".upload";
-/// The log's file name in [`UPLOAD_DIR`].
+/// The log's file name in the queue's directory ([`super::settings::UPLOAD_DIR`]).
 pub const QUEUE_LOG: &str = "queue.log";
 /// The compaction's temporary file.
 pub const QUEUE_LOG_TMP: &str = "queue.log.tmp";

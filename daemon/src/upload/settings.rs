@@ -1,13 +1,26 @@
 //! What the uploader takes from the config ([`UploaderSettings`]: `[publish]` and the
-//! `[disk]` low watermark), and the robot name when `publish.robot` is empty (the host
-//! name).
+//! `[disk]` low watermark, with what may be evicted: [`EvictPolicy`]), and the robot name
+//! when `publish.robot` is empty (the host name). A leaf: it calls no other module of the
+//! uploader.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use wshard_publish::{StoreConfig, TransferOptions};
 
-use super::evict::EvictPolicy;
+/// The uploader's directory under the data directory, where its queue is (hidden:
+/// recovery, the episode list and the uploader's own scan skip it).
+pub const UPLOAD_DIR: &str = ".upload";
+
+/// What may be evicted (`upload::evict`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EvictPolicy {
+    pub delete_after_publish: bool,
+    /// 0: no quota.
+    pub quota_bytes: u64,
+    /// `disk.low_watermark_free_bytes`.
+    pub low_watermark_free_bytes: u64,
+}
 
 /// What the uploader needs from the config.
 #[derive(Clone, Debug)]
@@ -43,7 +56,7 @@ impl UploaderSettings {
         };
         Self {
             data_dir: cfg.data_dir.clone(),
-            queue_dir: cfg.data_dir.join(super::UPLOAD_DIR),
+            queue_dir: cfg.data_dir.join(UPLOAD_DIR),
             store: StoreConfig {
                 // Validated by the config crate: one of its PROVIDERS.
                 provider: p.provider.parse().unwrap_or_default(),

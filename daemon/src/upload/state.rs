@@ -1,8 +1,11 @@
 //! The upload queue replayed from its log ([`QueueState`]): every episode with its state
 //! and files, the blobs verified on the store, and the multipart uploads in progress with
-//! their stored parts.
+//! their stored parts (the publish crate's [`MultipartUpload`], which its blob sender
+//! resumes).
 
 use std::collections::{BTreeMap, BTreeSet};
+
+use wshard_publish::blob::MultipartUpload;
 
 use super::record::{QueuedFile, Record};
 
@@ -52,16 +55,6 @@ pub struct QueuedEpisode {
     pub version: Option<String>,
 }
 
-/// A multipart upload in progress.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Multipart {
-    pub key: String,
-    pub upload_id: String,
-    pub part_size: u64,
-    /// Stored parts: index -> ETag.
-    pub parts: BTreeMap<usize, String>,
-}
-
 /// The queue.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QueueState {
@@ -69,7 +62,7 @@ pub struct QueueState {
     /// Blobs verified on the store.
     pub blobs: BTreeSet<String>,
     /// Multipart uploads in progress, by blob.
-    pub multipart: BTreeMap<String, Multipart>,
+    pub multipart: BTreeMap<String, MultipartUpload>,
     next_seq: u64,
 }
 
@@ -105,12 +98,7 @@ impl QueueState {
             } => {
                 self.multipart.insert(
                     sha256.clone(),
-                    Multipart {
-                        key: key.clone(),
-                        upload_id: upload_id.clone(),
-                        part_size: *part_size,
-                        parts: BTreeMap::new(),
-                    },
+                    MultipartUpload::new(key, upload_id.clone(), *part_size),
                 );
             }
             Record::Part { sha256, idx, e_tag } => {
@@ -191,12 +179,10 @@ impl QueueState {
             .iter()
             .filter(|f| !self.blobs.contains(&f.sha256) && seen.insert(f.sha256.as_str()))
             .map(|f| {
-                let done = self.multipart.get(&f.sha256).map_or(0, |m| {
-                    m.parts
-                        .keys()
-                        .map(|&i| part_len(f.size, m.part_size, i))
-                        .sum()
-                });
+                let done = self
+                    .multipart
+                    .get(&f.sha256)
+                    .map_or(0, |m| m.stored_bytes(f.size));
                 f.size.saturating_sub(done)
             })
             .sum()
@@ -297,18 +283,4 @@ impl QueueState {
         }
         out
     }
-}
-
-/// Bytes of part `idx` of a `size`-byte blob cut in `part_size` parts.
-#[must_use]
-pub fn part_len(size: u64, part_size: u64, idx: usize) -> u64 {
-    let start = (idx as u64).saturating_mul(part_size);
-    size.saturating_sub(start).min(part_size)
-}
-
-/// Parts of a `size`-byte blob (at least one).
-#[must_use]
-pub fn part_count(size: u64, part_size: u64) -> usize {
-    let n = size.div_ceil(part_size.max(1)).max(1);
-    usize::try_from(n).unwrap_or(usize::MAX)
 }

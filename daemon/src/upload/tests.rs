@@ -3,9 +3,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use wshard_publish::blob::{part_count, part_len};
+
 use super::queue_log::{QueueLog, QueueLogError, QUEUE_LOG, QUEUE_LOG_TMP};
 use super::record::{QueuedFile, Record};
-use super::state::{part_count, part_len, EpisodeUpload, QueueState};
+use super::state::{EpisodeUpload, QueueState};
 use crate::fsio::sim::{FaultKind, OpKind, PowerLoss, SimFs};
 use crate::fsio::Fs;
 

@@ -1,6 +1,7 @@
-//! Resumable multipart uploads: the four S3 steps as separate blocking calls, so a caller
-//! (the daemon's upload queue) can journal the upload id and each part's ETag and, after a
-//! crash, a kill or a reboot, send only the parts it has no ETag for.
+//! Resumable multipart uploads: the four S3 steps as separate blocking calls, so that the
+//! blob sender (`crate::blob`) can hand the upload id and each part's ETag to a caller that
+//! journals them (the daemon's upload queue) and, after a crash, a kill or a reboot, send
+//! only the parts it has no ETag for.
 //!
 //! Built on object_store's [`MultipartStore`], implemented by all three providers: on S3
 //! and GCS (its XML multipart API) the upload id is the store's and part `idx` (0-based) is

@@ -1,29 +1,32 @@
-//! The upload thread ([`spawn`]) and one pass of it ([`Uploader::cycle`]): scan the data
+//! The uploader ([`Uploader`]) and one pass of it ([`Uploader::cycle`]): scan the data
 //! directory for finished episodes (status `complete`, `interrupted` or `recovered`; never
 //! one being recorded, never a `.partial`), enqueue them (hashed, journaled), send their
-//! blobs (`blob`), record them `uploaded`, append them to the dataset, record them
-//! `published`, then apply retention and the quota (`evict`).
+//! blobs (the publish crate's `BlobSender`, with the queue's hooks: `queue_hooks`), record
+//! them `uploaded`, append them to the dataset, record them `published`, then apply
+//! retention and the quota (`evict`).
 //!
-//! Offline-first: a store error leaves the queue as it is and the thread waits
-//! (`retry_min_ms` doubling to `retry_max_ms`, with jitter; configuration-class errors
-//! wait the longest) before trying again. A queue-log error stops the uploader (state
-//! `error`) until a restart. Recording never waits for it: its own thread, the store's own
-//! runtime, and no lock shared with ingest held across any I/O.
+//! Offline-first: a store error leaves the queue as it is and the thread waits (`thread`)
+//! before trying again. A queue-log error stops the uploader (state `error`) until a
+//! restart. Recording never waits for it: its own thread, the store's own runtime, and no
+//! lock shared with ingest held across any I/O.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime};
 
 use wshard::episode_dir::index::EpisodeStatus;
 use wshard::episode_dir::EpisodeDir;
+use wshard_publish::append::APPEND_ATTEMPTS;
+use wshard_publish::blob::{Blob, BlobAction, BlobSender, BlobSource, SendError, StoredCopies};
 use wshard_publish::episodes::{is_publishable, select, LocalEpisode, LocalFile};
 use wshard_publish::{Credentials, DatasetId, PublishError, Publisher, Store};
 
-use super::pace::{wait_until, Backoff, Pacer};
-use super::queue_log::{QueueLog, QueueLogError};
+use super::error::{CycleError, EpisodeError};
+use super::evict::{tree_bytes, EvictionNeed, LocalCopies};
+use super::pace::Pacer;
+use super::queue::UploadQueue;
+use super::queue_hooks::QueueHooks;
+use super::queue_log::QueueLogError;
 use super::record::{QueuedFile, Record};
 use super::settings::UploaderSettings;
 use super::state::{EpisodeUpload, QueueState};
@@ -31,82 +34,18 @@ use super::view::{UploadShared, UploaderState};
 use crate::episode::layout::QUARANTINE_DIR;
 use crate::fsio::Fs;
 
-/// Attempts of one append when other publishers move `latest.json` at the same time.
-pub const APPEND_ATTEMPTS: usize = 5;
-
-/// Why a pass stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum CycleError {
-    /// The queue log failed: the uploader stops.
-    #[error(transparent)]
-    Queue(#[from] QueueLogError),
-    /// The store failed: retry after the backoff.
-    #[error(transparent)]
-    Store(#[from] PublishError),
-    /// The daemon is shutting down.
-    #[error("stopped")]
-    Stopped,
-}
-
-/// What failed about one episode (skipped until a restart).
-#[derive(Debug)]
-pub(super) enum EpisodeError {
-    Cycle(CycleError),
-    /// Its local files cannot be read or changed since they were enqueued.
-    Local(PublishError),
-}
-
-impl From<QueueLogError> for EpisodeError {
-    fn from(e: QueueLogError) -> Self {
-        Self::Cycle(CycleError::Queue(e))
-    }
-}
-
-impl From<CycleError> for EpisodeError {
-    fn from(e: CycleError) -> Self {
-        Self::Cycle(e)
-    }
-}
-
-/// The short kind of a store error, for status and metrics.
-#[must_use]
-pub fn error_kind(e: &PublishError) -> &'static str {
-    match e {
-        PublishError::CredentialsMissing { .. } => "credentials_missing",
-        PublishError::CredentialsRejected { .. } => "credentials_rejected",
-        PublishError::Forbidden { .. } => "forbidden",
-        PublishError::BucketNotFound { .. } => "bucket_not_found",
-        PublishError::EndpointUnreachable { .. } => "endpoint_unreachable",
-        PublishError::StoreUnavailable { .. } => "store_unavailable",
-        PublishError::BlobMismatch { .. } => "blob_mismatch",
-        PublishError::LatestConflict { .. } => "latest_conflict",
-        PublishError::UploadGone { .. } => "upload_gone",
-        PublishError::InvalidConfig { .. } | PublishError::InvalidDataset { .. } => "config",
-        PublishError::Io { .. }
-        | PublishError::EpisodeRead { .. }
-        | PublishError::ManifestRead { .. }
-        | PublishError::LocalChunkMismatch { .. }
-        | PublishError::EpisodeNotFinished { .. }
-        | PublishError::EpisodeNotFound { .. }
-        | PublishError::EpisodeStatusUnknown { .. }
-        | PublishError::AnnotationsRead { .. } => "local_episode",
-        _ => "store",
-    }
-}
-
 /// The uploader: the queue, the store (built at the first pass that needs it), the
 /// counters it shows.
 pub struct Uploader {
-    pub(super) fs: Arc<dyn Fs>,
-    pub(super) settings: UploaderSettings,
-    pub(super) log: QueueLog,
-    pub(super) state: QueueState,
-    pub(super) shared: Arc<UploadShared>,
-    pub(super) stop: Arc<AtomicBool>,
-    pub(super) pacer: Pacer,
-    pub(super) publisher: Option<Publisher>,
+    fs: Arc<dyn Fs>,
+    settings: UploaderSettings,
+    queue: UploadQueue,
+    shared: Arc<UploadShared>,
+    stop: Arc<AtomicBool>,
+    pacer: Pacer,
+    publisher: Option<Publisher>,
     /// Episodes left out until a restart, with why.
-    pub(super) skipped: BTreeMap<String, String>,
+    skipped: BTreeMap<String, String>,
 }
 
 impl std::fmt::Debug for Uploader {
@@ -128,14 +67,13 @@ impl Uploader {
         shared: Arc<UploadShared>,
         stop: Arc<AtomicBool>,
     ) -> Result<Self, QueueLogError> {
-        let (log, state, report) = QueueLog::open(fs.clone(), &settings.queue_dir)?;
+        let (queue, report) = UploadQueue::open(fs.clone(), &settings.queue_dir, shared.clone())?;
         if report.discarded_bytes > 0 {
             tracing::warn!(
                 bytes = report.discarded_bytes,
                 "upload queue: a torn tail of the log was dropped (the step it recorded is redone)"
             );
         }
-        shared.set_queue(&state);
         shared.update(|v| {
             v.dataset.clone_from(&settings.dataset);
             v.robot.clone_from(&settings.robot);
@@ -144,8 +82,7 @@ impl Uploader {
         let mut me = Self {
             fs,
             settings,
-            log,
-            state,
+            queue,
             shared,
             stop,
             pacer,
@@ -159,21 +96,15 @@ impl Uploader {
     /// The queue as replayed and changed since.
     #[must_use]
     pub fn state(&self) -> &QueueState {
-        &self.state
+        self.queue.state()
     }
 
-    /// Append `r` to the log (synced), then apply it.
-    pub(super) fn record(&mut self, r: Record) -> Result<(), QueueLogError> {
-        self.log.append(&r)?;
-        self.state.apply(&r);
-        self.shared.set_queue(&self.state);
-        if self.log.needs_compaction() {
-            self.log.compact(&self.state)?;
-        }
-        Ok(())
+    /// Append `r` to the queue's log (synced), then apply it.
+    fn record(&mut self, r: Record) -> Result<(), QueueLogError> {
+        self.queue.record(r)
     }
 
-    pub(super) fn stopped(&self) -> bool {
+    fn stopped(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }
 
@@ -185,7 +116,7 @@ impl Uploader {
         self.scan()?;
         self.evict()?;
         let todo: Vec<String> = self
-            .state
+            .state()
             .in_order()
             .into_iter()
             .filter(|(id, e)| e.stage < EpisodeUpload::Published && !self.skipped.contains_key(*id))
@@ -212,7 +143,7 @@ impl Uploader {
         Ok(())
     }
 
-    pub(super) fn skip(&mut self, id: &str, e: &PublishError) {
+    fn skip(&mut self, id: &str, e: &PublishError) {
         tracing::error!(
             episode = id,
             "upload: episode left out until a restart: {e}"
@@ -249,7 +180,7 @@ impl Uploader {
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             .filter_map(|e| e.file_name().to_str().map(str::to_owned))
             .filter(|n| n != QUARANTINE_DIR && !n.starts_with('.'))
-            .filter(|n| !self.state.episodes.contains_key(n) && !self.skipped.contains_key(n))
+            .filter(|n| !self.state().episodes.contains_key(n) && !self.skipped.contains_key(n))
             .collect();
         names.sort();
         for name in names {
@@ -276,7 +207,7 @@ impl Uploader {
         Ok(())
     }
 
-    pub(super) fn enqueue(&mut self, ep: &LocalEpisode) -> Result<(), QueueLogError> {
+    fn enqueue(&mut self, ep: &LocalEpisode) -> Result<(), QueueLogError> {
         let files = ep
             .files
             .iter()
@@ -296,14 +227,14 @@ impl Uploader {
 
     /// Send every blob of `id` not verified yet, then record it `uploaded`.
     fn send_episode(&mut self, id: &str) -> Result<(), EpisodeError> {
-        let Some(ep) = self.state.episodes.get(id).cloned() else {
+        let Some(ep) = self.state().episodes.get(id).cloned() else {
             return Ok(());
         };
         if ep.stage >= EpisodeUpload::Uploaded {
             return Ok(());
         }
         for f in &ep.files {
-            if self.state.blobs.contains(&f.sha256) {
+            if self.state().blobs.contains(&f.sha256) {
                 continue;
             }
             self.send_blob(id, f)?;
@@ -314,9 +245,77 @@ impl Uploader {
         Ok(())
     }
 
+    /// Send `f` of `episode` with the publish crate's blob sender: a copy the store holds
+    /// already is verified, a multipart upload is resumed from the queue (`queue_hooks`
+    /// journals it), every send is paced. Then record it `blob`.
+    fn send_blob(&mut self, episode: &str, f: &QueuedFile) -> Result<(), EpisodeError> {
+        let Some(publisher) = self.publisher.as_ref() else {
+            return Err(CycleError::Stopped.into());
+        };
+        let key = publisher.keys().blob(&f.sha256);
+        let path = self.settings.data_dir.join(episode).join(&f.rel);
+        let saved = self.queue.state().multipart.get(&f.sha256).cloned();
+        let blob = Blob {
+            key: &key,
+            sha256: &f.sha256,
+            size: f.size,
+            source: BlobSource::File(&path),
+        };
+        let mut hooks = QueueHooks {
+            queue: &mut self.queue,
+            pacer: &mut self.pacer,
+            stop: &self.stop,
+            shared: &self.shared,
+            episode,
+            file: &f.rel,
+            sha256: &f.sha256,
+            size: f.size,
+        };
+        let sent = BlobSender::new(publisher.store())
+            .with_stored_copies(StoredCopies::Verify)
+            .send(&blob, saved.as_ref(), &mut hooks);
+        match sent {
+            // Skipped: the store had it (not a multipart upload completed before a crash).
+            Ok(BlobAction::AlreadyStored) if saved.is_none() => {
+                self.shared.update(|v| v.counters.blobs_skipped += 1);
+            }
+            Ok(BlobAction::AlreadyStored) => {}
+            Ok(BlobAction::Uploaded { .. }) => {
+                self.shared.update(|v| v.counters.blobs_uploaded += 1);
+            }
+            Err(SendError::Local(PublishError::LocalFileChanged { .. })) => {
+                return self.reenqueue(episode)
+            }
+            Err(SendError::Local(e)) => return Err(EpisodeError::Local(e)),
+            Err(SendError::Store(e)) => return Err(CycleError::Store(e).into()),
+            Err(SendError::Hook(e)) => return Err(e.into()),
+        }
+        self.record(Record::Blob {
+            sha256: f.sha256.clone(),
+        })?;
+        Ok(())
+    }
+
+    /// The episode's files changed since they were enqueued (an annotation added after the
+    /// end, say): enqueue it again with its files as they are now.
+    fn reenqueue(&mut self, episode: &str) -> Result<(), EpisodeError> {
+        let sel =
+            select(&self.settings.data_dir, &[episode.to_owned()]).map_err(EpisodeError::Local)?;
+        for ep in sel.episodes {
+            self.enqueue(&ep)?;
+        }
+        Err(EpisodeError::Cycle(CycleError::Store(
+            PublishError::BlobMismatch {
+                key: episode.to_owned(),
+                expected: "the files as enqueued".into(),
+                found: "a local file changed since; the episode was enqueued again".into(),
+            },
+        )))
+    }
+
     /// The uploaded episodes not yet published, as the publish crate's episodes.
     fn ready(&self) -> Vec<LocalEpisode> {
-        self.state
+        self.state()
             .in_order()
             .into_iter()
             .filter(|(_, e)| e.stage == EpisodeUpload::Uploaded)
@@ -370,113 +369,74 @@ impl Uploader {
         self.shared.update(|v| v.counters.episodes_published += n);
         Ok(())
     }
-}
 
-/// The running upload thread.
-#[derive(Debug)]
-pub struct UploadHandle {
-    thread: JoinHandle<()>,
-}
-
-impl UploadHandle {
-    /// True once the thread has ended (shutdown, or a queue-log error stopped it).
-    #[must_use]
-    pub fn is_finished(&self) -> bool {
-        self.thread.is_finished()
-    }
-
-    /// Wait up to `timeout` for the thread to end (after shutdown was set); a thread still
-    /// in a store call is left behind: the queue is crash-safe, as after a SIGKILL.
-    pub fn finish(self, timeout: Duration) {
-        let until = Instant::now() + timeout;
-        while !self.thread.is_finished() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        if self.thread.is_finished() {
-            let _ = self.thread.join();
+    /// The local copies of the episodes, as eviction moves and deletes them.
+    fn local_copies(&self) -> LocalCopies<'_> {
+        LocalCopies {
+            fs: self.fs.as_ref(),
+            data_dir: &self.settings.data_dir,
+            queue_dir: &self.settings.queue_dir,
         }
     }
-}
 
-/// Start the upload thread.
-///
-/// # Errors
-/// The OS error when the thread cannot be started.
-pub fn spawn(
-    fs: Arc<dyn Fs>,
-    settings: UploaderSettings,
-    shared: Arc<UploadShared>,
-    stop: Arc<AtomicBool>,
-) -> std::io::Result<UploadHandle> {
-    let thread = std::thread::Builder::new()
-        .name("wshardd-upload".into())
-        .spawn(move || run(fs, settings, &shared, stop))?;
-    Ok(UploadHandle { thread })
-}
-
-fn run(
-    fs: Arc<dyn Fs>,
-    settings: UploaderSettings,
-    shared: &Arc<UploadShared>,
-    stop: Arc<AtomicBool>,
-) {
-    if settings.idle_priority {
-        if let Err(e) = super::priority::run_current_thread_when_idle() {
-            tracing::warn!("{e}; uploading at normal priority");
+    /// Finish the evictions a crash interrupted (`evicting` without `evicted`), then delete
+    /// the leftovers of evictions whose deletion was cut short.
+    fn finish_evictions(&mut self) -> Result<(), QueueLogError> {
+        let open: Vec<String> = self
+            .state()
+            .episodes
+            .iter()
+            .filter(|(_, e)| e.stage == EpisodeUpload::Evicting)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in open {
+            self.move_and_delete(&id)?;
         }
+        self.local_copies().delete_leftovers()
     }
-    let mut backoff = Backoff::new(settings.retry_min, settings.retry_max);
-    let scan_interval = settings.scan_interval;
-    let mut up = match Uploader::open(fs, settings, shared.clone(), stop.clone()) {
-        Ok(u) => u,
-        Err(e) => {
-            tracing::error!("upload queue cannot be opened; the uploader is stopped: {e}");
-            shared.set_error(UploaderState::Error, e.kind(), e.to_string());
-            return;
+
+    /// Evict what the policy asks for (`evict`), oldest published episode first.
+    fn evict(&mut self) -> Result<(), CycleError> {
+        let published: Vec<String> = self
+            .state()
+            .in_order()
+            .into_iter()
+            .filter(|(_, e)| e.stage == EpisodeUpload::Published)
+            .map(|(id, _)| id.clone())
+            .collect();
+        if published.is_empty() {
+            return Ok(());
         }
-    };
-    while !stop.load(Ordering::Acquire) {
-        let wait = match up.cycle() {
-            Ok(()) => {
-                backoff.reset();
-                shared.update(|v| {
-                    v.state = UploaderState::Idle;
-                    v.next_retry = None;
-                    v.current = None;
-                });
-                scan_interval
+        let mut need = EvictionNeed::measure(&self.settings.evict, &self.settings.data_dir);
+        for id in published {
+            if self.stopped() {
+                return Err(CycleError::Stopped);
             }
-            Err(CycleError::Stopped) => break,
-            Err(CycleError::Queue(e)) => {
-                tracing::error!(
-                    "upload queue failed; the uploader is stopped until a restart: {e}"
-                );
-                shared.set_error(UploaderState::Error, e.kind(), e.to_string());
-                return;
-            }
-            Err(CycleError::Store(e)) => {
-                let (state, delay) = if e.is_transient()
-                    || matches!(
-                        e,
-                        PublishError::BlobMismatch { .. } | PublishError::UploadGone { .. }
-                    ) {
-                    (UploaderState::Offline, backoff.next_delay())
-                } else {
-                    (UploaderState::Error, backoff.long_delay())
-                };
-                tracing::warn!(retry_in_ms = delay.as_millis() as u64, "upload: {e}");
-                shared.set_error(state, error_kind(&e), e.to_string());
-                shared.update(|v| v.next_retry = Some(SystemTime::now() + delay));
-                delay
-            }
-        };
-        if !wait_until(Instant::now() + wait, &stop) {
-            break;
+            let Some(reason) = need.reason() else {
+                break;
+            };
+            let size = tree_bytes(&self.settings.data_dir.join(&id));
+            tracing::info!(episode = %id, bytes = size, reason, "upload: evicting the local copy of a published episode");
+            self.record(Record::Evicting {
+                episode: id.clone(),
+            })?;
+            self.move_and_delete(&id)?;
+            need.evicted(size);
+            self.shared.update(|v| {
+                v.counters.episodes_evicted += 1;
+                v.counters.evicted_bytes += size;
+            });
         }
+        Ok(())
     }
-}
 
-/// `data_dir/<episode>/<rel>`.
-pub(super) fn local_path(data_dir: &Path, episode: &str, rel: &str) -> PathBuf {
-    data_dir.join(episode).join(rel)
+    /// Move the episode's directory under `.upload/evicting/`, record `evicted`, delete
+    /// the files.
+    fn move_and_delete(&mut self, id: &str) -> Result<(), QueueLogError> {
+        self.local_copies().move_out(id)?;
+        self.record(Record::Evicted {
+            episode: id.to_owned(),
+        })?;
+        self.local_copies().delete_moved(id)
+    }
 }
