@@ -1,5 +1,5 @@
 """The node's services ``~start``, ``~stop``, ``~abort``, ``~annotate`` and ``~status``
-(types of the package ``wshard_ros_msgs``, ingest-adapters/ros/srv), each a thin
+(types of the package ``wshard_ros_msgs``, made from the .srv files in wshard_ros_msgs/srv), each a thin
 translation of the request into the bridge socket's request (:func:`~wshard_ros.bridge.handle_request`)."""
 
 import json
