@@ -60,7 +60,8 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The ring module is the only `unsafe` code of the crate.
+//! The crate has no `unsafe` code: the ring's mapping (the atomic control words, the slot
+//! copies) is `wshard_shm_ring::MappedRing`, which the daemon consumes the ring through too.
 //!
 //! ## Multi-stream episodes and events (protocol version 2)
 //!
