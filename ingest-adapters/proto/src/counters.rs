@@ -17,7 +17,7 @@
 use std::collections::BTreeSet;
 
 use crate::error::ProtoError;
-use crate::frame::FrameType;
+use crate::frame_header::FrameType;
 use crate::wire::{put_str16, Reader};
 
 /// The most counters one `COUNTERS` frame carries.

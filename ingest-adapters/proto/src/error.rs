@@ -210,7 +210,7 @@ pub enum ProtoError {
     #[error(
         "TIMESTEP_BATCH seq {first_seq} (count {count}): steps are {got} bytes, \
          schema needs {count} x ({header} + {want}) bytes",
-        header = crate::timestep::RECORD_HEADER_BYTES
+        header = crate::record::RECORD_HEADER_BYTES
     )]
     BatchSize {
         first_seq: u64,
@@ -224,7 +224,7 @@ pub enum ProtoError {
     #[error(
         "TIMESTEP_BATCH (count {count}): steps are {got} bytes, less than the {count} x {header} \
          bytes of their record headers alone",
-        header = crate::timestep::RECORD_HEADER_BYTES
+        header = crate::record::RECORD_HEADER_BYTES
     )]
     BatchTooShort { count: u32, got: usize },
     /// A version 2 request names a bad id: the episode id of `EPISODE_OPEN` or

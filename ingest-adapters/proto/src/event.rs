@@ -2,6 +2,7 @@
 //! language instruction, a button press, a label), and the checks of its data.
 
 use crate::error::ProtoError;
+use crate::frame_header::FrameType;
 
 /// The server's default `limits.max_event_bytes`: the most bytes of `EVENT.data`.
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 64 * 1024;
@@ -96,6 +97,6 @@ impl Event {
 #[must_use]
 pub fn is_event_refusal(message: &str) -> bool {
     message
-        .strip_prefix(crate::frame::FrameType::Event.name())
+        .strip_prefix(FrameType::Event.name())
         .is_some_and(|rest| rest.starts_with([':', ' ']))
 }
