@@ -17,9 +17,7 @@
 //! and publishes into it. Either way the dropped timesteps are counted here and in the
 //! ring header (`dropped_steps`, `dropped_batches`).
 
-use std::io::{self, IoSlice, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
@@ -27,7 +25,6 @@ use nix::fcntl::{fcntl, FcntlArg, SealFlag};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
-use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
 use wshard_ingest_proto::ring::{self, RingHeader, RingPolicy};
 use wshard_shm_ring::{MapError, MappedRing};
 
@@ -324,33 +321,6 @@ impl Producer {
         }
         Ok(true)
     }
-}
-
-/// Write `bytes` (one encoded frame) to `stream` with `fds` attached to its first byte
-/// (`SCM_RIGHTS`); the rest, if the kernel takes only part, with plain writes.
-///
-/// # Errors
-/// The socket error.
-pub(crate) fn send_with_fds(
-    stream: &mut UnixStream,
-    bytes: &[u8],
-    fds: &[RawFd],
-) -> io::Result<()> {
-    let cmsg = [ControlMessage::ScmRights(fds)];
-    let n = loop {
-        match sendmsg::<()>(
-            stream.as_raw_fd(),
-            &[IoSlice::new(bytes)],
-            &cmsg,
-            MsgFlags::MSG_NOSIGNAL,
-            None,
-        ) {
-            Ok(n) => break n,
-            Err(nix::errno::Errno::EINTR) => {}
-            Err(e) => return Err(io::Error::from(e)),
-        }
-    };
-    stream.write_all(&bytes[n.min(bytes.len())..])
 }
 
 #[cfg(test)]
