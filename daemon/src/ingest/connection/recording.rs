@@ -15,7 +15,7 @@ use super::request::Request;
 use super::stream_of::StreamOf;
 use crate::episode_files::EventsLog;
 use crate::ingest::intake::Intake;
-use crate::ingest::transport::{Pump, Transport};
+use crate::ingest::timestep_source::{Pump, Transport};
 use crate::registry::StopReason;
 use crate::session::FinalStatus;
 

@@ -1,5 +1,5 @@
 //! The shared-memory ring consumer (docs/PROTOCOL.md, "Shared-memory transport").
-//! It calls only [`super::fds`] (the fd checks); `transport` drives it.
+//! It calls only [`super::fds`] (the fd checks); `timestep_source` drives it.
 //!
 //! The mapping itself (mapping the client's memfd, the atomic control words, copying a
 //! slot out, unmapping) and all of its `unsafe` code are `wshard_shm_ring::MappedRing`'s,
