@@ -4,7 +4,8 @@
 use wshard_ingest_proto::RingPolicy;
 
 /// How an episode's timesteps travel to the server (chosen at
-/// [`Client::open_episode_with`]); control frames always use the socket.
+/// [`Client::open_episode_with`](crate::Client::open_episode_with)); control frames always
+/// use the socket.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Transport {
     /// `TIMESTEP_BATCH` frames on the socket.
@@ -23,7 +24,8 @@ pub enum Transport {
         /// ([`RingPolicy::Block`], nothing is ever lost), or drop timesteps and carry on
         /// ([`RingPolicy::DropNewest`]: the batch being sent; [`RingPolicy::DropOldest`]:
         /// the oldest batch the server has not taken yet). Dropped timesteps keep their
-        /// seqs (the server records the gaps); see [`EpisodeWriter::dropped_steps`].
+        /// seqs (the server records the gaps); see
+        /// [`EpisodeWriter::dropped_steps`](crate::EpisodeWriter::dropped_steps).
         policy: RingPolicy,
     },
 }
