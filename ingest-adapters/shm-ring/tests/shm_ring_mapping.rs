@@ -88,8 +88,9 @@ fn memfd_without_sealing() -> File {
 #[test]
 fn shm_ring_words_and_slots_are_the_file_bytes() {
     let file = memfd(size(), true);
-    let ring = MappedRing::map(file.as_fd(), SLOT, SLOTS).expect("map");
-    drop(file.try_clone().expect("dup")); // the mapping does not need the fd
+    let dup = file.try_clone().expect("dup");
+    let ring = MappedRing::map(dup.as_fd(), SLOT, SLOTS).expect("map");
+    drop(dup); // the mapping outlives the fd it was made from
     assert_eq!((ring.slot_size(), ring.slot_count()), (SLOT, SLOTS));
     assert_eq!(ring.slot_capacity(), 120);
     ring.head().store(7, Ordering::Release);
