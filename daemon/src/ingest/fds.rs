@@ -1,9 +1,8 @@
 //! File descriptors on the ingest socket (docs/PROTOCOL.md, "Shared-memory transport"):
-//! received with `recvmsg` (`SCM_RIGHTS`) into a connection's [`FdQueue`], and checked for
-//! what `SHM_ATTACH` needs before anything is mapped.
+//! received with `recvmsg` (`SCM_RIGHTS`) into a connection's [`FdQueue`], and the
+//! eventfds of `SHM_ATTACH` checked before anything is mapped (the ring fd's rule, a sealed
+//! memfd of exactly the announced size, is `wshard_shm_ring::check_ring_fd`).
 //!
-//! The ring fd must be a memfd sealed against shrinking and growing, of exactly the
-//! announced size, so that the mapping can never be cut short and no access can fault.
 //! Eventfd check: `/proc/self/fdinfo/N` of an eventfd has an `eventfd-count:` line (since
 //! Linux 3.8); nothing else has.
 //!
@@ -15,9 +14,7 @@ use std::io::{self, IoSliceMut};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 
-use nix::fcntl::{fcntl, FcntlArg, SealFlag};
 use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
-use nix::sys::stat::{fstat, SFlag};
 use wshard_ingest_proto::ring::SHM_ATTACH_FDS;
 use wshard_ingest_proto::ProtoError;
 
@@ -127,39 +124,4 @@ pub(super) fn check_eventfd(fd: &OwnedFd, what: &str) -> Result<(), ProtoError> 
     Err(bad_shm(format!(
         "SHM_ATTACH {what} fd is not an eventfd (it is {kind})"
     )))
-}
-
-/// Check the ring memfd: a regular file, sealed against shrinking and growing, of exactly
-/// `want` bytes. The size is read after the seals are seen: from then on it cannot change,
-/// so the mapping can never extend past the end of the file (no SIGBUS).
-pub(super) fn check_ring_fd(fd: &OwnedFd, want: u64) -> Result<(), ProtoError> {
-    let stat =
-        || fstat(fd.as_raw_fd()).map_err(|e| bad_shm(format!("SHM_ATTACH ring fd: fstat: {e}")));
-    let st = stat()?;
-    let kind = SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits());
-    if kind != SFlag::S_IFREG {
-        return Err(bad_shm(format!(
-            "SHM_ATTACH ring fd is not a memfd (st_mode {:#o})",
-            st.st_mode
-        )));
-    }
-    let seals = fcntl(fd.as_raw_fd(), FcntlArg::F_GET_SEALS).map_err(|e| {
-        bad_shm(format!(
-            "SHM_ATTACH ring fd has no seals (not a memfd?): {e}"
-        ))
-    })?;
-    let seals = SealFlag::from_bits_truncate(seals);
-    let need = SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW;
-    if !seals.contains(need) {
-        return Err(bad_shm(format!(
-            "SHM_ATTACH ring fd seals {seals:?} lack F_SEAL_SHRINK | F_SEAL_GROW"
-        )));
-    }
-    let size = u64::try_from(stat()?.st_size).unwrap_or(0);
-    if size != want {
-        return Err(bad_shm(format!(
-            "SHM_ATTACH ring fd is {size} bytes, expected {want} (4096 + slot_size x slot_count)"
-        )));
-    }
-    Ok(())
 }

@@ -8,9 +8,10 @@
 //! - [`connection`]: one connection's read loop and states (handshake, idle, recording),
 //!   with its [`deadline`]s; [`responder`] writes its answers.
 //! - `intake`: an open episode's checks of every timestep, and the hand-off to its writer.
-//! - `transport`: where the timesteps come from: socket frames or a shared-memory ring.
-//! - [`shm`]: the ring consumer, all of the daemon's `unsafe` code on the ring; [`fds`]:
-//!   receiving file descriptors (`SCM_RIGHTS`) and checking them (`/proc`, memfd seals).
+//! - `timestep_source`: where the timesteps come from: socket frames or a shared-memory ring.
+//! - [`shm`]: the ring consumer, on the mapping of the `wshard-shm-ring` crate (which holds
+//!   the ring's `unsafe` code); [`fds`]: receiving file descriptors (`SCM_RIGHTS`) and
+//!   checking the eventfds (`/proc`).
 
 pub(crate) mod connection;
 pub(crate) mod deadline;
@@ -20,4 +21,4 @@ pub(crate) mod listener;
 pub(crate) mod responder;
 pub(crate) mod shm;
 pub(crate) mod slots;
-mod transport;
+mod timestep_source;

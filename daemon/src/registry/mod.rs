@@ -70,15 +70,15 @@ pub(crate) struct TooManyCounterNames {
     new: usize,
 }
 
-/// How an episode's timesteps arrive.
+/// How an episode's timesteps arrive, as a label for `status` and the metrics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-pub(crate) enum Transport {
+pub(crate) enum TransportKind {
     Socket = 0,
     Shm = 1,
 }
 
-impl Transport {
+impl TransportKind {
     /// `socket` or `shm`.
     #[must_use]
     pub(crate) fn name(self) -> &'static str {
@@ -115,16 +115,16 @@ pub struct LiveEpisode {
 impl LiveEpisode {
     /// The transport in use (socket until a ring is attached).
     #[must_use]
-    pub(crate) fn transport(&self) -> Transport {
-        if self.transport.load(Ordering::Relaxed) == Transport::Shm as u8 {
-            Transport::Shm
+    pub(crate) fn transport(&self) -> TransportKind {
+        if self.transport.load(Ordering::Relaxed) == TransportKind::Shm as u8 {
+            TransportKind::Shm
         } else {
-            Transport::Socket
+            TransportKind::Socket
         }
     }
 
     /// Record that the episode now reads a shared-memory ring.
-    pub(crate) fn set_transport(&self, t: Transport) {
+    pub(crate) fn set_transport(&self, t: TransportKind) {
         self.transport.store(t as u8, Ordering::Relaxed);
     }
 
@@ -314,7 +314,7 @@ impl Registry {
             opened_at: SystemTime::now(),
             opened: Instant::now(),
             stats: e.stats,
-            transport: AtomicU8::new(Transport::Socket as u8),
+            transport: AtomicU8::new(TransportKind::Socket as u8),
             stop_requested: AtomicBool::new(false),
             stop: Mutex::new(None),
             producer_counters: Mutex::new(BTreeMap::new()),

@@ -1,7 +1,8 @@
-//! [`Client`]: one connection to `wshardd`.
+//! [`Client`]: one connection to `wshardd`: the handshake, sending frames, waiting for the
+//! answers the reader thread collects. Episodes are opened on it by `open_episode` and
+//! `multistream`, which build on this module.
 
-use std::io::{self, IoSlice, Write};
-use std::os::fd::AsRawFd;
+use std::io::{self, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -9,62 +10,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use nix::sys::socket::{sendmsg, MsgFlags};
-use wshard_ingest_proto::{
-    encode, Frame, FrameType, OpenEpisode, ProtocolVersion, RingPolicy, SchemaLimits,
-};
+use wshard_ingest_proto::{encode, Frame, FrameType, ProtocolVersion, SchemaLimits};
 
-use crate::episode::EpisodeWriter;
 use crate::error::{ClientError, Result};
 use crate::reader::{self, end_error, ServerInfo, Shared, State};
-use crate::shm;
-
-/// How an episode's timesteps travel to the server (chosen at
-/// [`Client::open_episode_with`]); control frames always use the socket.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Transport {
-    /// `TIMESTEP_BATCH` frames on the socket.
-    #[default]
-    Socket,
-    /// A shared-memory ring (docs/PROTOCOL.md, "Shared-memory transport"): a sealed memfd
-    /// of `slots` slots of `slot_bytes` bytes, one batch per slot.
-    Shm {
-        /// Bytes per slot (a multiple of 64, at least 64 + one timestep record, at most
-        /// the server's `max_frame_bytes`); 0 = from the schema: room for
-        /// `max(1, 256 KiB / record)` timesteps, rounded up to 64.
-        slot_bytes: u32,
-        /// Slots in the ring (2..=65536); 0 = 64.
-        slots: u32,
-        /// What a push does when the ring is full: wait for the server
-        /// ([`RingPolicy::Block`], nothing is ever lost), or drop timesteps and carry on
-        /// ([`RingPolicy::DropNewest`]: the batch being sent; [`RingPolicy::DropOldest`]:
-        /// the oldest batch the server has not taken yet). Dropped timesteps keep their
-        /// seqs (the server records the gaps); see [`EpisodeWriter::dropped_steps`].
-        policy: RingPolicy,
-    },
-}
-
-impl Transport {
-    /// The shared-memory ring with the default geometry and [`RingPolicy::Block`].
-    #[must_use]
-    pub const fn shm() -> Self {
-        Self::Shm {
-            slot_bytes: 0,
-            slots: 0,
-            policy: RingPolicy::Block,
-        }
-    }
-
-    /// The shared-memory ring with the default geometry and `policy`.
-    #[must_use]
-    pub const fn shm_with(policy: RingPolicy) -> Self {
-        Self::Shm {
-            slot_bytes: 0,
-            slots: 0,
-            policy,
-        }
-    }
-}
+use crate::socket_write::{send_all_parts, send_with_fds};
 
 /// Tuning of a [`Client`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -266,62 +216,6 @@ impl Client {
         &self.options
     }
 
-    /// Open an episode: check the schema locally, send `OPEN`, wait for `ACCEPTED`.
-    ///
-    /// # Errors
-    /// [`ClientError::Schema`] when the schema breaks the protocol's rules (nothing sent);
-    /// [`ClientError::Server`] when the server refuses it (`BAD_SCHEMA`, `EPISODE_EXISTS`,
-    /// ...) or for an earlier unreported `ERROR`; [`ClientError::Closed`],
-    /// [`ClientError::Io`], [`ClientError::Timeout`].
-    pub fn open_episode(&mut self, spec: OpenEpisode) -> Result<EpisodeWriter<'_>> {
-        self.open_episode_with(spec, Transport::Socket)
-    }
-
-    /// [`Client::open_episode`] with the timesteps' transport chosen. With
-    /// [`Transport::Shm`] the ring is created and attached (`SHM_ATTACH`) right after
-    /// `ACCEPTED{OPEN}`; if that fails the episode is closed `aborted` and the error
-    /// returned.
-    ///
-    /// # Errors
-    /// As [`Client::open_episode`]; [`ClientError::Shm`] when the ring cannot be set up
-    /// here, [`ClientError::Server`] (`BAD_SHM`) when the server refuses it.
-    pub fn open_episode_with(
-        &mut self,
-        spec: OpenEpisode,
-        transport: Transport,
-    ) -> Result<EpisodeWriter<'_>> {
-        self.check_usable()?;
-        spec.validate(&self.schema_limits())
-            .map_err(ClientError::Schema)?;
-        let frame = Frame::Open(spec);
-        self.request(&frame, "ACCEPTED{OPEN}", |st| st.opens, |_| ())?;
-        let Frame::Open(spec) = frame else {
-            return Err(ClientError::Unexpected("OPEN frame changed".into()));
-        };
-        self.writer(spec, transport)
-    }
-
-    /// The writer of an episode or stream the server just accepted, with its ring attached
-    /// when `transport` asks for one (if that fails, the writer's drop closes it
-    /// `aborted` and the error is returned).
-    pub(crate) fn writer(
-        &mut self,
-        spec: OpenEpisode,
-        transport: Transport,
-    ) -> Result<EpisodeWriter<'_>> {
-        let mut writer = EpisodeWriter::new(self, spec)?;
-        if let Transport::Shm {
-            slot_bytes,
-            slots,
-            policy,
-        } = transport
-        {
-            // On error the writer's Drop closes the episode as `aborted`.
-            writer.attach_shm(slot_bytes, slots, policy)?;
-        }
-        Ok(writer)
-    }
-
     /// Fail fast on a broken connection or a pending server `ERROR`.
     pub(crate) fn check_usable(&mut self) -> Result<()> {
         if let Some(e) = self.shared.take_error() {
@@ -359,7 +253,7 @@ impl Client {
             return Err(ClientError::Closed);
         }
         let buf = wshard_ingest_proto::encode_to_vec(frame)?;
-        match shm::send_with_fds(&mut self.stream, &buf, fds) {
+        match send_with_fds(&mut self.stream, &buf, fds) {
             Ok(()) => Ok(()),
             Err(e) => {
                 self.broken = true;
@@ -408,156 +302,11 @@ impl Client {
     }
 }
 
-/// Most slices one `sendmsg` takes (Linux's `UIO_MAXIOV`); longer lists take several calls.
-const MAX_IOV: usize = 1024;
-
-/// Send every byte of `parts`, in order, with `sendmsg(MSG_NOSIGNAL)`: vectored like
-/// `writev`, and like std's `UnixStream::write` (which `write_all` uses) a closed peer is
-/// an `EPIPE` error, never a `SIGPIPE`.
-fn send_all_parts(stream: &UnixStream, parts: &mut [&[u8]]) -> io::Result<()> {
-    let fd = stream.as_raw_fd();
-    write_all_parts_with(parts, |iov| {
-        sendmsg::<()>(fd, iov, &[], MsgFlags::MSG_NOSIGNAL, None).map_err(io::Error::from)
-    })
-}
-
-/// Write every byte of `parts`, in order, with `write_vectored` (up to [`MAX_IOV`] slices a
-/// call): short writes (the socket's write timeout ended with part of the data taken, a
-/// signal) continue where they stopped, `Interrupted` retries, a write of 0 is `WriteZero`.
-fn write_all_parts_with(
-    mut parts: &mut [&[u8]],
-    mut write_vectored: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
-) -> io::Result<()> {
-    advance(&mut parts, 0);
-    let mut iov: Vec<IoSlice<'_>> = Vec::with_capacity(parts.len().min(MAX_IOV));
-    while !parts.is_empty() {
-        iov.clear();
-        iov.extend(parts.iter().take(MAX_IOV).map(|p| IoSlice::new(p)));
-        match write_vectored(&iov) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => advance(&mut parts, n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// Drop the first `n` bytes of `parts`: the slices they cover entirely (and empty ones),
-/// then the front of the next. What `IoSlice::advance_slices` does, which needs Rust 1.81
-/// (this workspace's `rust-version` is 1.80).
-fn advance<'a>(parts: &mut &mut [&'a [u8]], mut n: usize) {
-    let mut whole = 0;
-    for p in parts.iter() {
-        if p.len() > n {
-            break;
-        }
-        n -= p.len();
-        whole += 1;
-    }
-    let rest = std::mem::take(parts);
-    *parts = rest.get_mut(whole..).unwrap_or_default();
-    if let Some(first) = parts.first_mut() {
-        let s: &'a [u8] = first;
-        *first = s.get(n..).unwrap_or_default();
-    }
-}
-
 impl Drop for Client {
     fn drop(&mut self) {
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
         if let Some(h) = self.reader.take() {
             let _ = h.join();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Run `write_all_parts_with` on `parts` with a writer that takes at most `max` bytes a
-    /// call and fails with `Interrupted` every third call; returns the bytes and the calls.
-    fn gather(parts: &[&[u8]], max: usize) -> (Vec<u8>, usize) {
-        let mut parts = parts.to_vec();
-        let mut out = Vec::new();
-        let mut calls = 0;
-        write_all_parts_with(&mut parts, |iov| {
-            calls += 1;
-            assert!(iov.len() <= MAX_IOV);
-            assert!(
-                !iov.first().is_some_and(|s| s.is_empty()),
-                "leading empty slice"
-            );
-            if calls % 3 == 0 {
-                return Err(io::ErrorKind::Interrupted.into());
-            }
-            let mut left = max;
-            for s in iov {
-                let n = s.len().min(left);
-                out.extend_from_slice(&s[..n]);
-                left -= n;
-                if left == 0 {
-                    break;
-                }
-            }
-            Ok(max - left)
-        })
-        .unwrap();
-        (out, calls)
-    }
-
-    #[test]
-    fn proto_write_all_parts_survives_short_and_interrupted_writes() {
-        let a: Vec<u8> = (0..100u8).collect();
-        let b: Vec<u8> = (100..=255u8).collect();
-        let parts: [&[u8]; 6] = [&[], &a, &[], &[], &b, &[7]];
-        let want = [&a[..], &b[..], &[7]].concat();
-        for max in [1, 2, 3, 7, 99, 100, 101, 156, 256, 257, 1000] {
-            let (got, _) = gather(&parts, max);
-            assert_eq!(got, want, "max {max}");
-        }
-        let (got, calls) = gather(&[&[], &[]], 5);
-        assert!(got.is_empty());
-        assert_eq!(calls, 0, "nothing to write: no call");
-    }
-
-    #[test]
-    fn proto_write_all_parts_more_slices_than_one_call_takes() {
-        let bytes: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
-        let parts: Vec<&[u8]> = bytes.chunks(1).collect();
-        let (got, calls) = gather(&parts, usize::MAX);
-        assert_eq!(got, bytes);
-        assert_eq!(calls, 4, "1024 + 1024 + (Interrupted) + 952 slices");
-    }
-
-    #[test]
-    fn proto_write_all_parts_write_zero_and_errors() {
-        let mut parts: [&[u8]; 1] = [b"abc"];
-        let e = write_all_parts_with(&mut parts, |_| Ok(0)).unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::WriteZero);
-        let mut parts: [&[u8]; 1] = [b"abc"];
-        let e = write_all_parts_with(&mut parts, |_| Err(io::ErrorKind::BrokenPipe.into()))
-            .unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::BrokenPipe);
-    }
-
-    #[test]
-    fn proto_advance_drops_whole_then_partial_slices() {
-        let (a, b, c): (&[u8], &[u8], &[u8]) = (b"abc", b"", b"defg");
-        let mut store = [a, b, c];
-        let mut parts: &mut [&[u8]] = &mut store;
-        advance(&mut parts, 3);
-        assert_eq!(
-            parts,
-            [b"defg" as &[u8]],
-            "a whole slice and the empty one after it"
-        );
-        advance(&mut parts, 1);
-        assert_eq!(parts, [b"efg" as &[u8]]);
-        advance(&mut parts, 3);
-        assert!(parts.is_empty());
-        advance(&mut parts, 0);
-        assert!(parts.is_empty());
     }
 }

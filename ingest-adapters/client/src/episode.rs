@@ -9,9 +9,10 @@ use wshard_ingest_proto::{
     Frame, OpenEpisode, Outcome, RingPolicy, BATCH_HEADER_BYTES, LEN_BYTES, RECORD_HEADER_BYTES,
 };
 
-use crate::client::{Client, Transport};
+use crate::client::Client;
 use crate::error::{ClientError, Result};
 use crate::shm::Producer;
+use crate::transport::Transport;
 
 mod counters;
 mod event;
@@ -132,7 +133,28 @@ pub struct EpisodeWriter<'c> {
 }
 
 impl<'c> EpisodeWriter<'c> {
-    pub(crate) fn new(client: &'c mut Client, spec: OpenEpisode) -> Result<Self> {
+    /// The writer of an episode or stream the server just accepted, with its ring attached
+    /// when `transport` asks for one (if that fails, the writer's drop closes it
+    /// `aborted` and the error is returned).
+    pub(crate) fn start(
+        client: &'c mut Client,
+        spec: OpenEpisode,
+        transport: Transport,
+    ) -> Result<Self> {
+        let mut writer = Self::new(client, spec)?;
+        if let Transport::Shm {
+            slot_bytes,
+            slots,
+            policy,
+        } = transport
+        {
+            // On error the writer's Drop closes the episode as `aborted`.
+            writer.attach_shm(slot_bytes, slots, policy)?;
+        }
+        Ok(writer)
+    }
+
+    fn new(client: &'c mut Client, spec: OpenEpisode) -> Result<Self> {
         let channel_bytes = spec.channel_step_bytes().map_err(ClientError::Schema)?;
         let step_bytes = spec.step_bytes().map_err(ClientError::Schema)?;
         let max_frame = usize::try_from(client.server_info().max_frame_bytes)

@@ -60,7 +60,8 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The ring module is the only `unsafe` code of the crate.
+//! The crate has no `unsafe` code: the ring's mapping (the atomic control words, the slot
+//! copies) is `wshard_shm_ring::MappedRing`, which the daemon consumes the ring through too.
 //!
 //! ## Multi-stream episodes and events (protocol version 2)
 //!
@@ -103,19 +104,33 @@
 //! polling because the server may answer at any time, including while a large batch
 //! write is blocked, and a thread keeps that simple and the receive side drained.
 
+// The modules, top to bottom; each uses only modules listed after it:
+// - `multistream` (version 2: creating and joining multi-stream episodes) and `open_episode`
+//   (version 1 episodes): the `Client` methods that open something and return its handle;
+// - `episode`: `EpisodeWriter`, pushing one episode's (or stream's) timesteps;
+// - `events`: sending an `EVENT` on the connection;
+// - `client`: `Client`, the connection: handshake, sending frames, waiting for answers;
+// - `shm`: the producer side of the shared-memory ring; `transport`: the socket-or-ring
+//   choice;
+// - `reader`: the reader thread and the state it shares; `socket_write`: vectored writes
+//   and frames with fds; `error`.
 mod client;
 mod episode;
 mod error;
 mod events;
 mod multistream;
+mod open_episode;
 mod reader;
 mod shm;
+mod socket_write;
+mod transport;
 
-pub use client::{Client, ClientOptions, Transport};
+pub use client::{Client, ClientOptions};
 pub use episode::{CloseSummary, EpisodeWriter, Step};
 pub use error::{ClientError, Result};
 pub use multistream::MultiStreamEpisode;
 pub use reader::ServerInfo;
+pub use transport::Transport;
 pub use wshard_ingest_proto::{
     ChannelSpec, CodecChoice, Durability, EpisodeOpen, ErrorCode, Event, EventKind, OpenEpisode,
     Outcome, ProtocolVersion, RingPolicy, StreamOpen, TimebaseSpec,

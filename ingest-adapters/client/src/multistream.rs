@@ -6,9 +6,10 @@ use std::sync::atomic::Ordering;
 
 use wshard_ingest_proto::{EpisodeOpen, Event, Frame, FrameType, Outcome, StreamOpen};
 
-use crate::client::{Client, Transport};
+use crate::client::Client;
 use crate::episode::EpisodeWriter;
 use crate::error::{ClientError, Result};
+use crate::transport::Transport;
 
 impl Client {
     /// Create a multi-stream episode owned by this connection: check it, send
@@ -87,7 +88,7 @@ impl Client {
         let Frame::StreamOpen(spec) = frame else {
             return Err(ClientError::Unexpected("STREAM_OPEN frame changed".into()));
         };
-        self.writer(spec.schema, transport)
+        EpisodeWriter::start(self, spec.schema, transport)
     }
 }
 

@@ -1,6 +1,7 @@
 //! The producer side of the shared-memory transport (docs/PROTOCOL.md, "Shared-memory
-//! transport"), and the only module of the client with `unsafe` code: the mapping of the
-//! ring and the accesses to it.
+//! transport"). The mapping of the ring and every access to it (the atomic control words,
+//! the slot copies) are `wshard_shm_ring::MappedRing`'s, which the daemon consumes through
+//! too; here are the producer's rules.
 //!
 //! The ring is a memfd (`MFD_ALLOW_SEALING`), sized, given its header, and sealed with
 //! `F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL` before it is mapped and sent, so neither
@@ -15,67 +16,22 @@
 //! index + 1, the same swap the server claims a slot with, so exactly one side gets it)
 //! and publishes into it. Either way the dropped timesteps are counted here and in the
 //! ring header (`dropped_steps`, `dropped_batches`).
-#![allow(unsafe_code)]
 
-use std::io::{self, IoSlice, Write};
-use std::num::NonZeroUsize;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
-use std::os::unix::net::UnixStream;
-use std::ptr::NonNull;
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::fcntl::{fcntl, FcntlArg, SealFlag};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
-use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
-use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
-use wshard_ingest_proto::ring::{
-    self, RingHeader, RingPolicy, SlotHeader, OFFSET_CONSUMER_SLEEPING, OFFSET_DROPPED_BATCHES,
-    OFFSET_DROPPED_STEPS, OFFSET_HEAD, OFFSET_PRODUCER_SLEEPING, OFFSET_TAIL, SLOT_HEADER_BYTES,
-};
+use wshard_ingest_proto::ring::{self, RingHeader, RingPolicy};
+use wshard_shm_ring::{MapError, MappedRing};
 
 use crate::error::{ClientError, Result};
 
 /// Longest single sleep while waiting for ring space, so errors and the timeout are seen.
 const WAIT_SLICE: Duration = Duration::from_millis(20);
-
-/// The ring's `u64` control words.
-#[derive(Clone, Copy)]
-enum Word64 {
-    Head,
-    Tail,
-    DroppedSteps,
-    DroppedBatches,
-}
-
-impl Word64 {
-    fn offset(self) -> usize {
-        match self {
-            Self::Head => OFFSET_HEAD,
-            Self::Tail => OFFSET_TAIL,
-            Self::DroppedSteps => OFFSET_DROPPED_STEPS,
-            Self::DroppedBatches => OFFSET_DROPPED_BATCHES,
-        }
-    }
-}
-
-/// The ring's `u32` control words.
-#[derive(Clone, Copy)]
-enum Word32 {
-    ConsumerSleeping,
-    ProducerSleeping,
-}
-
-impl Word32 {
-    fn offset(self) -> usize {
-        match self {
-            Self::ConsumerSleeping => OFFSET_CONSUMER_SLEEPING,
-            Self::ProducerSleeping => OFFSET_PRODUCER_SLEEPING,
-        }
-    }
-}
 
 fn shm_err(what: &str, e: impl std::fmt::Display) -> ClientError {
     ClientError::Shm(format!("{what}: {e}"))
@@ -84,10 +40,7 @@ fn shm_err(what: &str, e: impl std::fmt::Display) -> ClientError {
 /// A mapped ring this client produces into.
 #[derive(Debug)]
 pub(crate) struct Producer {
-    base: NonNull<u8>,
-    map_len: usize,
-    slot_size: u32,
-    slot_count: u32,
+    ring: MappedRing,
     /// Slots published, ever (the producer's own `head`).
     head: u64,
     policy: RingPolicy,
@@ -102,10 +55,6 @@ pub(crate) struct Producer {
     space_ready: EventFd,
 }
 
-// SAFETY: `Producer` owns its mapping exclusively within this process (the raw pointer is
-// never shared or handed out), so moving it to another thread is as safe as moving a Vec.
-unsafe impl Send for Producer {}
-
 impl Producer {
     /// Create, size, label and seal a memfd for `slot_count` slots of `slot_size` bytes,
     /// create the two eventfds, and map the ring.
@@ -115,10 +64,11 @@ impl Producer {
     pub(crate) fn create(slot_size: u32, slot_count: u32, policy: RingPolicy) -> Result<Self> {
         let bytes = ring::ring_bytes(slot_size, slot_count)
             .ok_or_else(|| ClientError::Shm("ring size overflows".into()))?;
-        let map_len = usize::try_from(bytes)
-            .ok()
-            .and_then(NonZeroUsize::new)
-            .ok_or_else(|| ClientError::Shm(format!("a ring of {bytes} bytes cannot be mapped")))?;
+        if usize::try_from(bytes).map_or(true, |n| n == 0) {
+            return Err(ClientError::Shm(format!(
+                "a ring of {bytes} bytes cannot be mapped"
+            )));
+        }
         let len = nix::libc::off_t::try_from(bytes)
             .map_err(|_| ClientError::Shm(format!("a ring of {bytes} bytes is too large")))?;
         let ring_fd = memfd_create(
@@ -142,25 +92,13 @@ impl Producer {
         let flags = EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK;
         let data_ready = EventFd::from_flags(flags).map_err(|e| shm_err("eventfd", e))?;
         let space_ready = EventFd::from_flags(flags).map_err(|e| shm_err("eventfd", e))?;
-        // SAFETY: a fresh shared mapping of the whole memfd, which is exactly `map_len`
-        // bytes and sealed against shrinking (no access can fault); the kernel chooses the
-        // address, so no existing memory is affected.
-        let base = unsafe {
-            mmap(
-                None,
-                map_len,
-                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-                MapFlags::MAP_SHARED,
-                &ring_fd,
-                0,
-            )
-        }
-        .map_err(|e| shm_err("mmap", e))?;
+        let ring =
+            MappedRing::map(ring_fd.as_fd(), slot_size, slot_count).map_err(|e| match e {
+                MapError::Mmap { errno, .. } => shm_err("mmap", errno),
+                e => ClientError::Shm(e.to_string()),
+            })?;
         Ok(Self {
-            base: base.cast(),
-            map_len: map_len.get(),
-            slot_size,
-            slot_count,
+            ring,
             head: 0,
             policy,
             counts: vec![0; usize::try_from(slot_count).unwrap_or(0)],
@@ -183,12 +121,12 @@ impl Producer {
 
     /// `slot_size`.
     pub(crate) fn slot_size(&self) -> u32 {
-        self.slot_size
+        self.ring.slot_size()
     }
 
     /// `slot_count`.
     pub(crate) fn slot_count(&self) -> u32 {
-        self.slot_count
+        self.ring.slot_count()
     }
 
     /// What a full ring does.
@@ -210,15 +148,17 @@ impl Producer {
     fn note_dropped(&mut self, count: u32) {
         self.dropped_steps = self.dropped_steps.saturating_add(u64::from(count));
         self.dropped_batches = self.dropped_batches.saturating_add(1);
-        self.atomic_u64(Word64::DroppedSteps)
+        self.ring
+            .dropped_steps()
             .store(self.dropped_steps, Ordering::Release);
-        self.atomic_u64(Word64::DroppedBatches)
+        self.ring
+            .dropped_batches()
             .store(self.dropped_batches, Ordering::Release);
     }
 
     /// Timesteps of the slot at `index`, as we published it.
     fn count_at(&self, index: u64) -> u32 {
-        usize::try_from(index % u64::from(self.slot_count.max(1)))
+        usize::try_from(index % u64::from(self.slot_count().max(1)))
             .ok()
             .and_then(|i| self.counts.get(i).copied())
             .unwrap_or(0)
@@ -230,7 +170,7 @@ impl Producer {
     /// if it fails, the server claimed it meanwhile and the slot is free anyway.
     fn take_back_oldest(&mut self) -> Result<()> {
         loop {
-            let tail = self.atomic_u64(Word64::Tail).load(Ordering::Acquire);
+            let tail = self.ring.tail().load(Ordering::Acquire);
             if tail > self.head {
                 return Err(ClientError::Unexpected(format!(
                     "ring tail {tail} is ahead of head {}",
@@ -238,16 +178,17 @@ impl Producer {
                 )));
             }
             let used = self.head - tail;
-            if used < u64::from(self.slot_count) {
+            let slot_count = self.slot_count();
+            if used < u64::from(slot_count) {
                 return Ok(());
             }
-            if used > u64::from(self.slot_count) {
+            if used > u64::from(slot_count) {
                 return Err(ClientError::Unexpected(format!(
-                    "ring tail {tail} is more than slot_count {} behind head {}",
-                    self.slot_count, self.head
+                    "ring tail {tail} is more than slot_count {slot_count} behind head {}",
+                    self.head
                 )));
             }
-            let taken = self.atomic_u64(Word64::Tail).compare_exchange(
+            let taken = self.ring.tail().compare_exchange(
                 tail,
                 tail + 1,
                 Ordering::AcqRel,
@@ -263,35 +204,22 @@ impl Producer {
             }
         }
     }
+
+    /// Record bytes one slot holds.
     pub(crate) fn capacity(&self) -> usize {
-        (self.slot_size as usize).saturating_sub(SLOT_HEADER_BYTES)
-    }
-
-    fn atomic_u64(&self, word: Word64) -> &AtomicU64 {
-        let offset = word.offset();
-        // SAFETY: offset 64, 128, 320 or 384, inside the 4096-byte header of the mapping,
-        // 8-aligned (the mapping is page-aligned); the word is only accessed atomically,
-        // here and by the server; the reference does not outlive `&self`, nor the mapping
-        // `self`.
-        unsafe { &*self.base.as_ptr().add(offset).cast::<AtomicU64>() }
-    }
-
-    fn atomic_u32(&self, word: Word32) -> &AtomicU32 {
-        let offset = word.offset();
-        // SAFETY: as in `atomic_u64`: offset 192 or 256, inside the header, 4-aligned.
-        unsafe { &*self.base.as_ptr().add(offset).cast::<AtomicU32>() }
+        self.ring.slot_capacity()
     }
 
     /// Slots free, as of the consumer's latest `tail`.
     fn free_slots(&self, order: Ordering) -> Result<u64> {
-        let tail = self.atomic_u64(Word64::Tail).load(order);
+        let tail = self.ring.tail().load(order);
         if tail > self.head {
             return Err(ClientError::Unexpected(format!(
                 "ring tail {tail} is ahead of head {}",
                 self.head
             )));
         }
-        Ok(u64::from(self.slot_count).saturating_sub(self.head - tail))
+        Ok(u64::from(self.slot_count()).saturating_sub(self.head - tail))
     }
 
     /// Block until a slot is free (producer rule 1). `check` is called between sleeps and
@@ -302,7 +230,7 @@ impl Producer {
         check: &mut dyn FnMut() -> Result<()>,
     ) -> Result<()> {
         let deadline = timeout.map(|t| Instant::now() + t);
-        let sleeping = self.atomic_u32(Word32::ProducerSleeping);
+        let sleeping = self.ring.producer_sleeping();
         loop {
             if self.free_slots(Ordering::Acquire)? > 0 {
                 return Ok(());
@@ -352,16 +280,13 @@ impl Producer {
         timeout: Option<Duration>,
         check: &mut dyn FnMut() -> Result<()>,
     ) -> Result<bool> {
-        let len = u32::try_from(records.len())
-            .ok()
-            .filter(|_| records.len() <= self.capacity())
-            .ok_or_else(|| {
-                ClientError::Shm(format!(
-                    "a batch of {} bytes does not fit a slot of {} bytes",
-                    records.len(),
-                    self.slot_size
-                ))
-            })?;
+        if records.len() > self.capacity() {
+            return Err(ClientError::Shm(format!(
+                "a batch of {} bytes does not fit a slot of {} bytes",
+                records.len(),
+                self.slot_size()
+            )));
+        }
         match self.policy {
             RingPolicy::Block => self.wait_space(timeout, check)?,
             RingPolicy::DropNewest => {
@@ -372,84 +297,30 @@ impl Producer {
             }
             RingPolicy::DropOldest => self.take_back_oldest()?,
         }
-        let offset = ring::slot_offset(self.head, self.slot_size, self.slot_count)
-            .and_then(|o| usize::try_from(o).ok())
-            .filter(|&o| o.saturating_add(self.slot_size as usize) <= self.map_len)
-            .ok_or_else(|| ClientError::Shm(format!("slot {} outside the ring", self.head)))?;
-        let header = SlotHeader { len, count }.encode();
-        // SAFETY: the slot `offset .. offset + slot_size` lies inside the mapping (checked
-        // above) and `8 + records.len() <= slot_size` (checked above), so both copies stay
-        // in bounds; the sources are our own buffers, which do not overlap the mapping.
         // The slot is free (head - tail < slot_count, or we took it back with the swap of
         // `tail`): the server does not read it until `head` is published below, and a
         // server copy of the slot it held before (taken back) is discarded after the
         // server sees the moved `tail`.
-        unsafe {
-            let slot = self.base.as_ptr().add(offset);
-            std::ptr::copy_nonoverlapping(
-                records.as_ptr(),
-                slot.add(SLOT_HEADER_BYTES),
-                records.len(),
-            );
-            std::ptr::copy_nonoverlapping(header.as_ptr(), slot, SLOT_HEADER_BYTES);
-        }
-        if let Some(c) = usize::try_from(self.head % u64::from(self.slot_count.max(1)))
+        self.ring
+            .write_slot(self.head, count, records)
+            .map_err(|_| ClientError::Shm(format!("slot {} outside the ring", self.head)))?;
+        if let Some(c) = usize::try_from(self.head % u64::from(self.slot_count().max(1)))
             .ok()
             .and_then(|i| self.counts.get_mut(i))
         {
             *c = count;
         }
         self.head += 1;
-        self.atomic_u64(Word64::Head)
-            .store(self.head, Ordering::Release);
+        self.ring.head().store(self.head, Ordering::Release);
         // Store head, then load consumer_sleeping: the fence pairs with the server's
         // "store consumer_sleeping = 1, re-check head".
         fence(Ordering::SeqCst);
-        if self
-            .atomic_u32(Word32::ConsumerSleeping)
-            .load(Ordering::SeqCst)
-            == 1
-        {
+        if self.ring.consumer_sleeping().load(Ordering::SeqCst) == 1 {
             // Non-blocking; EAGAIN only if the counter is saturated, i.e. already set.
             let _ = self.data_ready.write(1);
         }
         Ok(true)
     }
-}
-
-impl Drop for Producer {
-    fn drop(&mut self) {
-        // SAFETY: exactly the mapping created in `create`, unmapped only here; references
-        // into it (the atomics) borrow `self` and cannot outlive it.
-        let _ = unsafe { munmap(self.base.cast(), self.map_len) };
-    }
-}
-
-/// Write `bytes` (one encoded frame) to `stream` with `fds` attached to its first byte
-/// (`SCM_RIGHTS`); the rest, if the kernel takes only part, with plain writes.
-///
-/// # Errors
-/// The socket error.
-pub(crate) fn send_with_fds(
-    stream: &mut UnixStream,
-    bytes: &[u8],
-    fds: &[RawFd],
-) -> io::Result<()> {
-    let cmsg = [ControlMessage::ScmRights(fds)];
-    let n = loop {
-        match sendmsg::<()>(
-            stream.as_raw_fd(),
-            &[IoSlice::new(bytes)],
-            &cmsg,
-            MsgFlags::MSG_NOSIGNAL,
-            None,
-        ) {
-            Ok(n) => break n,
-            Err(nix::errno::Errno::EINTR) => {}
-            Err(e) => return Err(io::Error::from(e)),
-        }
-    };
-    stream.write_all(&bytes[n.min(bytes.len())..])
 }
 
 #[cfg(test)]
@@ -469,8 +340,8 @@ mod tests {
         )
     }
 
-    fn word(p: &Producer, w: Word64) -> u64 {
-        p.atomic_u64(w).load(Ordering::Acquire)
+    fn word(w: &std::sync::atomic::AtomicU64) -> u64 {
+        w.load(Ordering::Acquire)
     }
 
     #[test]
@@ -481,9 +352,9 @@ mod tests {
         assert!(matches!(publish(&mut p, 1), Err(ClientError::Timeout(_))));
         assert_eq!((p.dropped_steps(), p.dropped_batches()), (0, 0));
         // The consumer frees a slot: the next publish goes through.
-        p.atomic_u64(Word64::Tail).store(1, Ordering::Release);
+        p.ring.tail().store(1, Ordering::Release);
         assert!(publish(&mut p, 3).expect("slot 2"));
-        assert_eq!(word(&p, Word64::Head), 3);
+        assert_eq!(word(p.ring.head()), 3);
     }
 
     #[test]
@@ -494,10 +365,10 @@ mod tests {
         assert!(!publish(&mut p, 3).expect("dropped"));
         assert!(!publish(&mut p, 4).expect("dropped"));
         assert_eq!((p.dropped_steps(), p.dropped_batches()), (7, 2));
-        assert_eq!(word(&p, Word64::Head), 2, "nothing more published");
-        assert_eq!(word(&p, Word64::DroppedSteps), 7);
-        assert_eq!(word(&p, Word64::DroppedBatches), 2);
-        p.atomic_u64(Word64::Tail).store(2, Ordering::Release);
+        assert_eq!(word(p.ring.head()), 2, "nothing more published");
+        assert_eq!(word(p.ring.dropped_steps()), 7);
+        assert_eq!(word(p.ring.dropped_batches()), 2);
+        p.ring.tail().store(2, Ordering::Release);
         assert!(publish(&mut p, 1).expect("room again"));
         assert_eq!(p.dropped_steps(), 7);
     }
@@ -509,19 +380,19 @@ mod tests {
         assert!(publish(&mut p, 2).expect("slot 1"));
         // Full: slot 0 (1 step) is taken back, the batch goes into its place.
         assert!(publish(&mut p, 3).expect("slot 2"));
-        assert_eq!(word(&p, Word64::Tail), 1);
-        assert_eq!(word(&p, Word64::Head), 3);
+        assert_eq!(word(p.ring.tail()), 1);
+        assert_eq!(word(p.ring.head()), 3);
         assert_eq!((p.dropped_steps(), p.dropped_batches()), (1, 1));
         // Then slot 1 (2 steps).
         assert!(publish(&mut p, 4).expect("slot 3"));
         assert_eq!((p.dropped_steps(), p.dropped_batches()), (3, 2));
-        assert_eq!(word(&p, Word64::DroppedSteps), 3);
+        assert_eq!(word(p.ring.dropped_steps()), 3);
         // The consumer claims slot 2 (tail 2 -> 3): slot 4 needs no take-back.
-        p.atomic_u64(Word64::Tail).store(3, Ordering::Release);
+        p.ring.tail().store(3, Ordering::Release);
         assert!(publish(&mut p, 2).expect("slot 4"));
         assert_eq!((p.dropped_steps(), p.dropped_batches()), (3, 2));
         // A tail the consumer could never have stored is an error, not a take-back.
-        p.atomic_u64(Word64::Tail).store(9, Ordering::Release);
+        p.ring.tail().store(9, Ordering::Release);
         assert!(matches!(
             publish(&mut p, 1),
             Err(ClientError::Unexpected(m)) if m.contains("ahead of head")

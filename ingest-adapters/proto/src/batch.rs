@@ -5,11 +5,21 @@
 //! [`start_batch`] and patched by [`finish_batch`] once the records are in place.
 
 use crate::error::ProtoError;
-use crate::frame::{code, LEN_BYTES};
-use crate::timestep::push_step_record;
+use crate::frame_header::{code, LEN_BYTES};
+use crate::record::push_step_record;
+
+/// Bytes of a `TIMESTEP_BATCH` body before its records: frame_type 1 + count 4.
+pub const BATCH_OVERHEAD_BYTES: usize = 5;
 
 /// Bytes of `body_len | frame_type | count` before the first record.
 pub const BATCH_HEADER_BYTES: usize = 9;
+
+// A batch body starts with its frame type and count; the frame, with `body_len` before it.
+const _: () = {
+    use std::mem::size_of;
+    assert!(BATCH_OVERHEAD_BYTES == size_of::<u8>() + size_of::<u32>());
+    assert!(BATCH_HEADER_BYTES == LEN_BYTES + BATCH_OVERHEAD_BYTES);
+};
 
 /// Reserve a batch header at the end of `out`; returns its offset for [`finish_batch`].
 pub fn start_batch(out: &mut Vec<u8>) -> usize {

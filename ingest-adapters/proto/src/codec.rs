@@ -3,14 +3,16 @@
 use crate::counters::Counters;
 use crate::error::{ErrorCode, ProtoError};
 use crate::event::{Event, EventKind};
-use crate::frame::{AcceptedWhat, Frame, FrameType, Outcome, FRAME_HEADER_BYTES, LEN_BYTES};
+use crate::frame::{AcceptedWhat, Frame, Outcome};
+use crate::frame_header::{FrameType, FRAME_HEADER_BYTES, LEN_BYTES};
 use crate::multistream::{EpisodeOpen, StreamOpen};
+use crate::record::RECORD_HEADER_BYTES;
 use crate::ring::RingPolicy;
 use crate::schema::{
     dtype_from_code, durability_from_code, lane_from_code, ChannelSpec, CodecChoice, OpenEpisode,
     TimebaseSpec,
 };
-use crate::timestep::{Timestep, TimestepBatch, RECORD_HEADER_BYTES};
+use crate::timestep::{Timestep, TimestepBatch};
 use crate::version::ProtocolVersion;
 use crate::wire::Reader;
 

@@ -17,7 +17,7 @@
 use std::collections::BTreeSet;
 
 use crate::error::{BadCounterName, ProtoError};
-use crate::frame::FrameType;
+use crate::frame_header::FrameType;
 use crate::wire::{put_str16, Reader};
 
 /// The most counters one `COUNTERS` frame carries.
@@ -27,8 +27,7 @@ pub const MAX_COUNTERS_PER_FRAME: usize = 32;
 /// frames); a frame that would add a name beyond them is refused whole (`LIMIT`).
 pub const MAX_COUNTERS_PER_STREAM: usize = 256;
 
-/// The longest counter name, in bytes.
-pub const MAX_COUNTER_NAME_BYTES: usize = 32;
+pub use crate::payload_limits::MAX_COUNTER_NAME_BYTES;
 
 /// What a decoder expects of `COUNTERS.count` (the message of a count that does not parse).
 pub const COUNTERS_COUNT_EXPECTED: &str = "0..=32 (the most counters a COUNTERS frame carries)";

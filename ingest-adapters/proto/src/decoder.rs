@@ -25,7 +25,8 @@
 use crate::batch::BATCH_HEADER_BYTES;
 use crate::codec::{batch_frame, check, check_version, parse_reusing, FrameStatus};
 use crate::error::ProtoError;
-use crate::frame::{Frame, FrameType, LEN_BYTES};
+use crate::frame::Frame;
+use crate::frame_header::{FrameType, LEN_BYTES};
 use crate::version::ProtocolVersion;
 use crate::wire::array_at;
 

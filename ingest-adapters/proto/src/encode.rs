@@ -1,9 +1,10 @@
 //! Encoding frames (little-endian, as docs/PROTOCOL.md lays them out).
 
 use crate::error::ProtoError;
-use crate::frame::{code, Frame, LEN_BYTES};
+use crate::frame::Frame;
+use crate::frame_header::{code, LEN_BYTES};
+use crate::record::push_step_record;
 use crate::schema::{dtype_code, durability_code, lane_code, OpenEpisode};
-use crate::timestep::push_step_record;
 use crate::wire::{put_bytes32, put_str16, put_str32, too_long};
 
 /// Append `frame` to `out`.

@@ -210,7 +210,7 @@ pub enum ProtoError {
     #[error(
         "TIMESTEP_BATCH seq {first_seq} (count {count}): steps are {got} bytes, \
          schema needs {count} x ({header} + {want}) bytes",
-        header = crate::timestep::RECORD_HEADER_BYTES
+        header = crate::record::RECORD_HEADER_BYTES
     )]
     BatchSize {
         first_seq: u64,
@@ -224,7 +224,7 @@ pub enum ProtoError {
     #[error(
         "TIMESTEP_BATCH (count {count}): steps are {got} bytes, less than the {count} x {header} \
          bytes of their record headers alone",
-        header = crate::timestep::RECORD_HEADER_BYTES
+        header = crate::record::RECORD_HEADER_BYTES
     )]
     BatchTooShort { count: u32, got: usize },
     /// A version 2 request names a bad id: the episode id of `EPISODE_OPEN` or
@@ -292,7 +292,7 @@ pub enum ProtoError {
     },
 }
 
-/// Why the data of an `EVENT` of kind json is refused (`crate::event_json`). The text
+/// Why the data of an `EVENT` of kind json is refused (the checks of `event_json`). The text
 /// follows `EVENT: field data of kind json` in [`ProtoError::BadEventJson`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum EventJsonError {
@@ -300,11 +300,11 @@ pub enum EventJsonError {
     #[error("is not valid JSON ({0})")]
     Invalid(String),
     /// Arrays and objects nested deeper than
-    /// [`MAX_EVENT_JSON_DEPTH`](crate::event_json::MAX_EVENT_JSON_DEPTH).
+    /// [`MAX_EVENT_JSON_DEPTH`](crate::payload_limits::MAX_EVENT_JSON_DEPTH).
     #[error(
         "nests arrays and objects {depth} deep (past the limit at byte {offset}); an event's \
          JSON may nest at most {max} deep (MAX_EVENT_JSON_DEPTH)",
-        max = crate::event_json::MAX_EVENT_JSON_DEPTH
+        max = crate::payload_limits::MAX_EVENT_JSON_DEPTH
     )]
     TooDeep { depth: usize, offset: usize },
     /// A number a 64-bit float cannot hold, e.g. `1e400`.
@@ -318,13 +318,13 @@ pub enum EventJsonError {
 }
 
 /// Why a counter of a `COUNTERS` frame is refused: its name breaks the rule
-/// (`crate::counters::validate_counter_name`) or repeats in the frame. The text follows the
+/// (`validate_counter_name` of the counters module) or repeats in the frame. The text follows the
 /// counter's index and name in [`ProtoError::BadCounter`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BadCounterName {
-    #[error("is empty (must be 1..={max} bytes)", max = crate::counters::MAX_COUNTER_NAME_BYTES)]
+    #[error("is empty (must be 1..={max} bytes)", max = crate::payload_limits::MAX_COUNTER_NAME_BYTES)]
     Empty,
-    #[error("is {len} bytes (must be 1..={max} bytes)", max = crate::counters::MAX_COUNTER_NAME_BYTES)]
+    #[error("is {len} bytes (must be 1..={max} bytes)", max = crate::payload_limits::MAX_COUNTER_NAME_BYTES)]
     TooLong { len: usize },
     #[error("has {found:?} at byte {at} (allowed: a-z, 0-9, _)")]
     BadChar { found: char, at: usize },

@@ -3,6 +3,7 @@
 
 use crate::error::ProtoError;
 use crate::event_json::compact_event_json;
+use crate::frame_header::FrameType;
 
 /// The server's default `limits.max_event_bytes`: the most bytes of `EVENT.data`.
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 64 * 1024;
@@ -137,6 +138,6 @@ pub enum CheckedEventData {
 #[must_use]
 pub fn is_event_refusal(message: &str) -> bool {
     message
-        .strip_prefix(crate::frame::FrameType::Event.name())
+        .strip_prefix(FrameType::Event.name())
         .is_some_and(|rest| rest.starts_with([':', ' ']))
 }

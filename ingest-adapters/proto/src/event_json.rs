@@ -14,9 +14,7 @@
 
 use crate::error::EventJsonError;
 
-/// The deepest nesting of arrays and objects in an event's JSON value: a scalar is depth
-/// 0, `[1]` depth 1, `{"a": [1]}` depth 2.
-pub const MAX_EVENT_JSON_DEPTH: usize = 100;
+pub use crate::payload_limits::MAX_EVENT_JSON_DEPTH;
 
 /// JSON's whitespace between tokens (RFC 8259): space, tab, line feed, carriage return.
 fn is_json_whitespace(b: u8) -> bool {

@@ -1,142 +1,16 @@
-//! Frame type codes and the decoded [`Frame`].
+//! The decoded [`Frame`], one variant per frame type, with the small enums of its fields
+//! ([`Outcome`], [`AcceptedWhat`]). It names every payload type, so it sits above all the
+//! payload modules and below the codec; the type codes are [`crate::frame_header`]'s.
 
 use crate::counters::Counters;
-use crate::error::ErrorCode;
+use crate::error::{ErrorCode, ProtoError};
 use crate::event::Event;
+use crate::frame_header::FrameType;
 use crate::multistream::{EpisodeOpen, StreamOpen};
 use crate::ring::RingPolicy;
 use crate::schema::OpenEpisode;
 use crate::timestep::{Timestep, TimestepBatch};
 use crate::wire::truncate_utf8;
-
-/// The server's default `limits.max_frame_bytes` (64 MiB).
-pub const DEFAULT_MAX_FRAME_BYTES: u32 = 64 * 1024 * 1024;
-
-/// Bytes of the `body_len` field that starts every frame.
-pub const LEN_BYTES: usize = 4;
-
-/// Bytes of `body_len` plus `frame_type`.
-pub const FRAME_HEADER_BYTES: usize = 5;
-
-/// Frame type codes (docs/PROTOCOL.md, "Frame types").
-pub mod code {
-    pub const HELLO: u8 = 0x01;
-    pub const OPEN: u8 = 0x02;
-    pub const TIMESTEP: u8 = 0x03;
-    pub const TIMESTEP_BATCH: u8 = 0x04;
-    pub const CLOSE: u8 = 0x05;
-    pub const FLUSH: u8 = 0x06;
-    pub const SHM_ATTACH: u8 = 0x07;
-    pub const EPISODE_OPEN: u8 = 0x08;
-    pub const STREAM_OPEN: u8 = 0x09;
-    pub const EVENT: u8 = 0x0A;
-    pub const EPISODE_CLOSE: u8 = 0x0B;
-    pub const COUNTERS: u8 = 0x0C;
-    pub const HELLO_OK: u8 = 0x81;
-    pub const ACCEPTED: u8 = 0x82;
-    pub const DURABLE: u8 = 0x83;
-    pub const ERROR: u8 = 0x84;
-}
-
-/// The frame types: the eleven of protocol v1 and the five version 2 adds
-/// ([`crate::ProtocolVersion::knows`] says which a connection knows).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FrameType {
-    Hello,
-    Open,
-    Timestep,
-    TimestepBatch,
-    Close,
-    Flush,
-    ShmAttach,
-    EpisodeOpen,
-    StreamOpen,
-    Event,
-    EpisodeClose,
-    Counters,
-    HelloOk,
-    Accepted,
-    Durable,
-    Error,
-}
-
-impl FrameType {
-    /// The type for a wire code, `None` when unknown.
-    #[must_use]
-    pub fn from_code(c: u8) -> Option<Self> {
-        Some(match c {
-            code::HELLO => Self::Hello,
-            code::OPEN => Self::Open,
-            code::TIMESTEP => Self::Timestep,
-            code::TIMESTEP_BATCH => Self::TimestepBatch,
-            code::CLOSE => Self::Close,
-            code::FLUSH => Self::Flush,
-            code::SHM_ATTACH => Self::ShmAttach,
-            code::EPISODE_OPEN => Self::EpisodeOpen,
-            code::STREAM_OPEN => Self::StreamOpen,
-            code::EVENT => Self::Event,
-            code::EPISODE_CLOSE => Self::EpisodeClose,
-            code::COUNTERS => Self::Counters,
-            code::HELLO_OK => Self::HelloOk,
-            code::ACCEPTED => Self::Accepted,
-            code::DURABLE => Self::Durable,
-            code::ERROR => Self::Error,
-            _ => return None,
-        })
-    }
-
-    /// The wire code.
-    #[must_use]
-    pub fn code(self) -> u8 {
-        match self {
-            Self::Hello => code::HELLO,
-            Self::Open => code::OPEN,
-            Self::Timestep => code::TIMESTEP,
-            Self::TimestepBatch => code::TIMESTEP_BATCH,
-            Self::Close => code::CLOSE,
-            Self::Flush => code::FLUSH,
-            Self::ShmAttach => code::SHM_ATTACH,
-            Self::EpisodeOpen => code::EPISODE_OPEN,
-            Self::StreamOpen => code::STREAM_OPEN,
-            Self::Event => code::EVENT,
-            Self::EpisodeClose => code::EPISODE_CLOSE,
-            Self::Counters => code::COUNTERS,
-            Self::HelloOk => code::HELLO_OK,
-            Self::Accepted => code::ACCEPTED,
-            Self::Durable => code::DURABLE,
-            Self::Error => code::ERROR,
-        }
-    }
-
-    /// The name used in docs/PROTOCOL.md and in error messages.
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Hello => "HELLO",
-            Self::Open => "OPEN",
-            Self::Timestep => "TIMESTEP",
-            Self::TimestepBatch => "TIMESTEP_BATCH",
-            Self::Close => "CLOSE",
-            Self::Flush => "FLUSH",
-            Self::ShmAttach => "SHM_ATTACH",
-            Self::EpisodeOpen => "EPISODE_OPEN",
-            Self::StreamOpen => "STREAM_OPEN",
-            Self::Event => "EVENT",
-            Self::EpisodeClose => "EPISODE_CLOSE",
-            Self::Counters => "COUNTERS",
-            Self::HelloOk => "HELLO_OK",
-            Self::Accepted => "ACCEPTED",
-            Self::Durable => "DURABLE",
-            Self::Error => "ERROR",
-        }
-    }
-
-    /// `true` for frames a client sends (codes below 0x80), `false` for server frames.
-    #[must_use]
-    pub fn is_client_to_server(self) -> bool {
-        self.code() < 0x80
-    }
-}
 
 /// `CLOSE.outcome` and `EPISODE_CLOSE.outcome`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -324,7 +198,7 @@ impl Frame {
     }
 }
 
-impl crate::error::ProtoError {
+impl ProtoError {
     /// The `ERROR` frame a server sends for this error.
     #[must_use]
     pub fn to_error_frame(&self) -> Frame {

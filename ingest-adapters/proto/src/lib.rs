@@ -1,25 +1,35 @@
 //! wshardd ingest wire protocol, versions 1 and 2 (docs/PROTOCOL.md), sans-io: frames in,
 //! bytes out, no sockets.
 //!
-//! - [`frame`]: type codes, [`Frame`], [`Outcome`], [`AcceptedWhat`].
+//! The modules are layered, top to bottom: each uses only modules listed after it.
+//!
+//! - [`decoder`]: [`FrameDecoder`] for read loops; [`codec`]: [`check`] (framing),
+//!   [`parse`]; [`encode`](fn@encode).
+//! - [`frame`]: [`Frame`], which names every payload type, [`Outcome`], [`AcceptedWhat`].
 //! - [`version`]: [`ProtocolVersion`], the `HELLO` negotiation and which frames each
 //!   version knows.
 //! - [`multistream`] (version 2): [`EpisodeOpen`], [`StreamOpen`], the stream-name rule;
 //!   [`schema_diff`]: how a stream's schema differs from the one it was opened with.
+//! - [`validate`]: [`OpenEpisode::validate`], the checks of a schema against
+//!   [`SchemaLimits`], and the episode-id rule.
+//! - [`batch`]: [`BatchEncoder`] to write `TIMESTEP_BATCH` frames straight into a send
+//!   buffer, and the batch header's sizes.
 //! - [`event`] (version 2): [`Event`], [`EventKind`], [`DEFAULT_MAX_EVENT_BYTES`];
 //!   [`event_json`]: the limits of a json event's data and its compact text.
 //! - [`counters`] (version 2): [`Counters`], a stream's producer counters (`COUNTERS`).
-//! - [`schema`]: the `OPEN` schema ([`OpenEpisode`], [`ChannelSpec`]) and its wire enums;
-//!   [`OpenEpisode::validate`] checks it against [`SchemaLimits`].
-//! - [`timestep`]: step records, [`TimestepBatch`] (one buffer per batch) and
-//!   [`TimestepRef`].
-//! - [`codec`]: [`check`] (framing), [`parse`]; [`encode`](fn@encode); [`FrameDecoder`] for read loops;
-//!   [`BatchEncoder`] to write batches straight into a send buffer.
-//! - [`ring`]: the shared-memory ring's layout, geometry rules and header encodings
-//!   (`SHM_ATTACH`, docs/PROTOCOL.md "Shared-memory transport").
 //! - [`values`]: [`StepValues`], the checks of values inside timesteps (`bool` elements,
 //!   `t_ns` order).
-//! - [`ProtoError`], [`ErrorCode`].
+//! - [`timestep`]: decoded timesteps, [`TimestepBatch`] (one buffer per batch) and
+//!   [`TimestepRef`].
+//! - [`schema`]: the `OPEN` schema ([`OpenEpisode`], [`ChannelSpec`]) and its wire enums.
+//! - [`ring`]: the shared-memory ring's layout, geometry rules and header encodings
+//!   (`SHM_ATTACH`, docs/PROTOCOL.md "Shared-memory transport"); mapping it is the
+//!   `wshard-shm-ring` crate's.
+//! - `wire`: the little-endian field readers and writers of the payloads.
+//! - [`error`]: [`ProtoError`], [`ErrorCode`].
+//! - The leaves, [`frame_header`]: the frame header's sizes, the type codes and
+//!   [`FrameType`]; [`record`]: one timestep record's layout and [`push_step_record`];
+//!   [`payload_limits`]: the limits on a payload's contents that the errors name.
 //!
 //! ```
 //! use wshard_ingest_proto::{encode, parse, Frame, PROTOCOL_VERSION};
@@ -38,7 +48,10 @@ pub mod error;
 pub mod event;
 pub mod event_json;
 pub mod frame;
+pub mod frame_header;
 pub mod multistream;
+pub mod payload_limits;
+pub mod record;
 pub mod ring;
 pub mod schema;
 pub mod schema_diff;
@@ -48,7 +61,9 @@ pub mod values;
 pub mod version;
 mod wire;
 
-pub use batch::{finish_batch, start_batch, BatchEncoder, BATCH_HEADER_BYTES};
+pub use batch::{
+    finish_batch, start_batch, BatchEncoder, BATCH_HEADER_BYTES, BATCH_OVERHEAD_BYTES,
+};
 pub use codec::{check, check_version, parse, parse_payload, FrameStatus};
 pub use counters::{
     validate_counter_name, Counter, Counters, MAX_COUNTERS_PER_FRAME, MAX_COUNTERS_PER_STREAM,
@@ -59,17 +74,16 @@ pub use encode::{encode, encode_timestep, encode_to_vec};
 pub use error::{BadCounterName, ErrorCode, EventJsonError, ProtoError};
 pub use event::{is_event_refusal, CheckedEventData, Event, EventKind, DEFAULT_MAX_EVENT_BYTES};
 pub use event_json::{compact_event_json, MAX_EVENT_JSON_DEPTH};
-pub use frame::{
-    AcceptedWhat, Frame, FrameType, Outcome, DEFAULT_MAX_FRAME_BYTES, FRAME_HEADER_BYTES, LEN_BYTES,
-};
+pub use frame::{AcceptedWhat, Frame, Outcome};
+pub use frame_header::{FrameType, DEFAULT_MAX_FRAME_BYTES, FRAME_HEADER_BYTES, LEN_BYTES};
 pub use multistream::{validate_stream_name, EpisodeOpen, StreamOpen, MAX_STREAM_NAME_BYTES};
+pub use record::{
+    push_step_record, DONE_OFFSET, RECORD_HEADER_BYTES, REWARD_OFFSET, SEQ_OFFSET, T_NS_OFFSET,
+};
 pub use ring::{RingHeader, RingPolicy, SlotHeader};
 pub use schema::{ChannelSpec, CodecChoice, Durability, OpenEpisode, TimebaseSpec};
 pub use schema_diff::SchemaDifference;
-pub use timestep::{
-    check_sequence, iter_records, push_step_record, Steps, Timestep, TimestepBatch, TimestepRef,
-    BATCH_OVERHEAD_BYTES, DONE_OFFSET, RECORD_HEADER_BYTES, REWARD_OFFSET, SEQ_OFFSET, T_NS_OFFSET,
-};
+pub use timestep::{check_sequence, iter_records, Steps, Timestep, TimestepBatch, TimestepRef};
 pub use validate::{SchemaLimits, DEFAULT_MAX_EPISODE_ID_BYTES, MAX_EPISODE_ID_BYTES, MAX_NDIM};
 pub use values::{StepMark, StepValues};
 pub use version::{ProtocolVersion, NEWEST_PROTOCOL_VERSION, PROTOCOL_VERSION};

@@ -3,7 +3,7 @@
 //! server's limits.
 
 use crate::error::ProtoError;
-use crate::frame::FrameType;
+use crate::frame_header::FrameType;
 use crate::schema::{ChannelSpec, Durability, OpenEpisode, TimebaseSpec};
 use crate::validate::{
     id_rule_broken, shown_id, validate_metadata_json, SchemaLimits, MAX_EPISODE_ID_BYTES,

@@ -1,7 +1,10 @@
 //! The shared-memory ring of docs/PROTOCOL.md ("Shared-memory transport"), sans-io: layout
 //! constants, the geometry rules of `SHM_ATTACH`, and the byte encodings of the ring header
-//! and of a slot header. Creating, sealing and mapping the memory, the eventfds and the
-//! atomics on `head` / `tail` belong to the transports (the daemon and the clients).
+//! and of a slot header. Mapping the memory and the atomics on its control words are the
+//! `wshard-shm-ring` crate's (which the daemon and the Rust client share); creating and
+//! sealing the memfd and the eventfds are the clients', checking them the daemon's. The
+//! Python client's copy of these constants (`wshard_client/_ring_layout.py`) is generated
+//! from them (the test `proto_ring_python_layout`).
 //!
 //! ```text
 //! 0     magic              [u8; 8]  "WSHRING1"

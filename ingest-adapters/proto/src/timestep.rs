@@ -1,4 +1,5 @@
-//! Timestep records: `seq u64 | t_ns i64 | reward f32 | done u8 | payload`.
+//! Decoded timesteps: [`Timestep`], [`TimestepRef`], [`TimestepBatch`] and iterating
+//! records ([`Steps`]); one record's layout is [`crate::record`]'s.
 //!
 //! A `TIMESTEP_BATCH` is decoded into one owned buffer holding its records back to back
 //! ([`TimestepBatch`]); iterating yields borrowed [`TimestepRef`]s, so decoding never
@@ -6,36 +7,10 @@
 //! checked by [`TimestepBatch::steps`] / [`TimestepBatch::validate`], not by the parser.
 
 use crate::error::ProtoError;
-use crate::wire::array_at;
-
-/// Offset of a record's `seq` (`u64`).
-pub const SEQ_OFFSET: usize = 0;
-/// Offset of a record's `t_ns` (`i64`).
-pub const T_NS_OFFSET: usize = 8;
-/// Offset of a record's `reward` (`f32`).
-pub const REWARD_OFFSET: usize = 16;
-/// Offset of a record's `done` (`u8`, 0 or 1).
-pub const DONE_OFFSET: usize = 20;
-
-/// Bytes of a record before its payload: seq 8 + t_ns 8 + reward 4 + done 1.
-pub const RECORD_HEADER_BYTES: usize = 21;
-
-/// Bytes of a `TIMESTEP_BATCH` body before its records: frame_type 1 + count 4.
-pub const BATCH_OVERHEAD_BYTES: usize = 5;
-
-// The record layout, checked at compile time: each field starts where the one before it
-// ends, and the header ends with `done`. A batch body starts with its frame type and count.
-const _: () = {
-    use std::mem::size_of;
-    assert!(SEQ_OFFSET == 0);
-    assert!(T_NS_OFFSET == SEQ_OFFSET + size_of::<u64>());
-    assert!(REWARD_OFFSET == T_NS_OFFSET + size_of::<i64>());
-    assert!(DONE_OFFSET == REWARD_OFFSET + size_of::<f32>());
-    assert!(RECORD_HEADER_BYTES == DONE_OFFSET + size_of::<u8>());
-    assert!(BATCH_OVERHEAD_BYTES == size_of::<u8>() + size_of::<u32>());
-    assert!(crate::frame::FRAME_HEADER_BYTES == crate::frame::LEN_BYTES + size_of::<u8>());
-    assert!(crate::batch::BATCH_HEADER_BYTES == crate::frame::LEN_BYTES + BATCH_OVERHEAD_BYTES);
+use crate::record::{
+    push_step_record, DONE_OFFSET, RECORD_HEADER_BYTES, REWARD_OFFSET, SEQ_OFFSET, T_NS_OFFSET,
 };
+use crate::wire::array_at;
 
 /// One timestep, borrowed from a frame or a caller's buffer.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -85,24 +60,6 @@ impl Timestep {
                 want: step_payload_bytes,
             })
         }
-    }
-}
-
-/// Append one record. `payloads` are written back to back, without copies in between.
-pub fn push_step_record(
-    out: &mut Vec<u8>,
-    seq: u64,
-    t_ns: i64,
-    reward: f32,
-    done: bool,
-    payloads: &[&[u8]],
-) {
-    out.extend_from_slice(&seq.to_le_bytes());
-    out.extend_from_slice(&t_ns.to_le_bytes());
-    out.extend_from_slice(&reward.to_le_bytes());
-    out.push(u8::from(done));
-    for p in payloads {
-        out.extend_from_slice(p);
     }
 }
 

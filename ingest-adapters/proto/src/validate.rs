@@ -2,9 +2,10 @@
 
 use std::collections::HashSet;
 
+use crate::batch::BATCH_OVERHEAD_BYTES;
 use crate::error::ProtoError;
+use crate::record::RECORD_HEADER_BYTES;
 use crate::schema::{CodecChoice, OpenEpisode, TimebaseSpec};
-use crate::timestep::{BATCH_OVERHEAD_BYTES, RECORD_HEADER_BYTES};
 
 /// Longest episode id any server accepts, in bytes: the ceiling of the server's
 /// `limits.max_episode_id_bytes` (an id is a directory name and the stem of file names
@@ -35,7 +36,7 @@ impl Default for SchemaLimits {
     fn default() -> Self {
         Self {
             max_channels: usize::from(u16::MAX),
-            max_frame_bytes: crate::frame::DEFAULT_MAX_FRAME_BYTES,
+            max_frame_bytes: crate::frame_header::DEFAULT_MAX_FRAME_BYTES,
             max_episode_id_bytes: MAX_EPISODE_ID_BYTES,
         }
     }

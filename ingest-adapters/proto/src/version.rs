@@ -1,7 +1,7 @@
 //! Protocol versions: what `HELLO` asks for, what `HELLO_OK` answers, and which frame types
 //! a connection of each version knows (docs/PROTOCOL.md, "Version 2").
 
-use crate::frame::FrameType;
+use crate::frame_header::FrameType;
 
 /// Protocol version 1: what every client before version 2 sends in `HELLO`, and what a
 /// connection speaks until a `HELLO` asks for more.

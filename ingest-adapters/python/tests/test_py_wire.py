@@ -62,7 +62,7 @@ def test_py_error_codes_match_rust() -> None:
 
 
 def test_py_frame_codes_match_rust() -> None:
-    src = _rust("ingest-adapters/proto/src/frame.rs")
+    src = _rust("ingest-adapters/proto/src/frame_header.rs")
     rust = {n: int(v, 16) for n, v in re.findall(r"pub const (\w+): u8 = 0x([0-9a-fA-F]+);", src)}
     for t in wire.FrameType:
         assert rust[t.name] == t.value, t.name

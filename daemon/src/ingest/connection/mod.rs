@@ -1,5 +1,5 @@
 //! One client connection, a state machine: handshake, idle (or just stopped), recording.
-//! It calls its state handlers, `intake`, `transport`, `fds`, `deadline`, `responder`.
+//! It calls its state handlers, `intake`, `timestep_source`, `fds`, `deadline`, `responder`.
 //!
 //! The read loop turns the socket's bytes into frames ([`FrameDecoder`]), sorts each one
 //! (`request::Incoming`) and hands it to the handler of the state the connection is in,
@@ -9,7 +9,7 @@
 //!
 //! The socket is read with `recvmsg` so that file descriptors passed with `SHM_ATTACH`
 //! arrive ([`crate::ingest::fds`]); once a ring is attached, the recording's transport
-//! takes the timesteps from it (`ingest::transport`).
+//! takes the timesteps from it (`ingest::timestep_source`).
 //!
 //! Large `TIMESTEP_BATCH` frames are read straight into their records buffer (the decoder's
 //! direct batches), and that buffer is one the episode's writer has finished with when
@@ -42,7 +42,7 @@ use self::request::Incoming;
 use super::deadline::{DeadlineClock, Deadlines, Phase};
 use super::fds::{recv_with_fds, FdQueue};
 use super::responder::SocketResponder;
-use super::transport::{Pump, READ_POLL};
+use super::timestep_source::{Pump, READ_POLL};
 use crate::registry::PeerCred;
 use crate::runtime::ServerContext;
 

@@ -1,5 +1,5 @@
 //! A connection with an open episode: its [`Intake`] (the checks every timestep passes on
-//! the way to the writer) and its [`Transport`] (socket frames, or a shared-memory ring once
+//! the way to the writer) and its [`TimestepSource`] (socket frames, or a shared-memory ring once
 //! `SHM_ATTACH` was accepted). Every way the recording ends is here: the client's CLOSE, a
 //! transport that broke a rule, the connection going away, and a stop request.
 
@@ -15,14 +15,14 @@ use super::request::Request;
 use super::stream_of::StreamOf;
 use crate::episode_files::EventsLog;
 use crate::ingest::intake::Intake;
-use crate::ingest::transport::{Pump, Transport};
+use crate::ingest::timestep_source::{Pump, TimestepSource};
 use crate::registry::StopReason;
 use crate::session::FinalStatus;
 
 /// An open episode (or a stream of a multi-stream episode) on a connection.
 pub(super) struct Recording {
     intake: Intake,
-    transport: Transport,
+    transport: TimestepSource,
     /// Set when this is a stream of a multi-stream episode (version 2).
     stream: Option<StreamOf>,
     /// A version 1 episode's events file, once it got an `EVENT` (boxed: rare, and the
@@ -55,7 +55,7 @@ impl Recording {
     pub(super) fn new(intake: Intake) -> Self {
         Self {
             intake,
-            transport: Transport::Socket,
+            transport: TimestepSource::Socket,
             stream: None,
             events: None,
         }
@@ -216,14 +216,15 @@ impl Recording {
         }
         let record_len = RECORD_HEADER_BYTES.saturating_add(self.intake.step_payload());
         let max_frame = link.ctx.limits.max_frame_bytes;
-        match Transport::attach_ring(fds, slot_size, slot_count, record_len, max_frame, policy) {
+        match TimestepSource::attach_ring(fds, slot_size, slot_count, record_len, max_frame, policy)
+        {
             Ok(ring) => {
                 self.transport = ring;
                 self.intake.session().shared().set_ring_policy(policy);
                 self.intake
                     .registration()
                     .live
-                    .set_transport(crate::registry::Transport::Shm);
+                    .set_transport(crate::registry::TransportKind::Shm);
                 tracing::info!(peer = %link.peer, episode = %id, slot_size, slot_count, policy = policy.name(), "shared-memory ring attached");
                 link.responder.send(&Frame::Accepted {
                     what: AcceptedWhat::ShmAttach,

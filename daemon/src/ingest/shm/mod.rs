@@ -1,8 +1,10 @@
 //! The shared-memory ring consumer (docs/PROTOCOL.md, "Shared-memory transport").
-//! It calls only [`super::fds`] (the fd checks); `transport` drives it.
+//! It calls only [`super::fds`] (the fd checks); `timestep_source` drives it.
 //!
-//! All of the daemon's `unsafe` code on the ring is here: mapping the client's memfd, and
-//! reading and writing the mapping. The fds are received and checked in [`super::fds`].
+//! The mapping itself (mapping the client's memfd, the atomic control words, copying a
+//! slot out, unmapping) and all of its `unsafe` code are `wshard_shm_ring::MappedRing`'s,
+//! which the Rust client produces through too; here are the consumer's rules. The fds are
+//! received and checked in [`super::fds`].
 //!
 //! Everything in the ring is untrusted: the producer is another process that may write
 //! anything at any time, also while we read. So the daemon
@@ -16,7 +18,7 @@
 //! - copies a slot's header, bounds-checks `len` against `slot_size`, then copies the
 //!   records out, and only validates the copies;
 //! - never forms a Rust reference to ring bytes: only atomics on the control words and
-//!   `ptr::copy_nonoverlapping` out of (within bounds) slots.
+//!   copies out of (within bounds) slots.
 //!
 //! `drop_oldest` (docs/PROTOCOL.md, "Backpressure policies"): a slot is claimed with a
 //! compare-and-swap of the shared `tail` from its index to index + 1 *after* it was copied.
@@ -29,24 +31,17 @@
 //! producer reads it too. `space_ready` keeps its flags (the client may block reading it);
 //! the daemon writes it only after `poll(POLLOUT, 0)` says the write cannot block, and
 //! treats a saturated counter as a broken ring.
-#![allow(unsafe_code)]
 
-use std::num::NonZeroUsize;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::ptr::NonNull;
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, Ordering};
 
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
-use wshard_ingest_proto::ring::{
-    self, RingHeader, RingPolicy, SlotHeader, OFFSET_CONSUMER_SLEEPING, OFFSET_DROPPED_BATCHES,
-    OFFSET_DROPPED_STEPS, OFFSET_HEAD, OFFSET_PRODUCER_SLEEPING, OFFSET_TAIL, RING_IDENT_BYTES,
-    SHM_ATTACH_FDS, SLOT_HEADER_BYTES,
-};
+use wshard_ingest_proto::ring::{self, RingHeader, RingPolicy, RING_IDENT_BYTES, SHM_ATTACH_FDS};
 use wshard_ingest_proto::ProtoError;
+use wshard_shm_ring::{check_ring_fd, MapError, MappedRing, SlotError};
 
-use super::fds::{bad_shm as bad, check_eventfd, check_ring_fd};
+use super::fds::{bad_shm as bad, check_eventfd};
 
 #[cfg(test)]
 mod tests;
@@ -71,9 +66,10 @@ pub(crate) enum RingError {
     /// A slot header breaks the `len` / `count` rules.
     #[error("{0}")]
     Slot(ProtoError),
-    /// Cannot happen for a checked geometry; checked anyway.
-    #[error("ring slot {index} lies outside the mapping")]
-    OutOfBounds { index: u64 },
+    /// A slot outside the mapping: cannot happen for a checked geometry and slot header;
+    /// checked anyway.
+    #[error("{0}")]
+    Mapping(#[from] SlotError),
     #[error("space_ready eventfd: {0}")]
     Wake(String),
 }
@@ -91,26 +87,6 @@ impl RingError {
     }
 }
 
-/// The ring's `u64` control words.
-#[derive(Clone, Copy)]
-enum Word64 {
-    Head,
-    Tail,
-    DroppedSteps,
-    DroppedBatches,
-}
-
-impl Word64 {
-    fn offset(self) -> usize {
-        match self {
-            Self::Head => OFFSET_HEAD,
-            Self::Tail => OFFSET_TAIL,
-            Self::DroppedSteps => OFFSET_DROPPED_STEPS,
-            Self::DroppedBatches => OFFSET_DROPPED_BATCHES,
-        }
-    }
-}
-
 /// What [`Ring::poll_slots`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Polled {
@@ -123,29 +99,10 @@ pub(crate) enum Polled {
     TakenBack,
 }
 
-/// The ring's `u32` control words.
-#[derive(Clone, Copy)]
-enum Word32 {
-    ConsumerSleeping,
-    ProducerSleeping,
-}
-
-impl Word32 {
-    fn offset(self) -> usize {
-        match self {
-            Self::ConsumerSleeping => OFFSET_CONSUMER_SLEEPING,
-            Self::ProducerSleeping => OFFSET_PRODUCER_SLEEPING,
-        }
-    }
-}
-
 /// A mapped, checked ring of one episode. Unmapped on drop.
 #[derive(Debug)]
 pub(crate) struct Ring {
-    base: NonNull<u8>,
-    map_len: usize,
-    slot_size: u32,
-    slot_count: u32,
+    mapped: MappedRing,
     record_len: usize,
     policy: RingPolicy,
     /// Slots consumed (or, with `drop_oldest`, taken back by the producer), ever: the
@@ -183,11 +140,14 @@ impl Ring {
         ring::validate_geometry(slot_size, slot_count, record_len, max_frame_bytes)?;
         let want = ring::ring_bytes(slot_size, slot_count)
             .ok_or_else(|| bad("SHM_ATTACH ring size overflows".into()))?;
-        let map_len = usize::try_from(want)
-            .ok()
-            .and_then(NonZeroUsize::new)
-            .ok_or_else(|| bad(format!("SHM_ATTACH ring of {want} bytes cannot be mapped")))?;
-        check_ring_fd(&ring_fd, want)?;
+        if usize::try_from(want).map_or(true, |n| n == 0) {
+            return Err(bad(format!(
+                "SHM_ATTACH ring of {want} bytes cannot be mapped"
+            )));
+        }
+        // `MappedRing::map` checks the ring fd again; checked here first so that the fds
+        // are judged in order (ring, data_ready, space_ready) before the header is read.
+        check_ring_fd(ring_fd.as_fd(), want).map_err(|e| bad(e.to_string()))?;
         check_eventfd(&data_ready, "data_ready")?;
         check_eventfd(&space_ready, "space_ready")?;
         let flags = fcntl(data_ready.as_raw_fd(), FcntlArg::F_GETFL)
@@ -200,27 +160,13 @@ impl Ring {
         let n = nix::sys::uio::pread(&ring_fd, &mut ident, 0)
             .map_err(|e| bad(format!("SHM_ATTACH ring fd: reading the header: {e}")))?;
         RingHeader::parse(&ident[..n])?.check_matches(slot_size, slot_count)?;
-        // SAFETY: a fresh shared mapping of `map_len` bytes of a regular file that is
-        // exactly `map_len` bytes long and sealed against shrinking, so every byte of the
-        // mapping stays backed by the file (no SIGBUS); the kernel picks the address, so
-        // no existing memory is replaced. The mapping outlives `ring_fd`, which is closed
-        // when this function returns.
-        let base = unsafe {
-            mmap(
-                None,
-                map_len,
-                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-                MapFlags::MAP_SHARED,
-                &ring_fd,
-                0,
-            )
-        }
-        .map_err(|e| bad(format!("SHM_ATTACH ring fd: mmap of {want} bytes: {e}")))?;
+        let mapped =
+            MappedRing::map(ring_fd.as_fd(), slot_size, slot_count).map_err(|e| match e {
+                MapError::Fd(e) => bad(e.to_string()),
+                e => bad(format!("SHM_ATTACH ring fd: {e}")),
+            })?;
         let r = Self {
-            base: base.cast(),
-            map_len: map_len.get(),
-            slot_size,
-            slot_count,
+            mapped,
             record_len,
             policy,
             tail: 0,
@@ -228,41 +174,21 @@ impl Ring {
             data_ready,
             space_ready,
         };
-        r.atomic_u64(Word64::Tail).store(0, Ordering::Release);
-        r.atomic_u32(Word32::ConsumerSleeping)
-            .store(0, Ordering::SeqCst);
+        r.mapped.tail().store(0, Ordering::Release);
+        r.mapped.consumer_sleeping().store(0, Ordering::SeqCst);
         Ok(r)
-    }
-
-    /// The control word at `offset` (one of the `OFFSET_*` of the header).
-    fn atomic_u64(&self, word: Word64) -> &AtomicU64 {
-        let offset = word.offset();
-        // SAFETY: `offset` is one of OFFSET_HEAD, OFFSET_TAIL, OFFSET_DROPPED_STEPS,
-        // OFFSET_DROPPED_BATCHES (64, 128, 320, 384): inside the 4096-byte header of a
-        // mapping of at least 4096 + 128 bytes, 8-aligned (the mapping is page-aligned).
-        // The word is only ever accessed atomically by this process; the producer writes
-        // it too, and atomics are the right tool for shared memory. The reference lives no
-        // longer than `&self`, and the mapping lives as long as `self`.
-        unsafe { &*self.base.as_ptr().add(offset).cast::<AtomicU64>() }
-    }
-
-    fn atomic_u32(&self, word: Word32) -> &AtomicU32 {
-        let offset = word.offset();
-        // SAFETY: as in `atomic_u64`: offset 192 or 256, inside the header, 4-aligned,
-        // only accessed atomically, valid while `self` lives.
-        unsafe { &*self.base.as_ptr().add(offset).cast::<AtomicU32>() }
     }
 
     /// `head` as the producer last published it (acquire), unchecked.
     #[must_use]
     pub(crate) fn published(&self) -> u64 {
-        self.atomic_u64(Word64::Head).load(Ordering::Acquire)
+        self.mapped.head().load(Ordering::Acquire)
     }
 
     /// `slot_count`.
     #[must_use]
     pub(crate) fn slot_count(&self) -> u32 {
-        self.slot_count
+        self.mapped.slot_count()
     }
 
     /// The backpressure policy of `SHM_ATTACH`.
@@ -282,10 +208,8 @@ impl Ring {
     #[must_use]
     pub(crate) fn producer_dropped(&self) -> (u64, u64) {
         (
-            self.atomic_u64(Word64::DroppedSteps)
-                .load(Ordering::Acquire),
-            self.atomic_u64(Word64::DroppedBatches)
-                .load(Ordering::Acquire),
+            self.mapped.dropped_steps().load(Ordering::Acquire),
+            self.mapped.dropped_batches().load(Ordering::Acquire),
         )
     }
 
@@ -295,7 +219,7 @@ impl Ring {
     /// (the producer took slots back), and never followed backwards.
     fn positions(&mut self) -> Result<(u64, u64), RingError> {
         if self.policy == RingPolicy::DropOldest {
-            let shared = self.atomic_u64(Word64::Tail).load(Ordering::Acquire);
+            let shared = self.mapped.tail().load(Ordering::Acquire);
             let head = self.published();
             if shared < self.tail {
                 return Err(RingError::TailBackwards {
@@ -318,11 +242,12 @@ impl Ring {
         if head < tail {
             return Err(RingError::HeadBackwards { head, tail });
         }
-        if head - tail > u64::from(self.slot_count) {
+        let slot_count = self.mapped.slot_count();
+        if head - tail > u64::from(slot_count) {
             return Err(RingError::HeadTooFar {
                 head,
                 tail,
-                slot_count: self.slot_count,
+                slot_count,
             });
         }
         Ok((head, tail))
@@ -334,7 +259,7 @@ impl Ring {
     /// if the copy saw any of those writes, this load sees the moved `tail`.
     fn taken_back_since(&self, index: u64) -> bool {
         fence(Ordering::Acquire);
-        self.atomic_u64(Word64::Tail).load(Ordering::Acquire) != index
+        self.mapped.tail().load(Ordering::Acquire) != index
     }
 
     /// The `data_ready` eventfd, to wait on.
@@ -359,51 +284,22 @@ impl Ring {
             return Ok(Polled::Empty);
         }
         let oldest = self.policy == RingPolicy::DropOldest;
-        let offset = ring::slot_offset(tail, self.slot_size, self.slot_count)
-            .and_then(|o| usize::try_from(o).ok())
-            .filter(|&o| o.saturating_add(self.slot_size as usize) <= self.map_len)
-            .ok_or(RingError::OutOfBounds { index: tail })?;
-        let mut raw = [0u8; SLOT_HEADER_BYTES];
-        // SAFETY: `offset + slot_size <= map_len` (checked above) and slot_size >= 64, so
-        // the 8 bytes at `offset` are inside the mapping; `raw` is a distinct local buffer.
-        // The producer may write these bytes concurrently: they are copied as plain bytes
-        // and only the copy is looked at.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                self.base.as_ptr().add(offset),
-                raw.as_mut_ptr(),
-                SLOT_HEADER_BYTES,
-            );
-        }
-        let header = SlotHeader::decode(raw);
-        let len = match header.check(tail, self.slot_size, self.record_len) {
+        let header = self.mapped.read_slot_header(tail)?;
+        let len = match header.check(tail, self.mapped.slot_size(), self.record_len) {
             Ok(len) => len,
             // A header torn by the producer taking the slot back is not an error.
             Err(_) if oldest && self.taken_back_since(tail) => return Ok(Polled::TakenBack),
             Err(e) => return Err(RingError::Slot(e)),
         };
-        out.clear();
-        out.reserve(len);
-        // SAFETY: `check` guarantees `8 + len <= slot_size`, and the slot lies inside the
-        // mapping, so `offset + 8 .. offset + 8 + len` is in bounds; `out` has capacity for
-        // `len` bytes (reserved above) and does not overlap the mapping. All `len` bytes
-        // are initialized by the copy before `set_len`. Concurrent producer writes only
-        // change which bytes we copy, and the copy is validated afterwards.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                self.base.as_ptr().add(offset + SLOT_HEADER_BYTES),
-                out.as_mut_ptr(),
-                len,
-            );
-            out.set_len(len);
-        }
+        self.mapped.read_slot_records(tail, len, out)?;
         if oldest {
             // Claim the slot: whoever moves `tail` from `tail` first owns it. The acquire
             // fence keeps the copy before the claim; the release side of the swap lets the
             // producer, once it sees the new `tail`, overwrite the slot only after the copy.
             fence(Ordering::Acquire);
             if self
-                .atomic_u64(Word64::Tail)
+                .mapped
+                .tail()
                 .compare_exchange(tail, tail + 1, Ordering::AcqRel, Ordering::Acquire)
                 .is_err()
             {
@@ -414,8 +310,7 @@ impl Ring {
             self.tail = tail + 1;
         } else {
             self.tail = tail + 1;
-            self.atomic_u64(Word64::Tail)
-                .store(self.tail, Ordering::Release);
+            self.mapped.tail().store(self.tail, Ordering::Release);
         }
         // Store tail, then load producer_sleeping: a full fence pairs with the producer's
         // "store producer_sleeping = 1, re-check tail" so that one of us sees the other.
@@ -425,11 +320,8 @@ impl Ring {
         // for every slot, which would cost a wake-up per slot on both sides. The drain
         // always goes on until the ring is empty, so that point is always reached.
         let occupied = head.saturating_sub(self.tail);
-        if occupied <= u64::from(self.slot_count / 2)
-            && self
-                .atomic_u32(Word32::ProducerSleeping)
-                .load(Ordering::SeqCst)
-                == 1
+        if occupied <= u64::from(self.mapped.slot_count() / 2)
+            && self.mapped.producer_sleeping().load(Ordering::SeqCst) == 1
         {
             self.wake_producer()?;
         }
@@ -465,10 +357,9 @@ impl Ring {
     /// `true` when the ring is still empty (the producer will write `data_ready` after
     /// its next publish), `false` (and `consumer_sleeping` back at 0) when slots arrived.
     pub(crate) fn prepare_sleep(&mut self) -> bool {
-        self.atomic_u32(Word32::ConsumerSleeping)
-            .store(1, Ordering::SeqCst);
+        self.mapped.consumer_sleeping().store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        let head = self.atomic_u64(Word64::Head).load(Ordering::SeqCst);
+        let head = self.mapped.head().load(Ordering::SeqCst);
         if head == self.tail {
             true
         } else {
@@ -479,17 +370,8 @@ impl Ring {
 
     /// After sleeping: `consumer_sleeping = 0` and reset `data_ready` (non-blocking).
     pub(crate) fn woke(&mut self) {
-        self.atomic_u32(Word32::ConsumerSleeping)
-            .store(0, Ordering::SeqCst);
+        self.mapped.consumer_sleeping().store(0, Ordering::SeqCst);
         let mut buf = [0u8; 8];
         let _ = nix::unistd::read(self.data_ready.as_raw_fd(), &mut buf);
-    }
-}
-
-impl Drop for Ring {
-    fn drop(&mut self) {
-        // SAFETY: `base`/`map_len` are exactly the mapping created in `attach`, unmapped
-        // only here; no reference into it outlives `self` (the atomics borrow `self`).
-        let _ = unsafe { munmap(self.base.cast(), self.map_len) };
     }
 }

@@ -6,6 +6,9 @@ use std::os::unix::fs::FileExt;
 use nix::fcntl::{fcntl, FcntlArg, SealFlag};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
+use wshard_ingest_proto::ring::{
+    SlotHeader, OFFSET_DROPPED_BATCHES, OFFSET_DROPPED_STEPS, OFFSET_HEAD, OFFSET_TAIL,
+};
 use wshard_ingest_proto::{push_step_record, RECORD_HEADER_BYTES};
 
 use super::*;

@@ -1,20 +1,8 @@
-"""The shared-memory ring of docs/PROTOCOL.md ("Shared-memory transport"), sans-io: layout
-constants, the backpressure policies, the geometry rules of ``SHM_ATTACH`` (the Rust
-``wshard_ingest_proto::ring``), and the accesses to the ring's control words.
-
-Layout (little-endian, offsets in bytes)::
-
-    0     magic              [u8; 8]  "WSHRING1"
-    8     version            u32      1
-    12    slot_size          u32
-    16    slot_count         u32
-    64    head               u64      slots published by the producer (us), ever
-    128   tail               u64      slots consumed by the consumer (the server), ever
-    192   consumer_sleeping  u32
-    256   producer_sleeping  u32
-    320   dropped_steps      u64      timesteps the producer dropped (drop policies), ever
-    384   dropped_batches    u64      batches the producer dropped (drop policies), ever
-    4096  slot[0] .. slot[slot_count - 1]: len u32 | count u32 | records
+"""The shared-memory ring of docs/PROTOCOL.md ("Shared-memory transport"), sans-io: the
+backpressure policies, the geometry rules of ``SHM_ATTACH`` (the Rust
+``wshard_ingest_proto::ring``), the client's default geometry, and the accesses to the
+ring's control words. The layout (offsets and sizes, drawn in its docstring) is
+:mod:`wshard_client._ring_layout`, generated from the Rust constants.
 
 Control words. The protocol asks for acquire / release / sequentially consistent atomics
 on ``head``, ``tail`` and the two ``*_sleeping`` words. Python has no atomics of its own,
@@ -50,6 +38,21 @@ import sys
 import threading
 from typing import Any, List, Optional, Union
 
+from ._ring_layout import (
+    MAX_SLOTS,
+    MIN_SLOTS,
+    OFFSET_CONSUMER_SLEEPING,
+    OFFSET_DROPPED_BATCHES,
+    OFFSET_HEAD,
+    OFFSET_TAIL,
+    POLICY_BLOCK,
+    POLICY_DROP_NEWEST,
+    POLICY_DROP_OLDEST,
+    RING_HEADER_BYTES,
+    SLOT_ALIGN,
+    SLOT_HEADER_BYTES,
+    SLOT_MIN_OVERHEAD,
+)
 from .errors import ErrorCode, SchemaError
 
 __all__ = [
@@ -65,28 +68,13 @@ __all__ = [
     "make_words",
 ]
 
-RING_MAGIC = b"WSHRING1"
-RING_VERSION = 1
-#: Bytes before ``slot[0]``.
-RING_HEADER_BYTES = 4096
-OFFSET_HEAD = 64
-OFFSET_TAIL = 128
-OFFSET_CONSUMER_SLEEPING = 192
-OFFSET_PRODUCER_SLEEPING = 256
-OFFSET_DROPPED_STEPS = 320
-OFFSET_DROPPED_BATCHES = 384
 #: The ring header's bytes up to the end of its last control word (a multiple of 8).
 CONTROL_BYTES = OFFSET_DROPPED_BATCHES + 8
-#: ``magic | version | slot_size | slot_count``, written before ``SHM_ATTACH``.
+#: ``magic | version | slot_size | slot_count`` (``RING_IDENT_BYTES``), written before
+#: ``SHM_ATTACH``.
 RING_IDENT = struct.Struct("<8sIII")
-#: A slot's header: ``len u32 | count u32``.
+#: A slot's header: ``len u32 | count u32`` (``SLOT_HEADER_BYTES``).
 SLOT_HEADER = struct.Struct("<II")
-SLOT_HEADER_BYTES = 8
-SLOT_ALIGN = 64
-#: ``slot_size`` is at least this plus one timestep record.
-SLOT_MIN_OVERHEAD = 64
-MIN_SLOTS = 2
-MAX_SLOTS = 65536
 #: Most slots of a ring when the caller leaves it to the client (as the Rust client).
 DEFAULT_SLOTS = 64
 #: Fewest slots of a default ring.
@@ -106,11 +94,11 @@ class RingPolicy(enum.IntEnum):
     ``SHM_ATTACH``)."""
 
     #: Wait for the server to free a slot; no timestep is ever lost (the default).
-    BLOCK = 0
+    BLOCK = POLICY_BLOCK
     #: Drop the batch being published; its seqs are used (the server records a gap).
-    DROP_NEWEST = 1
+    DROP_NEWEST = POLICY_DROP_NEWEST
     #: Take back the oldest slot the server has not claimed yet and publish into it.
-    DROP_OLDEST = 2
+    DROP_OLDEST = POLICY_DROP_OLDEST
 
     @classmethod
     def parse(cls, value: Union["RingPolicy", str, int]) -> "RingPolicy":

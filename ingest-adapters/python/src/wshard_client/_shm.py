@@ -29,20 +29,15 @@ import weakref
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Tuple
 
-from ._ring import (
+from ._ring import RING_IDENT, SLOT_HEADER, RingPolicy, Words, make_words, ring_bytes
+from ._ring_layout import (
     OFFSET_DROPPED_BATCHES,
     OFFSET_DROPPED_STEPS,
     OFFSET_PRODUCER_SLEEPING,
     RING_HEADER_BYTES,
-    RING_IDENT,
     RING_MAGIC,
     RING_VERSION,
-    SLOT_HEADER,
     SLOT_HEADER_BYTES,
-    RingPolicy,
-    Words,
-    make_words,
-    ring_bytes,
 )
 from .errors import ProtocolError, Timeout, TransportError
 

@@ -30,15 +30,15 @@ const PENDING_FLUSH_BYTES: usize = 1 << 20;
 /// to the writer on their own.
 const MERGE_BELOW_BYTES: usize = 64 << 10;
 
-/// The transport of an open episode's timesteps.
-pub(super) enum Transport {
+/// Where an open episode's timesteps come from (its transport, as the daemon reads it).
+pub(super) enum TimestepSource {
     /// Timestep frames on the socket.
     Socket,
     /// A shared-memory ring; timestep frames on the socket are refused.
-    Ring(RingTransport),
+    Ring(RingDrain),
 }
 
-/// What [`Transport::pump`] found.
+/// What [`TimestepSource::pump`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Pump {
     /// The socket has something (data, EOF or an error), or may have: read it.
@@ -47,7 +47,7 @@ pub(super) enum Pump {
     Again,
 }
 
-impl Transport {
+impl TimestepSource {
     /// A ring from the three fds of an `SHM_ATTACH` (ring, `data_ready`, `space_ready`),
     /// checked and mapped, for records of `record_len` bytes.
     ///
@@ -69,7 +69,7 @@ impl Transport {
             max_frame_bytes,
             policy,
         )?;
-        Ok(Self::Ring(RingTransport { ring }))
+        Ok(Self::Ring(RingDrain { ring }))
     }
 
     /// True while the timesteps come as frames on the socket.
@@ -96,7 +96,7 @@ impl Transport {
     /// [`READ_POLL`]. With the socket, read it at once.
     ///
     /// # Errors
-    /// As [`Transport::catch_up`].
+    /// As [`TimestepSource::catch_up`].
     pub(super) fn pump(&mut self, intake: &mut Intake, stream: &UnixStream) -> Result<Pump, Frame> {
         match self {
             Self::Socket => Ok(Pump::Socket),
@@ -113,7 +113,7 @@ impl Transport {
     }
 }
 
-/// Why a drain stopped (a failure is the `Err` of [`RingTransport::drain`]).
+/// Why a drain stopped (a failure is the `Err` of [`RingDrain::drain`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Drained {
     /// The ring is empty.
@@ -122,8 +122,8 @@ enum Drained {
     Budget,
 }
 
-/// A connection's mapped ring.
-pub(super) struct RingTransport {
+/// A connection's mapped ring, drained into the episode's [`Intake`].
+pub(super) struct RingDrain {
     ring: Ring,
 }
 
@@ -131,7 +131,7 @@ fn readable(flags: Option<PollFlags>) -> bool {
     flags.is_some_and(|r| r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR))
 }
 
-impl RingTransport {
+impl RingDrain {
     /// Consume up to `budget` published slots, each checked and submitted like a
     /// `TIMESTEP_BATCH`. A slot that breaks a rule ends the drain with its `ERROR`, after
     /// everything accepted before it went to the writer.
@@ -205,7 +205,7 @@ impl RingTransport {
         self.drain(intake, budget).map(|_| ())
     }
 
-    /// See [`Transport::pump`].
+    /// See [`TimestepSource::pump`].
     fn pump(&mut self, intake: &mut Intake, stream: &UnixStream) -> Result<Pump, Frame> {
         let budget = u64::from(self.ring.slot_count());
         match self.drain(intake, budget)? {
