@@ -5,11 +5,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use wshard_cli::closed_pipe::EndOnClosedPipe;
-use wshard_cli::control::{self, ControlOptions};
-use wshard_cli::{
-    aligned, annotate, bridge, cache_cmd, cat, dataset, doctor, export, import, inspect,
-    inspect_dir, peek, publish, publish_append, query, recover, remote, verify,
+use wshard_cli::control_socket::call::{self as control, ControlOptions};
+use wshard_cli::exit_status::Status;
+use wshard_cli::output::closed_pipe::EndOnClosedPipe;
+use wshard_cli::store::remote;
+use wshard_cli::verbs::cat::{aligned, block as cat};
+use wshard_cli::verbs::inspect::{episode_dir as inspect_dir, journal as peek, shard as inspect};
+use wshard_cli::verbs::publish::{append as publish_append, new_version as publish};
+use wshard_cli::verbs::{
+    annotate, bridge, cache as cache_cmd, dataset, doctor, export, import, query, recover, verify,
 };
 
 /// Inspect, verify and recover WShard files and wshardd data directories.
@@ -376,7 +380,7 @@ fn main() -> ExitCode {
                         err,
                         "wshard cat: --aligned writes csv or jsonl, not raw or npy"
                     );
-                    wshard_cli::Status::Error.code()
+                    Status::Error.code()
                 }
             }
         }

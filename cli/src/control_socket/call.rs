@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::control_client::{request, socket_path, Reply};
-use super::control_render::{render_annotate, render_close, render_episodes, render_status};
+use super::client::{request, socket_path, Reply};
+use super::render::{render_annotate, render_close, render_episodes, render_status};
 use wshard_recorder::control::annotate_request::AnnotateRequest;
 use wshard_recorder::control::protocol::{Request, DEFAULT_CLOSE_TIMEOUT_MS};
 

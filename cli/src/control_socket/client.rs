@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 use wshardd_config::Config;
 
-use super::control_connect::{connect_error, ConnectError};
+use super::connect::{connect_error, ConnectError};
 use wshard_recorder::control::protocol::Request;
 
 /// Largest reply read (a status of many episodes is still far below).

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use serde_json::Value;
 
-use super::table::{Align, Table};
+use crate::output::table::{Align, Table};
 
 /// `1.5 GiB`, `512 B`.
 #[must_use]

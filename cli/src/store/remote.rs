@@ -2,7 +2,7 @@
 //! reads and the cache"): the shard's header and index by range requests, then only the
 //! meta blocks (inspect) or the block asked for (cat); a blob the cache holds is read from
 //! it. The bucket (and a dataset URL's prefix) come from the URL; the endpoint, region and
-//! `--allow-http` from the flags or the variables of [`crate::store_args`]; the credentials
+//! `--allow-http` from the flags or the variables of [`crate::store::args`]; the credentials
 //! from the environment, else the shared credentials file ([`wshard_publish::Credentials::load`]).
 
 use std::io::Write;
@@ -14,11 +14,11 @@ use wshard_publish::remote::{resolve, RemoteShard, Resolved};
 use wshard_publish::url::RemoteUrl;
 use wshard_publish::{PublishError, Publisher};
 
-use crate::cat::{self, CatOptions};
-use crate::inspect::{self, InspectOptions, Inspection};
-use crate::store_args::StoreArgs;
-use crate::table::{Align, Table};
-use crate::Status;
+use crate::exit_status::Status;
+use crate::output::table::{Align, Table};
+use crate::store::args::StoreArgs;
+use crate::verbs::cat::block::{self as cat, CatOptions};
+use crate::verbs::inspect::shard::{self as inspect, InspectOptions, Inspection};
 
 /// Where the store of an `s3://` URL is (the bucket and prefix are in the URL).
 #[derive(Clone, Debug, Default, clap::Args)]

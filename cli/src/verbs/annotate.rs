@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use wshard::episode_dir::events::EventData;
 use wshard_recorder::control::annotate_request::{parse_at, AnnotateRequest};
 
-use super::control::{self, exit, ControlOptions};
+use crate::control_socket::call::{self as control, exit, ControlOptions};
 
 /// The arguments of `wshard annotate`.
 #[derive(Clone, Debug, clap::Args)]

@@ -7,7 +7,7 @@ use std::io::Write;
 use serde_json::json;
 use wshard_publish::cache::BlobCache;
 
-use crate::Status;
+use crate::exit_status::Status;
 
 /// The verbs of `wshard cache`.
 #[derive(Clone, Debug, clap::Subcommand)]

@@ -16,10 +16,10 @@ use wshard_publish::manifest::is_sha256_hex;
 use wshard_publish::url::VERSION_SEP;
 use wshard_publish::{DatasetId, PublishError};
 
-use crate::publish::{exit_code, EXIT_USAGE};
-use crate::remote::env_cache;
-use crate::store_args::StoreArgs;
-use crate::table::{Align, Table};
+use crate::output::table::{Align, Table};
+use crate::store::args::StoreArgs;
+use crate::store::remote::env_cache;
+use crate::verbs::publish::new_version::{exit_code, EXIT_USAGE};
 
 /// The verbs of `wshard dataset`.
 #[derive(Clone, Debug, clap::Subcommand)]

@@ -8,7 +8,7 @@ use serde_json::json;
 use wshard_publish::doctor::{self, Check, CheckStatus};
 use wshard_publish::Credentials;
 
-use super::store_args::StoreArgs;
+use crate::store::args::StoreArgs;
 
 /// The arguments of `wshard doctor`.
 #[derive(Clone, Debug, clap::Args)]

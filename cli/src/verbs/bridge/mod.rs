@@ -1,5 +1,5 @@
 //! `wshard bridge start|stop|abort|annotate|status`: episode control of a running ROS
-//! bridge (`wshard-ros-bridge`) through its control socket ([`crate::bridge_client`]),
+//! bridge (`wshard-ros-bridge`) through its control socket ([`client`]),
 //! printed as text (readable lines and tables) or (`--json`) as the bridge's raw reply.
 //!
 //! Exit codes: 0 done; 1 the bridge refused or failed (`NOT_RECORDING`,
@@ -7,15 +7,17 @@
 //! bad argument, no bridge, a timeout, a reply that is not the bridge's JSON,
 //! `BAD_REQUEST`).
 
+pub mod client;
+
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::bridge_client::{bridge_socket_path, request};
-use super::control::exit;
-use super::table::{Align, Table};
+use crate::control_socket::call::exit;
+use crate::output::table::{Align, Table};
+use client::{bridge_socket_path, request};
 
 /// The default `--timeout-ms`: `stop` drains the bridge's queues and closes its streams.
 pub const DEFAULT_BRIDGE_TIMEOUT_MS: u64 = 30_000;

@@ -12,9 +12,9 @@ use wshard::episode::DType;
 use wshard::read::{ReadAt, ShardReader};
 
 use super::csv::write_csv;
-use super::describe::error_about;
-use super::episode_view::EpisodeView;
-use super::Status;
+use crate::exit_status::Status;
+use crate::shard_view::describe::error_about;
+use crate::shard_view::episode_view::EpisodeView;
 use wshard_export::npy;
 
 /// How `wshard cat` writes the block.

@@ -8,7 +8,7 @@ use wshard::align::Policy;
 use wshard_export::lerobot::{self, parse_fps, LerobotOptions, VideoCodec};
 
 use super::failed;
-use crate::Status;
+use crate::exit_status::Status;
 
 /// Arguments of `wshard export lerobot`.
 #[derive(Debug, clap::Args)]

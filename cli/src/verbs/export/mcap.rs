@@ -11,7 +11,7 @@ use wshard_export::mcap::{
 };
 
 use super::{error_status, failed};
-use crate::Status;
+use crate::exit_status::Status;
 
 /// `--compression`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

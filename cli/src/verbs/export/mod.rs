@@ -9,7 +9,7 @@ pub mod webdataset;
 use std::fmt::Display;
 use std::io::Write;
 
-use crate::Status;
+use crate::exit_status::Status;
 
 /// The formats `wshard export` writes.
 #[derive(Debug, clap::Subcommand)]

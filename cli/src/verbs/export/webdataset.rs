@@ -13,8 +13,8 @@ use wshard_export::webdataset::{
 use wshard_publish::{Credentials, PublishError, Store};
 
 use super::failed;
-use crate::store_args::StoreArgs;
-use crate::Status;
+use crate::exit_status::Status;
+use crate::store::args::StoreArgs;
 
 /// Arguments of `wshard export webdataset`.
 #[derive(Debug, clap::Args)]

@@ -17,7 +17,7 @@ use wshard::codec::Codec;
 use wshard_import::{EpisodeSink, ImportError, ImportOptions, SinkOptions, WrittenEpisode};
 use wshard_recorder::fsio::RealFs;
 
-use crate::Status;
+use crate::exit_status::Status;
 
 /// The words that select a native converter (anything else goes to the bag importer).
 pub const VERBS: [&str; 3] = ["npz", "minari", "d4rl"];

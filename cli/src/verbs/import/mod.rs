@@ -1,6 +1,6 @@
 //! `wshard import ...`: the dispatcher of the imports.
 //!
-//! - `wshard import npz|minari|d4rl ...`: the native converters ([`super::import_formats`]).
+//! - `wshard import npz|minari|d4rl ...`: the native converters ([`formats`]).
 //! - `wshard import bag ARGS...` and `wshard import ARGS...` (any first argument that is
 //!   not one of the words above): import ROS bags as episodes by running the ROS bridge's
 //!   bag importer, `python3 -m wshard_ros.bag_import ARGS...` (ingest-adapters/ros), with
@@ -16,12 +16,13 @@
 //! Unless `$WSHARD_BIN` is set already, the importer gets this executable's path in it, so
 //! that `--data-dir` finds the `wshardd` installed beside this `wshard`.
 
+pub mod formats;
+
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use super::control::exit;
-use super::import_formats;
+use crate::control_socket::call::exit;
 
 /// The word that selects the bag importer explicitly.
 pub const BAG_VERB: &str = "bag";
@@ -166,8 +167,8 @@ fn exit_code(status: std::process::ExitStatus) -> u8 {
 /// overview for nothing or `-h`/`--help`/`help`; else the bag importer (after a leading
 /// `bag`, which is dropped).
 pub fn run(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    if import_formats::is_native(args) {
-        return import_formats::run(args, out, err);
+    if formats::is_native(args) {
+        return formats::run(args, out, err);
     }
     match args.first().and_then(|a| a.to_str()) {
         None | Some("-h" | "--help" | "help") => {

@@ -16,7 +16,7 @@ use wshard_publish::episodes::select;
 use wshard_publish::publish::{BlobAction, BlobReport, LatestChange};
 use wshard_publish::{AppendReport, DatasetId, PublishError};
 
-use super::publish::{
+use super::new_version::{
     files_json, latest_json, left_out_json, run_with, write_files_text, PublishArgs,
 };
 

@@ -15,7 +15,7 @@ use wshard_publish::publish::{BlobAction, BlobReport, LatestChange};
 use wshard_publish::{DatasetId, PublishError, PublishReport};
 use wshardd_config::Config;
 
-use super::store_args::StoreArgs;
+use crate::store::args::StoreArgs;
 
 /// Exit: published.
 pub const EXIT_OK: u8 = 0;

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use serde_json::{json, Value};
 
 use super::model::{EpisodeOutcome, RecoverRun};
-use crate::table::{Align, Table};
+use crate::output::table::{Align, Table};
 use wshard_recorder::recovery::{RecoveryMode, RecoveryReport};
 
 fn write_report(r: &RecoveryReport, dry: bool, out: &mut dyn Write) -> io::Result<()> {

@@ -1,5 +1,5 @@
 //! Checking one file on its own: every block decoded and CRC-checked, then the episode or
-//! manifest structure. Following a manifest's chunks is [`super::verify`]'s job.
+//! manifest structure. Following a manifest's chunks is [the `verify` module](super)'s job.
 
 use std::path::Path;
 
@@ -9,8 +9,8 @@ use wshard::manifest::Manifest;
 use wshard::read::{BlockCheck, ReadAt, ShardReader};
 
 use super::deep::check_episode;
-use super::describe::{is_block_read_error, peek_header, Kind};
 use super::report::FileReport;
+use crate::shard_view::describe::{is_block_read_error, peek_header, Kind};
 
 /// What an episode file holds that a manifest entry must agree with.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use wshard::episode::meta::{parse_channels_meta, parse_episode_meta, parse_objec
 use wshard::episode::{names, DType, Timebase};
 use wshard::read::{ReadAt, ShardReader};
 
-use super::describe::is_block_read_error;
+use crate::shard_view::describe::is_block_read_error;
 
 /// What the deep checks found in one episode file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -1,5 +1,13 @@
 //! `wshard verify PATH...`: check files, walk directories, and follow manifests to their
 //! chunks. Each file is checked and printed once, however often it is reached.
+//!
+//! [`check`] checks one file on its own (with [`deep`] for `--deep`) into a
+//! [`report::FileReport`]; this module walks the paths and follows manifests. `check` uses
+//! `deep` and `report`, never this module.
+
+pub mod check;
+pub mod deep;
+pub mod report;
 
 use std::collections::HashMap;
 use std::fs;
@@ -8,9 +16,9 @@ use std::path::{Path, PathBuf};
 
 use wshard::manifest::{validate_uri, ChunkFileCheck, ChunkRef, Manifest};
 
-use super::check::{check_file, Checked, EpisodeFacts};
-use super::report::FileReport;
-use super::Status;
+use crate::exit_status::Status;
+use check::{check_file, Checked, EpisodeFacts};
+use report::FileReport;
 
 /// How `wshard verify` checks and prints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use wshard::FormatError;
 
-use super::describe::{error_about, Kind};
-use super::Status;
+use crate::exit_status::Status;
+use crate::shard_view::describe::{error_about, Kind};
 
 /// What verifying one file found.
 #[derive(Clone, Debug, PartialEq, Eq)]

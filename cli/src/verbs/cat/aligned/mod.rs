@@ -14,7 +14,7 @@ pub use render::{csv_header, write_csv, write_jsonl};
 use wshard::align::{AlignError, AlignedTable};
 use wshard::episode_dir::EpisodeDirError;
 
-use crate::Status;
+use crate::exit_status::Status;
 
 /// How the aligned table is written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use std::io::{self, Write};
 use wshard::align::{AlignedColumn, AlignedTable, NO_ROW, NO_SAMPLE_T_NS};
 use wshard::episode::DType;
 
-use crate::csv::format_value;
+use crate::verbs::cat::csv::format_value;
 
 /// Elements per row of a column.
 fn elements(c: &AlignedColumn) -> usize {

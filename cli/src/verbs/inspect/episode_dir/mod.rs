@@ -13,7 +13,7 @@ use render::{write_json, write_text};
 
 use wshard::episode_dir::EpisodeDirError;
 
-use crate::Status;
+use crate::exit_status::Status;
 
 /// How `wshard inspect DIR` prints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

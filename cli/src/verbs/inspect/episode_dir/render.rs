@@ -7,7 +7,7 @@ use serde_json::json;
 use wshard::episode_dir::index::ChannelEntry;
 
 use super::model::{DirInspection, StreamRow};
-use crate::table::{Align, Table};
+use crate::output::table::{Align, Table};
 
 fn field(out: &mut dyn Write, key: &str, value: impl std::fmt::Display) -> io::Result<()> {
     writeln!(out, "{key:<20} {value}")

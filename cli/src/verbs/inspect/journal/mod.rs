@@ -11,7 +11,7 @@ use std::path::Path;
 pub use model::*;
 use render::{write_json, write_text};
 
-use crate::Status;
+use crate::exit_status::Status;
 
 /// Run `wshard inspect --peek` on a journal.
 ///

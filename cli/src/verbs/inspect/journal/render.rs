@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use serde_json::{json, Value};
 
 use super::model::{block_of, JournalPeek, RecordKind, RecordRow};
-use crate::table::{Align, Table};
+use crate::output::table::{Align, Table};
 use wshard_recorder::journal::format::BLOCK_LEN;
 use wshard_recorder::journal::record::SegmentHeader;
 

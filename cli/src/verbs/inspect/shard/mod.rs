@@ -11,8 +11,8 @@ use std::path::Path;
 pub use model::*;
 use render::{write_json, write_text};
 
-use crate::describe::error_about;
-use crate::Status;
+use crate::exit_status::Status;
+use crate::shard_view::describe::error_about;
 
 /// Run `wshard inspect`: print to `out`, report failures to `err`.
 ///

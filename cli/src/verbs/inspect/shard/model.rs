@@ -10,8 +10,8 @@ use wshard::header::ShardHeader;
 use wshard::manifest::Manifest;
 use wshard::read::{BlockCheck, ReadAt, ShardReader};
 
-use crate::describe::is_block_read_error;
-use crate::episode_view::{EpisodeView, TensorType};
+use crate::shard_view::describe::is_block_read_error;
+use crate::shard_view::episode_view::{EpisodeView, TensorType};
 
 /// The name prefix of the blocks that describe a shard (read even when the others are not).
 const META_PREFIX: &str = "meta/";

@@ -8,11 +8,11 @@ use wshard::entry::content_type;
 use wshard::episode::Timebase;
 
 use super::model::{BlockKind, BlockRow, Inspection};
-use crate::describe::{
+use crate::output::table::{Align, Table};
+use crate::shard_view::describe::{
     codec_code_name, crc_hex, flags_label, header_flag_names, role_label, role_name,
 };
-use crate::episode_view::timebase_label;
-use crate::table::{Align, Table};
+use crate::shard_view::episode_view::timebase_label;
 
 fn field(out: &mut dyn Write, key: &str, value: impl std::fmt::Display) -> io::Result<()> {
     writeln!(out, "{key:<20} {value}")

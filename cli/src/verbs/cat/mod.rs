@@ -1,0 +1,7 @@
+//! `wshard cat`: [`block`] writes one block of a shard as raw bytes, `.npy` or CSV (the
+//! CSV rows are [`csv`]'s); [`aligned`] writes an episode directory's channels aligned on
+//! one clock.
+
+pub mod aligned;
+pub mod block;
+pub mod csv;
