@@ -9,7 +9,9 @@ use wshard_cli::control_socket::call::{self as control, ControlOptions};
 use wshard_cli::exit_status::Status;
 use wshard_cli::output::closed_pipe::EndOnClosedPipe;
 use wshard_cli::store::remote;
+use wshard_cli::verbs::cat::remote::cat as remote_cat;
 use wshard_cli::verbs::cat::{aligned, block as cat};
+use wshard_cli::verbs::inspect::remote::inspect as remote_inspect;
 use wshard_cli::verbs::inspect::{episode_dir as inspect_dir, journal as peek, shard as inspect};
 use wshard_cli::verbs::publish::{append as publish_append, new_version as publish};
 use wshard_cli::verbs::{
@@ -293,7 +295,7 @@ fn main() -> ExitCode {
             json,
             peek: as_journal,
         } => if let Some(url) = remote_url(&file) {
-            remote::inspect(
+            remote_inspect(
                 url,
                 &remote_args,
                 inspect::InspectOptions { verbose, json },
@@ -391,7 +393,7 @@ fn main() -> ExitCode {
             format,
             output,
             ..
-        } if remote_url(&file).is_some() => remote::cat(
+        } if remote_url(&file).is_some() => remote_cat(
             remote_url(&file).unwrap_or_default(),
             block.as_deref().unwrap_or_default(),
             &remote_args,
