@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use wshard::align::Policy;
 use wshard_export::lerobot::{self, parse_fps, LerobotOptions, VideoCodec};
 
-use super::failed;
+use super::failure::failed;
 use crate::exit_status::Status;
 
 /// Arguments of `wshard export lerobot`.

@@ -10,7 +10,7 @@ use wshard_export::mcap::{
     McapOptions, DEFAULT_CHUNK_SIZE, DEFAULT_JPEG_QUALITY,
 };
 
-use super::{error_status, failed};
+use super::failure::{error_status, failed};
 use crate::exit_status::Status;
 
 /// `--compression`.

@@ -12,7 +12,7 @@ use wshard_export::webdataset::{
 
 use wshard_publish::{Credentials, PublishError, Store};
 
-use super::failed;
+use super::failure::failed;
 use crate::exit_status::Status;
 use crate::store::args::StoreArgs;
 
