@@ -1,5 +1,6 @@
 //! The exit status of the verbs that check files (`inspect`, `verify`, `cat`, and others that
-//! share its codes); `recover` has its own.
+//! share its codes; `recover` has its own), and the exit codes of the verbs that ask a
+//! server (the daemon's or the ROS bridge's control socket) or run a program (`import`).
 
 /// The outcome of a verb, ordered from best to worst; the process exits with [`Status::code`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -30,6 +31,16 @@ impl Status {
     pub fn worst(self, other: Self) -> Self {
         self.max(other)
     }
+}
+
+/// Exit codes of the verbs that ask a server (the daemon's control socket: `status`,
+/// `episodes`, `close`, `metrics`, `annotate`; the ROS bridge's: `bridge`) and of `import`.
+pub mod exit {
+    pub const OK: u8 = 0;
+    /// The daemon refused or failed the request.
+    pub const REFUSED: u8 = 1;
+    /// Usage or I/O: no daemon, bad config, unreadable reply.
+    pub const ERROR: u8 = 2;
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use wshard_cli::control_socket::call::{self as control, ControlOptions};
 use wshard_cli::exit_status::Status;
 use wshard_cli::output::closed_pipe::EndOnClosedPipe;
 use wshard_cli::store::remote;
@@ -15,7 +14,8 @@ use wshard_cli::verbs::inspect::remote::inspect as remote_inspect;
 use wshard_cli::verbs::inspect::{episode_dir as inspect_dir, journal as peek, shard as inspect};
 use wshard_cli::verbs::publish::{append as publish_append, new_version as publish};
 use wshard_cli::verbs::{
-    annotate, bridge, cache as cache_cmd, dataset, doctor, export, import, query, recover, verify,
+    annotate, bridge, cache as cache_cmd, close, dataset, doctor, episodes, export, import,
+    metrics, query, recover, status, verify,
 };
 
 /// Inspect, verify and recover WShard files and wshardd data directories.
@@ -34,61 +34,12 @@ struct Cli {
     command: Command,
 }
 
-/// Where the running daemon's control socket is.
-#[derive(Debug, clap::Args)]
-struct ControlArgs {
-    /// The control socket (else `control.path` of the config).
-    #[arg(long, value_name = "PATH")]
-    control: Option<PathBuf>,
-    /// The daemon's config file (else $WSHARDD_CONFIG, /etc/wshardd/wshardd.toml,
-    /// ./wshardd.toml, built-in defaults, as wshardd looks).
-    #[arg(long, value_name = "PATH")]
-    config: Option<PathBuf>,
-    /// Print the daemon's JSON reply instead of text.
-    #[arg(long)]
-    json: bool,
-}
-
-impl ControlArgs {
-    fn options(self) -> ControlOptions {
-        ControlOptions {
-            control: self.control,
-            config: self.config,
-            json: self.json,
-        }
-    }
-}
-
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// A running wshardd: version, uptime, disk, counters, recovery results, and every open
-    /// episode with its counters and rates.
-    Status {
-        #[command(flatten)]
-        control: ControlArgs,
-    },
-    /// A running wshardd's episodes: the open ones and those finished in its data directory,
-    /// with status, timesteps, chunks and bytes.
-    Episodes {
-        #[command(flatten)]
-        control: ControlArgs,
-    },
-    /// Finalize an open episode as `interrupted` ("closed by operator"); its client gets
-    /// ERROR STOPPED. Needs root, the daemon's uid or gid, or control.admin_uids/admin_gids.
-    Close {
-        /// The episode id.
-        episode: String,
-        /// How long to wait for the episode to be finalized, in milliseconds (default 10000).
-        #[arg(long, value_name = "MS")]
-        timeout_ms: Option<u64>,
-        #[command(flatten)]
-        control: ControlArgs,
-    },
-    /// A running wshardd's counters in the Prometheus text format.
-    Metrics {
-        #[command(flatten)]
-        control: ControlArgs,
-    },
+    Status(status::StatusArgs),
+    Episodes(episodes::EpisodesArgs),
+    Close(close::CloseArgs),
+    Metrics(metrics::MetricsArgs),
     /// Add an operator annotation to an episode (through the daemon; admin only).
     Annotate(annotate::AnnotateArgs),
     /// Control a running ROS bridge (wshard-ros-bridge) through its control socket:
@@ -269,14 +220,10 @@ fn main() -> ExitCode {
     let mut out = EndOnClosedPipe(stdout.lock());
     let mut err = std::io::stderr().lock();
     let code = match cli.command {
-        Command::Status { control } => control::status(&control.options(), &mut out, &mut err),
-        Command::Episodes { control } => control::episodes(&control.options(), &mut out, &mut err),
-        Command::Close {
-            episode,
-            timeout_ms,
-            control,
-        } => control::close(&control.options(), &episode, timeout_ms, &mut out, &mut err),
-        Command::Metrics { control } => control::metrics(&control.options(), &mut out, &mut err),
+        Command::Status(args) => status::run(args, &mut out, &mut err),
+        Command::Episodes(args) => episodes::run(args, &mut out, &mut err),
+        Command::Close(args) => close::run(args, &mut out, &mut err),
+        Command::Metrics(args) => metrics::run(args, &mut out, &mut err),
         Command::Annotate(args) => annotate::run(args, &mut out, &mut err),
         Command::Publish(args) if args.append => publish_append::run(&args, &mut out, &mut err),
         Command::Publish(args) => publish::run(&args, &mut out, &mut err),

@@ -5,11 +5,15 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use wshard::episode_dir::events::EventData;
 use wshard_recorder::control::annotate_request::{parse_at, AnnotateRequest};
+use wshard_recorder::control::protocol::Request;
 
-use crate::control_socket::call::{self as control, exit, ControlOptions};
+use crate::control_socket::call::{run_json_verb, ControlOptions};
+use crate::control_socket::render::render_annotate;
+use crate::exit_status::exit;
 
 /// The arguments of `wshard annotate`.
 #[derive(Clone, Debug, clap::Args)]
@@ -71,5 +75,17 @@ pub fn run(args: AnnotateArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         config: args.config,
         json: args.reply_json,
     };
-    control::annotate(&opts, req, out, err)
+    annotate(&opts, req, out, err)
+}
+
+/// `wshard annotate EPISODE`: one operator annotation, committed by the daemon.
+fn annotate(
+    opts: &ControlOptions,
+    req: AnnotateRequest,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    let t = Duration::from_secs(10);
+    let req = Request::Annotate(req);
+    run_json_verb("annotate", opts, &req, t, render_annotate, out, err)
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use crate::control_socket::call::exit;
+use crate::exit_status::exit;
 use crate::output::table::{Align, Table};
 use client::{bridge_socket_path, request};
 

@@ -22,7 +22,7 @@ use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use crate::control_socket::call::exit;
+use crate::exit_status::exit;
 
 /// The word that selects the bag importer explicitly.
 pub const BAG_VERB: &str = "bag";
