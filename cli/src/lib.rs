@@ -12,15 +12,17 @@
 //! - [`control_socket`]: a running `wshardd`'s control socket: its flags, one request and
 //!   its reply, why connecting failed, the replies as text.
 //! - [`store`]: the object store: its flags and variables, reads of `s3://` URLs through
-//!   the blob cache.
+//!   the blob cache, the exit codes of store errors.
 //! - [`shard_view`]: what a shard's header numbers and an episode's meta blocks say.
 //! - [`output`]: plain-text tables, and stdout that ends the process quietly on a closed
 //!   pipe.
+//! - [`python`]: the Python interpreter of the verbs that run Python.
 //! - [`exit_status`]: the exit status shared by the verbs that check files.
 
 pub mod control_socket;
 pub mod exit_status;
 pub mod output;
+pub mod python;
 pub mod shard_view;
 pub mod store;
 pub mod verbs;

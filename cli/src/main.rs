@@ -12,10 +12,9 @@ use wshard_cli::verbs::cat::remote::cat as remote_cat;
 use wshard_cli::verbs::cat::{aligned, block as cat};
 use wshard_cli::verbs::inspect::remote::inspect as remote_inspect;
 use wshard_cli::verbs::inspect::{episode_dir as inspect_dir, journal as peek, shard as inspect};
-use wshard_cli::verbs::publish::{append as publish_append, new_version as publish};
 use wshard_cli::verbs::{
     annotate, bridge, cache as cache_cmd, close, dataset, doctor, episodes, export, import,
-    metrics, query, recover, status, verify,
+    metrics, publish, query, recover, status, verify,
 };
 
 /// Inspect, verify and recover WShard files and wshardd data directories.
@@ -225,7 +224,6 @@ fn main() -> ExitCode {
         Command::Close(args) => close::run(args, &mut out, &mut err),
         Command::Metrics(args) => metrics::run(args, &mut out, &mut err),
         Command::Annotate(args) => annotate::run(args, &mut out, &mut err),
-        Command::Publish(args) if args.append => publish_append::run(&args, &mut out, &mut err),
         Command::Publish(args) => publish::run(&args, &mut out, &mut err),
         Command::Query(args) => query::run(&args, &mut out, &mut err),
         Command::Doctor(args) => doctor::run(&args, &mut out),

@@ -18,8 +18,8 @@ use wshard_publish::{DatasetId, PublishError};
 
 use crate::output::table::{Align, Table};
 use crate::store::args::StoreArgs;
+use crate::store::exit_code::{exit_code, EXIT_USAGE};
 use crate::store::remote::env_cache;
-use crate::verbs::publish::new_version::{exit_code, EXIT_USAGE};
 
 /// The verbs of `wshard dataset`.
 #[derive(Clone, Debug, clap::Subcommand)]

@@ -16,8 +16,8 @@ use wshard_publish::{
     Credentials, DatasetId, Provider, PublishError, Publisher, Store, StoreConfig,
 };
 
+use crate::python::python;
 use crate::store::args::StoreArgs;
-use crate::verbs::import::python;
 
 /// Exit: ok.
 pub const EXIT_OK: u8 = 0;

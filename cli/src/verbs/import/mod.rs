@@ -23,6 +23,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use crate::exit_status::exit;
+use crate::python::{python, python_source};
 
 /// The word that selects the bag importer explicitly.
 pub const BAG_VERB: &str = "bag";
@@ -41,12 +42,6 @@ Usage:
 `wshard import npz|minari|d4rl --help` lists a converter's options;
 `wshard import bag --help` the bag importer's.
 ";
-
-/// The environment variable naming the Python interpreter.
-pub const PYTHON_ENV: &str = "WSHARD_PYTHON";
-
-/// The interpreter when [`PYTHON_ENV`] is not set.
-pub const DEFAULT_PYTHON: &str = "python3";
 
 /// The variable the importer reads to find `wshardd` beside `wshard`.
 pub const WSHARD_BIN_ENV: &str = "WSHARD_BIN";
@@ -70,23 +65,6 @@ pub const INSTALL_HINT: &str = "install the ROS bridge's Python package into tha
      checkout of wshard-recorder), or put ingest-adapters/ros/src and \
      ingest-adapters/python/src on PYTHONPATH, or point $WSHARD_PYTHON at a python that has \
      them";
-
-/// The interpreter: `$WSHARD_PYTHON` (non-empty), else `python3`.
-#[must_use]
-pub fn python() -> OsString {
-    match std::env::var_os(PYTHON_ENV) {
-        Some(v) if !v.is_empty() => v,
-        _ => OsString::from(DEFAULT_PYTHON),
-    }
-}
-
-/// Where the interpreter came from, for messages.
-fn python_source() -> &'static str {
-    match std::env::var_os(PYTHON_ENV) {
-        Some(v) if !v.is_empty() => "$WSHARD_PYTHON",
-        _ => "the default; set $WSHARD_PYTHON to choose another",
-    }
-}
 
 /// Why the bag importer cannot be run with the interpreter `python` (shown as given, with
 /// where it came from, `$WSHARD_PYTHON` or the default).

@@ -16,15 +16,7 @@ use wshard_publish::{DatasetId, PublishError, PublishReport};
 use wshardd_config::Config;
 
 use crate::store::args::StoreArgs;
-
-/// Exit: published.
-pub const EXIT_OK: u8 = 0;
-/// Exit: failed.
-pub const EXIT_FAILED: u8 = 1;
-/// Exit: usage or setup.
-pub const EXIT_USAGE: u8 = 2;
-/// Exit: lost the race on latest.json.
-pub const EXIT_CONFLICT: u8 = 3;
+use crate::store::exit_code::{exit_code, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 /// The arguments of `wshard publish`.
 #[derive(Clone, Debug, clap::Args)]
@@ -56,19 +48,6 @@ pub struct PublishArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
-}
-
-/// The exit code for an error.
-#[must_use]
-pub fn exit_code(e: &PublishError) -> u8 {
-    match e {
-        PublishError::LatestConflict { .. } => EXIT_CONFLICT,
-        PublishError::InvalidDataset { .. }
-        | PublishError::InvalidConfig { .. }
-        | PublishError::CredentialsMissing { .. }
-        | PublishError::CredentialsFile { .. } => EXIT_USAGE,
-        _ => EXIT_FAILED,
-    }
 }
 
 /// No `--data-dir`, and the wshardd config that would name the data directory cannot be
