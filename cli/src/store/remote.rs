@@ -6,6 +6,7 @@
 //! from the environment, else the shared credentials file ([`wshard_publish::Credentials::load`]).
 
 use std::io::Write;
+use std::path::Path;
 
 use wshard_publish::cache::BlobCache;
 use wshard_publish::url::RemoteUrl;
@@ -27,6 +28,12 @@ pub struct RemoteArgs {
     /// For s3:// URLs: allow an http:// endpoint (else $WSHARD_S3_ALLOW_HTTP=1).
     #[arg(long)]
     pub allow_http: bool,
+}
+
+/// The `s3://` URL a path argument holds, if it is one.
+#[must_use]
+pub fn remote_url(file: &Path) -> Option<&str> {
+    file.to_str().filter(|s| wshard_publish::url::is_remote(s))
 }
 
 /// The publisher on the URL's bucket and prefix.

@@ -15,7 +15,7 @@ use crate::control_socket::call::{run_json_verb, ControlOptions};
 use crate::control_socket::render::render_annotate;
 use crate::exit_status::exit;
 
-/// The arguments of `wshard annotate`.
+/// Add an operator annotation to an episode (through the daemon; admin only).
 #[derive(Clone, Debug, clap::Args)]
 pub struct AnnotateArgs {
     /// The episode (recording or finalized, single- or multi-stream).

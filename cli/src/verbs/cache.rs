@@ -9,6 +9,13 @@ use wshard_publish::cache::BlobCache;
 
 use crate::exit_status::Status;
 
+/// The local blob cache of remote reads and pulls: `stats`, `gc --limit BYTES`.
+#[derive(Debug, clap::Args)]
+pub struct CacheArgs {
+    #[command(subcommand)]
+    pub verb: CacheVerb,
+}
+
 /// The verbs of `wshard cache`.
 #[derive(Clone, Debug, clap::Subcommand)]
 pub enum CacheVerb {

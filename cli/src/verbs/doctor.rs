@@ -10,7 +10,8 @@ use wshard_publish::Credentials;
 
 use crate::store::args::StoreArgs;
 
-/// The arguments of `wshard doctor`.
+/// Check the object-store setup: endpoint, credentials, bucket, write, conditional
+/// puts. One line per check; exit 1 when any failed.
 #[derive(Clone, Debug, clap::Args)]
 pub struct DoctorArgs {
     #[command(flatten)]

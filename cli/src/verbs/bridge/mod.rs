@@ -39,6 +39,19 @@ pub struct BridgeOptions {
     pub json: bool,
 }
 
+/// Control a running ROS bridge (wshard-ros-bridge) through its control socket:
+/// start, stop, abort, annotate an episode, or show its status and counters.
+///
+/// Exit codes: 0 done, 1 the bridge refused or failed (NOT_RECORDING,
+/// ALREADY_RECORDING, FAILED, DAEMON), 2 usage, no bridge, timeout or a bad reply.
+#[derive(Debug, clap::Args)]
+pub struct BridgeArgs {
+    #[command(subcommand)]
+    pub verb: BridgeVerb,
+    #[command(flatten)]
+    pub options: BridgeOptions,
+}
+
 /// The verbs of `wshard bridge`.
 #[derive(Clone, Debug, clap::Subcommand)]
 pub enum BridgeVerb {

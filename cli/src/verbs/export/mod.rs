@@ -10,6 +10,15 @@ pub mod webdataset;
 
 use std::io::Write;
 
+/// Export episodes for training and viewing: `webdataset` (training shards), `lerobot`
+/// (a LeRobotDataset v3), `mcap` (one MCAP per episode, for Foxglove, PlotJuggler,
+/// rerun). Exit 0 done, 1 an episode could not be read, 2 usage or I/O error.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    #[command(subcommand)]
+    pub verb: ExportVerb,
+}
+
 /// The formats `wshard export` writes.
 #[derive(Debug, clap::Subcommand)]
 pub enum ExportVerb {

@@ -25,6 +25,22 @@ use std::process::{Command, Stdio};
 use crate::exit_status::exit;
 use crate::python::{python, python_source};
 
+/// Import episodes into a data directory: `npz` (DreamerV3 episode files), `minari`
+/// (a Minari HDF5 dataset), `d4rl` (a D4RL HDF5 file), natively (exit 0 done, 1 bad
+/// source file, 2 usage, existing episode or I/O error); `bag` or anything else: ROS
+/// bags (ROS 1 .bag, rosbag2 sqlite3 or MCAP) through `python3 -m
+/// wshard_ros.bag_import ARGS...` (python from $WSHARD_PYTHON, else python3), exiting
+/// with its code (2 when python or the wshard_ros package is missing).
+/// `wshard import --help` lists the formats; `wshard import FORMAT --help` their options.
+#[derive(Debug, clap::Args)]
+#[command(disable_help_flag = true)]
+pub struct ImportArgs {
+    /// `npz|minari|d4rl ...`, `bag ...`, or passed to the bag importer untouched, e.g.
+    /// BAG... --mapping M.toml --data-dir DIR.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<OsString>,
+}
+
 /// The word that selects the bag importer explicitly.
 pub const BAG_VERB: &str = "bag";
 

@@ -8,11 +8,31 @@ mod render;
 mod target;
 
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use model::*;
 use render::{write_json, write_text};
 pub use target::{Target, TargetError};
+
+/// Recover an episode directory (DATA_DIR/EPISODE, single- or multi-stream) or every
+/// episode of a data directory offline, with the daemon's recovery code. A dry run
+/// unless --apply. In a data directory, directories that are not episodes are left
+/// alone and listed; a stream folder or the quarantine directory is refused.
+///
+/// Exit codes: 0 nothing lost (or nothing to do), 3 data lost (corrupt regions
+/// discarded, or files that may hold data quarantined), 1 recovery failed, 2 usage or
+/// I/O error, a refused directory, or the data directory is in use by a live wshardd.
+#[derive(Debug, clap::Args)]
+pub struct RecoverArgs {
+    /// An episode directory or a data directory.
+    pub dir: PathBuf,
+    /// Change the files (takes the data directory lock). Without it nothing is changed.
+    #[arg(long)]
+    pub apply: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// Run `wshard recover`.
 ///

@@ -20,6 +20,22 @@ use crate::exit_status::Status;
 use check::{check_file, Checked, EpisodeFacts};
 use report::FileReport;
 
+/// Decode every block and check every CRC; check episode structure, manifests and the
+/// SHA-256 of their chunks. Directories are searched recursively for *.wshard files.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// Files or directories.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Print one JSON object per file per line.
+    #[arg(long)]
+    pub json: bool,
+    /// Also check every block's length against meta/channels and T, `done` values,
+    /// timestamps, and a manifest's chunks against its entries and each other.
+    #[arg(long)]
+    pub deep: bool,
+}
+
 /// How `wshard verify` checks and prints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VerifyOptions {
