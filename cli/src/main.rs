@@ -11,13 +11,11 @@ use wshard_cli::verbs::Command;
 
 /// Inspect, verify and recover WShard files and wshardd data directories.
 ///
-/// Exit codes: 0 all good, 1 a file is corrupt, 2 usage or I/O error; `recover` also
-/// exits 3 when data was (or would be) lost, and 1 when recovery itself failed; `status`,
-/// `episodes`, `close` and `metrics` exit 1 when the daemon refuses (unknown episode,
-/// permission denied) and 2 when it cannot be reached; `bridge` likewise for the ROS
-/// bridge; `import bag` exits with the bag importer's code (2 when it cannot be run).
-/// Output to a pipe whose reader has gone (`wshard cat ... | head`) ends any verb quietly,
-/// killed by SIGPIPE as Unix tools are (status 141 in a shell).
+/// `wshard CMD --help` tells what a command does, its options and its exit codes: 0 done
+/// and 2 a usage or I/O error throughout (but `import bag`, which exits with the bag
+/// importer's code), and what 1 and 3 mean for it. Output to a pipe whose reader has gone
+/// (`wshard cat ... | head`) ends any command quietly, killed by SIGPIPE as Unix tools are
+/// (status 141 in a shell).
 #[derive(Debug, Parser)]
 #[command(name = "wshard", version)]
 struct Cli {

@@ -15,7 +15,12 @@ use crate::control_socket::call::{run_json_verb, ControlOptions};
 use crate::control_socket::render::render_annotate;
 use crate::exit_status::exit;
 
-/// Add an operator annotation to an episode (through the daemon; admin only).
+/// Add an operator annotation to an episode (through the daemon; admin only)
+///
+/// The episode may be recording or finalized; the annotation is committed by the daemon.
+///
+/// Exit codes: 0 added, 1 the daemon refused (unknown episode, permission denied), 2 a bad
+/// --at or --json, no daemon, or a bad reply.
 #[derive(Clone, Debug, clap::Args)]
 pub struct AnnotateArgs {
     /// The episode (recording or finalized, single- or multi-stream).

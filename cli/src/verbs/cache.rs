@@ -9,7 +9,9 @@ use wshard_publish::cache::BlobCache;
 
 use crate::exit_status::Status;
 
-/// The local blob cache of remote reads and pulls: `stats`, `gc --limit BYTES`.
+/// The local blob cache of remote reads and pulls: stats, gc --limit BYTES
+///
+/// Exit codes: 0 done, 2 usage, or the cache cannot be found or read.
 #[derive(Debug, clap::Args)]
 pub struct CacheArgs {
     #[command(subcommand)]

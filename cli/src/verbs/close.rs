@@ -10,8 +10,13 @@ use crate::control_socket::args::ControlArgs;
 use crate::control_socket::call::run_json_verb;
 use crate::control_socket::render::render_close;
 
-/// Finalize an open episode as `interrupted` ("closed by operator"); its client gets
-/// ERROR STOPPED. Needs root, the daemon's uid or gid, or control.admin_uids/admin_gids.
+/// Finalize an open episode as `interrupted` (closed by operator)
+///
+/// Finalize an open episode as `interrupted` ("closed by operator"); its client gets ERROR
+/// STOPPED. Needs root, the daemon's uid or gid, or control.admin_uids/admin_gids.
+///
+/// Exit codes: 0 done, 1 the daemon refused (unknown episode, permission denied) or the
+/// close timed out, 2 it cannot be reached (no daemon, bad config) or its reply is bad.
 #[derive(Debug, clap::Args)]
 pub struct CloseArgs {
     /// The episode id.

@@ -21,9 +21,12 @@ use crate::store::args::StoreArgs;
 use crate::store::exit_code::{exit_code, EXIT_USAGE};
 use crate::store::remote::env_cache;
 
-/// Datasets on the store: `list` (with their latest version), `show WS/NAME[@VERSION]`
-/// (episodes, files, sizes, status), `pull WS/NAME[@VERSION] DIR` (through the cache,
-/// every file hash-checked). Exit 0 ok, 1 failed, 2 usage or setup.
+/// Datasets on the store: list, show, pull
+///
+/// `list` (with their latest version), `show WS/NAME[@VERSION]` (episodes, files, sizes,
+/// status), `pull WS/NAME[@VERSION] DIR` (through the cache, every file hash-checked).
+///
+/// Exit codes: 0 ok, 1 failed, 2 usage or setup.
 #[derive(Debug, clap::Args)]
 pub struct DatasetArgs {
     #[command(subcommand)]

@@ -10,8 +10,12 @@ use wshard_publish::Credentials;
 
 use crate::store::args::StoreArgs;
 
-/// Check the object-store setup: endpoint, credentials, bucket, write, conditional
-/// puts. One line per check; exit 1 when any failed.
+/// Check the object-store setup: endpoint, credentials, bucket, writes
+///
+/// Check the object-store setup: endpoint, credentials, bucket, write, conditional puts.
+/// One line per check.
+///
+/// Exit codes: 0 every check is ok, 1 any failed, 2 usage.
 #[derive(Clone, Debug, clap::Args)]
 pub struct DoctorArgs {
     #[command(flatten)]

@@ -10,8 +10,13 @@ use crate::control_socket::args::ControlArgs;
 use crate::control_socket::call::run_json_verb;
 use crate::control_socket::render::render_episodes;
 
-/// A running wshardd's episodes: the open ones and those finished in its data directory,
-/// with status, timesteps, chunks and bytes.
+/// A running wshardd's episodes, open and finished, with their counters
+///
+/// The open episodes and those finished in the daemon's data directory, with status,
+/// timesteps, chunks and bytes.
+///
+/// Exit codes: 0 done, 1 the daemon refused, 2 it cannot be reached (no daemon, bad config)
+/// or its reply is bad.
 #[derive(Debug, clap::Args)]
 pub struct EpisodesArgs {
     #[command(flatten)]

@@ -11,7 +11,10 @@ use crate::control_socket::call::{call, report_error};
 use crate::control_socket::client::Reply;
 use crate::exit_status::exit;
 
-/// A running wshardd's counters in the Prometheus text format.
+/// A running wshardd's counters in the Prometheus text format
+///
+/// Exit codes: 0 done, 1 the daemon refused, 2 it cannot be reached (no daemon, bad config)
+/// or its reply is bad.
 #[derive(Debug, clap::Args)]
 pub struct MetricsArgs {
     #[command(flatten)]

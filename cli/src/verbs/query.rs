@@ -29,10 +29,13 @@ pub const EXIT_USAGE: u8 = 2;
 pub const INSTALL_HINT: &str = "install python3 with `python3 -m pip install duckdb==1.5.5 \
      duckdb-extension-httpfs==1.5.5`, or point $WSHARD_PYTHON at a python that has them";
 
-/// Run SQL with DuckDB on the catalog (one row per episode stream) of the latest
-/// version of one dataset (--dataset) or of every dataset (--all, the default), in
-/// place on the store. Needs python3 with duckdb and duckdb-extension-httpfs 1.5.5.
-/// Exit 0 ok, 1 failed (store, no catalog, SQL error), 2 usage or setup.
+/// Run SQL with DuckDB on the datasets' catalogs, in place on the store
+///
+/// Run SQL with DuckDB on the catalog (one row per episode stream) of the latest version of
+/// one dataset (--dataset) or of every dataset (--all, the default), in place on the store.
+/// Needs python3 with duckdb and duckdb-extension-httpfs 1.5.5.
+///
+/// Exit codes: 0 ok, 1 failed (store, no catalog, SQL error), 2 usage or setup.
 #[derive(Clone, Debug, clap::Args)]
 pub struct QueryArgs {
     /// The SQL; the table is `catalog` (one row per episode stream, docs/PUBLISH.md).

@@ -10,8 +10,13 @@ use crate::control_socket::args::ControlArgs;
 use crate::control_socket::call::run_json_verb;
 use crate::control_socket::render::render_status;
 
+/// A running wshardd's version, uptime, disk, counters and open episodes
+///
 /// A running wshardd: version, uptime, disk, counters, recovery results, and every open
 /// episode with its counters and rates.
+///
+/// Exit codes: 0 done, 1 the daemon refused, 2 it cannot be reached (no daemon, bad config)
+/// or its reply is bad.
 #[derive(Debug, clap::Args)]
 pub struct StatusArgs {
     #[command(flatten)]

@@ -39,11 +39,13 @@ pub struct BridgeOptions {
     pub json: bool,
 }
 
-/// Control a running ROS bridge (wshard-ros-bridge) through its control socket:
-/// start, stop, abort, annotate an episode, or show its status and counters.
+/// Control a running ROS bridge: start, stop, abort, annotate, status
 ///
-/// Exit codes: 0 done, 1 the bridge refused or failed (NOT_RECORDING,
-/// ALREADY_RECORDING, FAILED, DAEMON), 2 usage, no bridge, timeout or a bad reply.
+/// Control a running ROS bridge (wshard-ros-bridge) through its control socket: start,
+/// stop, abort, annotate an episode, or show its status and counters.
+///
+/// Exit codes: 0 done, 1 the bridge refused or failed (NOT_RECORDING, ALREADY_RECORDING,
+/// FAILED, DAEMON), 2 usage, no bridge, timeout or a bad reply.
 #[derive(Debug, clap::Args)]
 pub struct BridgeArgs {
     #[command(subcommand)]

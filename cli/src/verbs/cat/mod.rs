@@ -17,11 +17,16 @@ use block::{CatFormat, CatOptions};
 use crate::exit_status::Status;
 use crate::store::remote::{remote_url, RemoteArgs};
 
-/// Write one block's decoded bytes: as stored (raw), as a NumPy .npy file, or as CSV.
-/// FILE may be an s3:// URL: its index and the one block are read with range requests
-/// (or from the blob cache). With --aligned, an episode directory's channels aligned on one clock (a stream's
-/// timestamps or a fixed rate) as CSV or JSON Lines, each value with its validity and
-/// source timestamp.
+/// Write one block's decoded bytes (raw, npy, csv), or an episode's aligned channels
+///
+/// Write one block's decoded bytes: as stored (raw), as a NumPy .npy file, or as CSV. FILE
+/// may be an s3:// URL: its index and the one block are read with range requests (or from
+/// the blob cache). With --aligned, an episode directory's channels aligned on one clock (a
+/// stream's timestamps or a fixed rate) as CSV or JSON Lines, each value with its validity
+/// and source timestamp.
+///
+/// Exit codes: 0 all good, 1 the file or the block is corrupt, 2 usage (a missing block
+/// too) or I/O error.
 #[derive(Debug, clap::Args)]
 pub struct CatArgs {
     /// The shard file or s3:// URL, or with --aligned the episode directory.

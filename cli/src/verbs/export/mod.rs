@@ -10,9 +10,12 @@ pub mod webdataset;
 
 use std::io::Write;
 
-/// Export episodes for training and viewing: `webdataset` (training shards), `lerobot`
-/// (a LeRobotDataset v3), `mcap` (one MCAP per episode, for Foxglove, PlotJuggler,
-/// rerun). Exit 0 done, 1 an episode could not be read, 2 usage or I/O error.
+/// Export episodes for training and viewing: webdataset, lerobot, mcap
+///
+/// `webdataset` (training shards), `lerobot` (a LeRobotDataset v3), `mcap` (one MCAP per
+/// episode, for Foxglove, PlotJuggler, rerun).
+///
+/// Exit codes: 0 done, 1 an episode could not be read, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
     #[command(subcommand)]

@@ -25,13 +25,16 @@ use std::process::{Command, Stdio};
 use crate::exit_status::exit;
 use crate::python::{python, python_source};
 
-/// Import episodes into a data directory: `npz` (DreamerV3 episode files), `minari`
-/// (a Minari HDF5 dataset), `d4rl` (a D4RL HDF5 file), natively (exit 0 done, 1 bad
-/// source file, 2 usage, existing episode or I/O error); `bag` or anything else: ROS
-/// bags (ROS 1 .bag, rosbag2 sqlite3 or MCAP) through `python3 -m
-/// wshard_ros.bag_import ARGS...` (python from $WSHARD_PYTHON, else python3), exiting
-/// with its code (2 when python or the wshard_ros package is missing).
-/// `wshard import --help` lists the formats; `wshard import FORMAT --help` their options.
+/// Import episodes into a data directory: npz, minari, d4rl, ROS bags
+///
+/// `npz` (DreamerV3 episode files), `minari` (a Minari HDF5 dataset), `d4rl` (a D4RL HDF5
+/// file), natively; `bag` or anything else: ROS bags (ROS 1 .bag, rosbag2 sqlite3 or MCAP)
+/// through `python3 -m wshard_ros.bag_import ARGS...` (python from $WSHARD_PYTHON, else
+/// python3). `wshard import --help` lists the formats; `wshard import FORMAT --help` their
+/// options.
+///
+/// Exit codes: natively 0 done, 1 bad source file, 2 usage, existing episode or I/O error;
+/// ROS bags the importer's code (2 when python or the wshard_ros package is missing).
 #[derive(Debug, clap::Args)]
 #[command(disable_help_flag = true)]
 pub struct ImportArgs {
@@ -57,6 +60,9 @@ Usage:
 
 `wshard import npz|minari|d4rl --help` lists a converter's options;
 `wshard import bag --help` the bag importer's.
+
+Exit codes: npz, minari, d4rl: 0 done, 1 a bad source file, 2 usage, an existing episode
+or an I/O error; bags: the bag importer's code (2 when python or wshard_ros is missing).
 ";
 
 /// The variable the importer reads to find `wshardd` beside `wshard`.

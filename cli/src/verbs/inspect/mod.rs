@@ -18,11 +18,15 @@ use shard::InspectOptions;
 use crate::exit_status::Status;
 use crate::store::remote::{remote_url, RemoteArgs};
 
-/// Print a shard's header and one row per block (name, dtype, shape, codec, sizes, CRC),
-/// a journal's (`*.wal`) records and corrupt regions, or an episode directory's streams
+/// Print a shard's header and blocks, a journal, or an episode directory
+///
+/// Print a shard's header and one row per block (name, dtype, shape, codec, sizes, CRC), a
+/// journal's (`*.wal`) records and corrupt regions, or an episode directory's streams
 /// (clock, rate, channels, steps, first/last t_ns, status) and events. An s3:// URL
 /// (`s3://BUCKET/KEY` or `s3://BUCKET/[PREFIX/]datasets/WS/NAME[@VERSION]/EPISODE[/FILE]`)
 /// is read with range requests: the header, index and meta blocks only.
+///
+/// Exit codes: 0 all good, 1 a file is corrupt, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 pub struct InspectArgs {
     /// The shard or journal file, an episode directory, or an s3:// URL.

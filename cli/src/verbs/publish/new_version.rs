@@ -18,12 +18,15 @@ use wshardd_config::Config;
 use crate::store::args::StoreArgs;
 use crate::store::exit_code::{exit_code, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
+/// Publish finished episodes to an S3-compatible store as a dataset version
+///
 /// Publish finished episodes (complete, interrupted, recovered) of a data directory to an
-/// S3-compatible store as a dataset version: content-addressed blobs, an immutable
-/// version manifest, latest.json moved by compare-and-swap. Credentials (S3) from
-/// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, else the profile AWS_PROFILE of the
-/// shared credentials file (~/.aws/credentials). Exit 0 published, 1 failed, 2 usage,
-/// 3 another publisher moved latest.json first.
+/// S3-compatible store as a dataset version: content-addressed blobs, an immutable version
+/// manifest, latest.json moved by compare-and-swap. Credentials (S3) from AWS_ACCESS_KEY_ID
+/// / AWS_SECRET_ACCESS_KEY, else the profile AWS_PROFILE of the shared credentials file
+/// (~/.aws/credentials).
+///
+/// Exit codes: 0 published, 1 failed, 2 usage, 3 another publisher moved latest.json first.
 #[derive(Clone, Debug, clap::Args)]
 pub struct PublishArgs {
     /// The dataset, workspace/name (a-z 0-9 _ -).

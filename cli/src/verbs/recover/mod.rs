@@ -14,14 +14,16 @@ pub use model::*;
 use render::{write_json, write_text};
 pub use target::{Target, TargetError};
 
-/// Recover an episode directory (DATA_DIR/EPISODE, single- or multi-stream) or every
-/// episode of a data directory offline, with the daemon's recovery code. A dry run
-/// unless --apply. In a data directory, directories that are not episodes are left
-/// alone and listed; a stream folder or the quarantine directory is refused.
+/// Recover episodes offline with the daemon's code (a dry run unless --apply)
 ///
-/// Exit codes: 0 nothing lost (or nothing to do), 3 data lost (corrupt regions
-/// discarded, or files that may hold data quarantined), 1 recovery failed, 2 usage or
-/// I/O error, a refused directory, or the data directory is in use by a live wshardd.
+/// Recover an episode directory (DATA_DIR/EPISODE, single- or multi-stream) or every
+/// episode of a data directory offline, with the daemon's recovery code. A dry run unless
+/// --apply. In a data directory, directories that are not episodes are left alone and
+/// listed; a stream folder or the quarantine directory is refused.
+///
+/// Exit codes: 0 nothing lost (or nothing to do), 3 data lost (corrupt regions discarded,
+/// or files that may hold data quarantined), 1 recovery failed, 2 usage or I/O error, a
+/// refused directory, or the data directory is in use by a live wshardd.
 #[derive(Debug, clap::Args)]
 pub struct RecoverArgs {
     /// An episode directory or a data directory.

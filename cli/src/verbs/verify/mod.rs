@@ -20,8 +20,13 @@ use crate::exit_status::Status;
 use check::{check_file, Checked, EpisodeFacts};
 use report::FileReport;
 
+/// Check files: every block's CRC, episode and manifest structure, chunk hashes
+///
 /// Decode every block and check every CRC; check episode structure, manifests and the
 /// SHA-256 of their chunks. Directories are searched recursively for *.wshard files.
+///
+/// Exit codes: 0 all good, 1 a file is corrupt, 2 usage or I/O error (also when other files
+/// are corrupt).
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
     /// Files or directories.
