@@ -8,7 +8,8 @@
 //! - [`verbs`]: one module per top-level command of `wshard` (`status`, `episodes`, `close`,
 //!   `metrics`, `annotate`, `bridge`, `export`, `import`, `publish`, `query`, `cache`,
 //!   `dataset`, `doctor`, `inspect`, `verify`, `recover`, `cat`), each with its arguments,
-//!   its help and its run.
+//!   its help and its run; [`verbs::Command`] lists them for `main.rs` and runs the one
+//!   parsed. No verb imports another.
 //! - [`control_socket`]: a running `wshardd`'s control socket: its flags, one request and
 //!   its reply, why connecting failed, the replies as text.
 //! - [`store`]: the object store: its flags and variables, reads of `s3://` URLs through
@@ -17,7 +18,8 @@
 //! - [`output`]: plain-text tables, and stdout that ends the process quietly on a closed
 //!   pipe.
 //! - [`python`]: the Python interpreter of the verbs that run Python.
-//! - [`exit_status`]: the exit status shared by the verbs that check files.
+//! - [`exit_status`]: the exit status shared by the verbs that check files, and the exit
+//!   codes of the verbs that ask a server or run a program.
 
 pub mod control_socket;
 pub mod exit_status;

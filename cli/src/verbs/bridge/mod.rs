@@ -6,6 +6,9 @@
 //! `ALREADY_RECORDING`, `FAILED`, `DAEMON`, or any other code it sends); 2 usage or I/O (a
 //! bad argument, no bridge, a timeout, a reply that is not the bridge's JSON,
 //! `BAD_REQUEST`).
+//!
+//! [`client`] talks to the socket (one request and reply); this module uses it, never the
+//! reverse.
 
 pub mod client;
 

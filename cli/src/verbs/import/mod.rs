@@ -8,13 +8,16 @@
 //! - `wshard import` alone, or with `-h` / `--help` / `help` first: the list of formats
 //!   (`wshard import bag --help` shows the bag importer's options).
 //!
-//! The interpreter is `$WSHARD_PYTHON` when set (non-empty), else `python3` on `PATH`.
+//! The interpreter is `$WSHARD_PYTHON` when set (non-empty), else `python3` on `PATH`
+//! ([`crate::python`]).
 //! Before running it, `wshard` asks that interpreter whether it can find
 //! `wshard_ros.bag_import`, so that a missing interpreter or package is said plainly (exit
 //! 2, with how to install it) instead of as a Python traceback.
 //!
 //! Unless `$WSHARD_BIN` is set already, the importer gets this executable's path in it, so
 //! that `--data-dir` finds the `wshardd` installed beside this `wshard`.
+//!
+//! This module uses [`formats`], never the reverse.
 
 pub mod formats;
 
