@@ -27,8 +27,8 @@ use torn_harness::{
 };
 use wshard::manifest::Manifest;
 use wshard::read::ShardReader;
-use wshard_cli::verify::{self, VerifyOptions};
-use wshard_cli::Status;
+use wshard_cli::exit_status::Status;
+use wshard_cli::verbs::verify::{self, VerifyOptions};
 use wshard_recorder::episode::layout::QUARANTINE_DIR;
 use wshard_recorder::episode::Durability;
 use wshard_recorder::fsio::sim::{PowerLoss, SimFs};

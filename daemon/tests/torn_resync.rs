@@ -24,8 +24,8 @@ use torn_harness::{
     check_recovered, flipped, journal, manifest_of, quarantined, record_on, recover, with_file,
     FlipTally, Journal, Recording, Rng, JOURNAL_FILE,
 };
-use wshard_cli::verify::{self, VerifyOptions};
-use wshard_cli::Status;
+use wshard_cli::exit_status::Status;
+use wshard_cli::verbs::verify::{self, VerifyOptions};
 use wshard_recorder::episode::Durability;
 use wshard_recorder::fsio::sim::{FaultKind, OpKind};
 use wshard_recorder::fsio::Fs;

@@ -1,6 +1,6 @@
 """Run one SQL statement with DuckDB over wshard catalogs in place on an S3-compatible store.
 
-`wshard query` (cli/src/query.rs) runs this file with `python3 -c` (it is embedded in
+`wshard query` (cli/src/verbs/query.rs) runs this file with `python3 -c` (it is embedded in
 the binary) and passes the catalog URLs it resolved: nothing is downloaded by us, DuckDB's
 httpfs reads the Parquet files with range requests. Contract (docs/PUBLISH.md, "Querying"):
 
