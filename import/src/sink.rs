@@ -18,12 +18,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use wshard::codec::Codec;
+use wshard::digest::sha256_hex;
 use wshard::episode::{Episode, EpisodeWriteOptions};
-use wshard::manifest::{
-    chunk_file_name, manifest_file_name, sha256_hex, split_episode, ChunkRef, Manifest,
-};
-use wshard_storage::layout::{validate_episode_id, EpisodeIdError};
+use wshard::manifest::{chunk_file_name, manifest_file_name, split_episode, ChunkRef, Manifest};
 use wshard_storage::fsio::{DurableFile, Fs};
+use wshard_storage::layout::{validate_episode_id, EpisodeIdError};
 
 use crate::error::{ImportError, Result};
 
@@ -114,13 +113,13 @@ impl<'a> EpisodeSink<'a> {
     /// # Errors
     /// [`ImportError::BadEpisodeId`], [`ImportError::EpisodeExists`].
     pub fn check_id(&self, id: &str, source: &Path) -> Result<()> {
-        validate_episode_id(id, wshard_storage::layout::MAX_EPISODE_ID_BYTES).map_err(
-            |e| ImportError::BadEpisodeId {
+        validate_episode_id(id, wshard_storage::layout::MAX_EPISODE_ID_BYTES).map_err(|e| {
+            ImportError::BadEpisodeId {
                 id: id.to_owned(),
                 source_path: source.to_path_buf(),
                 message: id_message(&e),
-            },
-        )?;
+            }
+        })?;
         if !self.opts.overwrite && self.fs.exists(&self.data_dir.join(id)) {
             return Err(ImportError::EpisodeExists {
                 id: id.to_owned(),

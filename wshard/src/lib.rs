@@ -21,6 +21,7 @@
 //! - [`header`], [`entry`]: the 64-byte header and 48-byte index entry, encode/decode.
 //! - [`codec`]: none / zstd / LZ4 raw block, and when a block is worth compressing.
 //! - [`hash`]: CRC32C and the xxHash64 name hash.
+//! - [`digest`]: lowercase hex and SHA-256 (of bytes, a reader, a file).
 //! - [`read`]: one validating index parser over files, byte buffers and memory maps.
 //! - [`write`](mod@write): the reserve-write-finalize writer, generic over `Write + Seek`.
 //! - [`episode`]: the WShard profile (role 0x05): episodes, channels, meta JSON, residuals.
@@ -36,6 +37,7 @@
 pub mod align;
 pub mod codec;
 pub mod consts;
+pub mod digest;
 pub mod entry;
 pub mod episode;
 pub mod episode_dir;
