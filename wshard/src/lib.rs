@@ -29,6 +29,8 @@
 //! - [`episode_dir`]: episode directories (single- and multi-stream): index, events,
 //!   annotations, and reading every stream through its manifest.
 //! - [`align`]: the aligned view of an episode's streams on one clock.
+//! - [`IoError`]: a failed file-system call with its path, which the errors of the
+//!   library and of its users wrap.
 //!
 //! The library never fsyncs; durability belongs to the caller.
 
@@ -44,9 +46,11 @@ pub mod episode_dir;
 mod error;
 pub mod hash;
 pub mod header;
+mod io_error;
 mod le;
 pub mod manifest;
 pub mod read;
 pub mod write;
 
 pub use error::{FormatError, Result};
+pub use io_error::IoError;
