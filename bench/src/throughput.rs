@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use wshard::codec::{Codec, StoredCodec};
 use wshard::episode::{Episode, EpisodeWriteOptions};
 use wshard::hash::crc32c;
-use wshard::manifest::{chunk_file_name, sha256_file};
+use wshard::digest::sha256_file;
+use wshard::manifest::chunk_file_name;
 use wshard::read::ShardReader;
 
 use crate::error::{fail, io_ctx, Result};

@@ -7,6 +7,7 @@ use std::process::Command;
 
 use common::{block_offset, flip_in_place, small_episode, wshard};
 use wshard::codec::Codec;
+use wshard::digest::hex;
 use wshard::episode::{Channel, DType, EpisodeWriteOptions, Lane};
 use wshard::read::ShardReader;
 
@@ -86,10 +87,6 @@ fn numpy_load(npy: &Path) -> Option<String> {
         return None;
     }
     Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 #[test]

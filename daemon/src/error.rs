@@ -3,16 +3,13 @@
 
 use std::path::PathBuf;
 
+use wshard::IoError;
+
 /// A failed step of writing, syncing, renaming or removing a file.
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
-    #[error("{op} {}: {source}", path.display())]
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
     #[error("{context}: {source}")]
     Format {
         context: String,
@@ -28,11 +25,7 @@ pub enum StorageError {
 impl StorageError {
     /// Wrap an I/O error with the step and the path.
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Self::Io {
-            op,
-            path: path.into(),
-            source,
-        }
+        Self::Io(IoError::new(op, path, source))
     }
 
     /// Wrap a format error with context.

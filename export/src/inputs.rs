@@ -19,6 +19,7 @@ use wshard::episode_dir::index::EpisodeStatus;
 use wshard::episode_dir::names::INDEX_FILE_SUFFIX;
 use wshard::episode_dir::EpisodeDir;
 use wshard::manifest::MANIFEST_FILE_SUFFIX;
+use wshard::IoError;
 
 /// Suffixes of the files that make a directory an episode directory.
 const EPISODE_FILE_SUFFIXES: [&str; 2] = [INDEX_FILE_SUFFIX, MANIFEST_FILE_SUFFIX];
@@ -53,13 +54,8 @@ pub enum InputsError {
         second: PathBuf,
     },
     /// An input could not be opened or listed ([`OP_OPEN`], [`OP_LIST`]).
-    #[error("{op} {}: {source}", path.display())]
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
 }
 
 /// `: left out DIR: REASON; ...` (the names of the directories), or nothing.
@@ -88,11 +84,7 @@ impl InputsError {
     }
 
     fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
-        Self::Io {
-            op,
-            path: path.to_path_buf(),
-            source,
-        }
+        Self::Io(IoError::new(op, path, source))
     }
 }
 

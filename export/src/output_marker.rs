@@ -17,6 +17,8 @@
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
+use wshard::IoError;
+
 /// The marker's file name, in the output directory.
 pub const MARKER_FILE: &str = ".wshard-export.json";
 
@@ -38,18 +40,13 @@ pub enum MarkerError {
     #[error("{}: {reason}", path.display())]
     BadMarker { path: PathBuf, reason: String },
     /// A file-system operation failed.
-    #[error("{op} {}: {source}", path.display())]
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
 }
 
 fn io(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> MarkerError {
     let path = path.to_path_buf();
-    move |source| MarkerError::Io { op, path, source }
+    move |source| MarkerError::Io(IoError::new(op, path, source))
 }
 
 /// What the marker of an output directory says.

@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+use wshard::IoError;
+
 use crate::output_marker::{self, MarkerError};
 
 /// Why the output directory cannot be prepared or put in place.
@@ -19,18 +21,13 @@ pub enum OutputError {
     #[error(transparent)]
     NotReplaceable(#[from] MarkerError),
     /// A file-system operation failed.
-    #[error("{op} {}: {source}", path.display())]
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
 }
 
 fn io(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> OutputError {
     let path = path.to_path_buf();
-    move |source| OutputError::Io { op, path, source }
+    move |source| OutputError::Io(IoError::new(op, path, source))
 }
 
 /// Whether `dir` exists and holds anything (a file in its place counts).

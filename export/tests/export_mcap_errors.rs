@@ -12,6 +12,7 @@ use mcap_support::{small_episode, write_episode, Stream};
 use wshard::episode::{Channel, DType, Lane, Timebase};
 use wshard::episode_dir::events::{EventData, EventRecord};
 use wshard::episode_dir::index::EpisodeStatus;
+use wshard::IoError;
 use wshard_export::mcap::{
     export_episode, export_mcap, ImageMode, InputsError, McapError, McapOptions, PARTIAL_SUFFIX,
 };
@@ -52,7 +53,10 @@ fn export_mcap_bad_inputs_are_named() {
     let missing = tmp.path().join("missing");
     let e = export(&[missing], &out, &opts).unwrap_err();
     assert!(
-        matches!(&e, McapError::Inputs(InputsError::Io { op: "open", .. })),
+        matches!(
+            &e,
+            McapError::Inputs(InputsError::Io(IoError { op: "open", .. }))
+        ),
         "{e}"
     );
     assert!(e.to_string().contains("missing"), "{e}");
@@ -113,7 +117,10 @@ fn export_mcap_refuses_a_non_empty_output_unless_overwrite() {
     let file = tmp.path().join("file");
     fs::write(&file, "x").unwrap();
     let e = export(&[ep], &file, &opts).unwrap_err();
-    assert!(matches!(&e, McapError::Io { op: "list", .. }), "{e}");
+    assert!(
+        matches!(&e, McapError::Io(IoError { op: "list", .. })),
+        "{e}"
+    );
 }
 
 #[test]
@@ -275,7 +282,10 @@ fn export_mcap_output_file_errors_are_io_errors() {
     // `.partial` cannot be created: a directory is there.
     fs::create_dir_all(out.join(format!("EP.mcap{PARTIAL_SUFFIX}"))).unwrap();
     let e = export_episode(&ep, &out, &McapOptions::default()).unwrap_err();
-    assert!(matches!(&e, McapError::Io { op: "create", .. }), "{e}");
+    assert!(
+        matches!(&e, McapError::Io(IoError { op: "create", .. })),
+        "{e}"
+    );
     assert!(!e.is_bad_input());
     fs::remove_dir(out.join(format!("EP.mcap{PARTIAL_SUFFIX}"))).unwrap();
     // The finished name is a non-empty directory: the rename fails and the `.partial` is
@@ -285,10 +295,10 @@ fn export_mcap_output_file_errors_are_io_errors() {
     assert!(
         matches!(
             &e,
-            McapError::Io {
+            McapError::Io(IoError {
                 op: "rename into",
                 ..
-            }
+            })
         ),
         "{e}"
     );

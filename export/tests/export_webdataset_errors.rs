@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use support::{write_episode, Spec};
 use wshard::episode_dir::index::EpisodeStatus;
+use wshard::IoError;
 use wshard_export::inputs::InputsError;
 use wshard_export::webdataset::{
     export, parse_resize, LowdimClock, WebdatasetError, WebdatasetOptions,
@@ -334,7 +335,7 @@ fn export_webdataset_inputs_left_out_and_missing() {
     )
     .unwrap_err();
     assert!(
-        matches!(*e, WebdatasetError::Inputs(InputsError::Io { .. })),
+        matches!(*e, WebdatasetError::Inputs(InputsError::Io(_))),
         "{e}"
     );
     assert!(!tmp.path().join("o2").exists());
@@ -452,7 +453,7 @@ fn export_webdataset_output_that_cannot_be_created() {
     std::fs::write(&file, b"x").unwrap();
     let e = try_export(&[data], &file.join("out"), &WebdatasetOptions::default()).unwrap_err();
     assert!(
-        matches!(*e, WebdatasetError::Io { op: "create", .. }),
+        matches!(*e, WebdatasetError::Io(IoError { op: "create", .. })),
         "{e}"
     );
     assert!(!e.is_bad_input());

@@ -24,6 +24,7 @@ use hdf5::filters::Filter;
 use hdf5::Dataset;
 use rayon::prelude::*;
 use wshard::episode::DType;
+use wshard::IoError;
 
 use crate::array::Array;
 use crate::error::{ImportError, Result};
@@ -101,11 +102,8 @@ impl ChunkedReader {
         let Some(bands) = chunk_table(ds, rank, [rows, cols], [chunk_rows, chunk_cols]) else {
             return Ok(None);
         };
-        let file = File::open(path).map_err(|source| ImportError::Io {
-            op: "open",
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let file = File::open(path)
+            .map_err(|source| ImportError::Io(IoError::new("open", path, source)))?;
         Ok(Some(Self {
             path: path.to_path_buf(),
             key: key.to_owned(),

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use wshard::episode::{Episode, Lane};
+use wshard::IoError;
 
 use crate::array::Array;
 use crate::build::{import_metadata, EpisodeBuilder};
@@ -43,22 +44,15 @@ const NPZ_EXT: &str = "npz";
 pub fn npz_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for input in inputs {
-        let meta = std::fs::metadata(input).map_err(|source| ImportError::Io {
-            op: "open",
-            path: input.clone(),
-            source,
-        })?;
+        let meta = std::fs::metadata(input)
+            .map_err(|source| ImportError::Io(IoError::new("open", input, source)))?;
         if !meta.is_dir() {
             out.push(input.clone());
             continue;
         }
         let mut found: Vec<PathBuf> = std::fs::read_dir(input)
             .and_then(|rd| rd.map(|e| e.map(|e| e.path())).collect())
-            .map_err(|source| ImportError::Io {
-                op: "list",
-                path: input.clone(),
-                source,
-            })?;
+            .map_err(|source| ImportError::Io(IoError::new("list", input, source)))?;
         found.retain(|p| p.extension().is_some_and(|e| e == NPZ_EXT) && p.is_file());
         if found.is_empty() {
             return Err(ImportError::Empty {

@@ -2,17 +2,15 @@
 
 use std::path::{Path, PathBuf};
 
+use wshard::IoError;
+
 /// Why an import failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ImportError {
     /// Reading a source file failed.
-    #[error("{}: cannot {op}: {source}", path.display())]
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("{}: cannot {}: {}", .0.path.display(), .0.op, .0.source)]
+    Io(#[source] IoError),
     /// The file is not of the expected kind (not a zip / not HDF5 / not a Minari dataset).
     #[error("{}: not {expected}: {message}", path.display())]
     NotFormat {

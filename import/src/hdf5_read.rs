@@ -7,6 +7,7 @@ use hdf5::types::{FloatSize, IntSize, TypeDescriptor, VarLenAscii, VarLenUnicode
 use hdf5::{Dataset, Group, Hyperslab, SliceOrIndex};
 use serde_json::{Map, Value};
 use wshard::episode::DType;
+use wshard::IoError;
 
 use crate::array::Array;
 use crate::error::{ImportError, Result};
@@ -16,11 +17,8 @@ use crate::error::{ImportError, Result};
 /// # Errors
 /// [`ImportError::Io`] when it cannot be read, [`ImportError::NotFormat`] when it is not HDF5.
 pub fn open(path: &Path) -> Result<hdf5::File> {
-    std::fs::metadata(path).map_err(|source| ImportError::Io {
-        op: "open",
-        path: path.to_path_buf(),
-        source,
-    })?;
+    std::fs::metadata(path)
+        .map_err(|source| ImportError::Io(IoError::new("open", path, source)))?;
     hdf5::FileBuilder::new()
         .with_fapl(|p| p.chunk_cache(CHUNK_CACHE_SLOTS, CHUNK_CACHE_BYTES, CHUNK_CACHE_W0))
         .open(path)

@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use hdf5::Group;
 use serde_json::Value;
 use wshard::episode::{DType, Episode, Lane};
+use wshard::IoError;
 
 use crate::array::Array;
 use crate::build::{import_metadata, EpisodeBuilder};
@@ -75,11 +76,7 @@ fn read_json(path: &Path) -> Result<Option<Value>> {
                 message: format!("not JSON: {e}"),
             }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(ImportError::Io {
-            op: "read",
-            path: path.to_path_buf(),
-            source,
-        }),
+        Err(source) => Err(ImportError::Io(IoError::new("read", path, source))),
     }
 }
 
@@ -96,11 +93,8 @@ pub fn locate(input: &Path) -> Result<MinariSource> {
     } else if input.join(MAIN_FILE).is_file() {
         input.join(MAIN_FILE)
     } else {
-        std::fs::metadata(input).map_err(|source| ImportError::Io {
-            op: "open",
-            path: input.to_path_buf(),
-            source,
-        })?;
+        std::fs::metadata(input)
+            .map_err(|source| ImportError::Io(IoError::new("open", input, source)))?;
         return Err(ImportError::NotFormat {
             path: input.to_path_buf(),
             expected: "a Minari dataset",

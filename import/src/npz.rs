@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
+use wshard::IoError;
+
 use crate::array::Array;
 use crate::error::{ImportError, Result};
 use crate::npy::{decode, NpyProblem};
@@ -18,11 +20,8 @@ const NPY_SUFFIX: &str = ".npy";
 /// [`ImportError::Io`], [`ImportError::NotFormat`] for a file that is not a zip archive,
 /// [`ImportError::Unsupported`] / [`ImportError::BadData`] naming the key.
 pub fn read_npz(path: &Path) -> Result<BTreeMap<String, Array>> {
-    let file = std::fs::File::open(path).map_err(|source| ImportError::Io {
-        op: "open",
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let file = std::fs::File::open(path)
+        .map_err(|source| ImportError::Io(IoError::new("open", path, source)))?;
     let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| {
         ImportError::NotFormat {
             path: path.to_path_buf(),

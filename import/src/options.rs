@@ -2,6 +2,8 @@
 
 use std::path::Path;
 
+use wshard::episode_dir::name_rule::name_safe;
+
 /// The rate written when neither `--hz` nor the source gives one: one tick per step, so a
 /// step's time in seconds is its index.
 pub const DEFAULT_HZ: f64 = 1.0;
@@ -38,20 +40,10 @@ impl ImportOptions {
 }
 
 /// `text` with every character outside `[A-Za-z0-9._-]` replaced by `_` and leading dots
-/// dropped (the daemon's episode-id alphabet).
+/// dropped (the episode-id alphabet, [`name_safe`]), `episode` when nothing is left.
 #[must_use]
 pub fn id_safe(text: &str) -> String {
-    let s: String = text
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let s = s.trim_start_matches('.').to_owned();
+    let s = name_safe(text);
     if s.is_empty() {
         "episode".into()
     } else {

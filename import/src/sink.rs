@@ -18,10 +18,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use wshard::codec::Codec;
+use wshard::digest::sha256_hex;
 use wshard::episode::{Episode, EpisodeWriteOptions};
-use wshard::manifest::{
-    chunk_file_name, manifest_file_name, sha256_hex, split_episode, ChunkRef, Manifest,
-};
+use wshard::manifest::{chunk_file_name, manifest_file_name, split_episode, ChunkRef, Manifest};
 use wshard_storage::fsio::{DurableFile, Fs};
 use wshard_storage::layout::{validate_episode_id, EpisodeIdError};
 

@@ -202,7 +202,7 @@ fn import_d4rl_not_hdf5_and_missing_file() {
         "{e}"
     );
     let e = import(&dir.path().join("none.hdf5"), &dir.path().join("data")).unwrap_err();
-    assert!(matches!(e, ImportError::Io { .. }), "{e}");
+    assert!(matches!(e, ImportError::Io(_)), "{e}");
 }
 
 #[test]

@@ -255,7 +255,7 @@ fn import_npz_not_a_zip_and_empty_directory() {
         &ImportOptions::default(),
     )
     .unwrap_err();
-    assert!(matches!(e, ImportError::Io { .. }), "{e}");
+    assert!(matches!(e, ImportError::Io(_)), "{e}");
 }
 
 #[test]

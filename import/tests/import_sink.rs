@@ -7,8 +7,9 @@ mod common;
 
 use std::path::Path;
 
+use wshard::digest::sha256_hex;
 use wshard::episode::{Episode, Lane, Timebase};
-use wshard::manifest::{sha256_hex, Manifest};
+use wshard::manifest::Manifest;
 use wshard::read::ShardReader;
 use wshard_import::{EpisodeSink, ImportError, SinkOptions};
 use wshard_storage::fsio::sim::{FaultKind, OpKind, PowerLoss, SimFs};

@@ -23,7 +23,7 @@ use crate::catalog::{self, CatalogRow};
 use crate::episodes::LocalEpisode;
 use crate::error::PublishError;
 use crate::layout::DatasetId;
-use crate::manifest::{sha256_hex, EpisodeEntry, FileEntry, VersionManifest};
+use crate::manifest::{EpisodeEntry, FileEntry, VersionManifest};
 use crate::publish::{LatestChange, ObservedLatest, PreparedVersion, Publisher};
 
 /// Attempts of one append ([`Publisher::append`]'s `max_attempts`) when other publishers
@@ -256,7 +256,7 @@ impl Publisher {
                 key: key.clone(),
                 detail: "not on the store".into(),
             })?;
-        let actual = sha256_hex(&f.bytes);
+        let actual = wshard::digest::sha256_hex(&f.bytes);
         if actual != c.sha256 {
             return Err(PublishError::BlobMismatch {
                 key,

@@ -24,11 +24,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
+use wshard::digest::hex;
 
 use crate::episodes::hash_file;
 use crate::error::PublishError;
 use crate::layout::BLOBS_DIR;
-use crate::manifest::{hex, is_sha256_hex};
+use crate::manifest::is_sha256_hex;
 use crate::store::Store;
 
 mod origin;
@@ -255,7 +256,7 @@ impl BlobCache {
     /// [`PublishError::BlobMismatch`] (nothing cached) when they do not; I/O errors.
     pub fn insert_bytes(&self, sha256: &str, bytes: &[u8]) -> Result<PathBuf, PublishError> {
         let path = self.ensure_dir(sha256)?;
-        let got = crate::manifest::sha256_hex(bytes);
+        let got = wshard::digest::sha256_hex(bytes);
         if got != sha256 {
             return Err(PublishError::BlobMismatch {
                 key: path.display().to_string(),
@@ -426,8 +427,8 @@ mod tests {
         let a = b"first blob".to_vec();
         let b = b"second, longer blob".to_vec();
         let (ha, hb) = (
-            crate::manifest::sha256_hex(&a),
-            crate::manifest::sha256_hex(&b),
+            wshard::digest::sha256_hex(&a),
+            wshard::digest::sha256_hex(&b),
         );
         assert!(matches!(
             cache.insert_bytes(&ha, &b),

@@ -11,20 +11,14 @@
 //! Every chunk is hashed and compared with its manifest's SHA-256 before anything is sent.
 
 use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
 use wshard::episode_dir::index::EpisodeStatus;
 use wshard::episode_dir::names::{annotations_file_name, events_file_name, index_file_name};
 use wshard::episode_dir::{EpisodeDir, Layout};
 use wshard::manifest::Manifest;
 
 use crate::error::PublishError;
-use crate::manifest::hex;
-
-/// Read buffer for hashing.
-const HASH_BUFFER: usize = 1 << 20;
 
 /// One file of an episode.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,24 +56,13 @@ pub fn is_publishable(status: EpisodeStatus) -> bool {
     )
 }
 
-/// SHA-256 (hex) and size of a file, streamed.
+/// SHA-256 (hex) and size of a file, streamed ([`wshard::digest::sha256_reader`]).
 ///
 /// # Errors
 /// [`PublishError::Io`] with the path.
 pub fn hash_file(path: &Path) -> Result<(String, u64), PublishError> {
     let mut f = File::open(path).map_err(|e| PublishError::io(path, e))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0_u8; HASH_BUFFER];
-    let mut size = 0_u64;
-    loop {
-        let n = f.read(&mut buf).map_err(|e| PublishError::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-        size += n as u64;
-    }
-    Ok((hex(&h.finalize()), size))
+    wshard::digest::sha256_reader(&mut f).map_err(|e| PublishError::io(path, e))
 }
 
 /// The episodes of `data_dir` to publish: the named ones (each must exist and be finished,

@@ -17,7 +17,6 @@
 use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::canonical::{to_canonical_bytes, CanonicalError};
 
@@ -72,22 +71,9 @@ pub enum ManifestError {
     Canonical(#[from] CanonicalError),
 }
 
-/// Lower-case hex SHA-256 of `bytes`.
-#[must_use]
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-/// Lower-case hex of `bytes`.
-#[must_use]
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
+/// Lower-case hex SHA-256 of `bytes`: a version's name, a blob's key (the one definition
+/// is the format library's).
+pub use wshard::digest::sha256_hex;
 
 /// True for 64 lower-case hex digits.
 #[must_use]

@@ -22,7 +22,7 @@ use wshard::read::{
 use crate::cache::{BlobCache, BlobOrigin};
 use crate::error::PublishError;
 use crate::layout::DatasetId;
-use crate::manifest::{sha256_hex, EpisodeEntry, FileEntry, VersionManifest};
+use crate::manifest::{EpisodeEntry, FileEntry, VersionManifest};
 use crate::publish::{parse_version, Publisher};
 use crate::store::Store;
 use crate::url::{blob_hash, RemoteUrl};
@@ -158,7 +158,7 @@ impl<'a> RemoteShard<'a> {
             // The whole object came: it must be what its name says (a larger object is
             // checked block by block, by CRC, as it is read); then it is kept.
             if let Some(sha) = &blob.sha256 {
-                let got = sha256_hex(&head);
+                let got = wshard::digest::sha256_hex(&head);
                 if got != *sha {
                     return Err(mismatch(format!("sha256 {got}, {size} bytes")));
                 }

@@ -9,9 +9,9 @@ use futures::StreamExt;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore};
 use sha2::{Digest, Sha256};
+use wshard::digest::hex;
 
 use crate::error::PublishError;
-use crate::manifest::hex;
 pub use crate::read_stats::{ReadCounter, ReadStats};
 use crate::store::Store;
 

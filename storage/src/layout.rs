@@ -19,6 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
+use wshard::episode_dir::name_rule::{check_name, NameRuleError};
 use wshard::manifest::{chunk_file_name, manifest_file_name};
 
 /// Longest episode id any configuration accepts (`limits.max_episode_id_bytes` is at most
@@ -53,32 +54,27 @@ pub enum EpisodeIdError {
     Reserved { id: String },
 }
 
-/// Check an episode id: 1..=`max` bytes of `[A-Za-z0-9._-]`, not starting with `.`.
+/// Check an episode id: 1..=`max` bytes of `[A-Za-z0-9._-]`, not starting with `.` (the
+/// format library's name rule, [`check_name`]), and not a name the daemon uses itself.
 ///
 /// # Errors
 /// An [`EpisodeIdError`] naming the id and what is wrong with it.
 pub fn validate_episode_id(id: &str, max: usize) -> Result<(), EpisodeIdError> {
-    if id.is_empty() || id.len() > max {
-        return Err(EpisodeIdError::Length {
-            id: id.to_owned(),
+    let id_owned = || id.to_owned();
+    check_name(id, max).map_err(|e| match e {
+        NameRuleError::Length { len, max } => EpisodeIdError::Length {
+            id: id_owned(),
             max,
-            len: id.len(),
-        });
-    }
-    if id.starts_with('.') {
-        return Err(EpisodeIdError::LeadingDot { id: id.to_owned() });
-    }
-    if let Some(found) = id
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-    {
-        return Err(EpisodeIdError::BadChar {
-            id: id.to_owned(),
+            len,
+        },
+        NameRuleError::LeadingDot => EpisodeIdError::LeadingDot { id: id_owned() },
+        NameRuleError::BadChar(found) => EpisodeIdError::BadChar {
+            id: id_owned(),
             found,
-        });
-    }
+        },
+    })?;
     if id == QUARANTINE_DIR {
-        return Err(EpisodeIdError::Reserved { id: id.to_owned() });
+        return Err(EpisodeIdError::Reserved { id: id_owned() });
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! `wshard annotate` against the real daemon: operator annotations of single- and
 //! multi-stream episodes, recording or finalized, absolute or relative times, and the
-//! refusals (unknown episode, bad time, no timestamp to count from yet).
+//! refusals (unknown episode, bad time, no timestamp to count from yet, JSON nested deeper
+//! than an event's).
 
 use std::process::{Command, Output};
 
@@ -10,7 +11,7 @@ use wshard::episode_dir::events::EventData;
 use wshard::episode_dir::names::annotations_file_name;
 use wshard_e2e::multi::{episode_close, owner, producer, stream_spec};
 use wshard_e2e::{bins, data, Daemon, DaemonOptions};
-use wshard_ingest_proto::{Durability, Outcome};
+use wshard_ingest_proto::{Durability, Outcome, MAX_EVENT_JSON_DEPTH};
 
 fn wshard(d: &Daemon, args: &[&str]) -> Output {
     Command::new(bins::wshard())
@@ -155,4 +156,53 @@ fn multirate_annotate_refusals_are_typed() {
         ],
     );
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// `n` arrays, one inside the other, around `0`.
+fn nested_json(n: usize) -> String {
+    format!("{}0{}", "[".repeat(n), "]".repeat(n))
+}
+
+#[test]
+fn multirate_annotate_json_deeper_than_an_event_is_refused_before_writing() {
+    let d = Daemon::start(DaemonOptions::default());
+    d.record_ok("deep", 3);
+    let at_limit = nested_json(MAX_EVENT_JSON_DEPTH);
+    let o = wshard(
+        &d,
+        &[
+            "annotate", "deep", "--at", "1", "--label", "x", "--json", &at_limit,
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        wshard_e2e::check::output_text(&o)
+    );
+    // 101 levels, and 125: the annotations file (three levels around the payload) would
+    // then nest past what serde_json reads, and no reader could open it again.
+    for depth in [MAX_EVENT_JSON_DEPTH + 1, 125] {
+        let deep = nested_json(depth);
+        let o = wshard(
+            &d,
+            &[
+                "annotate", "deep", "--at", "2", "--label", "y", "--json", &deep,
+            ],
+        );
+        let text = wshard_e2e::check::output_text(&o);
+        assert_eq!(o.status.code(), Some(2), "depth {depth}: {text}");
+        assert!(text.contains("BAD_REQUEST"), "depth {depth}: {text}");
+        assert!(
+            text.contains(&format!(
+                "may nest at most {MAX_EVENT_JSON_DEPTH} deep (MAX_EVENT_JSON_DEPTH)"
+            )),
+            "depth {depth}: {text}"
+        );
+    }
+    // Nothing was written: the file holds the one annotation and reads back.
+    let a = annotations(&d, "deep");
+    assert_eq!(a.annotations.len(), 1);
+    assert_eq!(a.annotations[0].label, "x");
+    wshard::episode_dir::EpisodeDir::open(d.data_dir().join("deep")).expect("episode reads");
 }

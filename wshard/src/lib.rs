@@ -21,6 +21,7 @@
 //! - [`header`], [`entry`]: the 64-byte header and 48-byte index entry, encode/decode.
 //! - [`codec`]: none / zstd / LZ4 raw block, and when a block is worth compressing.
 //! - [`hash`]: CRC32C and the xxHash64 name hash.
+//! - [`digest`]: lowercase hex and SHA-256 (of bytes, a reader, a file).
 //! - [`read`]: one validating index parser over files, byte buffers and memory maps.
 //! - [`write`](mod@write): the reserve-write-finalize writer, generic over `Write + Seek`.
 //! - [`episode`]: the WShard profile (role 0x05): episodes, channels, meta JSON, residuals.
@@ -28,6 +29,8 @@
 //! - [`episode_dir`]: episode directories (single- and multi-stream): index, events,
 //!   annotations, and reading every stream through its manifest.
 //! - [`align`]: the aligned view of an episode's streams on one clock.
+//! - [`IoError`]: a failed file-system call with its path, which the errors of the
+//!   library and of its users wrap.
 //!
 //! The library never fsyncs; durability belongs to the caller.
 
@@ -36,15 +39,18 @@
 pub mod align;
 pub mod codec;
 pub mod consts;
+pub mod digest;
 pub mod entry;
 pub mod episode;
 pub mod episode_dir;
 mod error;
 pub mod hash;
 pub mod header;
+mod io_error;
 mod le;
 pub mod manifest;
 pub mod read;
 pub mod write;
 
 pub use error::{FormatError, Result};
+pub use io_error::IoError;

@@ -15,9 +15,10 @@ use std::path::{Path, PathBuf};
 use common::*;
 use serde_json::{json, Value};
 use wshard::codec::{Codec, CompressionPolicy};
+use wshard::digest::sha256_hex;
 use wshard::episode::residual::multidim_bits_f32;
 use wshard::episode::{AuxBlock, Channel, DType, Episode, EpisodeWriteOptions, Lane, Timebase};
-use wshard::manifest::{read_episode_chunked, sha256_hex, split_episode, ChunkRef, Manifest};
+use wshard::manifest::{read_episode_chunked, split_episode, ChunkRef, Manifest};
 use wshard::read::ShardReader;
 
 fn golden_dir() -> PathBuf {

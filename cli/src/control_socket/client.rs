@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
+use wshard::IoError;
 use wshardd_config::Config;
 
 use super::connect::{connect_error, ConnectError};
@@ -23,13 +24,8 @@ pub enum ControlClientError {
     /// No socket file, a stale one, or a socket that refused this user.
     #[error(transparent)]
     Connect(#[from] ConnectError),
-    #[error("control socket {}: {op}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        op: &'static str,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("control socket {}: {}: {}", .0.path.display(), .0.op, .0.source)]
+    Io(#[source] IoError),
     #[error("control socket {}: the reply is neither JSON nor metrics text: {detail}", path.display())]
     BadReply { path: PathBuf, detail: String },
 }
@@ -63,11 +59,7 @@ pub enum Reply {
 /// # Errors
 /// [`ControlClientError`] naming the socket.
 pub fn request(path: &Path, req: &Request, timeout: Duration) -> Result<Reply, ControlClientError> {
-    let io = |op, source| ControlClientError::Io {
-        path: path.to_path_buf(),
-        op,
-        source,
-    };
+    let io = |op, source| ControlClientError::Io(IoError::new(op, path, source));
     let mut s = UnixStream::connect(path)
         .map_err(|source| connect_error(path, source, req.is_mutating()))?;
     s.set_read_timeout(Some(timeout))

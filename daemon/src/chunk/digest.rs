@@ -10,6 +10,7 @@
 //! is what the chunk writer writes, sequentially.
 
 use sha2::{Digest, Sha256};
+use wshard::digest::hex;
 use wshard::write::WrittenBlock;
 
 use crate::error::StorageError;
@@ -24,12 +25,6 @@ pub(crate) const HASH_PIECE: usize = 256 << 10;
 pub(crate) struct StoredAt<'a> {
     pub(crate) offset: u64,
     pub(crate) stored: &'a [u8],
-}
-
-/// Lowercase hex of a digest.
-#[must_use]
-pub(crate) fn hex(digest: &[u8]) -> String {
-    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Pair each written block (from the writer's index) with its stored bytes. `stored` is in

@@ -11,12 +11,10 @@
 //! and committing the manifest (temp file, fsync, rename, fsync directory).
 
 use std::borrow::Cow;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use sha2::{Digest, Sha256};
 use wshard::codec::CompressionPolicy;
 use wshard::episode::{Episode, EpisodeWriteOptions, PlannedBlock};
 use wshard::manifest::{ChunkRef, Manifest};
@@ -27,8 +25,6 @@ use super::{digest, prealloc};
 use crate::episode::EpisodeLayout;
 use crate::error::StorageError;
 use crate::fsio::{replace_atomically, DurableFile, FailStop, Fs};
-
-const WRITE_BUFFER: usize = 1 << 20;
 
 /// The compression threads, shared by every episode and kept for the life of the process:
 /// zstd contexts (thread-local, reused per level) and malloc arenas stay warm, instead of
@@ -101,7 +97,7 @@ pub(crate) fn prepare_blocks<'a>(
         .collect()
 }
 
-/// SHA-256 of a file, streamed.
+/// SHA-256 of a file, streamed ([`wshard::digest::sha256_reader`]).
 ///
 /// # Errors
 /// Read errors.
@@ -109,18 +105,9 @@ pub(crate) fn sha256_of(fs: &dyn Fs, path: &Path) -> Result<String, StorageError
     let mut f = fs
         .open_read(path)
         .map_err(|e| StorageError::io("open for hashing", path, e))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; WRITE_BUFFER];
-    loop {
-        let n = f
-            .read(&mut buf)
-            .map_err(|e| StorageError::io("read for hashing", path, e))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    wshard::digest::sha256_reader(&mut f)
+        .map(|(sha256, _)| sha256)
+        .map_err(|e| StorageError::io("read for hashing", path, e))
 }
 
 /// A chunk written in full to its `.partial` and hashed, not yet durable: the first half of

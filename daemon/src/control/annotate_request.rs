@@ -10,10 +10,12 @@
 //!   `-`), or `+N` with a unit `s`, `ms`, `us` or `ns` (`+12.5s`): that long after the
 //!   episode's first timestamp (the earliest first timestamp of its streams);
 //! - `label`: 1..=256 bytes;
-//! - `text` (a string) or `json` (any JSON value), at most one; neither is an empty text.
+//! - `text` (a string) or `json` (a JSON value nested at most `MAX_EVENT_JSON_DEPTH` = 100
+//!   deep, like an event's), at most one; neither is an empty text.
 
 use serde_json::{json, Map, Value};
 use wshard::episode_dir::events::EventData;
+use wshard_ingest_proto::compact_event_json;
 
 /// Longest label, in bytes.
 pub const MAX_LABEL_BYTES: usize = 256;
@@ -53,6 +55,17 @@ fn bad(field: &'static str, problem: impl Into<String>) -> AnnotateArgError {
         field,
         problem: problem.into(),
     }
+}
+
+/// Hold a `json` payload to the limits of an event's JSON (the protocol's check,
+/// [`compact_event_json`], [`MAX_EVENT_JSON_DEPTH`](wshard_ingest_proto::MAX_EVENT_JSON_DEPTH)
+/// levels at most): the annotations file nests the payload three levels deeper, and every
+/// reader of the file must still read it back.
+fn within_event_limits(v: &Value) -> Result<(), AnnotateArgError> {
+    let text = serde_json::to_vec(v).map_err(|e| bad("json", e.to_string()))?;
+    compact_event_json(&text)
+        .map(drop)
+        .map_err(|e| bad("json", e.to_string()))
 }
 
 /// Parse `at` as the CLI and the request spell it.
@@ -118,7 +131,10 @@ impl AnnotateRequest {
             (Some(_), Some(_)) => return Err(bad("text", "and `json` exclude each other")),
             (Some(Value::String(s)), None) => EventData::Text(s.clone()),
             (Some(_), None) => return Err(bad("text", "must be a string")),
-            (None, Some(v)) => EventData::Json(v.clone()),
+            (None, Some(v)) => {
+                within_event_limits(v)?;
+                EventData::Json(v.clone())
+            }
             (None, None) => EventData::Text(String::new()),
         };
         Ok(Self {

@@ -9,6 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
+use wshard::IoError;
 use wshardd_config::Config;
 
 use super::access::{set_socket_group, GroupError};
@@ -19,13 +20,8 @@ use super::activation::Passed;
 pub enum BindError {
     #[error("socket {}: another wshardd is already listening there", .0.display())]
     InUse(PathBuf),
-    #[error("socket {}: {op}: {source}", path.display())]
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("socket {}: {}: {}", .0.path.display(), .0.op, .0.source)]
+    Io(#[source] IoError),
 }
 
 /// Bind `path` with file mode `mode`. A stale socket file (nobody listening) is replaced;
@@ -34,11 +30,7 @@ pub enum BindError {
 /// # Errors
 /// [`BindError`] naming the path and step.
 pub(crate) fn bind(path: &Path, mode: u32) -> Result<UnixListener, BindError> {
-    let io = |op, source| BindError::Io {
-        op,
-        path: path.to_path_buf(),
-        source,
-    };
+    let io = |op, source| BindError::Io(IoError::new(op, path, source));
     if path.exists() {
         if UnixStream::connect(path).is_ok() {
             return Err(BindError::InUse(path.to_path_buf()));

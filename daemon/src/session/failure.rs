@@ -62,11 +62,11 @@ pub enum StorageFailure {
 impl From<&StorageError> for StorageFailure {
     fn from(e: &StorageError) -> Self {
         match e {
-            StorageError::Io { op, path, source } => Self::Io {
-                step: op,
-                path: path.clone(),
-                kind: source.kind(),
-                error: source.to_string(),
+            StorageError::Io(io) => Self::Io {
+                step: io.op,
+                path: io.path.clone(),
+                kind: io.source.kind(),
+                error: io.source.to_string(),
             },
             StorageError::Format { context, source } => Self::Format {
                 context: context.clone(),

@@ -97,19 +97,8 @@ pub fn host_name() -> String {
         .ok()
         .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_default();
-    let clean: String = raw
-        .trim()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(MAX_ROBOT)
-        .collect();
-    let clean = clean.trim_start_matches('.').to_owned();
+    let head: String = raw.trim().chars().take(MAX_ROBOT).collect();
+    let clean = wshard::episode_dir::name_rule::name_safe(&head);
     if clean.is_empty() {
         "robot".to_owned()
     } else {

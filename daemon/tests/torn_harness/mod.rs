@@ -13,8 +13,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::sim_harness::{data_dir, fresh_sim, layout, records, schema, Client, EP};
+use wshard::digest::sha256_hex;
 use wshard::episode::Episode;
-use wshard::manifest::{sha256_hex, Manifest};
+use wshard::manifest::Manifest;
 use wshard::read::ShardReader;
 use wshard_ingest_proto::{push_step_record, RECORD_HEADER_BYTES};
 use wshard_recorder::episode::layout::QUARANTINE_DIR;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use wshard::align::AlignError;
 use wshard::episode_dir::EpisodeDirError;
+use wshard::IoError;
 
 use crate::channel_filter::ExcludeError;
 use crate::inputs::InputsError;
@@ -98,13 +99,8 @@ pub enum LerobotError {
     #[error(transparent)]
     Output(#[from] MarkerError),
     /// A file-system operation failed.
-    #[error("{op} {path}: {source}")]
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
     /// Writing a Parquet file failed.
     #[error("writing {file}: {source}")]
     Parquet {
@@ -145,7 +141,7 @@ impl From<OutputError> for LerobotError {
         match e {
             OutputError::NotEmpty { dir } => Self::OutputNotEmpty { dir },
             OutputError::NotReplaceable(e) => Self::Output(e),
-            OutputError::Io { op, path, source } => Self::Io { op, path, source },
+            OutputError::Io(e) => Self::Io(e),
         }
     }
 }
@@ -153,11 +149,7 @@ impl From<OutputError> for LerobotError {
 impl LerobotError {
     /// An I/O error on `path`.
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Self::Io {
-            op,
-            path: path.into(),
-            source,
-        }
+        Self::Io(IoError::new(op, path, source))
     }
 
     /// True when the input data is at fault (an episode could not be read or does not fit

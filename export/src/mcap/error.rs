@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use wshard::episode_dir::EpisodeDirError;
+use wshard::IoError;
 
 use crate::inputs::InputsError;
 use crate::output_marker::MarkerError;
@@ -23,13 +24,8 @@ pub enum McapError {
     #[error(transparent)]
     Output(#[from] MarkerError),
     /// A file-system call failed.
-    #[error("{op} {}: {source}", path.display())]
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
     /// The episode could not be opened or one of its streams read.
     #[error("episode {}: {source}", dir.display())]
     Episode {
@@ -84,11 +80,7 @@ pub enum McapError {
 
 impl McapError {
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Self::Io {
-            op,
-            path: path.into(),
-            source,
-        }
+        Self::Io(IoError::new(op, path, source))
     }
 
     /// True when the episode's data is what is wrong (the CLI's exit 1); false for usage

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use wshard::align::AlignError;
 use wshard::episode_dir::EpisodeDirError;
+use wshard::IoError;
 
 use crate::channel_filter::ExcludeError;
 use crate::inputs::InputsError;
@@ -116,13 +117,8 @@ pub enum WebdatasetError {
     #[error(transparent)]
     Output(#[from] MarkerError),
     /// A file system operation failed.
-    #[error("{op} {path}: {source}")]
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
 }
 
 impl From<OutputError> for WebdatasetError {
@@ -130,7 +126,7 @@ impl From<OutputError> for WebdatasetError {
         match e {
             OutputError::NotEmpty { dir } => Self::OutputNotEmpty { path: dir },
             OutputError::NotReplaceable(e) => Self::Output(e),
-            OutputError::Io { op, path, source } => Self::Io { op, path, source },
+            OutputError::Io(e) => Self::Io(e),
         }
     }
 }
@@ -138,11 +134,7 @@ impl From<OutputError> for WebdatasetError {
 impl WebdatasetError {
     /// An I/O error of `op` on `path`.
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Self::Io {
-            op,
-            path: path.into(),
-            source,
-        }
+        Self::Io(IoError::new(op, path, source))
     }
 
     /// True when the error is about an episode's data (an episode that cannot be read or
@@ -157,7 +149,7 @@ impl WebdatasetError {
                 | Self::Exclude(_)
                 | Self::OutputNotEmpty { .. }
                 | Self::Output(_)
-                | Self::Io { .. }
+                | Self::Io(_)
                 | Self::Inputs(_)
         )
     }

@@ -10,7 +10,7 @@ use super::episode::LoadedEpisode;
 use super::error::WebdatasetError;
 use super::image::{encode_picture, Encoded};
 use super::options::WebdatasetOptions;
-use super::sample::Planned;
+use super::plan::Planned;
 use super::window::image_frames;
 
 /// `(index into LoadedEpisode::pictures, frame of that picture's stream)`.

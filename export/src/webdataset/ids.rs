@@ -25,7 +25,7 @@ pub fn sample_id(episode_id: &str, anchor_frame: u64) -> String {
     b.copy_from_slice(&digest[..16]);
     b[6] = (b[6] & 0x0f) | VERSION_8;
     b[8] = (b[8] & 0x3f) | VARIANT;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    let hex = wshard::digest::hex(&b);
     format!(
         "{}-{}-{}-{}-{}",
         &hex[0..8],

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use super::options::{LowdimClock, WebdatasetOptions};
-use super::sample::Counts;
+use super::plan::Counts;
 use super::shard::ShardInfo;
 
 /// `manifest.jsonl`: one line per shard.

@@ -11,7 +11,8 @@
 //! - which episodes: `crate::inputs`, cut to `max_episodes`.
 //! - [`episode`]: the anchor channel, picture channels and the low-dimensional clock.
 //! - [`window`]: windows, padding, image frames (pure).
-//! - [`sample`]: which anchors become samples; one sample's files.
+//! - [`plan`]: which anchors become samples.
+//! - [`sample`]: one sample's files.
 //! - [`frames`]: each picture frame of a batch encoded once, in parallel.
 //! - [`image`], [`resize`]: JPEG / PNG encoding.
 //! - [`npz`]: `.npy` and stored zip writing.
@@ -31,6 +32,7 @@ pub mod npz;
 pub mod options;
 pub mod output;
 pub mod percentile;
+pub mod plan;
 pub mod resize;
 mod run;
 pub mod sample;

@@ -1,6 +1,5 @@
-//! Samples: which anchors become samples (windows, padding limits, the non-finite check, the
-//! still filter), and one sample's files (`lowdim.npz`, `metadata.json`,
-//! `language_instructions.json`, pictures).
+//! One sample's files, from its planned anchor ([`super::plan`]): `lowdim.npz`,
+//! `metadata.json`, `language_instructions.json`, pictures.
 
 use serde_json::{json, Map, Value};
 use wshard::episode::DType;
@@ -11,30 +10,9 @@ use super::frames::{sample_frames, EncodedFrames};
 use super::ids::sample_id;
 use super::npz::{npy, zip_stored};
 use super::options::WebdatasetOptions;
+use super::plan::Planned;
 use super::values::{bf16_as_f32, npz_dtype};
-use super::window::{anchor_row, image_frames, masks, window, Window};
-
-/// An anchor frame that becomes a sample.
-#[derive(Clone, Debug)]
-pub struct Planned {
-    pub frame: usize,
-    pub window: Window,
-}
-
-/// What became of an episode's anchor frames.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counts {
-    pub anchors: usize,
-    pub samples: usize,
-    /// Padding over `max_padding_left` / `max_padding_right`.
-    pub dropped_padding: usize,
-    /// The anchor frame is before the low-dimensional clock's first row.
-    pub dropped_before_lowdim: usize,
-    /// A NaN or infinite value in the window (without `fail_on_nan`).
-    pub dropped_non_finite: usize,
-    /// Still, with `filter_still_samples`.
-    pub dropped_still: usize,
-}
+use super::window::{image_frames, masks};
 
 /// One sample's files (`(extension, bytes)`, in tar order) and its windows per key.
 #[derive(Debug)]
@@ -43,86 +21,6 @@ pub struct SampleFiles {
     pub files: Vec<(String, Vec<u8>)>,
     /// Per [`LoadedEpisode::keys`]: `T * width` values.
     pub windows: Vec<Vec<f64>>,
-}
-
-fn first_non_finite(ep: &LoadedEpisode, w: &Window) -> Option<(usize, usize, f64)> {
-    ep.keys.iter().enumerate().find_map(|(k, key)| {
-        w.rows.iter().find_map(|&r| {
-            let row = key.values.get(r * key.width..(r + 1) * key.width)?;
-            row.iter().find(|v| !v.is_finite()).map(|v| (k, r, *v))
-        })
-    })
-}
-
-fn is_still(ep: &LoadedEpisode, w: &Window, threshold: f64) -> bool {
-    let action: Vec<_> = ep.keys.iter().filter(|k| k.is_action).collect();
-    let keys: Vec<_> = if action.is_empty() {
-        ep.keys.iter().collect()
-    } else {
-        action
-    };
-    keys.iter().all(|key| {
-        let at = |r: usize| {
-            key.values
-                .get(r * key.width..(r + 1) * key.width)
-                .unwrap_or(&[])
-        };
-        let anchor = at(w.anchor_row);
-        w.rows.iter().all(|&r| {
-            at(r)
-                .iter()
-                .zip(anchor)
-                .all(|(v, a)| (v - a).abs() <= threshold)
-        })
-    })
-}
-
-/// The samples of an episode, in anchor order.
-///
-/// # Errors
-/// [`WebdatasetError::NonFinite`] with `fail_on_nan`.
-pub fn plan(
-    ep: &LoadedEpisode,
-    opts: &WebdatasetOptions,
-) -> Result<(Vec<Planned>, Counts), WebdatasetError> {
-    let mut counts = Counts {
-        anchors: ep.anchor_t_ns.len(),
-        ..Counts::default()
-    };
-    let mut out = Vec::new();
-    let rows = ep.lowdim.rows();
-    for (frame, &t) in ep.anchor_t_ns.iter().enumerate() {
-        let Some(row) = anchor_row(&ep.lowdim.t_ns, t).filter(|_| rows > 0) else {
-            counts.dropped_before_lowdim += 1;
-            continue;
-        };
-        let w = window(row, rows, opts.past_steps, opts.future_steps, opts.stride);
-        if w.pad_left > opts.max_padding_left || w.pad_right > opts.max_padding_right {
-            counts.dropped_padding += 1;
-            continue;
-        }
-        if let Some((k, r, value)) = first_non_finite(ep, &w) {
-            if opts.fail_on_nan {
-                return Err(WebdatasetError::NonFinite {
-                    episode: ep.id.clone(),
-                    channel: ep.keys[k].key.clone(),
-                    row: r,
-                    t_ns: ep.lowdim.t_ns[r],
-                    anchor: frame,
-                    value,
-                });
-            }
-            counts.dropped_non_finite += 1;
-            continue;
-        }
-        if opts.filter_still_samples && is_still(ep, &w, opts.still_threshold) {
-            counts.dropped_still += 1;
-            continue;
-        }
-        out.push(Planned { frame, window: w });
-    }
-    counts.samples = out.len();
-    Ok((out, counts))
 }
 
 fn lowdim_npz(

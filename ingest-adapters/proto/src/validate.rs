@@ -2,6 +2,8 @@
 
 use std::collections::HashSet;
 
+use wshard::episode_dir::name_rule::{check_name, NameRuleError};
+
 use crate::batch::BATCH_OVERHEAD_BYTES;
 use crate::error::ProtoError;
 use crate::record::RECORD_HEADER_BYTES;
@@ -61,20 +63,16 @@ pub fn validate_episode_id(id: &str, max: usize) -> Result<(), ProtoError> {
     }
 }
 
-/// The id rule `id` breaks, if any: 1..=`max` bytes of `[A-Za-z0-9._-]`, not starting
-/// with `.` (episode ids and stream names, which become directory and file names).
+/// The id rule `id` breaks, if any, as the reason of a `BAD_EPISODE_ID`: 1..=`max` bytes
+/// of `[A-Za-z0-9._-]`, not starting with `.` (episode ids and stream names, which become
+/// directory and file names; the rule is the format library's [`check_name`]).
 pub(crate) fn id_rule_broken(id: &str, max: usize) -> Option<String> {
-    if id.is_empty() {
-        Some(format!("is empty (must be 1..={max} bytes)"))
-    } else if id.len() > max {
-        Some(format!("is {} bytes (must be 1..={max} bytes)", id.len()))
-    } else if id.starts_with('.') {
-        Some("starts with '.'".to_owned())
-    } else {
-        id.chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-            .map(|c| format!("contains {c:?} (allowed: A-Z a-z 0-9 . _ -)"))
-    }
+    check_name(id, max).err().map(|e| match e {
+        NameRuleError::Length { len: 0, max } => format!("is empty (must be 1..={max} bytes)"),
+        NameRuleError::Length { len, max } => format!("is {len} bytes (must be 1..={max} bytes)"),
+        NameRuleError::LeadingDot => "starts with '.'".to_owned(),
+        NameRuleError::BadChar(c) => format!("contains {c:?} (allowed: A-Z a-z 0-9 . _ -)"),
+    })
 }
 
 /// `id` as an error message shows it: cut to 200 bytes.

@@ -16,8 +16,8 @@ use pyo3::types::{PyDict, PyList};
 use wshard::align::{
     align_episode, AlignOptions, AlignedColumn, AlignedTable, Clock, InvalidRows, Policy,
 };
+use wshard::episode_dir::EpisodeDir;
 
-use crate::episode::NativeEpisode;
 use crate::errors::{IntoPy, Kind, ReadError, ReadResult};
 use crate::errors_dir::from_align;
 
@@ -130,16 +130,17 @@ fn table<'py>(py: Python<'py>, t: AlignedTable, values: bool) -> PyResult<Bound<
     Ok(d)
 }
 
-/// Build the aligned view of `ep` (the GIL released meanwhile) and hand it to Python.
+/// Build the aligned view of the episode `dir` (the GIL released meanwhile) and hand it to
+/// Python.
 pub(crate) fn aligned<'py>(
-    ep: &NativeEpisode,
+    dir: &EpisodeDir,
     py: Python<'py>,
     args: &AlignArgs,
 ) -> PyResult<Bound<'py, PyDict>> {
     let t = py
         .detach(|| {
             let opts = args.options()?;
-            align_episode(&ep.dir, &opts).map_err(|e| from_align(&e))
+            align_episode(dir, &opts).map_err(|e| from_align(&e))
         })
         .py_err(py)?;
     table(py, t, args.values)

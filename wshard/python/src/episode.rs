@@ -200,6 +200,6 @@ impl NativeEpisode {
             channels,
             values,
         };
-        aligned(self, py, &args)
+        aligned(&self.dir, py, &args)
     }
 }

@@ -54,9 +54,7 @@ fn stream_data(e: &StreamDataError) -> ReadError {
 /// An episode-directory error.
 pub(crate) fn from_dir(e: &EpisodeDirError) -> ReadError {
     match e {
-        EpisodeDirError::Io { path, source, .. } => {
-            ReadError::new(io_kind(source), e.to_string()).at(path)
-        }
+        EpisodeDirError::Io(io) => ReadError::new(io_kind(&io.source), e.to_string()).at(&io.path),
         EpisodeDirError::NotAnEpisode { dir, .. } => {
             ReadError::new(Kind::NotFound, e.to_string()).at(dir)
         }

@@ -10,19 +10,15 @@ use super::index::IndexError;
 use super::names::StreamNameError;
 use super::stream::StreamDataError;
 use crate::error::FormatError;
+use crate::io_error::IoError;
 
 /// An episode directory that cannot be opened or read.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EpisodeDirError {
     /// An I/O call failed.
-    #[error("{op} {}: {source}", path.display())]
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
     /// Neither an index nor a manifest: not an episode directory.
     #[error("{}: not an episode directory: {message}", dir.display())]
     NotAnEpisode { dir: PathBuf, message: String },
@@ -91,11 +87,7 @@ pub enum EpisodeDirError {
 
 impl EpisodeDirError {
     pub(crate) fn io(op: &'static str, path: &std::path::Path, source: std::io::Error) -> Self {
-        Self::Io {
-            op,
-            path: path.to_path_buf(),
-            source,
-        }
+        Self::Io(IoError::new(op, path, source))
     }
 
     pub(crate) fn format(stream: &str, path: &std::path::Path, source: FormatError) -> Self {
@@ -110,7 +102,7 @@ impl EpisodeDirError {
     #[must_use]
     pub fn is_io(&self) -> bool {
         match self {
-            Self::Io { .. } => true,
+            Self::Io(_) => true,
             Self::Format { source, .. } => source.is_io(),
             _ => false,
         }

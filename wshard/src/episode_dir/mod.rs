@@ -1,6 +1,8 @@
 //! Multi-stream episode directories.
 //!
-//! - Models (pure, JSON bytes in and out): [`names`] (file names, the stream-name rule),
+//! - Names: [`name_rule`] (the character and length rule of episode ids and stream names),
+//!   [`names`] (file names, stream names).
+//! - Models (pure, JSON bytes in and out):
 //!   [`index`] (`{EP}_index.json`), [`events`] (`{EP}_events.jsonl`), [`annotations`]
 //!   (`{EP}_annotations.json`).
 //! - Reading: [`EpisodeDir::open`] opens either layout (a single-stream episode as one
@@ -19,6 +21,7 @@ mod event_log;
 pub mod events;
 pub mod index;
 mod json;
+pub mod name_rule;
 pub mod names;
 mod stream;
 

@@ -1,4 +1,5 @@
-//! File and folder names inside an episode directory, and the rule for stream names.
+//! File and folder names inside an episode directory, and the stream-name check (its rule is
+//! [`super::name_rule`]'s).
 //!
 //! ```text
 //! {EP}/
@@ -9,6 +10,8 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+
+use super::name_rule::{check_name, NameRuleError};
 
 /// Folder of a multi-stream episode that holds one folder per stream.
 pub const STREAMS_DIR: &str = "streams";
@@ -64,33 +67,24 @@ pub enum StreamNameError {
 }
 
 /// Check a stream name: 1..=[`MAX_STREAM_NAME_BYTES`] bytes of `[A-Za-z0-9._-]`, not
-/// starting with `.` (the rule of episode ids).
+/// starting with `.` (the rule of episode ids, [`check_name`]).
 ///
 /// # Errors
 /// A [`StreamNameError`] naming the stream and what is wrong with it.
 pub fn validate_stream_name(name: &str) -> Result<(), StreamNameError> {
-    if name.is_empty() || name.len() > MAX_STREAM_NAME_BYTES {
-        return Err(StreamNameError::Length {
-            name: name.to_owned(),
-            max: MAX_STREAM_NAME_BYTES,
-            len: name.len(),
-        });
-    }
-    if name.starts_with('.') {
-        return Err(StreamNameError::LeadingDot {
-            name: name.to_owned(),
-        });
-    }
-    if let Some(found) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-    {
-        return Err(StreamNameError::BadChar {
-            name: name.to_owned(),
+    let name_owned = || name.to_owned();
+    check_name(name, MAX_STREAM_NAME_BYTES).map_err(|e| match e {
+        NameRuleError::Length { len, max } => StreamNameError::Length {
+            name: name_owned(),
+            max,
+            len,
+        },
+        NameRuleError::LeadingDot => StreamNameError::LeadingDot { name: name_owned() },
+        NameRuleError::BadChar(found) => StreamNameError::BadChar {
+            name: name_owned(),
             found,
-        });
-    }
-    Ok(())
+        },
+    })
 }
 
 #[cfg(test)]

@@ -1,51 +1,16 @@
 //! The manifest shard (role 0x04, one uncompressed `meta/manifest` entry) and chunk hashing.
 
-use std::io::{Cursor, Read, Seek, Write};
+use std::io::{Cursor, Seek, Write};
 use std::path::Path;
-
-use sha2::{Digest, Sha256};
 
 use super::model::{ChunkRef, Manifest, MANIFEST_BLOCK};
 use crate::consts::role;
+use crate::digest::sha256_file;
 use crate::entry::content_type;
 use crate::episode::go_json::to_indented;
 use crate::error::{FormatError, Result};
 use crate::read::{ReadAt, ShardReader};
 use crate::write::{BlockOptions, Reserve, ShardOptions, ShardWriter};
-
-/// Lowercase hex SHA-256 of `bytes`.
-#[must_use]
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-fn hex(digest: &[u8]) -> String {
-    use std::fmt::Write as _;
-    digest.iter().fold(String::with_capacity(64), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
-
-/// Lowercase hex SHA-256 of a file, streamed.
-///
-/// # Errors
-/// I/O errors with the path.
-pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut f = std::fs::File::open(path).map_err(|e| FormatError::io_at("open", path, e))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f
-            .read(&mut buf)
-            .map_err(|e| FormatError::io_at("read", path, e))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(hex(&h.finalize()))
-}
 
 /// What checking one listed chunk against the directory found.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
+use wshard::IoError;
 
 /// Where the bridge socket is when neither `--bridge-socket` nor [`BRIDGE_SOCKET_ENV`]
 /// says.
@@ -48,13 +49,8 @@ pub enum BridgeClientError {
         source: io::Error,
     },
     /// Any other failure to connect, send or read.
-    #[error("ROS bridge socket {}: {op}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        op: &'static str,
-        #[source]
-        source: io::Error,
-    },
+    #[error("ROS bridge socket {}: {}: {}", .0.path.display(), .0.op, .0.source)]
+    Io(#[source] IoError),
     /// No whole reply line within the timeout.
     #[error(
         "ROS bridge socket {}: no reply within {} ms (the bridge may be busy or hung; \
@@ -91,11 +87,7 @@ fn connect(path: &Path) -> Result<UnixStream, BridgeClientError> {
             path: path.to_path_buf(),
             source,
         },
-        _ => BridgeClientError::Io {
-            path: path.to_path_buf(),
-            op: "connect",
-            source,
-        },
+        _ => BridgeClientError::Io(IoError::new("connect", path, source)),
     })
 }
 
@@ -116,11 +108,7 @@ pub fn request(
     request: &Value,
     timeout: Duration,
 ) -> Result<Value, BridgeClientError> {
-    let io_err = |op, source| BridgeClientError::Io {
-        path: path.to_path_buf(),
-        op,
-        source,
-    };
+    let io_err = |op, source| BridgeClientError::Io(IoError::new(op, path, source));
     let timeout_err = || BridgeClientError::Timeout {
         path: path.to_path_buf(),
         timeout,

@@ -79,7 +79,7 @@ impl EpisodeOutcome {
 /// An I/O failure (exit 2), as opposed to input recovery cannot handle (exit 1).
 fn is_io(e: &StorageError) -> bool {
     match e {
-        StorageError::Io { .. } => true,
+        StorageError::Io(_) => true,
         StorageError::Format { source, .. } => source.is_io(),
         StorageError::Internal(_) => false,
     }
