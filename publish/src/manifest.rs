@@ -71,10 +71,6 @@ pub enum ManifestError {
     Canonical(#[from] CanonicalError),
 }
 
-/// Lower-case hex SHA-256 of `bytes`: a version's name, a blob's key (the one definition
-/// is the format library's).
-pub use wshard::digest::sha256_hex;
-
 /// True for 64 lower-case hex digits.
 #[must_use]
 pub fn is_sha256_hex(s: &str) -> bool {
@@ -247,6 +243,7 @@ pub fn parse_latest(bytes: &[u8]) -> Result<String, ManifestError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wshard::digest::sha256_hex;
 
     fn sample() -> VersionManifest {
         let mut files = BTreeMap::new();

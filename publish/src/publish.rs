@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use bytes::Bytes;
+use wshard::digest::sha256_hex;
 
 pub use crate::blob::BlobAction;
 use crate::blob::{Blob, BlobSender, BlobSource, NoHooks};
@@ -25,9 +26,7 @@ use crate::catalog;
 use crate::episodes::{select, LocalEpisode, Selection};
 use crate::error::PublishError;
 use crate::layout::{DatasetId, Keys};
-use crate::manifest::{
-    latest_bytes, parse_latest, sha256_hex, EpisodeEntry, FileEntry, VersionManifest,
-};
+use crate::manifest::{latest_bytes, parse_latest, EpisodeEntry, FileEntry, VersionManifest};
 use crate::store::{PutCondition, PutOutcome, Store};
 
 /// The `file` of the catalog's [`BlobReport`] (its `episode` is empty).

@@ -6,13 +6,13 @@
 
 use std::path::Path;
 
+use wshard::digest::sha256_hex;
 use wshard_e2e::s3::{S3Server, ACCESS_KEY, BUCKET, SECRET_KEY};
 use wshard_publish::blob::{
     Blob, BlobAction, BlobSender, BlobSource, MultipartUpload, NoHooks, SendError, SendHooks,
     StoredPart,
 };
 use wshard_publish::config::MIN_PART_SIZE;
-use wshard_publish::manifest::sha256_hex;
 use wshard_publish::{Credentials, PublishError, Store, StoreConfig, TransferOptions};
 
 /// Multipart for everything of at least one part, in parts of S3's smallest size.

@@ -31,6 +31,8 @@
 //! ring::validate_geometry(4096, 8, wshard_ingest_proto::RECORD_HEADER_BYTES + 100, 1 << 20).unwrap();
 //! ```
 
+use wshard::digest::hex;
+
 use crate::error::ProtoError;
 use crate::wire::array_at;
 
@@ -299,10 +301,6 @@ impl RingHeader {
         }
         Ok(())
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A slot's header: `len` (bytes of records that follow) and `count` (timesteps).

@@ -13,8 +13,8 @@ use super::parts::{part_count, MultipartUpload};
 use super::resumable;
 use crate::episodes::hash_file;
 use crate::error::PublishError;
-use crate::manifest::sha256_hex;
 use crate::store::{PutCondition, Store};
+use wshard::digest::sha256_hex;
 
 /// What happened to one blob.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
