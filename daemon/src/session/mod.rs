@@ -9,10 +9,12 @@
 //! `recycle`).
 
 pub(crate) mod failure;
+pub(crate) mod group_commit;
 pub(crate) mod memory;
 pub(crate) mod publisher;
 pub(crate) mod queue_budget;
 pub(crate) mod recycle;
+pub(crate) mod rotation;
 pub(crate) mod settings;
 pub(crate) mod shared;
 pub(crate) mod stats;
