@@ -12,8 +12,10 @@ use wshard::manifest::Manifest;
 
 use super::failure::SessionFailure;
 use super::shared::{FinalStatus, SessionShared};
+use crate::chunk::chunk_file::{
+    commit_manifest, seal_chunk, write_chunk, ChunkTarget, WrittenChunk,
+};
 use crate::chunk::gaps;
-use crate::chunk::publish::{commit_manifest, seal_chunk, write_chunk, ChunkTarget, WrittenChunk};
 use crate::chunk::ChunkColumns;
 
 /// A chunk handed over by the writer.
