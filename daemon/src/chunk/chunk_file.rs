@@ -1,127 +1,28 @@
 //! Publishing a finished chunk, in this order (each step completes before the next):
 //!
-//! 1. compress its blocks on up to `workers` threads;
+//! 1. compress its blocks on up to `workers` threads ([`super::compress`]);
 //! 2. write `{id}_chunk_{k}.wshard.partial` through the reserve-write-finalize writer, and
 //!    compute its SHA-256 from the same bytes as they are copied out ([`super::digest`]; a
 //!    layout pass over a sink gives the header and offsets first) — [`write_chunk`];
 //! 3. fsync it, rename it to `{id}_chunk_{k}.wshard` and fsync the directory —
 //!    [`seal_chunk`], which the session's finisher thread runs while the next chunk is
-//!    written;
+//!    written.
 //!
-//! and committing the manifest (temp file, fsync, rename, fsync directory).
+//! Listing the chunk in the manifest comes after, in [`super::manifest_commit`].
 
 use std::borrow::Cow;
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::path::PathBuf;
 
-use sha2::{Digest, Sha256};
-use wshard::codec::CompressionPolicy;
-use wshard::episode::{Episode, EpisodeWriteOptions, PlannedBlock};
-use wshard::manifest::{ChunkRef, Manifest};
-use wshard::write::{prepare_block_with_crc, PreparedBlock, Reserve, ShardWriter, WrittenBlock};
+use wshard::episode::{Episode, EpisodeWriteOptions};
+use wshard::manifest::ChunkRef;
+use wshard::write::{PreparedBlock, Reserve, ShardWriter, WrittenBlock};
 
 use super::columns::BlockCrcs;
+use super::compress::prepare_blocks;
 use super::{digest, prealloc};
 use crate::episode::EpisodeLayout;
 use crate::error::StorageError;
-use crate::fsio::{replace_atomically, DurableFile, FailStop, Fs};
-
-const WRITE_BUFFER: usize = 1 << 20;
-
-/// The compression threads, shared by every episode and kept for the life of the process:
-/// zstd contexts (thread-local, reused per level) and malloc arenas stay warm, instead of
-/// being rebuilt by fresh threads for every chunk. Named `pub-compress-N` (`pub-`: chunk
-/// publishing, for per-thread CPU accounting).
-fn compression_pool(workers: usize) -> Option<&'static rayon::ThreadPool> {
-    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
-    POOL.get_or_init(|| {
-        let threads = workers.max(
-            std::thread::available_parallelism()
-                .map(std::num::NonZeroUsize::get)
-                .unwrap_or(2),
-        );
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("pub-compress-{i}"))
-            .build()
-            .map_err(|e| tracing::warn!("no compression thread pool, compressing inline: {e}"))
-            .ok()
-    })
-    .as_ref()
-}
-
-/// Compress every planned block on up to `workers` threads of the compression pool, keeping
-/// the block order. Raw blocks stay borrowed from the plan. The CRC32C of a block in `known`
-/// is taken from there instead of being computed again.
-///
-/// # Errors
-/// The first compression error, naming the block.
-pub(crate) fn prepare_blocks<'a>(
-    plan: &'a [PlannedBlock<'a>],
-    policy: &CompressionPolicy,
-    workers: usize,
-    known: &BlockCrcs,
-) -> Result<Vec<PreparedBlock<'a>>, StorageError> {
-    let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<wshard::Result<PreparedBlock<'a>>>>> =
-        plan.iter().map(|_| Mutex::new(None)).collect();
-    let work = || loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        let Some(p) = plan.get(i) else { break };
-        let r = prepare_block_with_crc(&p.name, &p.data, p.opts, policy, known.get(&p.name));
-        if let Ok(mut slot) = slots[i].lock() {
-            *slot = Some(r);
-        }
-    };
-    let tasks = workers.clamp(1, plan.len().max(1));
-    match compression_pool(workers) {
-        Some(pool) if tasks > 1 => pool.scope(|s| {
-            for _ in 0..tasks {
-                s.spawn(|_| work());
-            }
-        }),
-        _ => work(),
-    }
-    slots
-        .into_iter()
-        .zip(plan)
-        .map(|(slot, p)| {
-            let context = || format!("compress block `{}`", p.name);
-            match slot.into_inner().ok().flatten() {
-                Some(Ok(b)) => Ok(b),
-                Some(Err(e)) => Err(StorageError::format(context(), e)),
-                None => Err(StorageError::format(
-                    context(),
-                    wshard::FormatError::WriterFailed,
-                )),
-            }
-        })
-        .collect()
-}
-
-/// SHA-256 of a file, streamed.
-///
-/// # Errors
-/// Read errors.
-pub(crate) fn sha256_of(fs: &dyn Fs, path: &Path) -> Result<String, StorageError> {
-    let mut f = fs
-        .open_read(path)
-        .map_err(|e| StorageError::io("open for hashing", path, e))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; WRITE_BUFFER];
-    loop {
-        let n = f
-            .read(&mut buf)
-            .map_err(|e| StorageError::io("read for hashing", path, e))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
-}
+use crate::fsio::{DurableFile, FailStop, Fs};
 
 /// A chunk written in full to its `.partial` and hashed, not yet durable: the first half of
 /// [`publish_chunk`]. [`seal_chunk`] finishes it; dropping it leaves the `.partial` for
@@ -377,22 +278,6 @@ pub(crate) fn publish_chunk(
     seal_chunk(fs, layout, written)
 }
 
-/// Replace the episode's manifest atomically and durably.
-///
-/// # Errors
-/// The failing step, naming the file.
-pub(crate) fn commit_manifest(
-    fs: &dyn Fs,
-    layout: &EpisodeLayout,
-    manifest: &Manifest,
-) -> Result<(), StorageError> {
-    let path = layout.manifest();
-    let bytes = manifest
-        .to_bytes()
-        .map_err(|e| StorageError::format("encode manifest", e))?;
-    replace_atomically(fs, &path, &bytes).map_err(|(op, e)| StorageError::io(op, &path, e))
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -401,6 +286,7 @@ mod tests {
     use wshard::episode::{Channel, Lane, Timebase};
 
     use super::*;
+    use crate::chunk::digest::sha256_of;
     use crate::fsio::RealFs;
 
     fn episode(codec: Codec) -> Episode {

@@ -8,13 +8,22 @@
 //! order with the zero gaps, gives exactly the file's digest. It is pure computation: no file
 //! system call, so the order of the durability steps stays what it was. The same [`Image`]
 //! is what the chunk writer writes, sequentially.
+//!
+//! Recovery, which has no bytes in memory, hashes a file on disk instead: [`sha256_of`].
+
+use std::io::Read;
+use std::path::Path;
 
 use sha2::{Digest, Sha256};
 use wshard::write::WrittenBlock;
 
 use crate::error::StorageError;
+use crate::fsio::Fs;
 
 const ZEROS: [u8; 4096] = [0; 4096];
+
+/// Bytes read at a time when a file on disk is hashed ([`sha256_of`]).
+const READ_BUFFER: usize = 1 << 20;
 
 /// Bytes written, then hashed while still in cache, at a time (well inside a core's L2).
 pub(crate) const HASH_PIECE: usize = 256 << 10;
@@ -179,6 +188,28 @@ fn feed_zeros<E>(f: &mut impl FnMut(&[u8]) -> Result<(), E>, mut n: u64) -> Resu
         n -= k;
     }
     Ok(())
+}
+
+/// SHA-256 of a file, streamed.
+///
+/// # Errors
+/// Read errors.
+pub(crate) fn sha256_of(fs: &dyn Fs, path: &Path) -> Result<String, StorageError> {
+    let mut f = fs
+        .open_read(path)
+        .map_err(|e| StorageError::io("open for hashing", path, e))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; READ_BUFFER];
+    loop {
+        let n = f
+            .read(&mut buf)
+            .map_err(|e| StorageError::io("read for hashing", path, e))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex(&h.finalize()))
 }
 
 #[cfg(test)]

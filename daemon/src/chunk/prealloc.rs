@@ -52,7 +52,8 @@ pub(crate) fn reserve_chunk(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chunk::chunk_file::{prepare_blocks, publish_chunk};
+    use crate::chunk::chunk_file::publish_chunk;
+    use crate::chunk::compress::prepare_blocks;
     use crate::episode::EpisodeLayout;
     use crate::fsio::sim::{FaultKind, OpKind, SimFs};
     use crate::fsio::{Fs, RealFs};

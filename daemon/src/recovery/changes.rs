@@ -15,7 +15,8 @@ use wshard::manifest::{ChunkRef, Manifest};
 
 use super::plan::{Action, RecoveryMode};
 use super::report::{RecoveryReport, MANIFEST_KEY};
-use crate::chunk::chunk_file::{commit_manifest, publish_chunk};
+use crate::chunk::chunk_file::publish_chunk;
+use crate::chunk::manifest_commit::commit_manifest;
 use crate::episode::layout::EpisodeLayout;
 use crate::error::StorageError;
 use crate::fsio::Fs;

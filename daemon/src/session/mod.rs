@@ -35,7 +35,7 @@ pub use shared::{FinalStatus, Responder, SessionShared};
 pub(crate) use stats::EpisodeStats;
 pub use wshardd_config::FsyncPolicy;
 
-use crate::chunk::chunk_file::commit_manifest;
+use crate::chunk::manifest_commit::commit_manifest;
 use crate::episode::{Durability, EpisodeLayout, EpisodeSchema};
 use crate::error::StorageError;
 use crate::fsio::Fs;

@@ -12,10 +12,9 @@ use wshard::manifest::Manifest;
 
 use super::failure::SessionFailure;
 use super::shared::{FinalStatus, SessionShared};
-use crate::chunk::chunk_file::{
-    commit_manifest, seal_chunk, write_chunk, ChunkTarget, WrittenChunk,
-};
+use crate::chunk::chunk_file::{seal_chunk, write_chunk, ChunkTarget, WrittenChunk};
 use crate::chunk::gaps;
+use crate::chunk::manifest_commit::commit_manifest;
 use crate::chunk::ChunkColumns;
 
 /// A chunk handed over by the writer.
