@@ -1,11 +1,12 @@
-//! Publishing a finished chunk, in this order (each step completes before the next):
+//! A sealed chunk's file, written and finalized in this order (each step completes before
+//! the next):
 //!
 //! 1. compress its blocks on up to `workers` threads ([`super::compress`]);
 //! 2. write `{id}_chunk_{k}.wshard.partial` through the reserve-write-finalize writer, and
 //!    compute its SHA-256 from the same bytes as they are copied out ([`super::digest`]; a
-//!    layout pass over a sink gives the header and offsets first) — [`write_chunk`];
+//!    layout pass over a sink gives the header and offsets first) — [`write_partial_chunk`];
 //! 3. fsync it, rename it to `{id}_chunk_{k}.wshard` and fsync the directory —
-//!    [`seal_chunk`], which the session's finisher thread runs while the next chunk is
+//!    [`finalize_chunk`], which the session's finisher thread runs while the next chunk is
 //!    written.
 //!
 //! Listing the chunk in the manifest comes after, in [`super::manifest_commit`].
@@ -25,18 +26,18 @@ use crate::error::StorageError;
 use crate::fsio::{DurableFile, FailStop, Fs};
 
 /// A chunk written in full to its `.partial` and hashed, not yet durable: the first half of
-/// [`publish_chunk`]. [`seal_chunk`] finishes it; dropping it leaves the `.partial` for
-/// recovery.
-pub(crate) struct WrittenChunk {
+/// [`write_and_finalize_chunk`]. [`finalize_chunk`] finishes it; dropping it leaves the
+/// `.partial` for recovery.
+pub(crate) struct PartialChunk {
     file: Box<dyn DurableFile>,
     partial: PathBuf,
     /// The manifest entry, `sha256` included.
     pub(crate) chunk: ChunkRef,
 }
 
-impl std::fmt::Debug for WrittenChunk {
+impl std::fmt::Debug for PartialChunk {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WrittenChunk")
+        f.debug_struct("PartialChunk")
             .field("partial", &self.partial)
             .field("chunk", &self.chunk)
             .finish_non_exhaustive()
@@ -118,14 +119,14 @@ pub(crate) const EARLY_RELEASE_MAX_COPY: usize = 1 << 20;
 ///
 /// # Errors
 /// The failing step, naming the file.
-pub(crate) fn write_chunk(
+pub(crate) fn write_partial_chunk(
     to: &ChunkTarget<'_>,
     ep: &mut Episode,
     known: &BlockCrcs,
     release: &mut dyn FnMut(&mut Episode),
-) -> Result<WrittenChunk, StorageError> {
+) -> Result<PartialChunk, StorageError> {
     let mut released = false;
-    let r = write_chunk_inner(to, ep, known, &mut |ep: &mut Episode| {
+    let r = write_partial_chunk_inner(to, ep, known, &mut |ep: &mut Episode| {
         released = true;
         release(ep);
     });
@@ -135,12 +136,12 @@ pub(crate) fn write_chunk(
     r
 }
 
-fn write_chunk_inner(
+fn write_partial_chunk_inner(
     to: &ChunkTarget<'_>,
     ep: &mut Episode,
     known: &BlockCrcs,
     release: &mut dyn FnMut(&mut Episode),
-) -> Result<WrittenChunk, StorageError> {
+) -> Result<PartialChunk, StorageError> {
     let ChunkTarget {
         fs,
         layout,
@@ -177,7 +178,7 @@ fn write_chunk_inner(
         write_prepared(fs, layout, k, opts, &blocks, preallocate)?
     };
     let done = layout.chunk(k);
-    Ok(WrittenChunk {
+    Ok(PartialChunk {
         file,
         partial,
         chunk: ChunkRef {
@@ -233,12 +234,12 @@ fn write_prepared(
 ///
 /// # Errors
 /// The failing step, naming the file.
-pub(crate) fn seal_chunk(
+pub(crate) fn finalize_chunk(
     fs: &dyn Fs,
     layout: &EpisodeLayout,
-    written: WrittenChunk,
+    written: PartialChunk,
 ) -> Result<ChunkRef, StorageError> {
-    let WrittenChunk {
+    let PartialChunk {
         mut file,
         partial,
         chunk,
@@ -254,12 +255,12 @@ pub(crate) fn seal_chunk(
     Ok(chunk)
 }
 
-/// Publish chunk `ep` durably and describe it for the manifest: [`write_chunk`], then
-/// [`seal_chunk`].
+/// Write chunk `ep`'s file and finalize it, and describe it for the manifest:
+/// [`write_partial_chunk`], then [`finalize_chunk`].
 ///
 /// # Errors
 /// The failing step, naming the file.
-pub(crate) fn publish_chunk(
+pub(crate) fn write_and_finalize_chunk(
     fs: &dyn Fs,
     layout: &EpisodeLayout,
     ep: &mut Episode,
@@ -274,8 +275,8 @@ pub(crate) fn publish_chunk(
         workers,
         preallocate,
     };
-    let written = write_chunk(&to, ep, &BlockCrcs::none(), &mut |_| {})?;
-    seal_chunk(fs, layout, written)
+    let written = write_partial_chunk(&to, ep, &BlockCrcs::none(), &mut |_| {})?;
+    finalize_chunk(fs, layout, written)
 }
 
 #[cfg(test)]
@@ -333,7 +334,7 @@ mod tests {
                 workers: 2,
                 preallocate: false,
             };
-            let written = write_chunk(&to, &mut ep, &BlockCrcs::none(), &mut |ep| {
+            let written = write_partial_chunk(&to, &mut ep, &BlockCrcs::none(), &mut |ep| {
                 released.push((
                     layout.partial(0).exists(),
                     std::mem::take(&mut ep.channels[0].data),
@@ -347,7 +348,7 @@ mod tests {
                 buffer, want,
                 "{codec:?}: the buffer handed back is the column"
             );
-            let chunk = seal_chunk(&RealFs, &layout, written).unwrap();
+            let chunk = finalize_chunk(&RealFs, &layout, written).unwrap();
             let back = wshard::episode::Episode::read_file(layout.chunk(0)).unwrap();
             assert_eq!(back.channels[0].data, want, "{codec:?}");
             assert_eq!(chunk.sha256, sha256_of(&RealFs, &layout.chunk(0)).unwrap());
@@ -371,7 +372,8 @@ mod tests {
                 workers: 1,
                 preallocate: false,
             };
-            let e = write_chunk(&to, &mut ep, &BlockCrcs::none(), &mut |_| calls += 1).unwrap_err();
+            let e = write_partial_chunk(&to, &mut ep, &BlockCrcs::none(), &mut |_| calls += 1)
+                .unwrap_err();
             assert!(e.to_string().contains("create chunk"), "{e}");
             assert_eq!(calls, 1, "{codec:?}");
         }

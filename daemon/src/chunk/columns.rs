@@ -115,7 +115,7 @@ impl ChunkColumns {
     }
 
     /// [`ChunkColumns::into_episode`], plus the CRC32C of every channel block, by block
-    /// name, for [`crate::chunk::chunk_file::write_chunk`].
+    /// name, for [`crate::chunk::chunk_file::write_partial_chunk`].
     #[must_use]
     pub(crate) fn into_episode_with_crcs(self) -> (Episode, BlockCrcs) {
         let crcs = self.crcs.clone();

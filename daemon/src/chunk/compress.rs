@@ -14,8 +14,8 @@ use crate::error::StorageError;
 
 /// The compression threads, shared by every episode and kept for the life of the process:
 /// zstd contexts (thread-local, reused per level) and malloc arenas stay warm, instead of
-/// being rebuilt by fresh threads for every chunk. Named `pub-compress-N` (`pub-`: chunk
-/// publishing, for per-thread CPU accounting).
+/// being rebuilt by fresh threads for every chunk. Named `compress-N` (for per-thread CPU
+/// accounting).
 fn compression_pool(workers: usize) -> Option<&'static rayon::ThreadPool> {
     static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
     POOL.get_or_init(|| {
@@ -26,7 +26,7 @@ fn compression_pool(workers: usize) -> Option<&'static rayon::ThreadPool> {
         );
         rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
-            .thread_name(|i| format!("pub-compress-{i}"))
+            .thread_name(|i| format!("compress-{i}"))
             .build()
             .map_err(|e| tracing::warn!("no compression thread pool, compressing inline: {e}"))
             .ok()

@@ -8,7 +8,7 @@ use crate::episode::EpisodeSchema;
 /// Chunks of one episode held in memory at once (raw channel bytes): the open chunk, and the
 /// sealed one being compressed or written. The writer opens a chunk only with a free slot;
 /// the publisher frees a sealed chunk's slot right after compressing it when it no longer
-/// needs the raw bytes (see [`crate::chunk::chunk_file::write_chunk`]), else once it is written.
+/// needs the raw bytes (see [`crate::chunk::chunk_file::write_partial_chunk`]), else once it is written.
 pub(crate) const CHUNKS_IN_MEMORY: u64 = 2;
 
 /// The raw channel bytes one chunk of an episode with `schema` may hold, for a chunk memory

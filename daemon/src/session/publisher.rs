@@ -12,7 +12,7 @@ use wshard::manifest::Manifest;
 
 use super::failure::SessionFailure;
 use super::shared::{FinalStatus, SessionShared};
-use crate::chunk::chunk_file::{seal_chunk, write_chunk, ChunkTarget, WrittenChunk};
+use crate::chunk::chunk_file::{finalize_chunk, write_partial_chunk, ChunkTarget, PartialChunk};
 use crate::chunk::gaps;
 use crate::chunk::manifest_commit::commit_manifest;
 use crate::chunk::ChunkColumns;
@@ -50,7 +50,7 @@ pub(crate) fn recorder_manifest(shared: &SessionShared) -> Manifest {
 /// A chunk on its way from the publisher to the finisher.
 struct Handoff {
     /// The chunk file, written and hashed; `None` for an empty last chunk or after a failure.
-    written: Option<WrittenChunk>,
+    written: Option<PartialChunk>,
     /// Seqs dropped (shared-memory drop policies) inside this chunk.
     dropped: u64,
     journal: Option<PathBuf>,
@@ -138,7 +138,7 @@ fn write_stage(shared: &SessionShared, sealed: Sealed, recycle: &Sender<Vec<Vec<
             workers: shared.settings.compression_workers,
             preallocate: shared.settings.preallocate,
         };
-        match write_chunk(&to, &mut ep, &crcs, &mut |ep| give_back(ep)) {
+        match write_partial_chunk(&to, &mut ep, &crcs, &mut |ep| give_back(ep)) {
             Ok(w) => written = Some(w),
             Err(e) => shared.fail(SessionFailure::PublishChunk((&e).into())),
         }
@@ -171,7 +171,7 @@ fn finish_loop(shared: &SessionShared, rx: &Receiver<Handoff>, mut manifest: Man
             seq_end,
         } = h;
         if let Some(w) = written {
-            match seal_chunk(&*shared.fs, &shared.layout, w) {
+            match finalize_chunk(&*shared.fs, &shared.layout, w) {
                 Ok(mut chunk) => {
                     gaps::set_chunk_dropped(&mut chunk, dropped);
                     manifest.push_chunk(chunk);
