@@ -8,10 +8,10 @@
 //! idle record buffers kept for reuse, at most a quarter of the queue's bytes, see
 //! `recycle`).
 
+pub(crate) mod chunk_writer;
 pub(crate) mod failure;
 pub(crate) mod group_commit;
 pub(crate) mod memory;
-pub(crate) mod publisher;
 pub(crate) mod queue_budget;
 pub(crate) mod recycle;
 pub(crate) mod rotation;
@@ -140,7 +140,7 @@ impl Session {
             settings,
             responder,
         ));
-        let manifest = publisher::recorder_manifest(&shared);
+        let manifest = chunk_writer::recorder_manifest(&shared);
         commit_manifest(&*fs, &shared.layout, &manifest)?;
         let journal = match schema.durability {
             Durability::Ack => {
@@ -167,7 +167,7 @@ impl Session {
         let p_shared = shared.clone();
         let publisher = std::thread::Builder::new()
             .name(format!("pub-{name}"))
-            .spawn(move || publisher::run(&p_shared, &prx, &rtx, manifest))
+            .spawn(move || chunk_writer::run(&p_shared, &prx, &rtx, manifest))
             .map_err(OpenError::Spawn)?;
         let recycled = Arc::new(RecordPool::for_queue(
             shared.settings.queue_frames.max(1),

@@ -14,9 +14,9 @@ use std::time::Instant;
 use crossbeam_channel::{Receiver, Sender};
 use wshard_ingest_proto::RECORD_HEADER_BYTES;
 
+use super::chunk_writer::Sealed;
 use super::failure::SessionFailure;
 use super::memory::{chunk_byte_limit, CHUNKS_IN_MEMORY};
-use super::publisher::Sealed;
 use super::settings::Rotation;
 use super::shared::{FinalStatus, SessionShared};
 use crate::chunk::ChunkColumns;

@@ -17,9 +17,9 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
+use super::chunk_writer::Sealed;
 use super::failure::SessionFailure;
 use super::group_commit::GroupCommit;
-use super::publisher::Sealed;
 use super::recycle::RecordPool;
 use super::rotation::ChunkRotation;
 use super::shared::{FinalStatus, SessionShared};
