@@ -14,7 +14,7 @@ use std::time::Instant;
 use crossbeam_channel::{Receiver, Sender};
 use wshard_ingest_proto::RECORD_HEADER_BYTES;
 
-use super::chunk_writer::Sealed;
+use super::chunk_writer::SealedChunk;
 use super::failure::SessionFailure;
 use super::memory::{chunk_byte_limit, CHUNKS_IN_MEMORY};
 use super::settings::Rotation;
@@ -29,8 +29,8 @@ pub(crate) struct ChunkRotation {
     limits: Rotation,
     /// Raw bytes a chunk may hold ([`chunk_byte_limit`]).
     chunk_max_bytes: u64,
-    to_publisher: Sender<Sealed>,
-    /// Chunk slots given back by the publisher, with the buffers of the chunk that held
+    to_chunk_writer: Sender<SealedChunk>,
+    /// Chunk slots given back by the chunk writer, with the buffers of the chunk that held
     /// them (empty when it had none to give), reused by the next chunk.
     recycled: Receiver<Vec<Vec<u8>>>,
     /// Free chunk slots held here besides the open chunk's (see [`CHUNKS_IN_MEMORY`]).
@@ -42,13 +42,13 @@ impl ChunkRotation {
     pub(crate) fn new(
         limits: Rotation,
         schema: &EpisodeSchema,
-        to_publisher: Sender<Sealed>,
+        to_chunk_writer: Sender<SealedChunk>,
         recycled: Receiver<Vec<Vec<u8>>>,
     ) -> Self {
         Self {
             limits,
             chunk_max_bytes: chunk_byte_limit(limits.max_bytes, schema),
-            to_publisher,
+            to_chunk_writer,
             recycled,
             spare_slots: CHUNKS_IN_MEMORY.saturating_sub(1),
         }
@@ -75,12 +75,12 @@ impl ChunkRotation {
 
     /// Seal the `open` chunk, whose journal segment is `journal` (already synced) and whose
     /// last seq is below `seq_end`: create the next segment, starting at global timestep
-    /// `timesteps`; hand the chunk to the publisher (blocking while the previous one is
+    /// `timesteps`; hand the chunk to the chunk writer (blocking while the previous one is
     /// still being written); and open the next chunk in `open`, in a free slot.
     ///
     /// # Errors
     /// The failure the episode fails with: the next segment could not be created (then
-    /// `journal` is `None`), or the publisher is gone.
+    /// `journal` is `None`), or the chunk writer is gone.
     pub(crate) fn seal(
         &mut self,
         shared: &SessionShared,
@@ -107,16 +107,16 @@ impl ChunkRotation {
             open,
             ChunkColumns::new(shared.schema.clone(), next_index, next_first),
         );
-        let sealed = Sealed {
+        let sealed = SealedChunk {
             columns,
             journal: old_journal,
             final_status: None,
             seq_end,
         };
-        if self.to_publisher.send(sealed).is_err() {
-            return Err(SessionFailure::PublisherStopped);
+        if self.to_chunk_writer.send(sealed).is_err() {
+            return Err(SessionFailure::ChunkWriterStopped);
         }
-        // The new chunk needs a slot: a spare one, else the next one the publisher frees
+        // The new chunk needs a slot: a spare one, else the next one the chunk writer frees
         // (blocking: at most CHUNKS_IN_MEMORY chunks are in memory). It fills the buffers
         // that came with the slot instead of fresh memory.
         if self.spare_slots > 0 {
@@ -125,17 +125,17 @@ impl ChunkRotation {
             let buffers = self
                 .recycled
                 .recv()
-                .map_err(|_| SessionFailure::PublisherStopped)?;
+                .map_err(|_| SessionFailure::ChunkWriterStopped)?;
             open.reuse_buffers(buffers);
         }
         Ok(())
     }
 
     /// Seal the episode's last chunk `columns` with its journal segment and final `status`,
-    /// and hand it to the publisher; no next chunk opens.
+    /// and hand it to the chunk writer; no next chunk opens.
     ///
     /// # Errors
-    /// [`SessionFailure::PublisherStopped`] when the publisher is gone.
+    /// [`SessionFailure::ChunkWriterStopped`] when the chunk writer is gone.
     pub(crate) fn seal_last(
         &self,
         columns: ChunkColumns,
@@ -143,14 +143,14 @@ impl ChunkRotation {
         status: FinalStatus,
         seq_end: u64,
     ) -> Result<(), SessionFailure> {
-        let sealed = Sealed {
+        let sealed = SealedChunk {
             columns,
             journal,
             final_status: Some(status),
             seq_end,
         };
-        self.to_publisher
+        self.to_chunk_writer
             .send(sealed)
-            .map_err(|_| SessionFailure::PublisherStopped)
+            .map_err(|_| SessionFailure::ChunkWriterStopped)
     }
 }

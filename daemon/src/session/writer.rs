@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use super::chunk_writer::Sealed;
+use super::chunk_writer::SealedChunk;
 use super::failure::SessionFailure;
 use super::group_commit::GroupCommit;
 use super::recycle::RecordPool;
@@ -78,7 +78,7 @@ impl Writer {
     pub(crate) fn new(
         shared: Arc<SessionShared>,
         journal: Option<JournalSegment>,
-        to_publisher: Sender<Sealed>,
+        to_chunk_writer: Sender<SealedChunk>,
         recycled: Receiver<Vec<Vec<u8>>>,
         records_pool: Arc<RecordPool>,
     ) -> Self {
@@ -86,7 +86,7 @@ impl Writer {
         let rotation = ChunkRotation::new(
             shared.settings.rotation,
             &shared.schema,
-            to_publisher,
+            to_chunk_writer,
             recycled,
         );
         Self {
@@ -240,8 +240,8 @@ impl Writer {
 
     /// FLUSH: make everything received durable now, whatever the fsync policy. With a
     /// journal that is one fdatasync; without one (class `chunk`) the open chunk is sealed
-    /// and published, and DURABLE follows the manifest commit. The answer is owed first, so
-    /// that the `DURABLE` the sync or the publication sends is the answer (one frame).
+    /// and written, and DURABLE follows the manifest commit. The answer is owed first, so
+    /// that the `DURABLE` the sync or the manifest commit sends is the answer (one frame).
     fn flush(&mut self) {
         self.shared.answer_durable(self.received_end);
         if self.journal.is_some() {
@@ -282,7 +282,7 @@ impl Writer {
         }
     }
 
-    /// Final sync, then hand the last chunk and the final status to the publisher.
+    /// Final sync, then hand the last chunk and the final status to the chunk writer.
     fn finish(mut self, status: FinalStatus) {
         self.sync_now();
         let journal = self.journal.take().map(|j| j.path().to_path_buf());
@@ -298,6 +298,6 @@ impl Writer {
                 self.shared.fail(failure);
             }
         }
-        // Dropping the sender (with self) ends the publisher once it has drained.
+        // Dropping the sender (with self) ends the chunk writer once it has drained.
     }
 }
