@@ -23,8 +23,8 @@ use crate::catalog::{self, CatalogRow};
 use crate::episodes::LocalEpisode;
 use crate::error::PublishError;
 use crate::layout::DatasetId;
-use crate::manifest::{sha256_hex, EpisodeEntry, FileEntry, VersionManifest};
 use crate::publish::{LatestChange, ObservedLatest, PreparedVersion, Publisher};
+use crate::version::{sha256_hex, EpisodeEntry, FileEntry, VersionManifest};
 
 /// What an append did.
 #[derive(Clone, Debug, PartialEq, Eq)]

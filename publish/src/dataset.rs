@@ -8,9 +8,9 @@ use crate::cache::{copy_checked, BlobCache, Obtained};
 use crate::episodes::hash_file;
 use crate::error::PublishError;
 use crate::layout::{DatasetId, DATASETS_DIR};
-use crate::manifest::VersionManifest;
 use crate::publish::Publisher;
 use crate::remote::{read_version_cached, version_or_latest};
+use crate::version::VersionManifest;
 
 /// One dataset of a listing.
 #[derive(Clone, Debug, PartialEq, Eq)]

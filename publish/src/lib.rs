@@ -6,7 +6,7 @@
 //!   how blobs are sent.
 //! - [`provider`]: S3, GCS or Azure, and where each one's credentials come from.
 //! - [`layout`]: the keys of the store and the checked dataset name.
-//! - [`canonical`]: canonical JSON. [`manifest`]: the version manifest and latest pointer.
+//! - [`canonical`]: canonical JSON. [`version`]: the dataset version and latest pointer.
 //! - [`episodes`]: which local files make up the finished episodes, with their hashes.
 //! - [`store`]: a blocking handle on the bucket (a tokio runtime inside) and error mapping.
 //! - [`catalog`]: the catalog table (Parquet, one row per episode stream).
@@ -33,7 +33,6 @@ pub mod doctor;
 pub mod episodes;
 pub mod error;
 pub mod layout;
-pub mod manifest;
 pub mod provider;
 pub mod publish;
 pub mod query;
@@ -42,6 +41,7 @@ pub mod remote;
 pub mod store;
 pub mod store_range;
 pub mod url;
+pub mod version;
 
 pub use append::{episode_key, AppendPlan, AppendReport};
 /// The byte buffer `Store::put_part` takes (the `bytes` crate, re-exported).

@@ -22,10 +22,10 @@ use crate::catalog;
 use crate::episodes::{select, LocalEpisode, Selection};
 use crate::error::PublishError;
 use crate::layout::{DatasetId, Keys};
-use crate::manifest::{
+use crate::store::{PutCondition, PutOutcome, Store};
+use crate::version::{
     latest_bytes, parse_latest, sha256_hex, EpisodeEntry, FileEntry, VersionManifest,
 };
-use crate::store::{PutCondition, PutOutcome, Store};
 
 /// The `file` of the catalog's [`BlobReport`] (its `episode` is empty).
 pub const CATALOG_FILE: &str = "catalog.parquet";

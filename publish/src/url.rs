@@ -14,7 +14,7 @@
 
 use crate::error::PublishError;
 use crate::layout::{DatasetId, CATALOG_DIR, DATASETS_DIR, LATEST_FILE};
-use crate::manifest::is_sha256_hex;
+use crate::version::is_sha256_hex;
 
 /// The URL scheme.
 pub const S3_SCHEME: &str = "s3://";

@@ -102,7 +102,7 @@ fn publish_azure_uploads_every_blob_and_republish_sends_nothing() {
         .get(&format!("datasets/lab/pick/versions/{v}.json"))
         .expect("get")
         .expect("manifest stored");
-    assert_eq!(wshard_publish::manifest::sha256_hex(&manifest.bytes), v);
+    assert_eq!(wshard_publish::version::sha256_hex(&manifest.bytes), v);
     assert_eq!(
         p.read_latest(&ds()).expect("latest").as_deref(),
         Some(v.as_str())
@@ -232,7 +232,7 @@ fn publish_azure_multipart_resumes_through_the_primitives() {
     assert_eq!(
         (h, size),
         (
-            wshard_publish::manifest::sha256_hex(&data),
+            wshard_publish::version::sha256_hex(&data),
             data.len() as u64
         )
     );
@@ -280,7 +280,7 @@ fn publish_azure_multipart_resumes_after_a_restart_of_the_server() {
     assert_eq!(
         (h, size),
         (
-            wshard_publish::manifest::sha256_hex(&data),
+            wshard_publish::version::sha256_hex(&data),
             data.len() as u64
         )
     );
