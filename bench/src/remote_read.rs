@@ -15,7 +15,7 @@ use wshard::entry::content_type;
 use wshard::read::DEFAULT_PREFETCH_BYTES;
 use wshard::write::{BlockOptions, Reserve, ShardOptions, ShardWriter};
 use wshard_publish::cache::BlobCache;
-use wshard_publish::version::sha256_hex;
+use wshard_publish::hash::sha256_hex;
 use wshard_publish::remote::{BlobRef, RemoteShard};
 use wshard_publish::store::PutCondition;
 use wshard_publish::{Credentials, Store, StoreConfig, TransferOptions};

@@ -22,9 +22,10 @@ use wshard::episode_dir::names::{validate_stream_name, MAX_STREAM_NAME_BYTES};
 use crate::catalog::{self, CatalogRow};
 use crate::episodes::LocalEpisode;
 use crate::error::PublishError;
+use crate::hash::sha256_hex;
 use crate::layout::DatasetId;
 use crate::publish::{LatestChange, ObservedLatest, PreparedVersion, Publisher};
-use crate::version::{sha256_hex, EpisodeEntry, FileEntry, VersionManifest};
+use crate::version::{EpisodeEntry, FileEntry, VersionManifest};
 
 /// What an append did.
 #[derive(Clone, Debug, PartialEq, Eq)]

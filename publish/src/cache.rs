@@ -27,9 +27,9 @@ use sha2::{Digest, Sha256};
 
 use crate::episodes::hash_file;
 use crate::error::PublishError;
+use crate::hash::{hex, is_sha256_hex};
 use crate::layout::BLOBS_DIR;
 use crate::store::Store;
-use crate::version::{hex, is_sha256_hex};
 
 mod origin;
 
@@ -255,7 +255,7 @@ impl BlobCache {
     /// [`PublishError::BlobMismatch`] (nothing cached) when they do not; I/O errors.
     pub fn insert_bytes(&self, sha256: &str, bytes: &[u8]) -> Result<PathBuf, PublishError> {
         let path = self.ensure_dir(sha256)?;
-        let got = crate::version::sha256_hex(bytes);
+        let got = crate::hash::sha256_hex(bytes);
         if got != sha256 {
             return Err(PublishError::BlobMismatch {
                 key: path.display().to_string(),
@@ -425,10 +425,7 @@ mod tests {
         let cache = BlobCache::at(dir.path());
         let a = b"first blob".to_vec();
         let b = b"second, longer blob".to_vec();
-        let (ha, hb) = (
-            crate::version::sha256_hex(&a),
-            crate::version::sha256_hex(&b),
-        );
+        let (ha, hb) = (crate::hash::sha256_hex(&a), crate::hash::sha256_hex(&b));
         assert!(matches!(
             cache.insert_bytes(&ha, &b),
             Err(PublishError::BlobMismatch { .. })

@@ -21,7 +21,7 @@ use wshard::episode_dir::{EpisodeDir, Layout};
 use wshard::manifest::Manifest;
 
 use crate::error::PublishError;
-use crate::version::hex;
+use crate::hash::hex;
 
 /// Read buffer for hashing.
 const HASH_BUFFER: usize = 1 << 20;

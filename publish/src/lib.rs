@@ -7,6 +7,7 @@
 //! - [`provider`]: S3, GCS or Azure, and where each one's credentials come from.
 //! - [`layout`]: the keys of the store and the checked dataset name.
 //! - [`canonical`]: canonical JSON. [`version`]: the dataset version and latest pointer.
+//!   [`hash`]: the hex SHA-256 that names blobs and versions.
 //! - [`episodes`]: which local files make up the finished episodes, with their hashes.
 //! - [`store`]: a blocking handle on the bucket (a tokio runtime inside) and error mapping.
 //! - [`catalog`]: the catalog table (Parquet, one row per episode stream).
@@ -32,6 +33,7 @@ pub mod dataset;
 pub mod doctor;
 pub mod episodes;
 pub mod error;
+pub mod hash;
 pub mod layout;
 pub mod provider;
 pub mod publish;

@@ -21,11 +21,10 @@ use bytes::Bytes;
 use crate::catalog;
 use crate::episodes::{select, LocalEpisode, Selection};
 use crate::error::PublishError;
+use crate::hash::sha256_hex;
 use crate::layout::{DatasetId, Keys};
 use crate::store::{PutCondition, PutOutcome, Store};
-use crate::version::{
-    latest_bytes, parse_latest, sha256_hex, EpisodeEntry, FileEntry, VersionManifest,
-};
+use crate::version::{latest_bytes, parse_latest, EpisodeEntry, FileEntry, VersionManifest};
 
 /// The `file` of the catalog's [`BlobReport`] (its `episode` is empty).
 pub const CATALOG_FILE: &str = "catalog.parquet";

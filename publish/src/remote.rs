@@ -21,11 +21,12 @@ use wshard::read::{
 
 use crate::cache::{BlobCache, BlobOrigin};
 use crate::error::PublishError;
+use crate::hash::sha256_hex;
 use crate::layout::DatasetId;
 use crate::publish::{parse_version, Publisher};
 use crate::store::Store;
 use crate::url::{blob_hash, RemoteUrl};
-use crate::version::{sha256_hex, EpisodeEntry, FileEntry, VersionManifest};
+use crate::version::{EpisodeEntry, FileEntry, VersionManifest};
 
 /// Fetches ranges of one stored object through a [`Store`].
 #[derive(Debug)]

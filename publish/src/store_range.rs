@@ -11,9 +11,9 @@ use object_store::{GetOptions, GetRange, ObjectStore};
 use sha2::{Digest, Sha256};
 
 use crate::error::PublishError;
+use crate::hash::hex;
 pub use crate::read_stats::{ReadCounter, ReadStats};
 use crate::store::Store;
-use crate::version::hex;
 
 /// A range of an object and the object's whole size.
 #[derive(Clone, Debug, PartialEq, Eq)]

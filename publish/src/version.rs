@@ -17,9 +17,9 @@
 use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::canonical::{to_canonical_bytes, CanonicalError};
+use crate::hash::is_sha256_hex;
 
 /// `format` of a version manifest.
 pub const MANIFEST_FORMAT: &str = "wshard-dataset-version";
@@ -27,8 +27,6 @@ pub const MANIFEST_FORMAT: &str = "wshard-dataset-version";
 pub const LATEST_FORMAT: &str = "wshard-dataset-latest";
 /// `format_version` written, and the highest read.
 pub const FORMAT_VERSION: u64 = 1;
-/// Length of a SHA-256 in hex.
-pub const SHA256_HEX_LEN: usize = 64;
 
 /// One file of an episode: its content hash and size.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,31 +68,6 @@ pub enum ManifestError {
     },
     #[error(transparent)]
     Canonical(#[from] CanonicalError),
-}
-
-/// Lower-case hex SHA-256 of `bytes`.
-#[must_use]
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-/// Lower-case hex of `bytes`.
-#[must_use]
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
-/// True for 64 lower-case hex digits.
-#[must_use]
-pub fn is_sha256_hex(s: &str) -> bool {
-    s.len() == SHA256_HEX_LEN
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 fn field<'a>(
@@ -261,6 +234,7 @@ pub fn parse_latest(bytes: &[u8]) -> Result<String, ManifestError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hash::sha256_hex;
 
     fn sample() -> VersionManifest {
         let mut files = BTreeMap::new();

@@ -9,9 +9,9 @@ use std::process::{Command, Output};
 use wshard::entry::content_type;
 use wshard::read::ShardReader;
 use wshard::write::{BlockOptions, Reserve, ShardOptions, ShardWriter};
+use wshard_publish::hash::sha256_hex;
 use wshard_publish::remote::RemoteShard;
 use wshard_publish::store::PutCondition;
-use wshard_publish::version::sha256_hex;
 use wshard_publish::{Credentials, DatasetId, Publisher, Store, StoreConfig, TransferOptions};
 
 use crate::rng::Rng;

@@ -109,7 +109,7 @@ fn publish_uploads_every_blob_and_republish_sends_nothing() {
     );
     // The manifest is stored under its own hash; latest points at it.
     let manifest_bytes = object(&s3, &format!("datasets/lab/pick/versions/{v}.json"));
-    assert_eq!(wshard_publish::version::sha256_hex(&manifest_bytes), v);
+    assert_eq!(wshard_publish::hash::sha256_hex(&manifest_bytes), v);
     let text = String::from_utf8_lossy(&manifest_bytes).into_owned();
     assert!(
         !text.contains(&data.path().display().to_string()),

@@ -102,7 +102,7 @@ fn publish_azure_uploads_every_blob_and_republish_sends_nothing() {
         .get(&format!("datasets/lab/pick/versions/{v}.json"))
         .expect("get")
         .expect("manifest stored");
-    assert_eq!(wshard_publish::version::sha256_hex(&manifest.bytes), v);
+    assert_eq!(wshard_publish::hash::sha256_hex(&manifest.bytes), v);
     assert_eq!(
         p.read_latest(&ds()).expect("latest").as_deref(),
         Some(v.as_str())
@@ -231,10 +231,7 @@ fn publish_azure_multipart_resumes_through_the_primitives() {
     let (h, size) = second.hash_remote(key).expect("hash");
     assert_eq!(
         (h, size),
-        (
-            wshard_publish::version::sha256_hex(&data),
-            data.len() as u64
-        )
+        (wshard_publish::hash::sha256_hex(&data), data.len() as u64)
     );
     // A block the store does not have (expired after 7 days, dropped by another commit):
     // the upload is gone, start a new one.
@@ -279,10 +276,7 @@ fn publish_azure_multipart_resumes_after_a_restart_of_the_server() {
     let (h, size) = second.hash_remote(key).expect("hash");
     assert_eq!(
         (h, size),
-        (
-            wshard_publish::version::sha256_hex(&data),
-            data.len() as u64
-        )
+        (wshard_publish::hash::sha256_hex(&data), data.len() as u64)
     );
 }
 

@@ -142,7 +142,7 @@ fn publish_catalog_rows_equal_the_episodes_and_republish_sends_nothing() {
         std::fs::read(s3.object_path(&v.catalog_key)).expect("catalog key"),
         blob
     );
-    assert_eq!(wshard_publish::version::sha256_hex(&blob), cat.sha256);
+    assert_eq!(wshard_publish::hash::sha256_hex(&blob), cat.sha256);
 
     let got = rows(&s3.object_path(&v.catalog_key));
     assert_eq!(

@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use wshard_e2e::s3::{S3Server, ACCESS_KEY, BUCKET, SECRET_KEY};
 use wshard_publish::config::MIN_PART_SIZE;
-use wshard_publish::version::sha256_hex;
+use wshard_publish::hash::sha256_hex;
 use wshard_publish::{Credentials, PublishError, Store, StoreConfig, TransferOptions};
 
 const KEY: &str = "blobs/sha256/ab/multipart-test";

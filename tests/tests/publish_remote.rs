@@ -236,8 +236,9 @@ fn publish_remote_cli_inspect_and_cat_read_the_block_asked_for() {
 
 #[test]
 fn publish_remote_prefix_and_robot_episode_keys_resolve() {
+    use wshard_publish::hash::sha256_hex;
     use wshard_publish::store::PutCondition;
-    use wshard_publish::version::{latest_bytes, sha256_hex};
+    use wshard_publish::version::latest_bytes;
     use wshard_publish::{Credentials, Publisher, Store, StoreConfig, TransferOptions};
 
     let s3 = S3Server::start();
