@@ -13,7 +13,7 @@
 //! - [`catalog`]: the catalog table (Parquet, one row per episode stream).
 //! - [`append`]: add episodes already on the store to a dataset's latest version (CAS,
 //!   retried).
-//! - [`publish`]: blobs, then the version manifest (create-only), then `latest.json` (CAS).
+//! - [`publish`]: blobs, then the dataset version (create-only), then `latest.json` (CAS).
 //! - [`query`]: the catalogs `wshard query` runs DuckDB on, and the script it runs.
 //! - [`doctor`]: checks of the storage setup, one line each.
 //! - [`error`]: the typed errors.

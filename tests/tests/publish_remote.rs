@@ -257,7 +257,7 @@ fn publish_remote_prefix_and_robot_episode_keys_resolve() {
         .publish(&data, &ds(), &["legacy-complete".into()])
         .expect("publish");
     // The same episode under a `robot/episode` key, as the robots' uploader appends them.
-    let mut m = r.prepared.manifest.clone();
+    let mut m = r.prepared.version.clone();
     let entry = m.episodes.remove("legacy-complete").expect("episode");
     m.episodes.insert("robot-7/legacy-complete".into(), entry);
     let bytes = m.canonical_bytes().expect("canonical");
