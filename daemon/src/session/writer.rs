@@ -1,8 +1,8 @@
 //! The writer thread of a session: appends accepted timesteps to the journal and to the
 //! open chunk's columns, group-commits the journal per the fsync policy
-//! ([`super::group_commit`]), and seals the chunk when a rotation limit is reached. A batch
-//! is split exactly at the chunk boundary so that journal segment k holds exactly the
-//! timesteps of chunk k.
+//! ([`super::group_commit`]), and seals the chunk when a rotation limit is reached
+//! ([`super::rotation`]). A batch is split exactly at the chunk boundary so that journal
+//! segment k holds exactly the timesteps of chunk k.
 //!
 //! Seqs and timesteps: the connection only lets a batch skip seqs when the episode's
 //! shared-memory ring has a drop policy. The writer sees the skip as a batch starting past
