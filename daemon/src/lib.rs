@@ -16,10 +16,11 @@
 //! - `registry`: the open episodes and daemon counters, for status and metrics.
 //! - [`multi`]: an open multi-stream episode: its index, streams and events (protocol v2).
 //! - [`recovery`]: replaying journals after a crash.
-//! - [`session`]: one recording episode: writer and publisher threads, its memory budget.
+//! - [`session`]: one recording episode: the writer (group commit, rotation), chunk writer
+//!   and finisher threads, its memory budget.
 //! - [`episode_files`]: the index, events and annotations files of an episode directory.
 //! - [`journal`]: the per-episode journal (LevelDB-log framing with CRC32C).
-//! - [`chunk`]: the open chunk's columns; publishing a chunk and the manifest.
+//! - [`chunk`]: the open chunk's columns; writing a chunk file durably; the manifest commit.
 //! - [`episode`]: an episode's schema and on-disk layout.
 //! - [`fsio`]: the `wshard-storage` crate's durability seam, re-exported: the only code that calls
 //!   fsync / rename / fsync(dir), behind the [`fsio::Fs`] trait.

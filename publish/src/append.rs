@@ -4,7 +4,7 @@
 //!
 //! 1. Every file of every episode must already be a blob of the right size (HEAD; never
 //!    sent here): else [`PublishError::BlobNotStored`] and nothing is written.
-//! 2. Read `latest.json` (version and ETag), the latest version's manifest (checked
+//! 2. Read `latest.json` (version and ETag), the latest version (checked
 //!    against its hash) and its catalog (read back with [`catalog::read_rows`]).
 //! 3. Nothing new (every episode already in latest with the same status and files):
 //!    [`LatestChange::Unchanged`], no version written.
@@ -23,8 +23,8 @@ use crate::catalog::{self, CatalogRow};
 use crate::episodes::LocalEpisode;
 use crate::error::PublishError;
 use crate::layout::DatasetId;
-use crate::manifest::{EpisodeEntry, FileEntry, VersionManifest};
 use crate::publish::{LatestChange, ObservedLatest, PreparedVersion, Publisher};
+use crate::version::{DatasetVersion, EpisodeEntry, FileEntry};
 
 /// Attempts of one append ([`Publisher::append`]'s `max_attempts`) when other publishers
 /// move `latest.json` at the same time: `wshard publish --append` and the daemon's
@@ -38,7 +38,7 @@ pub struct AppendReport {
     pub version_hash: String,
     /// What became of `latest.json`.
     pub latest: LatestChange,
-    /// The manifest keys of the episodes appended (empty when nothing was new).
+    /// The keys in the version of the episodes appended (empty when nothing was new).
     pub added: Vec<String>,
     /// Compare-and-swap attempts made (1 when no other writer came in between).
     pub attempts: usize,
@@ -53,7 +53,7 @@ pub enum AppendPlan {
     AlreadyThere(String),
 }
 
-/// The manifest key of an episode published by a robot: `<robot>/<episode_id>` when
+/// The key in a dataset version of an episode published by a robot: `<robot>/<episode_id>` when
 /// `robot` is given (episode ids are only unique per robot), else `<episode_id>`.
 #[must_use]
 pub fn episode_key(robot: Option<&str>, episode_id: &str) -> String {
@@ -101,7 +101,7 @@ fn entry_of(ep: &LocalEpisode) -> EpisodeEntry {
     }
 }
 
-/// What the appended episodes bring: manifest entries and catalog rows, by key.
+/// What the appended episodes bring: their entries in the version and catalog rows, by key.
 struct Addition {
     entries: BTreeMap<String, EpisodeEntry>,
     rows: Vec<CatalogRow>,
@@ -179,7 +179,7 @@ impl Publisher {
         self.prepare_append_over(dataset, &addition, observed)
     }
 
-    /// The manifest entries and catalog rows of the episodes (local reads only).
+    /// The version entries and catalog rows of the episodes (local reads only).
     fn addition(
         &self,
         dataset: &DatasetId,
@@ -244,8 +244,8 @@ impl Publisher {
     }
 
     /// The catalog rows of a stored version (none for a version without a catalog).
-    fn version_rows(&self, manifest: &VersionManifest) -> Result<Vec<CatalogRow>, PublishError> {
-        let Some(c) = &manifest.catalog else {
+    fn version_rows(&self, version: &DatasetVersion) -> Result<Vec<CatalogRow>, PublishError> {
+        let Some(c) = &version.catalog else {
             return Ok(Vec::new());
         };
         let key = self.keys().blob(&c.sha256);
@@ -276,14 +276,14 @@ impl Publisher {
         addition: &Addition,
         observed: &ObservedLatest,
     ) -> Result<AppendPlan, PublishError> {
-        let (mut manifest, base_rows) = match &observed.version {
+        let (mut version, base_rows) = match &observed.version {
             Some(v) => {
                 let m = self.read_version(dataset, v)?;
                 let rows = self.version_rows(&m)?;
                 (m, rows)
             }
             None => (
-                VersionManifest {
+                DatasetVersion {
                     dataset: dataset.to_string(),
                     episodes: BTreeMap::new(),
                     catalog: None,
@@ -294,7 +294,7 @@ impl Publisher {
         let nothing_new = addition
             .entries
             .iter()
-            .all(|(k, e)| manifest.episodes.get(k) == Some(e));
+            .all(|(k, e)| version.episodes.get(k) == Some(e));
         if let (true, Some(v)) = (nothing_new, &observed.version) {
             return Ok(AppendPlan::AlreadyThere(v.clone()));
         }
@@ -306,13 +306,13 @@ impl Publisher {
         // Stable: the streams of an episode keep their order.
         rows.sort_by(|a, b| a.episode.cmp(&b.episode));
         for (k, e) in &addition.entries {
-            manifest.episodes.insert(k.clone(), e.clone());
+            version.episodes.insert(k.clone(), e.clone());
         }
         let catalog = catalog::to_parquet(&rows).map_err(|e| PublishError::CatalogWrite {
             dataset: dataset.to_string(),
             detail: e.to_string(),
         })?;
-        let stored = self.store_version(dataset, manifest, catalog, &BTreeSet::new())?;
+        let stored = self.store_version(dataset, version, catalog, &BTreeSet::new())?;
         Ok(AppendPlan::New(Box::new(stored.into_prepared(
             dataset,
             Vec::new(),

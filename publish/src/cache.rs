@@ -28,8 +28,8 @@ use wshard::digest::hex;
 
 use crate::episodes::hash_file;
 use crate::error::PublishError;
+use crate::hash::is_sha256_hex;
 use crate::layout::BLOBS_DIR;
-use crate::manifest::is_sha256_hex;
 use crate::store::Store;
 
 mod origin;

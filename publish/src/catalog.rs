@@ -4,7 +4,7 @@
 //! the bytes depend on the rows only (no time, no host), so the same content gives the
 //! same catalog blob.
 //!
-//! The version hash is not a column: the version manifest names the catalog's hash, so the
+//! The version hash is not a column: the dataset version names the catalog's hash, so the
 //! catalog cannot hold the version's. The version is in the catalog's key
 //! (`catalog/<version>.parquet`) and `wshard query` adds it as the column `version`.
 

@@ -8,9 +8,9 @@ use crate::cache::{copy_checked, BlobCache, Obtained};
 use crate::episodes::hash_file;
 use crate::error::PublishError;
 use crate::layout::{DatasetId, DATASETS_DIR};
-use crate::manifest::VersionManifest;
 use crate::publish::Publisher;
 use crate::remote::{read_version_cached, version_or_latest};
+use crate::version::DatasetVersion;
 
 /// One dataset of a listing.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub struct DatasetSummary {
 /// Every dataset under the publisher's prefix, sorted, with its latest version.
 ///
 /// # Errors
-/// Typed store errors; a latest pointer or manifest that does not read.
+/// Typed store errors; a latest pointer or dataset version that does not read.
 pub fn list(p: &Publisher, cache: Option<&BlobCache>) -> Result<Vec<DatasetSummary>, PublishError> {
     let root = format!("{}{DATASETS_DIR}/", p.keys().prefix());
     let mut out = Vec::new();
@@ -54,7 +54,7 @@ pub fn list(p: &Publisher, cache: Option<&BlobCache>) -> Result<Vec<DatasetSumma
     Ok(out)
 }
 
-/// A version (the latest when `version` is `None`): its hash and manifest.
+/// A version (the latest when `version` is `None`): its hash and content.
 ///
 /// # Errors
 /// As [`version_or_latest`].
@@ -63,7 +63,7 @@ pub fn show(
     cache: Option<&BlobCache>,
     dataset: &DatasetId,
     version: Option<&str>,
-) -> Result<(String, VersionManifest), PublishError> {
+) -> Result<(String, DatasetVersion), PublishError> {
     version_or_latest(p, cache, dataset, version)
 }
 

@@ -72,19 +72,20 @@ pub enum PublishError {
          workspace/name or --prefix is misspelled"
     )]
     DatasetNotFound { dataset: String, key: String },
-    /// A version manifest read back from the store does not hash to its name.
+    /// A dataset version read back from the store does not hash to its name (the message
+    /// says "manifest", as operators and scripts know it).
     #[error(
         "manifest hash mismatch at {key}: expected sha256 {expected}, the store holds \
          {actual}; the object was altered or truncated (re-publish to rewrite it only after \
          deleting it)"
     )]
-    ManifestHashMismatch {
+    VersionHashMismatch {
         key: String,
         expected: String,
         actual: String,
     },
-    /// Another publisher moved `latest.json` between our read and our write: the version
-    /// manifest is stored, `latest.json` does not point at it.
+    /// Another publisher moved `latest.json` between our read and our write: the dataset
+    /// version is stored, `latest.json` does not point at it.
     #[error(
         "dataset {dataset}: latest.json changed while publishing (another publisher won the \
          compare-and-swap); version {ours} is stored but not latest; latest is {current}; \
@@ -102,9 +103,9 @@ pub enum PublishError {
         key: String,
         reason: String,
     },
-    /// A version manifest that is not what this library writes.
+    /// A dataset version that is not what this library writes.
     #[error("{key}: not a valid version manifest: {reason}")]
-    BadManifest { key: String, reason: String },
+    BadVersion { key: String, reason: String },
     /// An episode asked for is still being written (or was aborted).
     #[error(
         "episode {episode} is {status}, not finished: only complete, interrupted or \
@@ -266,7 +267,7 @@ pub enum PublishError {
     /// No directory for the local blob cache.
     #[error("no cache directory: set WSHARD_CACHE_DIR (or XDG_CACHE_HOME or HOME)")]
     CacheDirUnknown,
-    /// A file name of a version manifest that cannot be written under a directory.
+    /// A file name in a dataset version that cannot be written under a directory.
     #[error("episode {episode}: file name {file:?} is not a relative path inside the episode")]
     UnsafePath { episode: String, file: String },
 }

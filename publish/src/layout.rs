@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! blobs/sha256/<hh>/<64 hex>                    one episode file, by its SHA-256
-//! datasets/<ws>/<name>/versions/<64 hex>.json   a version manifest (canonical JSON, immutable)
+//! datasets/<ws>/<name>/versions/<64 hex>.json   a dataset version (canonical JSON, immutable)
 //! datasets/<ws>/<name>/latest.json              the pointer to the latest version (CAS)
 //! datasets/<ws>/<name>/catalog/<64 hex>.parquet the catalog of a version (create-only)
 //! ```
@@ -126,7 +126,7 @@ impl Keys {
     }
 
     /// `datasets/<ws>/<name>/catalog/<version hash>.parquet`: the catalog of a version,
-    /// named by the version (the same bytes are also the blob the manifest names).
+    /// named by the version (the same bytes are also the blob the version names).
     #[must_use]
     pub fn catalog(&self, ds: &DatasetId, version_hash: &str) -> String {
         format!(

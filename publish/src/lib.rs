@@ -6,7 +6,8 @@
 //!   how blobs are sent.
 //! - [`provider`]: S3, GCS or Azure, and where each one's credentials come from.
 //! - [`layout`]: the keys of the store and the checked dataset name.
-//! - [`canonical`]: canonical JSON. [`manifest`]: the version manifest and latest pointer.
+//! - [`canonical`]: canonical JSON. [`version`]: the dataset version and latest pointer.
+//!   [`hash`]: the hex SHA-256 that names blobs and versions.
 //! - [`episodes`]: which local files make up the finished episodes, with their hashes.
 //! - [`store`]: a blocking handle on the bucket (a tokio runtime inside) and error mapping.
 //! - [`blob`]: sending one blob (HEAD, one put or a resumable multipart upload,
@@ -15,7 +16,7 @@
 //! - [`catalog`]: the catalog table (Parquet, one row per episode stream).
 //! - [`append`]: add episodes already on the store to a dataset's latest version (CAS,
 //!   retried).
-//! - [`publish`]: blobs (through [`blob`]), then the version manifest (create-only), then
+//! - [`publish`]: blobs (through [`blob`]), then the dataset version (create-only), then
 //!   `latest.json` (CAS).
 //! - [`query`]: the catalogs `wshard query` runs DuckDB on, and the script it runs.
 //! - [`doctor`]: checks of the storage setup, one line each.
@@ -38,8 +39,8 @@ pub mod dataset;
 pub mod doctor;
 pub mod episodes;
 pub mod error;
+pub mod hash;
 pub mod layout;
-pub mod manifest;
 pub mod provider;
 pub mod publish;
 pub mod query;
@@ -48,6 +49,7 @@ pub mod remote;
 pub mod store;
 pub mod store_range;
 pub mod url;
+pub mod version;
 
 pub use append::{episode_key, AppendPlan, AppendReport};
 pub use blob::{BlobSender, SendError, SendHooks};

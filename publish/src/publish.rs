@@ -18,7 +18,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use bytes::Bytes;
-use wshard::digest::sha256_hex;
 
 pub use crate::blob::BlobAction;
 use crate::blob::{Blob, BlobSender, BlobSource, NoHooks};
@@ -26,8 +25,9 @@ use crate::catalog;
 use crate::episodes::{select, LocalEpisode, Selection};
 use crate::error::PublishError;
 use crate::layout::{DatasetId, Keys};
-use crate::manifest::{latest_bytes, parse_latest, EpisodeEntry, FileEntry, VersionManifest};
 use crate::store::{PutCondition, PutOutcome, Store};
+use crate::version::{latest_bytes, parse_latest, DatasetVersion, EpisodeEntry, FileEntry};
+use wshard::digest::sha256_hex;
 
 /// The `file` of the catalog's [`BlobReport`] (its `episode` is empty).
 pub const CATALOG_FILE: &str = "catalog.parquet";
@@ -55,18 +55,19 @@ pub enum LatestChange {
     Unchanged,
 }
 
-/// Blobs and manifest stored, `latest.json` not yet moved ([`Publisher::prepare`]).
+/// Blobs and the dataset version stored, `latest.json` not yet moved ([`Publisher::prepare`]).
 #[derive(Clone, Debug)]
 pub struct PreparedVersion {
     pub dataset: DatasetId,
-    pub manifest: VersionManifest,
+    /// The version stored (`versions/<version_hash>.json`).
+    pub version: DatasetVersion,
     pub version_hash: String,
     pub version_key: String,
     /// `catalog/<version hash>.parquet` of the dataset: the catalog for in-place queries.
     pub catalog_key: String,
     /// The catalog as a blob (`file` [`CATALOG_FILE`], `episode` empty).
     pub catalog: BlobReport,
-    /// The manifest was written by this run (false: it was there already).
+    /// The version was written by this run (false: it was there already).
     pub version_created: bool,
     pub files: Vec<BlobReport>,
     /// Directories of the data directory not published, and why.
@@ -75,7 +76,7 @@ pub struct PreparedVersion {
 
 /// A version stored by [`Publisher::store_version`].
 pub(crate) struct StoredVersion {
-    pub(crate) manifest: VersionManifest,
+    pub(crate) version: DatasetVersion,
     pub(crate) version_hash: String,
     pub(crate) version_key: String,
     pub(crate) catalog_key: String,
@@ -93,7 +94,7 @@ impl StoredVersion {
     ) -> PreparedVersion {
         PreparedVersion {
             dataset: dataset.clone(),
-            manifest: self.manifest,
+            version: self.version,
             version_hash: self.version_hash,
             version_key: self.version_key,
             catalog_key: self.catalog_key,
@@ -113,7 +114,7 @@ pub struct PublishReport {
 }
 
 impl PublishReport {
-    /// Payload bytes sent (blobs: the episodes' files and the catalog; not the manifest,
+    /// Payload bytes sent (blobs: the episodes' files and the catalog; not the version,
     /// the catalog's copy under its version key or the pointer).
     #[must_use]
     pub fn bytes_sent(&self) -> u64 {
@@ -187,11 +188,11 @@ impl Publisher {
     }
 
     /// Hash the episodes' files, send the blobs the store lacks, verify them, and store the
-    /// version manifest (create-only, read back). `latest.json` is not touched.
+    /// dataset version (create-only, read back). `latest.json` is not touched.
     ///
     /// # Errors
     /// Episode errors ([`select`]), [`PublishError::NothingToPublish`], typed store errors,
-    /// [`PublishError::BlobMismatch`], [`PublishError::ManifestHashMismatch`].
+    /// [`PublishError::BlobMismatch`], [`PublishError::VersionHashMismatch`].
     pub fn prepare(
         &self,
         data_dir: &Path,
@@ -208,7 +209,7 @@ impl Publisher {
             });
         }
         // The catalog first (local reads only): a bad annotations file stops the run before
-        // anything is sent. A blob like the others, named in the hashed part of the manifest.
+        // anything is sent. A blob like the others, named in the hashed part of the version.
         let catalog =
             catalog::to_parquet(&catalog::rows(&dataset.to_string(), &local)?).map_err(|e| {
                 PublishError::CatalogWrite {
@@ -219,18 +220,18 @@ impl Publisher {
         // Credentials, bucket and network first, with the clearest errors.
         self.store.check_bucket(self.keys.prefix())?;
         let (files, entries) = self.send_blobs(&local)?;
-        let manifest = VersionManifest {
+        let version = DatasetVersion {
             dataset: dataset.to_string(),
             episodes: entries,
             catalog: None,
         };
         let done: BTreeSet<String> = files.iter().map(|f| f.sha256.clone()).collect();
-        let stored = self.store_version(dataset, manifest, catalog, &done)?;
+        let stored = self.store_version(dataset, version, catalog, &done)?;
         Ok(stored.into_prepared(dataset, files, left_out))
     }
 
     /// Send the blobs of the episodes' files the store lacks (HEAD first; each verified);
-    /// returns what happened to each file and the episodes' manifest entries, keyed by
+    /// returns what happened to each file and the episodes' entries in the version, keyed by
     /// episode directory name.
     ///
     /// # Errors
@@ -283,12 +284,12 @@ impl Publisher {
     }
 
     /// Store a version: the catalog blob (HEAD first unless in `done`, verified), the
-    /// manifest naming it (create-only, read back and hashed), the catalog under the
+    /// version naming it (create-only, read back and hashed), the catalog under the
     /// version's key (create-only). `latest.json` is not touched.
     pub(crate) fn store_version(
         &self,
         dataset: &DatasetId,
-        mut manifest: VersionManifest,
+        mut version: DatasetVersion,
         catalog: Vec<u8>,
         done: &BTreeSet<String>,
     ) -> Result<StoredVersion, PublishError> {
@@ -315,13 +316,13 @@ impl Publisher {
             key: catalog_blob,
             action,
         };
-        manifest.catalog = Some(FileEntry {
+        version.catalog = Some(FileEntry {
             sha256: catalog_hash,
             size: catalog_size,
         });
-        let bytes = manifest
+        let bytes = version
             .canonical_bytes()
-            .map_err(|e| PublishError::BadManifest {
+            .map_err(|e| PublishError::BadVersion {
                 key: dataset.to_string(),
                 reason: e.to_string(),
             })?;
@@ -345,7 +346,7 @@ impl Publisher {
                 .put(&catalog_key, catalog, PutCondition::CreateOnly)?;
         }
         Ok(StoredVersion {
-            manifest,
+            version,
             version_hash,
             version_key,
             catalog_key,
@@ -459,7 +460,7 @@ impl Publisher {
         Ok(self.read_latest_at(dataset, &key)?.map(|(h, _)| h))
     }
 
-    /// The bytes of the version manifest at `key`, checked to hash to `hash` (its name).
+    /// The bytes of the dataset version at `key`, checked to hash to `hash` (its name).
     pub(crate) fn version_bytes_at(&self, key: &str, hash: &str) -> Result<Bytes, PublishError> {
         let f = self.store.get(key)?.ok_or_else(|| {
             self.store.explain_missing(PublishError::Store {
@@ -470,7 +471,7 @@ impl Publisher {
         })?;
         let actual = sha256_hex(&f.bytes);
         if actual != hash {
-            return Err(PublishError::ManifestHashMismatch {
+            return Err(PublishError::VersionHashMismatch {
                 key: key.to_owned(),
                 expected: hash.to_owned(),
                 actual,
@@ -479,23 +480,23 @@ impl Publisher {
         Ok(f.bytes)
     }
 
-    fn read_version_at(&self, key: &str, hash: &str) -> Result<VersionManifest, PublishError> {
+    fn read_version_at(&self, key: &str, hash: &str) -> Result<DatasetVersion, PublishError> {
         parse_version(key, &self.version_bytes_at(key, hash)?)
     }
 
-    /// A version's manifest, checked against its hash.
+    /// A dataset version, checked against its hash.
     ///
     /// # Errors
-    /// [`PublishError::ManifestHashMismatch`], [`PublishError::BadManifest`], store errors.
+    /// [`PublishError::VersionHashMismatch`], [`PublishError::BadVersion`], store errors.
     pub fn read_version(
         &self,
         dataset: &DatasetId,
         version_hash: &str,
-    ) -> Result<VersionManifest, PublishError> {
+    ) -> Result<DatasetVersion, PublishError> {
         self.read_version_at(&self.keys.version(dataset, version_hash), version_hash)
     }
 
-    /// The latest version of a dataset: its hash and manifest.
+    /// The latest version of a dataset: its hash and content.
     ///
     /// # Errors
     /// [`PublishError::DatasetNotFound`] when there is no `latest.json`
@@ -504,7 +505,7 @@ impl Publisher {
     pub fn latest_version(
         &self,
         dataset: &DatasetId,
-    ) -> Result<(String, VersionManifest), PublishError> {
+    ) -> Result<(String, DatasetVersion), PublishError> {
         let hash = self.read_latest(dataset)?.ok_or_else(|| {
             self.store.explain_missing(PublishError::DatasetNotFound {
                 dataset: dataset.to_string(),
@@ -516,9 +517,9 @@ impl Publisher {
     }
 }
 
-/// A version manifest's bytes (already checked against its hash) parsed; `key` names it.
-pub(crate) fn parse_version(key: &str, bytes: &[u8]) -> Result<VersionManifest, PublishError> {
-    VersionManifest::from_bytes(bytes).map_err(|e| PublishError::BadManifest {
+/// A dataset version's bytes (already checked against its hash) parsed; `key` names it.
+pub(crate) fn parse_version(key: &str, bytes: &[u8]) -> Result<DatasetVersion, PublishError> {
+    DatasetVersion::from_bytes(bytes).map_err(|e| PublishError::BadVersion {
         key: key.to_owned(),
         reason: e.to_string(),
     })

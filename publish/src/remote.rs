@@ -8,7 +8,7 @@
 //! read from the cache: no request; held but read elsewhere, one HEAD first confirms the
 //! place holds it ([`BlobCache::confirm_origin`]).
 //!
-//! Version manifests are content-addressed too (their name is their SHA-256): they are read
+//! Dataset versions are content-addressed too (their name is their SHA-256): they are read
 //! through the cache, so a pinned `@VERSION` costs no request once seen there.
 
 use std::fs::File;
@@ -22,10 +22,10 @@ use wshard::read::{
 use crate::cache::{BlobCache, BlobOrigin};
 use crate::error::PublishError;
 use crate::layout::DatasetId;
-use crate::manifest::{EpisodeEntry, FileEntry, VersionManifest};
 use crate::publish::{parse_version, Publisher};
 use crate::store::Store;
 use crate::url::{blob_hash, RemoteUrl};
+use crate::version::{DatasetVersion, EpisodeEntry, FileEntry};
 
 /// Fetches ranges of one stored object through a [`Store`].
 #[derive(Debug)]
@@ -150,7 +150,7 @@ impl<'a> RemoteShard<'a> {
             },
             found,
         };
-        // An object of another size than the manifest's is not the blob it names.
+        // An object of another size than the version lists is not the blob it names.
         if blob.size.is_some_and(|n| n != size) {
             return Err(mismatch(format!("{size} bytes")));
         }
@@ -219,17 +219,17 @@ impl<'a> RemoteShard<'a> {
     }
 }
 
-/// A version manifest through the cache (it is content-addressed: its name is its hash),
+/// A dataset version through the cache (it is content-addressed: its name is its hash),
 /// checked against its hash either way.
 ///
 /// # Errors
-/// [`PublishError::ManifestHashMismatch`], [`PublishError::BadManifest`], store errors.
+/// [`PublishError::VersionHashMismatch`], [`PublishError::BadVersion`], store errors.
 pub fn read_version_cached(
     p: &Publisher,
     cache: Option<&BlobCache>,
     dataset: &DatasetId,
     version: &str,
-) -> Result<VersionManifest, PublishError> {
+) -> Result<DatasetVersion, PublishError> {
     let key = p.keys().version(dataset, version);
     let from_cache =
         cached(cache, p.store(), &key, version, None)?.and_then(|path| std::fs::read(path).ok());
@@ -277,7 +277,7 @@ fn keep(cache: Option<&BlobCache>, store: &Store, key: &str, sha256: &str, bytes
     }
 }
 
-/// The version asked for, else the latest: its hash and manifest.
+/// The version asked for, else the latest: its hash and content.
 ///
 /// # Errors
 /// [`PublishError::DatasetNotFound`] without `latest.json` ([`PublishError::BucketNotFound`]
@@ -287,7 +287,7 @@ pub fn version_or_latest(
     cache: Option<&BlobCache>,
     dataset: &DatasetId,
     version: Option<&str>,
-) -> Result<(String, VersionManifest), PublishError> {
+) -> Result<(String, DatasetVersion), PublishError> {
     let hash = match version {
         Some(v) => v.to_owned(),
         None => p.read_latest(dataset)?.ok_or_else(|| {
@@ -332,7 +332,7 @@ fn known(items: impl Iterator<Item = String>) -> String {
 }
 
 /// Resolve `url` (read with `p`, whose store is the URL's bucket and prefix): an object's
-/// key, or a dataset episode or file against the version manifest's keys.
+/// key, or a dataset episode or file against the version's episode keys.
 ///
 /// # Errors
 /// [`PublishError::NotInVersion`] naming what is missing and what is there; as
@@ -366,7 +366,7 @@ pub fn resolve(
             entry: entry.clone(),
         });
     }
-    // EPISODE/FILE: the episode key is a manifest key followed by `/`.
+    // EPISODE/FILE: the episode key is a key of the version followed by `/`.
     let mut found: Option<(&String, &FileEntry)> = None;
     let mut episode_seen: Option<&String> = None;
     for (k, ep) in &m.episodes {

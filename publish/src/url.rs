@@ -13,8 +13,8 @@
 //! `versions/...`, `catalog/...`) are read as plain objects.
 
 use crate::error::PublishError;
+use crate::hash::is_sha256_hex;
 use crate::layout::{DatasetId, CATALOG_DIR, DATASETS_DIR, LATEST_FILE};
-use crate::manifest::is_sha256_hex;
 
 /// The URL scheme.
 pub const S3_SCHEME: &str = "s3://";

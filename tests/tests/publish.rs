@@ -140,7 +140,7 @@ fn publish_uploads_every_blob_and_republish_sends_nothing() {
     assert_eq!(again.latest, LatestChange::Unchanged);
     assert_eq!(object(&s3, "datasets/lab/pick/latest.json"), latest_before);
     let (hash, m) = p.latest_version(&ds()).expect("latest version");
-    assert_eq!((hash, m), (v, r.prepared.manifest));
+    assert_eq!((hash, m), (v, r.prepared.version));
 }
 
 #[test]
@@ -463,12 +463,12 @@ fn publish_detects_a_tampered_manifest_and_a_corrupt_local_chunk() {
         p.publish(data.path(), &ds(), &[]).expect_err("tampered"),
     ] {
         match &e {
-            PublishError::ManifestHashMismatch {
+            PublishError::VersionHashMismatch {
                 expected, key: k, ..
             } => {
                 assert_eq!((expected, k), (&v, &key));
             }
-            other => panic!("expected ManifestHashMismatch, got {other}"),
+            other => panic!("expected VersionHashMismatch, got {other}"),
         }
     }
     // Unknown dataset.

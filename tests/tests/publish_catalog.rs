@@ -127,11 +127,7 @@ fn publish_catalog_rows_equal_the_episodes_and_republish_sends_nothing() {
     // The catalog is a blob named in the hashed manifest, and is also at its version key.
     let cat = &v.catalog;
     assert_eq!(cat.action, BlobAction::Uploaded { multipart: false });
-    let m = v
-        .manifest
-        .catalog
-        .as_ref()
-        .expect("catalog in the manifest");
+    let m = v.version.catalog.as_ref().expect("catalog in the manifest");
     assert_eq!((&m.sha256, m.size), (&cat.sha256, cat.size));
     assert_eq!(
         v.catalog_key,
@@ -181,7 +177,7 @@ fn publish_catalog_rows_equal_the_episodes_and_republish_sends_nothing() {
     assert_eq!(list(row, "labels"), ["grasp", "success"]);
     assert_eq!(list(row, "tags"), Vec::<String>::new());
     // Blobs and bytes: every file of the episode, as the manifest lists them.
-    let files = &v.manifest.episodes["legacy-complete"].files;
+    let files = &v.version.episodes["legacy-complete"].files;
     assert_eq!(
         list(row, "blobs"),
         files.values().map(|f| f.sha256.clone()).collect::<Vec<_>>()
@@ -271,7 +267,7 @@ fn publish_catalog_multistream_episode_gives_one_row_per_stream() {
     let got = rows(&s3.object_path(&r.prepared.catalog_key));
     let ep = EpisodeDir::open(d.data_dir().join("multi-ep")).expect("episode");
     assert_eq!(got.len(), 2, "one row per stream");
-    let files = &r.prepared.manifest.episodes["multi-ep"].files;
+    let files = &r.prepared.version.episodes["multi-ep"].files;
     for st in ep.streams() {
         let row = got
             .iter()

@@ -237,8 +237,8 @@ fn publish_remote_cli_inspect_and_cat_read_the_block_asked_for() {
 #[test]
 fn publish_remote_prefix_and_robot_episode_keys_resolve() {
     use wshard::digest::sha256_hex;
-    use wshard_publish::manifest::latest_bytes;
     use wshard_publish::store::PutCondition;
+    use wshard_publish::version::latest_bytes;
     use wshard_publish::{Credentials, Publisher, Store, StoreConfig, TransferOptions};
 
     let s3 = S3Server::start();
@@ -257,7 +257,7 @@ fn publish_remote_prefix_and_robot_episode_keys_resolve() {
         .publish(&data, &ds(), &["legacy-complete".into()])
         .expect("publish");
     // The same episode under a `robot/episode` key, as the robots' uploader appends them.
-    let mut m = r.prepared.manifest.clone();
+    let mut m = r.prepared.version.clone();
     let entry = m.episodes.remove("legacy-complete").expect("episode");
     m.episodes.insert("robot-7/legacy-complete".into(), entry);
     let bytes = m.canonical_bytes().expect("canonical");

@@ -25,7 +25,7 @@ fn publish_remote_bucket_missing_is_named_by_cat_inspect_and_dataset() {
     let version = r.prepared.version_hash.clone();
     let cache = tempfile::tempdir().expect("cache dir");
     let file = "legacy-complete/legacy-complete_chunk_0001.wshard";
-    let blob = &r.prepared.manifest.episodes["legacy-complete"].files
+    let blob = &r.prepared.version.episodes["legacy-complete"].files
         ["legacy-complete_chunk_0001.wshard"]
         .sha256;
     // The pinned version read once from the right bucket: the cache holds its manifest.

@@ -91,14 +91,18 @@ fn thread_cpu(pid: u32) -> Vec<(u32, String, f64)> {
         .collect()
 }
 
-/// What a thread of the daemon does, from its name (`conn-N`, `wr-{id}`, `pub-{id}`,
-/// `fin-{id}`; the compression and hashing workers are unnamed and inherit `pub-{id}`).
+/// What a thread of the daemon does, from its name (`conn-N`, `wr-{id}`; the chunk file
+/// work: `chunk-{id}`, `fin-{id}`, the compression pool's `compress-N` and the direct
+/// writes' `direct-io`).
 pub fn thread_role(comm: &str) -> &'static str {
     if comm.starts_with("conn-") {
         "connection"
     } else if comm.starts_with("wr-") {
         "writer"
-    } else if comm.starts_with("pub-") || comm.starts_with("fin-") {
+    } else if ["chunk-", "fin-", "compress-", "direct-io"]
+        .iter()
+        .any(|p| comm.starts_with(p))
+    {
         "publisher+compress"
     } else {
         "other"

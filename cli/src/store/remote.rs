@@ -63,7 +63,7 @@ pub fn env_cache() -> Option<BlobCache> {
 pub fn status_of(e: &PublishError) -> Status {
     match e {
         PublishError::RemoteRead { source, .. } if !source.is_io() => Status::Corrupt,
-        PublishError::BlobMismatch { .. } | PublishError::ManifestHashMismatch { .. } => {
+        PublishError::BlobMismatch { .. } | PublishError::VersionHashMismatch { .. } => {
             Status::Corrupt
         }
         _ => Status::Error,

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use serde_json::json;
 use wshard_publish::cache::BlobCache;
 use wshard_publish::dataset::{list, pull, show};
-use wshard_publish::manifest::is_sha256_hex;
+use wshard_publish::hash::is_sha256_hex;
 use wshard_publish::url::VERSION_SEP;
 use wshard_publish::{DatasetId, PublishError};
 

@@ -25,8 +25,8 @@ pub(crate) struct ChunkColumns {
     pub(crate) first_timestep: u64,
     pub(crate) channels: Vec<Vec<u8>>,
     /// The CRC32C of each channel column so far and the bytes it covers, extended as each
-    /// timestep's bytes are appended (while they are in cache), so publishing does not read
-    /// the columns again for it.
+    /// timestep's bytes are appended (while they are in cache), so writing the chunk file
+    /// does not read the columns again for it.
     crcs: Vec<(u32, usize)>,
     pub(crate) reward: Vec<f32>,
     pub(crate) done: Vec<bool>,
@@ -115,7 +115,7 @@ impl ChunkColumns {
     }
 
     /// [`ChunkColumns::into_episode`], plus the CRC32C of every channel block, by block
-    /// name, for [`crate::chunk::publish::write_chunk`].
+    /// name, for [`crate::chunk::chunk_file::write_partial_chunk`].
     #[must_use]
     pub(crate) fn into_episode_with_crcs(self) -> (Episode, BlockCrcs) {
         let crcs = self.crcs.clone();
@@ -151,7 +151,7 @@ impl ChunkColumns {
             .channels
             .iter()
             .zip(crcs)
-            // A column changed other than through `push` is hashed again when published.
+            // A column changed other than through `push` is hashed again when written.
             .filter(|(c, (_, covered))| c.data.len() == *covered)
             .map(|(c, (crc, _))| (c.block_name(), crc))
             .collect();
@@ -189,7 +189,7 @@ mod tests {
     use crate::episode::{Durability, EpisodeSchema};
     use wshard_ingest_proto::TimestepRef;
 
-    /// The running CRC of every channel equals the CRC32C of the block as published, also
+    /// The running CRC of every channel equals the CRC32C of the block as written, also
     /// when the buffers of an earlier chunk are reused.
     #[test]
     fn running_channel_crcs_equal_the_blocks_crcs() {

@@ -8,12 +8,17 @@
 //! order with the zero gaps, gives exactly the file's digest. It is pure computation: no file
 //! system call, so the order of the durability steps stays what it was. The same [`Image`]
 //! is what the chunk writer writes, sequentially.
+//!
+//! Recovery, which has no bytes in memory, hashes a file on disk instead: [`sha256_of`].
+
+use std::path::Path;
 
 use sha2::{Digest, Sha256};
 use wshard::digest::hex;
 use wshard::write::WrittenBlock;
 
 use crate::error::StorageError;
+use crate::fsio::Fs;
 
 const ZEROS: [u8; 4096] = [0; 4096];
 
@@ -174,6 +179,19 @@ fn feed_zeros<E>(f: &mut impl FnMut(&[u8]) -> Result<(), E>, mut n: u64) -> Resu
         n -= k;
     }
     Ok(())
+}
+
+/// SHA-256 of a file, streamed ([`wshard::digest::sha256_reader`]).
+///
+/// # Errors
+/// Read errors.
+pub(crate) fn sha256_of(fs: &dyn Fs, path: &Path) -> Result<String, StorageError> {
+    let mut f = fs
+        .open_read(path)
+        .map_err(|e| StorageError::io("open for hashing", path, e))?;
+    wshard::digest::sha256_reader(&mut f)
+        .map(|(sha256, _)| sha256)
+        .map_err(|e| StorageError::io("read for hashing", path, e))
 }
 
 #[cfg(test)]

@@ -52,7 +52,8 @@ pub(crate) fn reserve_chunk(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chunk::publish::{prepare_blocks, publish_chunk};
+    use crate::chunk::chunk_file::write_and_finalize_chunk;
+    use crate::chunk::compress::prepare_blocks;
     use crate::episode::EpisodeLayout;
     use crate::fsio::sim::{FaultKind, OpKind, SimFs};
     use crate::fsio::{Fs, RealFs};
@@ -98,7 +99,9 @@ mod tests {
             let layout = EpisodeLayout::new(dir.path(), "prealloc");
             RealFs.create_dir_all(&layout.dir).unwrap();
             for prealloc in [false, true] {
-                let r = publish_chunk(&RealFs, &layout, &mut ep.clone(), &o, 2, prealloc).unwrap();
+                let r =
+                    write_and_finalize_chunk(&RealFs, &layout, &mut ep.clone(), &o, 2, prealloc)
+                        .unwrap();
                 let len = std::fs::metadata(layout.chunk(0)).unwrap().len();
                 assert_eq!(len, want, "{steps} steps, preallocate {prealloc}");
                 assert!(!r.sha256.is_empty());
@@ -113,13 +116,13 @@ mod tests {
         let layout = EpisodeLayout::new(Path::new("/d"), "prealloc");
         fs.create_dir_all(&layout.dir).unwrap();
         let mut ep = episode(50);
-        publish_chunk(&fs, &layout, &mut ep, &opts(), 1, true).unwrap();
+        write_and_finalize_chunk(&fs, &layout, &mut ep, &opts(), 1, true).unwrap();
         let len = fs.read(&layout.chunk(0)).unwrap().len() as u64;
         assert_eq!(fs.preallocated(&layout.chunk(0)), len);
         assert_eq!(fs.attempts(OpKind::Preallocate, &layout.partial(0)), 1);
         let off = SimFs::new();
         off.create_dir_all(&layout.dir).unwrap();
-        publish_chunk(&off, &layout, &mut ep, &opts(), 1, false).unwrap();
+        write_and_finalize_chunk(&off, &layout, &mut ep, &opts(), 1, false).unwrap();
         assert_eq!(off.attempts(OpKind::Preallocate, &layout.partial(0)), 0);
     }
 
@@ -129,7 +132,7 @@ mod tests {
         let layout = EpisodeLayout::new(Path::new("/d"), "prealloc");
         fs.create_dir_all(&layout.dir).unwrap();
         fs.inject(OpKind::Preallocate, 1, FaultKind::Enospc);
-        let e = publish_chunk(&fs, &layout, &mut episode(10), &opts(), 1, true)
+        let e = write_and_finalize_chunk(&fs, &layout, &mut episode(10), &opts(), 1, true)
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();

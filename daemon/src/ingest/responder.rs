@@ -21,7 +21,7 @@ pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// room for them.
 pub(crate) const LAST_WORD_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// The write half of a client connection, shared by the connection, writer and publisher.
+/// The write half of a client connection, shared by the connection, writer and finisher.
 #[derive(Debug)]
 pub(crate) struct SocketResponder {
     stream: Mutex<UnixStream>,

@@ -15,7 +15,8 @@ use wshard::manifest::{ChunkRef, Manifest};
 
 use super::plan::{Action, RecoveryMode};
 use super::report::{RecoveryReport, MANIFEST_KEY};
-use crate::chunk::publish::{commit_manifest, publish_chunk};
+use crate::chunk::chunk_file::write_and_finalize_chunk;
+use crate::chunk::manifest_commit::commit_manifest;
 use crate::episode::layout::EpisodeLayout;
 use crate::error::StorageError;
 use crate::fsio::Fs;
@@ -202,12 +203,12 @@ impl<'a> Run<'a> {
         self.commit(RECOVERING)
     }
 
-    /// Publish chunk `ep` durably; in a dry run, validate it as publishing would and
-    /// describe the chunk without writing it (its `sha256` is left empty).
-    pub(crate) fn publish(&self, ep: &mut Episode) -> Result<ChunkRef, StorageError> {
+    /// Write chunk `ep`'s file and finalize it; in a dry run, validate it as writing would
+    /// and describe the chunk without writing it (its `sha256` is left empty).
+    pub(crate) fn write_chunk(&self, ep: &mut Episode) -> Result<ChunkRef, StorageError> {
         let settings = self.settings;
         if self.mode.applies() {
-            return publish_chunk(
+            return write_and_finalize_chunk(
                 self.fs,
                 &self.layout,
                 ep,

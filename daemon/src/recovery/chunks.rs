@@ -10,7 +10,7 @@ use wshard::read::ShardReader;
 
 use super::changes::{file_name, Run};
 use super::plan::Action;
-use crate::chunk::publish::sha256_of;
+use crate::chunk::digest::sha256_of;
 use crate::chunk::{gaps, SeqGaps};
 use crate::error::StorageError;
 use crate::fsio::Fs;

@@ -93,7 +93,7 @@ pub(super) fn settle_journal(
         let n = columns.len();
         let dropped = columns.gaps.total();
         let mut ep = columns.into_episode();
-        let mut chunk = run.publish(&mut ep)?;
+        let mut chunk = run.write_chunk(&mut ep)?;
         gaps::set_chunk_dropped(&mut chunk, dropped);
         run.report.actions.push(Action::PublishChunk {
             chunk_index: k,

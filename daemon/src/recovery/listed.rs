@@ -111,7 +111,7 @@ pub(super) fn settle_listed(
     }
     let n = columns.len();
     let mut ep = columns.into_episode();
-    let chunk = run.publish(&mut ep)?;
+    let chunk = run.write_chunk(&mut ep)?;
     run.report.actions.push(Action::RebuildChunk {
         chunk_index: k,
         journal: path.to_path_buf(),

@@ -8,9 +8,11 @@
 //! data directory that is not an episode (`dir_kind`) is left exactly as it is, and
 //! reported.
 //!
-//! Every step is atomic and ordered like the live path (publish chunk, commit manifest,
-//! then delete the journal), so recovery can be killed at any point and run again; the
-//! report of a run that was cut is carried forward by the next (`report`).
+//! Every step is atomic and ordered like the live path (write and finalize the chunk,
+//! commit the manifest, then delete the journal), so recovery can be killed at any point
+//! and run again; the report of a run that was cut is carried forward by the next
+//! (`report`). The plan's action for a chunk written from a journal keeps its name
+//! `publish_chunk` (the report's JSON, which `wshard recover` prints).
 //!
 //! Nothing that may hold the only copy of data is deleted: a journal segment is removed
 //! only when `fate::journal_fate` finds everything intact in it in a listed chunk, and a

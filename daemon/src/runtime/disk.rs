@@ -8,7 +8,7 @@
 //!   around the watermark from flapping between refusing and accepting.
 //! - Below `high_watermark_free_bytes`: every open episode is asked to stop
 //!   (`StopReason::Disk`); its connection finalizes it `interrupted` while there is still
-//!   room to publish its last chunk and manifest. One error line per crossing; episodes
+//!   room to write its last chunk and manifest. One error line per crossing; episodes
 //!   that appear while it lasts (an OPEN that raced the flag) are asked too.
 //!
 //! Free space is what an unprivileged process may still use (`f_bavail * f_frsize`), not

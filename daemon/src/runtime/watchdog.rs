@@ -11,7 +11,7 @@
 //!
 //! Timing: pings every `WATCHDOG_USEC / 2` (as `sd_watchdog_enabled(3)` advises); the stall
 //! limit is the full `WATCHDOG_USEC`, so a writer blocked for less than `WatchdogSec` (a slow
-//! but finishing fsync or chunk publish) never costs a restart, and one blocked for longer
+//! but finishing fsync or chunk write) never costs a restart, and one blocked for longer
 //! is restarted 1.5 to 2 × `WatchdogSec` after it stalled.
 
 use std::time::Duration;

@@ -1,5 +1,6 @@
 //! Why a session failed: one variant per kind of failure. The `Display` text is what the
-//! client reads in its `ERROR{STORAGE}` frames and what the log says.
+//! client reads in its `ERROR{STORAGE}` frames and what the log says, so it stays as
+//! clients know it even where it says "publish" for what the chunk writer does.
 
 use std::io;
 use std::path::PathBuf;
@@ -15,27 +16,28 @@ pub enum SessionFailure {
     /// The writer thread could not write or sync the journal or the open chunk.
     #[error("{0}")]
     Storage(StorageFailure),
-    /// A sealed chunk could not be written, synced or renamed into place.
+    /// A sealed chunk's file could not be written, synced or renamed into place (the chunk
+    /// writer's or the finisher's step).
     #[error("publishing a chunk failed: {0}")]
-    PublishChunk(StorageFailure),
+    WriteChunk(StorageFailure),
     /// The manifest could not be committed.
     #[error("committing the manifest failed: {0}")]
     CommitManifest(StorageFailure),
     /// A dropped seq range did not fit the ones already recorded (a bug, never input).
     #[error("seq bookkeeping: {0}")]
     SeqBookkeeping(GapsError),
-    /// The publisher thread is gone: sealed chunks have nowhere to go.
+    /// The chunk writer thread is gone: sealed chunks have nowhere to go.
     #[error("the chunk publisher stopped")]
-    PublisherStopped,
+    ChunkWriterStopped,
     /// The thread that makes chunks durable could not be started.
     #[error("cannot start the chunk finisher thread: {reason}")]
     FinisherNotStarted { reason: String },
     /// The writer thread panicked.
     #[error("the writer thread panicked")]
     WriterPanicked,
-    /// The publisher thread panicked.
+    /// The chunk writer thread panicked.
     #[error("the publisher thread panicked")]
-    PublisherPanicked,
+    ChunkWriterPanicked,
 }
 
 /// A [`StorageError`] as kept with a failed session: the step, the file and the error as
@@ -92,7 +94,7 @@ mod tests {
         let text = io.to_string();
         assert_eq!(SessionFailure::Storage((&io).into()).to_string(), text);
         assert_eq!(
-            SessionFailure::PublishChunk((&io).into()).to_string(),
+            SessionFailure::WriteChunk((&io).into()).to_string(),
             format!("publishing a chunk failed: {text}")
         );
         assert_eq!(
@@ -109,7 +111,7 @@ mod tests {
             "the writer thread panicked"
         );
         assert_eq!(
-            SessionFailure::PublisherStopped.to_string(),
+            SessionFailure::ChunkWriterStopped.to_string(),
             "the chunk publisher stopped"
         );
     }

@@ -7,15 +7,15 @@ use crate::episode::EpisodeSchema;
 
 /// Chunks of one episode held in memory at once (raw channel bytes): the open chunk, and the
 /// sealed one being compressed or written. The writer opens a chunk only with a free slot;
-/// the publisher frees a sealed chunk's slot right after compressing it when it no longer
-/// needs the raw bytes (see [`crate::chunk::publish::write_chunk`]), else once it is written.
+/// the chunk writer frees a sealed chunk's slot right after compressing it when it no longer
+/// needs the raw bytes (see [`crate::chunk::chunk_file::write_partial_chunk`]), else once it is written.
 pub(crate) const CHUNKS_IN_MEMORY: u64 = 2;
 
 /// The raw channel bytes one chunk of an episode with `schema` may hold, for a chunk memory
 /// budget of `budget` bytes (`rotation.max_bytes`).
 ///
 /// The budget bounds the chunk bytes one episode holds in memory at once: the open chunk
-/// (filled by the writer), the sealed chunk (compressed and written by the publisher) and,
+/// (filled by the writer), the sealed chunk (compressed and written by the chunk writer) and,
 /// when a channel is compressed, the sealed chunk's compressed copy while it is written (at
 /// most as large as its raw bytes: a block is stored compressed only when that is smaller).
 /// So the budget is split into [`CHUNKS_IN_MEMORY`] equal shares, one per raw chunk (rounded

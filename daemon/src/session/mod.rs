@@ -1,18 +1,31 @@
-//! An open episode's threads: the writer (journal, columns, group commit) and the publisher.
-//! It may call `journal`, `chunk`, `episode`, `fsio` and `error`; `ingest` drives it.
+//! An open episode's threads: the writer (journal, columns, group commit, rotation), the
+//! chunk writer and the finisher (chunk files, manifest). It may call `journal`, `chunk`,
+//! `episode`, `fsio` and `error`; `ingest` drives it.
 //!
-//! One recording episode: a writer thread (journal + columns + group commit + rotation) and
-//! a publisher thread (chunk files + manifest), fed by the connection through a bounded
-//! queue. When the queue is full the connection blocks, so it stops reading its socket and
-//! the client blocks in turn: memory stays bounded by the queue and two chunks (plus the
-//! idle record buffers kept for reuse, at most a quarter of the queue's bytes, see
-//! `recycle`).
+//! One recording episode: a writer thread and a chunk writer thread with its finisher, fed
+//! by the connection through a bounded queue. When the queue is full the connection blocks,
+//! so it stops reading its socket and the client blocks in turn: memory stays bounded by the
+//! queue and two chunks (plus the idle record buffers kept for reuse, at most a quarter of
+//! the queue's bytes, see `recycle`).
+//!
+//! - `writer`: the writer thread `wr-EPISODE`: journal and column appends, FLUSH, CLOSE;
+//!   it calls `group_commit` (when the journal is fdatasynced) and `rotation` (when the
+//!   open chunk is sealed, and the chunk slots).
+//! - `chunk_writer`: the thread `chunk-EPISODE` compressing and writing each sealed chunk's
+//!   file; `finisher`: its thread `fin-EPISODE` making each one durable, in order, and
+//!   committing the manifest.
+//! - `memory` (the chunk memory budget), `queue_budget` (the queue's bytes), `recycle`
+//!   (record buffers), `shared` (what the threads and the connection share: the durable
+//!   watermark, the failure), `stats`, `settings`, `failure`.
 
+pub(crate) mod chunk_writer;
 pub(crate) mod failure;
+pub(crate) mod finisher;
+pub(crate) mod group_commit;
 pub(crate) mod memory;
-pub(crate) mod publisher;
 pub(crate) mod queue_budget;
 pub(crate) mod recycle;
+pub(crate) mod rotation;
 pub(crate) mod settings;
 pub(crate) mod shared;
 pub(crate) mod stats;
@@ -33,7 +46,7 @@ pub use shared::{FinalStatus, Responder, SessionShared};
 pub(crate) use stats::EpisodeStats;
 pub use wshardd_config::FsyncPolicy;
 
-use crate::chunk::publish::commit_manifest;
+use crate::chunk::manifest_commit::commit_manifest;
 use crate::episode::{Durability, EpisodeLayout, EpisodeSchema};
 use crate::error::StorageError;
 use crate::fsio::Fs;
@@ -76,7 +89,8 @@ pub struct Session {
     /// Record buffers the writer is done with, for the connection's next batches.
     recycled: Arc<RecordPool>,
     writer: Option<JoinHandle<()>>,
-    publisher: Option<JoinHandle<Manifest>>,
+    /// The chunk writer thread; it returns the manifest as last committed.
+    chunk_writer: Option<JoinHandle<Manifest>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -138,7 +152,7 @@ impl Session {
             settings,
             responder,
         ));
-        let manifest = publisher::recorder_manifest(&shared);
+        let manifest = finisher::recorder_manifest(&shared);
         commit_manifest(&*fs, &shared.layout, &manifest)?;
         let journal = match schema.durability {
             Durability::Ack => {
@@ -156,22 +170,22 @@ impl Session {
             Durability::Chunk => None,
         };
         let (tx, rx) = crossbeam_channel::bounded(shared.settings.queue_frames.max(1));
-        // One sealed chunk may wait for the publisher; what bounds memory is the chunk slots
+        // One sealed chunk may wait for the chunk writer; what bounds memory is the chunk slots
         // below, not this queue.
-        let (ptx, prx) = crossbeam_channel::bounded(1);
-        // Chunk slots coming back from the publisher, with the buffers to fill next.
+        let (sealed_tx, sealed_rx) = crossbeam_channel::bounded(1);
+        // Chunk slots coming back from the chunk writer, with the buffers to fill next.
         let (rtx, rrx) = crossbeam_channel::bounded(slots_capacity());
         let name = &schema.episode_id;
-        let p_shared = shared.clone();
-        let publisher = std::thread::Builder::new()
-            .name(format!("pub-{name}"))
-            .spawn(move || publisher::run(&p_shared, &prx, &rtx, manifest))
+        let cw_shared = shared.clone();
+        let chunk_writer = std::thread::Builder::new()
+            .name(format!("chunk-{name}"))
+            .spawn(move || chunk_writer::run(&cw_shared, &sealed_rx, &rtx, manifest))
             .map_err(OpenError::Spawn)?;
         let recycled = Arc::new(RecordPool::for_queue(
             shared.settings.queue_frames.max(1),
             shared.settings.queue_bytes,
         ));
-        let w = Writer::new(shared.clone(), journal, ptx, rrx, recycled.clone());
+        let w = Writer::new(shared.clone(), journal, sealed_tx, rrx, recycled.clone());
         let writer = std::thread::Builder::new()
             .name(format!("wr-{name}"))
             .spawn(move || w.run(&rx))
@@ -181,7 +195,7 @@ impl Session {
             tx: Some(tx),
             recycled,
             writer: Some(writer),
-            publisher: Some(publisher),
+            chunk_writer: Some(chunk_writer),
         })
     }
 
@@ -259,7 +273,7 @@ impl Session {
                 self.shared.fail(SessionFailure::WriterPanicked);
             }
         }
-        let manifest = self.publisher.take().map(JoinHandle::join);
+        let manifest = self.chunk_writer.take().map(JoinHandle::join);
         let (timesteps, chunks, status) = match manifest {
             Some(Ok(m)) => (
                 m.total_timesteps,
@@ -267,7 +281,7 @@ impl Session {
                 m.status.unwrap_or_default(),
             ),
             Some(Err(_)) => {
-                self.shared.fail(SessionFailure::PublisherPanicked);
+                self.shared.fail(SessionFailure::ChunkWriterPanicked);
                 (0, 0, String::new())
             }
             None => (0, 0, String::new()),

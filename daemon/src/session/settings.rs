@@ -5,7 +5,7 @@ use std::time::Duration;
 use wshard::episode::EpisodeWriteOptions;
 use wshardd_config::FsyncPolicy;
 
-/// When the open chunk is sealed and published.
+/// When the open chunk is sealed and written (see `rotation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rotation {
     pub max_timesteps: u64,

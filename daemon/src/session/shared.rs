@@ -1,4 +1,4 @@
-//! State shared by a session's connection, writer and publisher threads.
+//! State shared by a session's connection, writer, chunk writer and finisher threads.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

@@ -1,7 +1,8 @@
 //! The writer thread of a session: appends accepted timesteps to the journal and to the
-//! open chunk's columns, group-commits the journal per the fsync policy, and seals the
-//! chunk when a rotation limit is reached. A batch is split exactly at the chunk boundary
-//! so that journal segment k holds exactly the timesteps of chunk k.
+//! open chunk's columns, group-commits the journal per the fsync policy
+//! ([`super::group_commit`]), and seals the chunk when a rotation limit is reached
+//! ([`super::rotation`]). A batch is split exactly at the chunk boundary so that journal
+//! segment k holds exactly the timesteps of chunk k.
 //!
 //! Seqs and timesteps: the connection only lets a batch skip seqs when the episode's
 //! shared-memory ring has a drop policy. The writer sees the skip as a batch starting past
@@ -15,17 +16,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use wshardd_config::FsyncPolicy;
 
+use super::chunk_writer::SealedChunk;
 use super::failure::SessionFailure;
-use super::memory::{chunk_byte_limit, CHUNKS_IN_MEMORY};
-use super::publisher::Sealed;
+use super::group_commit::GroupCommit;
 use super::recycle::RecordPool;
+use super::rotation::ChunkRotation;
 use super::shared::{FinalStatus, SessionShared};
 use super::stats::HEARTBEAT_EVERY;
 use crate::chunk::{ChunkColumns, SeqGaps};
 use crate::error::StorageError;
-use crate::journal::record::SegmentHeader;
 use crate::journal::segment::JournalSegment;
 use wshard_ingest_proto::{iter_records, RECORD_HEADER_BYTES};
 
@@ -65,16 +65,10 @@ pub(crate) struct Writer {
     received_end: u64,
     /// Timesteps received: the global index of the next one.
     timesteps: u64,
-    dirty_since: Option<Instant>,
-    to_publisher: Sender<Sealed>,
-    /// Chunk slots given back by the publisher, with the buffers of the chunk that held
-    /// them (empty when it had none to give), reused by the next chunk.
-    recycled: Receiver<Vec<Vec<u8>>>,
-    /// Free chunk slots held here besides the open chunk's (see
-    /// [`CHUNKS_IN_MEMORY`]).
-    spare_slots: u64,
-    /// Raw bytes a chunk may hold ([`chunk_byte_limit`]).
-    chunk_max_bytes: u64,
+    /// When the journal is fdatasynced ([`GroupCommit`]).
+    group_commit: GroupCommit,
+    /// When the open chunk is sealed, and where it goes ([`ChunkRotation`]).
+    rotation: ChunkRotation,
     /// Where the records buffers of processed batches go, for the connection to reuse.
     records_pool: Arc<RecordPool>,
 }
@@ -84,23 +78,25 @@ impl Writer {
     pub(crate) fn new(
         shared: Arc<SessionShared>,
         journal: Option<JournalSegment>,
-        to_publisher: Sender<Sealed>,
+        to_chunk_writer: Sender<SealedChunk>,
         recycled: Receiver<Vec<Vec<u8>>>,
         records_pool: Arc<RecordPool>,
     ) -> Self {
         let columns = ChunkColumns::new(shared.schema.clone(), 0, 0);
-        let chunk_max_bytes = chunk_byte_limit(shared.settings.rotation.max_bytes, &shared.schema);
+        let rotation = ChunkRotation::new(
+            shared.settings.rotation,
+            &shared.schema,
+            to_chunk_writer,
+            recycled,
+        );
         Self {
-            chunk_max_bytes,
+            group_commit: GroupCommit::new(shared.settings.fsync),
+            rotation,
             shared,
             columns,
             journal,
             received_end: 0,
             timesteps: 0,
-            dirty_since: None,
-            to_publisher,
-            recycled,
-            spare_slots: CHUNKS_IN_MEMORY.saturating_sub(1),
             records_pool,
         }
     }
@@ -165,42 +161,22 @@ impl Writer {
 
     /// When the loop must wake up without a message: an interval sync or a time rotation.
     fn next_deadline(&self) -> Option<Instant> {
-        let sync = match (self.shared.settings.fsync, self.dirty_since) {
-            (FsyncPolicy::Interval(d), Some(t)) => Some(t + self.sync_lead(d)),
-            _ => None,
-        };
-        let rotate = (!self.columns.is_empty())
-            .then(|| self.columns.opened + self.shared.settings.rotation.max_age);
+        let sync = self.group_commit.deadline(&self.shared.stats);
+        let rotate = self.rotation.deadline(&self.columns);
         match (sync, rotate) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
 
-    /// How long after the first unsynced write the interval sync starts: the interval less
-    /// the last fdatasync's duration, so that the DURABLE ack (which follows the sync) lands
-    /// within `interval` of that write rather than `interval + fsync` after it.
-    fn sync_lead(&self, interval: std::time::Duration) -> std::time::Duration {
-        let last = std::time::Duration::from_micros(
-            self.shared.stats.last_fsync_us.load(Ordering::Relaxed),
-        );
-        interval.saturating_sub(last.min(interval / 2))
-    }
-
     fn on_tick(&mut self) {
         if self.shared.is_failed() {
             return;
         }
-        match (self.shared.settings.fsync, self.dirty_since) {
-            (FsyncPolicy::Always, Some(_)) => self.sync_now(),
-            (FsyncPolicy::Interval(d), Some(t)) if t.elapsed() >= self.sync_lead(d) => {
-                self.sync_now()
-            }
-            _ => {}
+        if self.group_commit.is_due(&self.shared.stats) {
+            self.sync_now();
         }
-        if !self.columns.is_empty()
-            && self.columns.opened.elapsed() >= self.shared.settings.rotation.max_age
-        {
+        if self.rotation.is_due(&self.columns) {
             self.rotate();
         }
     }
@@ -215,7 +191,6 @@ impl Writer {
             return;
         }
         let rec_len = self.record_len();
-        let rot = self.shared.settings.rotation;
         let mut rest = records;
         // Seqs the producer dropped before this batch: recorded with its first timestep.
         let mut gap = iter_records(records, self.shared.schema.step_payload_bytes)
@@ -223,14 +198,7 @@ impl Writer {
             .and_then(|s| SeqGaps::between(self.received_end, s.seq));
         while !rest.is_empty() {
             // How many records fit in the open chunk.
-            let by_count = rot.max_timesteps.saturating_sub(self.columns.len());
-            let step_bytes = rec_len as u64 - RECORD_HEADER_BYTES as u64 + 8;
-            let by_bytes =
-                self.chunk_max_bytes.saturating_sub(self.columns.bytes) / step_bytes.max(1);
-            // A chunk always takes at least one step, even one larger than the byte budget.
-            let fit = by_count
-                .min(by_bytes)
-                .max(u64::from(self.columns.is_empty()));
+            let fit = self.rotation.room(&self.columns, rec_len);
             if fit == 0 {
                 self.rotate();
                 if self.shared.is_failed() {
@@ -259,7 +227,7 @@ impl Writer {
                     self.storage_failed(&e);
                     return;
                 }
-                self.dirty_since = Some(self.dirty_since.map_or(arrived, |d| d.min(arrived)));
+                self.group_commit.appended(arrived);
             }
             for s in iter_records(now, self.shared.schema.step_payload_bytes) {
                 self.columns.push(&s);
@@ -272,8 +240,8 @@ impl Writer {
 
     /// FLUSH: make everything received durable now, whatever the fsync policy. With a
     /// journal that is one fdatasync; without one (class `chunk`) the open chunk is sealed
-    /// and published, and DURABLE follows the manifest commit. The answer is owed first, so
-    /// that the `DURABLE` the sync or the publication sends is the answer (one frame).
+    /// and written, and DURABLE follows the manifest commit. The answer is owed first, so
+    /// that the `DURABLE` the sync or the manifest commit sends is the answer (one frame).
     fn flush(&mut self) {
         self.shared.answer_durable(self.received_end);
         if self.journal.is_some() {
@@ -283,82 +251,38 @@ impl Writer {
         }
     }
 
-    /// fsync the journal and acknowledge what it covers.
+    /// Commit the journal ([`GroupCommit::commit`]) and acknowledge what it covers.
     fn sync_now(&mut self) {
         let Some(j) = self.journal.as_mut() else {
             return;
         };
-        if !j.is_dirty() && self.dirty_since.is_none() {
-            return;
-        }
-        let t = Instant::now();
-        match j.sync() {
-            Ok(()) => {
-                let us = u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX);
-                self.shared.stats.last_fsync_us.store(us, Ordering::Relaxed);
-                self.dirty_since = None;
-                self.shared.advance_durable(self.received_end);
-            }
+        match self.group_commit.commit(j, &self.shared.stats) {
+            Ok(true) => self.shared.advance_durable(self.received_end),
+            Ok(false) => {}
             Err(e) => self.storage_failed(&e),
         }
     }
 
-    /// Seal the open chunk, hand it to the publisher (blocking while the previous one is
-    /// still being written: at most two chunks are in memory), and open the next segment.
+    /// Rotation: sync the journal, then seal the open chunk and open the next one
+    /// ([`ChunkRotation::seal`]).
     fn rotate(&mut self) {
         self.sync_now();
         if self.shared.is_failed() {
             return;
         }
-        let next_index = self.columns.chunk_index + 1;
-        let next_first = self.timesteps;
-        let old_journal = self.journal.take().map(|j| j.path().to_path_buf());
-        if old_journal.is_some() {
-            let header = SegmentHeader {
-                schema: (*self.shared.schema).clone(),
-                chunk_index: next_index,
-                first_timestep: next_first,
-            };
-            match JournalSegment::create(
-                &*self.shared.fs,
-                &self.shared.layout.journal(next_index),
-                &header,
-            ) {
-                Ok(j) => self.journal = Some(j),
-                Err(e) => {
-                    self.storage_failed(&e);
-                    return;
-                }
-            }
-        }
-        let columns = std::mem::replace(
+        let sealed = self.rotation.seal(
+            &self.shared,
             &mut self.columns,
-            ChunkColumns::new(self.shared.schema.clone(), next_index, next_first),
+            &mut self.journal,
+            self.timesteps,
+            self.received_end,
         );
-        let sealed = Sealed {
-            columns,
-            journal: old_journal,
-            final_status: None,
-            seq_end: self.received_end,
-        };
-        if self.to_publisher.send(sealed).is_err() {
-            self.shared.fail(SessionFailure::PublisherStopped);
-            return;
-        }
-        // The new chunk needs a slot: a spare one, else the next one the publisher frees
-        // (blocking: at most CHUNKS_IN_MEMORY chunks are in memory). It fills the buffers
-        // that came with the slot instead of fresh memory.
-        if self.spare_slots > 0 {
-            self.spare_slots -= 1;
-        } else {
-            match self.recycled.recv() {
-                Ok(buffers) => self.columns.reuse_buffers(buffers),
-                Err(_) => self.shared.fail(SessionFailure::PublisherStopped),
-            }
+        if let Err(failure) = sealed {
+            self.shared.fail(failure);
         }
     }
 
-    /// Final sync, then hand the last chunk and the final status to the publisher.
+    /// Final sync, then hand the last chunk and the final status to the chunk writer.
     fn finish(mut self, status: FinalStatus) {
         self.sync_now();
         let journal = self.journal.take().map(|j| j.path().to_path_buf());
@@ -367,16 +291,13 @@ impl Writer {
             ChunkColumns::new(self.shared.schema.clone(), 0, 0),
         );
         if !self.shared.is_failed() {
-            let sealed = Sealed {
-                columns,
-                journal,
-                final_status: Some(status),
-                seq_end: self.received_end,
-            };
-            if self.to_publisher.send(sealed).is_err() {
-                self.shared.fail(SessionFailure::PublisherStopped);
+            let sealed = self
+                .rotation
+                .seal_last(columns, journal, status, self.received_end);
+            if let Err(failure) = sealed {
+                self.shared.fail(failure);
             }
         }
-        // Dropping the sender (with self) ends the publisher once it has drained.
+        // Dropping the sender (with self) ends the chunk writer once it has drained.
     }
 }

@@ -20,7 +20,7 @@
 //!
 //! A direct write blocks its caller until the device has the bytes. So that the caller can
 //! fill (and hash) the next piece meanwhile, full pieces are written by a helper thread
-//! (`pub-io`, started with the second piece) while the caller fills the other of
+//! (`direct-io`, started with the second piece) while the caller fills the other of
 //! [`STAGES`] buffers. The first error of a piece is returned by the next write or by the
 //! sync; nothing after it is written.
 
@@ -157,7 +157,7 @@ impl Writer {
         let (jobs, job_rx) = crossbeam_channel::bounded::<Job>(STAGES);
         let (done_tx, done) = crossbeam_channel::bounded::<Done>(STAGES);
         let handle = std::thread::Builder::new()
-            .name("pub-io".into())
+            .name("direct-io".into())
             .spawn(move || {
                 for job in job_rx {
                     let result =

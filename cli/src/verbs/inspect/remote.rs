@@ -19,7 +19,7 @@ fn write_episode(
     url: &str,
     version: &str,
     key: &str,
-    entry: &wshard_publish::manifest::EpisodeEntry,
+    entry: &wshard_publish::version::EpisodeEntry,
     json: bool,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {

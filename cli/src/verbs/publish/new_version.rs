@@ -194,7 +194,7 @@ pub fn report_json(r: &PublishReport) -> serde_json::Value {
         "latest": latest_json(&r.latest),
         "bytes_sent": r.bytes_sent(),
         "bytes_skipped": r.bytes_skipped(),
-        "episodes": p.manifest.episodes.keys().collect::<Vec<_>>(),
+        "episodes": p.version.episodes.keys().collect::<Vec<_>>(),
         "files": files,
         "catalog": {"sha256": p.catalog.sha256, "size": p.catalog.size,
                     "blob_key": p.catalog.key, "key": p.catalog_key,
@@ -229,7 +229,7 @@ fn write_text(r: &PublishReport, out: &mut dyn Write) -> std::io::Result<()> {
         out,
         "dataset {}: {} episodes, {} files; sent {} B in {sent_n} blobs, skipped {} B",
         p.dataset,
-        p.manifest.episodes.len(),
+        p.version.episodes.len(),
         p.files.len(),
         r.bytes_sent(),
         r.bytes_skipped()

@@ -1,128 +1,43 @@
-//! Publishing a finished chunk, in this order (each step completes before the next):
+//! A sealed chunk's file, written and finalized in this order (each step completes before
+//! the next):
 //!
-//! 1. compress its blocks on up to `workers` threads;
+//! 1. compress its blocks on up to `workers` threads ([`super::compress`]);
 //! 2. write `{id}_chunk_{k}.wshard.partial` through the reserve-write-finalize writer, and
 //!    compute its SHA-256 from the same bytes as they are copied out ([`super::digest`]; a
-//!    layout pass over a sink gives the header and offsets first) — [`write_chunk`];
+//!    layout pass over a sink gives the header and offsets first) — [`write_partial_chunk`];
 //! 3. fsync it, rename it to `{id}_chunk_{k}.wshard` and fsync the directory —
-//!    [`seal_chunk`], which the session's finisher thread runs while the next chunk is
-//!    written;
+//!    [`finalize_chunk`], which the session's finisher thread runs while the next chunk is
+//!    written.
 //!
-//! and committing the manifest (temp file, fsync, rename, fsync directory).
+//! Listing the chunk in the manifest comes after, in [`super::manifest_commit`].
 
 use std::borrow::Cow;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::path::PathBuf;
 
-use wshard::codec::CompressionPolicy;
-use wshard::episode::{Episode, EpisodeWriteOptions, PlannedBlock};
-use wshard::manifest::{ChunkRef, Manifest};
-use wshard::write::{prepare_block_with_crc, PreparedBlock, Reserve, ShardWriter, WrittenBlock};
+use wshard::episode::{Episode, EpisodeWriteOptions};
+use wshard::manifest::ChunkRef;
+use wshard::write::{PreparedBlock, Reserve, ShardWriter, WrittenBlock};
 
 use super::columns::BlockCrcs;
+use super::compress::prepare_blocks;
 use super::{digest, prealloc};
 use crate::episode::EpisodeLayout;
 use crate::error::StorageError;
-use crate::fsio::{replace_atomically, DurableFile, FailStop, Fs};
-
-/// The compression threads, shared by every episode and kept for the life of the process:
-/// zstd contexts (thread-local, reused per level) and malloc arenas stay warm, instead of
-/// being rebuilt by fresh threads for every chunk. Named `pub-compress-N` (`pub-`: chunk
-/// publishing, for per-thread CPU accounting).
-fn compression_pool(workers: usize) -> Option<&'static rayon::ThreadPool> {
-    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
-    POOL.get_or_init(|| {
-        let threads = workers.max(
-            std::thread::available_parallelism()
-                .map(std::num::NonZeroUsize::get)
-                .unwrap_or(2),
-        );
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("pub-compress-{i}"))
-            .build()
-            .map_err(|e| tracing::warn!("no compression thread pool, compressing inline: {e}"))
-            .ok()
-    })
-    .as_ref()
-}
-
-/// Compress every planned block on up to `workers` threads of the compression pool, keeping
-/// the block order. Raw blocks stay borrowed from the plan. The CRC32C of a block in `known`
-/// is taken from there instead of being computed again.
-///
-/// # Errors
-/// The first compression error, naming the block.
-pub(crate) fn prepare_blocks<'a>(
-    plan: &'a [PlannedBlock<'a>],
-    policy: &CompressionPolicy,
-    workers: usize,
-    known: &BlockCrcs,
-) -> Result<Vec<PreparedBlock<'a>>, StorageError> {
-    let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<wshard::Result<PreparedBlock<'a>>>>> =
-        plan.iter().map(|_| Mutex::new(None)).collect();
-    let work = || loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        let Some(p) = plan.get(i) else { break };
-        let r = prepare_block_with_crc(&p.name, &p.data, p.opts, policy, known.get(&p.name));
-        if let Ok(mut slot) = slots[i].lock() {
-            *slot = Some(r);
-        }
-    };
-    let tasks = workers.clamp(1, plan.len().max(1));
-    match compression_pool(workers) {
-        Some(pool) if tasks > 1 => pool.scope(|s| {
-            for _ in 0..tasks {
-                s.spawn(|_| work());
-            }
-        }),
-        _ => work(),
-    }
-    slots
-        .into_iter()
-        .zip(plan)
-        .map(|(slot, p)| {
-            let context = || format!("compress block `{}`", p.name);
-            match slot.into_inner().ok().flatten() {
-                Some(Ok(b)) => Ok(b),
-                Some(Err(e)) => Err(StorageError::format(context(), e)),
-                None => Err(StorageError::format(
-                    context(),
-                    wshard::FormatError::WriterFailed,
-                )),
-            }
-        })
-        .collect()
-}
-
-/// SHA-256 of a file, streamed ([`wshard::digest::sha256_reader`]).
-///
-/// # Errors
-/// Read errors.
-pub(crate) fn sha256_of(fs: &dyn Fs, path: &Path) -> Result<String, StorageError> {
-    let mut f = fs
-        .open_read(path)
-        .map_err(|e| StorageError::io("open for hashing", path, e))?;
-    wshard::digest::sha256_reader(&mut f)
-        .map(|(sha256, _)| sha256)
-        .map_err(|e| StorageError::io("read for hashing", path, e))
-}
+use crate::fsio::{DurableFile, FailStop, Fs};
 
 /// A chunk written in full to its `.partial` and hashed, not yet durable: the first half of
-/// [`publish_chunk`]. [`seal_chunk`] finishes it; dropping it leaves the `.partial` for
-/// recovery.
-pub(crate) struct WrittenChunk {
+/// [`write_and_finalize_chunk`]. [`finalize_chunk`] finishes it; dropping it leaves the
+/// `.partial` for recovery.
+pub(crate) struct PartialChunk {
     file: Box<dyn DurableFile>,
     partial: PathBuf,
     /// The manifest entry, `sha256` included.
     pub(crate) chunk: ChunkRef,
 }
 
-impl std::fmt::Debug for WrittenChunk {
+impl std::fmt::Debug for PartialChunk {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WrittenChunk")
+        f.debug_struct("PartialChunk")
             .field("partial", &self.partial)
             .field("chunk", &self.chunk)
             .finish_non_exhaustive()
@@ -204,14 +119,14 @@ pub(crate) const EARLY_RELEASE_MAX_COPY: usize = 1 << 20;
 ///
 /// # Errors
 /// The failing step, naming the file.
-pub(crate) fn write_chunk(
+pub(crate) fn write_partial_chunk(
     to: &ChunkTarget<'_>,
     ep: &mut Episode,
     known: &BlockCrcs,
     release: &mut dyn FnMut(&mut Episode),
-) -> Result<WrittenChunk, StorageError> {
+) -> Result<PartialChunk, StorageError> {
     let mut released = false;
-    let r = write_chunk_inner(to, ep, known, &mut |ep: &mut Episode| {
+    let r = write_partial_chunk_inner(to, ep, known, &mut |ep: &mut Episode| {
         released = true;
         release(ep);
     });
@@ -221,12 +136,12 @@ pub(crate) fn write_chunk(
     r
 }
 
-fn write_chunk_inner(
+fn write_partial_chunk_inner(
     to: &ChunkTarget<'_>,
     ep: &mut Episode,
     known: &BlockCrcs,
     release: &mut dyn FnMut(&mut Episode),
-) -> Result<WrittenChunk, StorageError> {
+) -> Result<PartialChunk, StorageError> {
     let ChunkTarget {
         fs,
         layout,
@@ -263,7 +178,7 @@ fn write_chunk_inner(
         write_prepared(fs, layout, k, opts, &blocks, preallocate)?
     };
     let done = layout.chunk(k);
-    Ok(WrittenChunk {
+    Ok(PartialChunk {
         file,
         partial,
         chunk: ChunkRef {
@@ -319,12 +234,12 @@ fn write_prepared(
 ///
 /// # Errors
 /// The failing step, naming the file.
-pub(crate) fn seal_chunk(
+pub(crate) fn finalize_chunk(
     fs: &dyn Fs,
     layout: &EpisodeLayout,
-    written: WrittenChunk,
+    written: PartialChunk,
 ) -> Result<ChunkRef, StorageError> {
-    let WrittenChunk {
+    let PartialChunk {
         mut file,
         partial,
         chunk,
@@ -340,12 +255,12 @@ pub(crate) fn seal_chunk(
     Ok(chunk)
 }
 
-/// Publish chunk `ep` durably and describe it for the manifest: [`write_chunk`], then
-/// [`seal_chunk`].
+/// Write chunk `ep`'s file and finalize it, and describe it for the manifest:
+/// [`write_partial_chunk`], then [`finalize_chunk`].
 ///
 /// # Errors
 /// The failing step, naming the file.
-pub(crate) fn publish_chunk(
+pub(crate) fn write_and_finalize_chunk(
     fs: &dyn Fs,
     layout: &EpisodeLayout,
     ep: &mut Episode,
@@ -360,24 +275,8 @@ pub(crate) fn publish_chunk(
         workers,
         preallocate,
     };
-    let written = write_chunk(&to, ep, &BlockCrcs::none(), &mut |_| {})?;
-    seal_chunk(fs, layout, written)
-}
-
-/// Replace the episode's manifest atomically and durably.
-///
-/// # Errors
-/// The failing step, naming the file.
-pub(crate) fn commit_manifest(
-    fs: &dyn Fs,
-    layout: &EpisodeLayout,
-    manifest: &Manifest,
-) -> Result<(), StorageError> {
-    let path = layout.manifest();
-    let bytes = manifest
-        .to_bytes()
-        .map_err(|e| StorageError::format("encode manifest", e))?;
-    replace_atomically(fs, &path, &bytes).map_err(|(op, e)| StorageError::io(op, &path, e))
+    let written = write_partial_chunk(&to, ep, &BlockCrcs::none(), &mut |_| {})?;
+    finalize_chunk(fs, layout, written)
 }
 
 #[cfg(test)]
@@ -388,6 +287,7 @@ mod tests {
     use wshard::episode::{Channel, Lane, Timebase};
 
     use super::*;
+    use crate::chunk::digest::sha256_of;
     use crate::fsio::RealFs;
 
     fn episode(codec: Codec) -> Episode {
@@ -434,7 +334,7 @@ mod tests {
                 workers: 2,
                 preallocate: false,
             };
-            let written = write_chunk(&to, &mut ep, &BlockCrcs::none(), &mut |ep| {
+            let written = write_partial_chunk(&to, &mut ep, &BlockCrcs::none(), &mut |ep| {
                 released.push((
                     layout.partial(0).exists(),
                     std::mem::take(&mut ep.channels[0].data),
@@ -448,7 +348,7 @@ mod tests {
                 buffer, want,
                 "{codec:?}: the buffer handed back is the column"
             );
-            let chunk = seal_chunk(&RealFs, &layout, written).unwrap();
+            let chunk = finalize_chunk(&RealFs, &layout, written).unwrap();
             let back = wshard::episode::Episode::read_file(layout.chunk(0)).unwrap();
             assert_eq!(back.channels[0].data, want, "{codec:?}");
             assert_eq!(chunk.sha256, sha256_of(&RealFs, &layout.chunk(0)).unwrap());
@@ -472,7 +372,8 @@ mod tests {
                 workers: 1,
                 preallocate: false,
             };
-            let e = write_chunk(&to, &mut ep, &BlockCrcs::none(), &mut |_| calls += 1).unwrap_err();
+            let e = write_partial_chunk(&to, &mut ep, &BlockCrcs::none(), &mut |_| calls += 1)
+                .unwrap_err();
             assert!(e.to_string().contains("create chunk"), "{e}");
             assert_eq!(calls, 1, "{codec:?}");
         }

@@ -1,7 +1,8 @@
-//! The version manifest and the latest pointer, and their canonical JSON.
+//! A dataset version and the latest pointer, and their canonical JSON.
 //!
-//! A version manifest (stored as `versions/<hash>.json`, its bytes exactly the canonical
-//! form, `hash` = SHA-256 of those bytes):
+//! A dataset version (stored as `versions/<hash>.json`, its bytes exactly the canonical
+//! form, `hash` = SHA-256 of those bytes) lists every file of every episode of the version
+//! by content hash (the episodes' own chunk manifests are among those files):
 //!
 //! ```json
 //! {"dataset":"lab/pick","episodes":{"ep1":{"files":{"ep1_chunk_0000.wshard":
@@ -19,15 +20,14 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use crate::canonical::{to_canonical_bytes, CanonicalError};
+use crate::hash::is_sha256_hex;
 
-/// `format` of a version manifest.
-pub const MANIFEST_FORMAT: &str = "wshard-dataset-version";
+/// `format` of a dataset version.
+pub const VERSION_FORMAT: &str = "wshard-dataset-version";
 /// `format` of the latest pointer.
 pub const LATEST_FORMAT: &str = "wshard-dataset-latest";
 /// `format_version` written, and the highest read.
 pub const FORMAT_VERSION: u64 = 1;
-/// Length of a SHA-256 in hex.
-pub const SHA256_HEX_LEN: usize = 64;
 
 /// One file of an episode: its content hash and size.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,19 +45,19 @@ pub struct EpisodeEntry {
     pub files: BTreeMap<String, FileEntry>,
 }
 
-/// A dataset version.
+/// A dataset version: the episodes (by key) with their files, and the catalog.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VersionManifest {
+pub struct DatasetVersion {
     pub dataset: String,
     pub episodes: BTreeMap<String, EpisodeEntry>,
     /// The catalog table (Parquet, one row per episode stream) as a blob; `None` in a
-    /// manifest written before the catalog existed.
+    /// version written before the catalog existed.
     pub catalog: Option<FileEntry>,
 }
 
-/// Why a manifest or pointer does not parse.
+/// Why a dataset version or latest pointer does not parse.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ManifestError {
+pub enum VersionError {
     #[error("not JSON: {0}")]
     Json(String),
     #[error("field {0}: missing or of the wrong type")]
@@ -71,47 +71,35 @@ pub enum ManifestError {
     Canonical(#[from] CanonicalError),
 }
 
-/// True for 64 lower-case hex digits.
-#[must_use]
-pub fn is_sha256_hex(s: &str) -> bool {
-    s.len() == SHA256_HEX_LEN
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
-fn field<'a>(
-    obj: &'a Map<String, Value>,
-    name: &str,
-    at: &str,
-) -> Result<&'a Value, ManifestError> {
+fn field<'a>(obj: &'a Map<String, Value>, name: &str, at: &str) -> Result<&'a Value, VersionError> {
     obj.get(name)
-        .ok_or_else(|| ManifestError::Field(format!("{at}{name}")))
+        .ok_or_else(|| VersionError::Field(format!("{at}{name}")))
 }
 
-fn str_field(obj: &Map<String, Value>, name: &str, at: &str) -> Result<String, ManifestError> {
+fn str_field(obj: &Map<String, Value>, name: &str, at: &str) -> Result<String, VersionError> {
     field(obj, name, at)?
         .as_str()
         .map(str::to_owned)
-        .ok_or_else(|| ManifestError::Field(format!("{at}{name}")))
+        .ok_or_else(|| VersionError::Field(format!("{at}{name}")))
 }
 
-fn object<'a>(v: &'a Value, at: &str) -> Result<&'a Map<String, Value>, ManifestError> {
+fn object<'a>(v: &'a Value, at: &str) -> Result<&'a Map<String, Value>, VersionError> {
     v.as_object()
-        .ok_or_else(|| ManifestError::Field(at.trim_end_matches('.').to_owned()))
+        .ok_or_else(|| VersionError::Field(at.trim_end_matches('.').to_owned()))
 }
 
-fn check_format(obj: &Map<String, Value>, expected: &'static str) -> Result<(), ManifestError> {
+fn check_format(obj: &Map<String, Value>, expected: &'static str) -> Result<(), VersionError> {
     let found = str_field(obj, "format", "")?;
     let version = field(obj, "format_version", "")?
         .as_u64()
-        .ok_or_else(|| ManifestError::Field("format_version".into()))?;
+        .ok_or_else(|| VersionError::Field("format_version".into()))?;
     if found != expected || version > FORMAT_VERSION {
-        return Err(ManifestError::Format { found, expected });
+        return Err(VersionError::Format { found, expected });
     }
     Ok(())
 }
 
-impl VersionManifest {
+impl DatasetVersion {
     /// The JSON value (before canonicalization).
     #[must_use]
     pub fn to_value(&self) -> Value {
@@ -130,7 +118,7 @@ impl VersionManifest {
         let mut v = json!({
             "dataset": self.dataset,
             "episodes": episodes,
-            "format": MANIFEST_FORMAT,
+            "format": VERSION_FORMAT,
             "format_version": FORMAT_VERSION,
         });
         if let (Some(c), Some(obj)) = (&self.catalog, v.as_object_mut()) {
@@ -145,20 +133,20 @@ impl VersionManifest {
     /// The canonical bytes: what is stored and hashed.
     ///
     /// # Errors
-    /// Never for a manifest built by this crate (sizes are integers).
-    pub fn canonical_bytes(&self) -> Result<Vec<u8>, ManifestError> {
+    /// Never for a version built by this crate (sizes are integers).
+    pub fn canonical_bytes(&self) -> Result<Vec<u8>, VersionError> {
         Ok(to_canonical_bytes(&self.to_value())?)
     }
 
     /// Parse stored bytes (any JSON spelling; the caller checks the hash of the bytes).
     ///
     /// # Errors
-    /// [`ManifestError`] naming the field.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ManifestError> {
+    /// [`VersionError`] naming the field.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, VersionError> {
         let v: Value =
-            serde_json::from_slice(bytes).map_err(|e| ManifestError::Json(e.to_string()))?;
+            serde_json::from_slice(bytes).map_err(|e| VersionError::Json(e.to_string()))?;
         let top = object(&v, "$")?;
-        check_format(top, MANIFEST_FORMAT)?;
+        check_format(top, VERSION_FORMAT)?;
         let dataset = str_field(top, "dataset", "")?;
         let mut episodes = BTreeMap::new();
         for (id, ep) in object(field(top, "episodes", "")?, "episodes")? {
@@ -171,11 +159,11 @@ impl VersionManifest {
                 let f = object(f, &fat)?;
                 let sha256 = str_field(f, "sha256", &fat)?;
                 if !is_sha256_hex(&sha256) {
-                    return Err(ManifestError::Field(format!("{fat}sha256")));
+                    return Err(VersionError::Field(format!("{fat}sha256")));
                 }
                 let size = field(f, "size", &fat)?
                     .as_u64()
-                    .ok_or_else(|| ManifestError::Field(format!("{fat}size")))?;
+                    .ok_or_else(|| VersionError::Field(format!("{fat}size")))?;
                 files.insert(name.clone(), FileEntry { sha256, size });
             }
             episodes.insert(id.clone(), EpisodeEntry { status, files });
@@ -186,11 +174,11 @@ impl VersionManifest {
                 let c = object(c, "catalog.")?;
                 let sha256 = str_field(c, "sha256", "catalog.")?;
                 if !is_sha256_hex(&sha256) {
-                    return Err(ManifestError::Field("catalog.sha256".into()));
+                    return Err(VersionError::Field("catalog.sha256".into()));
                 }
                 let size = field(c, "size", "catalog.")?
                     .as_u64()
-                    .ok_or_else(|| ManifestError::Field("catalog.size".into()))?;
+                    .ok_or_else(|| VersionError::Field("catalog.size".into()))?;
                 Some(FileEntry { sha256, size })
             }
         };
@@ -216,7 +204,7 @@ impl VersionManifest {
 ///
 /// # Errors
 /// Never in practice (only strings).
-pub fn latest_bytes(dataset: &str, version_hash: &str) -> Result<Vec<u8>, ManifestError> {
+pub fn latest_bytes(dataset: &str, version_hash: &str) -> Result<Vec<u8>, VersionError> {
     Ok(to_canonical_bytes(&json!({
         "dataset": dataset,
         "format": LATEST_FORMAT,
@@ -228,14 +216,14 @@ pub fn latest_bytes(dataset: &str, version_hash: &str) -> Result<Vec<u8>, Manife
 /// The version hash a `latest.json` points at.
 ///
 /// # Errors
-/// [`ManifestError`] when it is not a pointer.
-pub fn parse_latest(bytes: &[u8]) -> Result<String, ManifestError> {
-    let v: Value = serde_json::from_slice(bytes).map_err(|e| ManifestError::Json(e.to_string()))?;
+/// [`VersionError`] when it is not a pointer.
+pub fn parse_latest(bytes: &[u8]) -> Result<String, VersionError> {
+    let v: Value = serde_json::from_slice(bytes).map_err(|e| VersionError::Json(e.to_string()))?;
     let top = object(&v, "$")?;
     check_format(top, LATEST_FORMAT)?;
     let version = str_field(top, "version", "")?;
     if !is_sha256_hex(&version) {
-        return Err(ManifestError::Field("version".into()));
+        return Err(VersionError::Field("version".into()));
     }
     Ok(version)
 }
@@ -245,7 +233,7 @@ mod tests {
     use super::*;
     use wshard::digest::sha256_hex;
 
-    fn sample() -> VersionManifest {
+    fn sample() -> DatasetVersion {
         let mut files = BTreeMap::new();
         files.insert(
             "ep_chunk_0000.wshard".to_owned(),
@@ -262,7 +250,7 @@ mod tests {
                 files,
             },
         );
-        VersionManifest {
+        DatasetVersion {
             dataset: "lab/pick".into(),
             episodes,
             catalog: Some(FileEntry {
@@ -273,25 +261,25 @@ mod tests {
     }
 
     #[test]
-    fn manifest_round_trips_and_hash_is_stable() -> Result<(), ManifestError> {
+    fn manifest_round_trips_and_hash_is_stable() -> Result<(), VersionError> {
         let m = sample();
         let bytes = m.canonical_bytes()?;
-        assert_eq!(VersionManifest::from_bytes(&bytes)?, m);
+        assert_eq!(DatasetVersion::from_bytes(&bytes)?, m);
         // The same content spelled differently canonicalizes to the same bytes.
         let pretty = serde_json::to_vec_pretty(&m.to_value()).unwrap_or_default();
         assert_eq!(
-            VersionManifest::from_bytes(&pretty)?.canonical_bytes()?,
+            DatasetVersion::from_bytes(&pretty)?.canonical_bytes()?,
             bytes
         );
         assert_eq!(sha256_hex(&bytes), sha256_hex(&m.canonical_bytes()?));
-        // A manifest from before the catalog existed still reads, without one.
-        let old = VersionManifest {
+        // A version from before the catalog existed still reads, without one.
+        let old = DatasetVersion {
             catalog: None,
             ..m.clone()
         };
         let old_bytes = old.canonical_bytes()?;
         assert!(!String::from_utf8_lossy(&old_bytes).contains("catalog"));
-        assert_eq!(VersionManifest::from_bytes(&old_bytes)?, old);
+        assert_eq!(DatasetVersion::from_bytes(&old_bytes)?, old);
         let latest = latest_bytes("lab/pick", &"b".repeat(64))?;
         assert_eq!(parse_latest(&latest)?, "b".repeat(64));
         Ok(())

@@ -1,0 +1,146 @@
+//! The finisher of a session (thread `fin-EPISODE`): takes each chunk file the chunk writer
+//! wrote ([`super::chunk_writer`]), strictly in order, and
+//!
+//! 1. makes it durable under its final name ([`finalize_chunk`]: fsync, rename, directory
+//!    fsync);
+//! 2. lists it in the manifest and commits the manifest ([`commit_manifest`]), with the
+//!    final status on the episode's last chunk;
+//! 3. deletes the chunk's journal segment (its timesteps are now in a durable, listed chunk);
+//! 4. advances the durable watermark (the only DURABLE for durability `chunk`).
+//!
+//! It also builds the episode's first manifest ([`recorder_manifest`]), committed at open.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use crossbeam_channel::Receiver;
+use serde_json::json;
+use wshard::manifest::Manifest;
+
+use super::failure::SessionFailure;
+use super::shared::{FinalStatus, SessionShared};
+use crate::chunk::chunk_file::{finalize_chunk, PartialChunk};
+use crate::chunk::gaps;
+use crate::chunk::manifest_commit::commit_manifest;
+
+/// The manifest as the recorder writes it.
+#[must_use]
+pub(crate) fn recorder_manifest(shared: &SessionShared) -> Manifest {
+    let mut m = Manifest::new(
+        shared.schema.episode_id.clone(),
+        shared.schema.env_id.clone(),
+    );
+    m.status = Some("recording".into());
+    m.extra.insert(
+        "durability".into(),
+        json!(shared.schema.durability.as_str()),
+    );
+    m.extra.insert(
+        "recorder".into(),
+        json!(concat!("wshardd/", env!("CARGO_PKG_VERSION"))),
+    );
+    m
+}
+
+/// A chunk on its way from the chunk writer to the finisher.
+pub(crate) struct Handoff {
+    /// The chunk file, written and hashed; `None` for an empty last chunk or after a failure.
+    pub(crate) partial: Option<PartialChunk>,
+    /// Seqs dropped (shared-memory drop policies) inside this chunk.
+    pub(crate) dropped: u64,
+    /// The chunk's journal segment, deleted once the chunk is in the manifest.
+    pub(crate) journal: Option<PathBuf>,
+    /// Set on the last chunk of the episode.
+    pub(crate) final_status: Option<FinalStatus>,
+    /// One past the last seq in this chunk.
+    pub(crate) seq_end: u64,
+}
+
+/// The finisher: make each written chunk durable, list it, commit the manifest, drop the
+/// journal segment, advance the durable mark. Runs until the chunk writer drops its sender;
+/// returns the manifest as last committed.
+pub(crate) fn run(
+    shared: &SessionShared,
+    rx: &Receiver<Handoff>,
+    mut manifest: Manifest,
+) -> Manifest {
+    for h in rx {
+        if shared.is_failed() {
+            // Leave the journal and any written `.partial` for recovery; nothing more is
+            // finalized.
+            continue;
+        }
+        let Handoff {
+            partial,
+            dropped,
+            journal,
+            final_status,
+            seq_end,
+        } = h;
+        if let Some(p) = partial {
+            match finalize_chunk(&*shared.fs, &shared.layout, p) {
+                Ok(mut chunk) => {
+                    gaps::set_chunk_dropped(&mut chunk, dropped);
+                    manifest.push_chunk(chunk);
+                }
+                Err(e) => {
+                    shared.fail(SessionFailure::WriteChunk((&e).into()));
+                    continue;
+                }
+            }
+        }
+        let policy = shared.ring_policy();
+        gaps::update_manifest(&mut manifest, policy.drops());
+        if policy.drops() {
+            manifest
+                .extra
+                .insert("ring_policy".into(), json!(policy.name()));
+        }
+        if let Some(status) = &final_status {
+            manifest.status = Some(status.name().into());
+            if let FinalStatus::Interrupted(reason) = status {
+                manifest.extra.insert("reason".into(), json!(reason));
+            }
+            if policy.drops() {
+                // What the producer's own ring counters said: untrusted, and it also counts
+                // batches dropped after the last timestep recorded (no later seq revealed
+                // them as a gap).
+                let (steps, batches) = shared.producer_dropped();
+                manifest
+                    .extra
+                    .insert("producer_dropped_steps".into(), json!(steps));
+                manifest
+                    .extra
+                    .insert("producer_dropped_batches".into(), json!(batches));
+            }
+        }
+        if let Err(e) = commit_manifest(&*shared.fs, &shared.layout, &manifest) {
+            shared.fail(SessionFailure::CommitManifest((&e).into()));
+            continue;
+        }
+        shared
+            .stats
+            .chunks
+            .store(manifest.chunks.len() as u64, Ordering::Relaxed);
+        if let Some(j) = journal {
+            // The chunk is durable and listed: its journal is redundant. A failed removal
+            // only costs disk space; recovery deletes segments the manifest already covers.
+            if let Err(e) = shared.fs.remove_file(&j) {
+                tracing::warn!(path = %j.display(), "could not remove journal segment: {e}");
+            } else if final_status.is_some() {
+                // The last removal is made durable here (earlier ones are by the next
+                // chunk's directory fsync): otherwise a power cut after CLOSE brings the
+                // segment back and recovery rewrites a final manifest as `recovered`.
+                // Everything else is already durable, so a failure only costs that.
+                let dir = &shared.layout.dir;
+                if let Err(e) = shared.fs.sync_dir(dir) {
+                    tracing::warn!(path = %dir.display(), "could not fsync the directory after removing the last journal segment: {e}");
+                }
+            }
+        }
+        // A listed chunk is durable whatever the class (for `ack` with fsync `never` this is
+        // the only DURABLE); the watermark never moves backwards.
+        shared.advance_durable(seq_end);
+    }
+    manifest
+}
