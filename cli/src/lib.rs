@@ -1,7 +1,7 @@
 //! The operator CLI `wshard`: inspect, verify, recover and read what the daemon wrote, talk
 //! to a running daemon or ROS bridge, and publish, query, export and import episodes. It
 //! calls the daemon library `wshard_recorder` (`control::protocol` for the requests,
-//! `runtime::lock`, `recovery`, `journal`, `episode::layout`, `fsio`) and never the reverse.
+//! `runtime::lock`, `recovery`, `journal`) and `wshard-storage` (`layout`, `fsio`), and never the reverse.
 //!
 //! The rooms, from the top down; each calls only those below it, never one above:
 //!

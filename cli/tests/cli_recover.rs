@@ -9,8 +9,8 @@ use common::wshard;
 use live_episode::{record_and_crash, tree, EPISODE};
 use serde_json::Value;
 use wshard::manifest::{read_episode_chunked, Manifest};
-use wshard_recorder::episode::EpisodeLayout;
 use wshard_recorder::runtime::lock;
+use wshard_storage::layout::EpisodeLayout;
 
 fn json(stdout: &str) -> Value {
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))

@@ -1,5 +1,7 @@
 //! `wshard-recorder`: the daemon `wshardd`. The operator CLI `wshard` is the `wshard-cli`
-//! package (`cli/`), which calls this library's recovery, journal and layout code.
+//! package (`cli/`), which calls this library's recovery and journal code. Durability
+//! syscalls and the episode directory layout are the `wshard-storage` crate's (`fsio`,
+//! `layout`), which the daemon, the CLI and the imports share.
 //!
 //! ## Layout
 //! Top to bottom: each module calls only modules listed after it (checked: no two modules
@@ -21,12 +23,10 @@
 //! - [`episode_files`]: the index, events and annotations files of an episode directory.
 //! - [`journal`]: the per-episode journal (LevelDB-log framing with CRC32C).
 //! - [`chunk`]: the open chunk's columns; writing a chunk file durably; the manifest commit.
-//! - [`episode`]: an episode's schema and on-disk layout.
-//! - [`fsio`]: the `wshard-storage` crate's durability seam, re-exported: the only code that calls
-//!   fsync / rename / fsync(dir), behind the [`fsio::Fs`] trait.
+//! - [`episode`]: an episode's schema.
 //! - [`error`]: the storage errors of the write path.
 //!
-//! The timestep record layout is the protocol crate's ([`wshard_ingest_proto::timestep`]).
+//! The timestep record layout is the protocol crate's ([`wshard_ingest_proto::record`]).
 
 pub mod chunk;
 pub mod control;
@@ -42,6 +42,3 @@ pub mod runtime;
 pub mod server;
 pub mod session;
 pub mod upload;
-
-/// The durability seam, from the `wshard-storage` crate (shared with the imports and the CLI).
-pub use wshard_storage::fsio;

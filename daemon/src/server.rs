@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use wshardd_config::Config;
 
-use crate::fsio::{Fs, RealFs};
 use crate::ingest::listener::accept_loop;
 use crate::recovery::{recover_data_dir, RecoveryReport};
 use crate::runtime::access::{AccessPolicy, GroupError};
@@ -17,6 +16,7 @@ use crate::runtime::lock::{self, LockError};
 use crate::runtime::settings::{session_settings, tunables};
 use crate::runtime::supervise::Service;
 use crate::runtime::ServerContext;
+use wshard_storage::fsio::{Fs, RealFs};
 
 /// How long shutdown waits for the upload thread to leave a store call.
 const UPLOADER_STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);

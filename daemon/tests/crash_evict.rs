@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wshard_publish::{StoreConfig, TransferOptions};
-use wshard_recorder::fsio::sim::{PowerLoss, SimFs};
-use wshard_recorder::fsio::Fs;
 use wshard_recorder::upload::record::{QueuedFile, Record};
 use wshard_recorder::upload::state::EpisodeUpload;
 use wshard_recorder::upload::{EvictPolicy, QueueLog, UploadShared, Uploader, UploaderSettings};
+use wshard_storage::fsio::sim::{PowerLoss, SimFs};
+use wshard_storage::fsio::Fs;
 
 const DATA: &str = "/d";
 const QUEUE: &str = "/d/.upload";

@@ -18,10 +18,10 @@ use sim_harness::{
     data_dir, fresh_sim, layout, modes, record, recover, recover_and_check, Scenario,
 };
 use wshard_recorder::episode::Durability;
-use wshard_recorder::fsio::sim::{PowerLoss, SimFs};
-use wshard_recorder::fsio::Fs;
 use wshard_recorder::recovery::recover_all;
 use wshard_recorder::session::FsyncPolicy;
+use wshard_storage::fsio::sim::{PowerLoss, SimFs};
+use wshard_storage::fsio::Fs;
 
 /// Totals of one sweep, printed at the end.
 #[derive(Debug, Default)]

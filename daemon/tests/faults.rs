@@ -13,9 +13,9 @@ use std::path::Path;
 
 use sim_harness::{fresh_sim, layout, record, recover_and_check, Run, Scenario};
 use wshard_recorder::episode::Durability;
-use wshard_recorder::fsio::sim::{FaultKind, OpKind, OpRecord, Outcome, PowerLoss, SimFs};
-use wshard_recorder::fsio::Fs;
 use wshard_recorder::session::FsyncPolicy;
+use wshard_storage::fsio::sim::{FaultKind, OpKind, OpRecord, Outcome, PowerLoss, SimFs};
+use wshard_storage::fsio::Fs;
 
 fn ack() -> Scenario {
     Scenario::standard("ack/always", Durability::Ack, FsyncPolicy::Always)

@@ -20,9 +20,9 @@ use wshard::read::ShardReader;
 use wshard_ingest_proto::iter_records;
 use wshard_recorder::chunk::SeqGaps;
 use wshard_recorder::episode::Durability;
-use wshard_recorder::fsio::sim::{PowerLoss, SimFs};
-use wshard_recorder::fsio::Fs;
 use wshard_recorder::session::{FinalStatus, FsyncPolicy, Rotation, Session, SessionSettings};
+use wshard_storage::fsio::sim::{PowerLoss, SimFs};
+use wshard_storage::fsio::Fs;
 
 /// Chunks of 8 timesteps.
 const CHUNK: u64 = 8;

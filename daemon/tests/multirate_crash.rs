@@ -17,9 +17,9 @@ use wshard::episode_dir::annotations::Annotations;
 use wshard::episode_dir::events::EventData;
 use wshard::episode_dir::names::annotations_file_name;
 use wshard_recorder::episode_files::{annotate, NewAnnotation};
-use wshard_recorder::fsio::sim::{PowerLoss, SimFs};
-use wshard_recorder::fsio::Fs;
 use wshard_recorder::recovery::recover_all;
+use wshard_storage::fsio::sim::{PowerLoss, SimFs};
+use wshard_storage::fsio::Fs;
 
 /// Recover `img`, check it, and check that a second recovery has nothing to do.
 fn recover_and_check(img: &SimFs, acked: &multirate_harness::Acked, ctx: &str) {

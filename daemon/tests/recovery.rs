@@ -10,12 +10,13 @@ use wshard::codec::Codec;
 use wshard::episode::{DType, Lane, Timebase};
 use wshard::manifest::{read_episode_chunked, Manifest};
 use wshard_ingest_proto::push_step_record;
-use wshard_recorder::episode::{Durability, EpisodeLayout, EpisodeSchema};
-use wshard_recorder::fsio::{Fs, RealFs};
+use wshard_recorder::episode::{Durability, EpisodeSchema};
 use wshard_recorder::recovery::{recover_all, recover_all_with, recover_data_dir, RecoveryMode};
 use wshard_recorder::session::{
     FinalStatus, FsyncPolicy, Responder, Rotation, Session, SessionSettings,
 };
+use wshard_storage::fsio::{Fs, RealFs};
+use wshard_storage::layout::EpisodeLayout;
 
 #[derive(Default)]
 struct Acks(Mutex<u64>);

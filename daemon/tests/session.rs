@@ -10,11 +10,12 @@ use wshard::codec::Codec;
 use wshard::episode::{DType, Lane, Timebase};
 use wshard::manifest::{read_episode_chunked, Manifest};
 use wshard_ingest_proto::push_step_record;
-use wshard_recorder::episode::{Durability, EpisodeLayout, EpisodeSchema};
-use wshard_recorder::fsio::RealFs;
+use wshard_recorder::episode::{Durability, EpisodeSchema};
 use wshard_recorder::session::{
     FinalStatus, FsyncPolicy, Responder, Rotation, Session, SessionSettings,
 };
+use wshard_storage::fsio::RealFs;
+use wshard_storage::layout::EpisodeLayout;
 
 #[derive(Default)]
 struct Recorded {

@@ -29,12 +29,12 @@ use wshard::manifest::Manifest;
 use wshard::read::ShardReader;
 use wshard_cli::exit_status::Status;
 use wshard_cli::verbs::verify::{self, VerifyOptions};
-use wshard_recorder::episode::layout::QUARANTINE_DIR;
 use wshard_recorder::episode::Durability;
-use wshard_recorder::fsio::sim::{PowerLoss, SimFs};
-use wshard_recorder::fsio::Fs;
 use wshard_recorder::journal::format::BLOCK_LEN;
 use wshard_recorder::recovery::{recover_episode, Action};
+use wshard_storage::fsio::sim::{PowerLoss, SimFs};
+use wshard_storage::fsio::Fs;
+use wshard_storage::layout::QUARANTINE_DIR;
 
 #[test]
 fn torn_journal_small_every_offset() {

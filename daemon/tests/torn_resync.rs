@@ -27,11 +27,11 @@ use torn_harness::{
 use wshard_cli::exit_status::Status;
 use wshard_cli::verbs::verify::{self, VerifyOptions};
 use wshard_recorder::episode::Durability;
-use wshard_recorder::fsio::sim::{FaultKind, OpKind};
-use wshard_recorder::fsio::Fs;
 use wshard_recorder::journal::format::BLOCK_LEN;
 use wshard_recorder::journal::scan::scan;
 use wshard_recorder::recovery::{recover_episode_with, Action, RecoveryMode};
+use wshard_storage::fsio::sim::{FaultKind, OpKind};
+use wshard_storage::fsio::Fs;
 
 /// A journal whose last record starts in block 0 and ends in block 1: a recording of
 /// 10-timestep batches, cut right after the first record that crosses the boundary (the
@@ -211,7 +211,7 @@ fn listed_chunk_with_journal() -> Recording {
 }
 
 /// `wshard verify` on the episode's manifest, after exporting the sim to a real directory.
-fn verify_status(fs: &wshard_recorder::fsio::sim::SimFs) -> (Status, String) {
+fn verify_status(fs: &wshard_storage::fsio::sim::SimFs) -> (Status, String) {
     let real = tempfile::tempdir().unwrap();
     fs.export_to(&data_dir(), real.path()).unwrap();
     let manifest = real.path().join(EP).join("ep_manifest.wshard");

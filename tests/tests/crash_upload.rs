@@ -23,9 +23,9 @@ use wshard_e2e::upload::{
 use wshard_e2e::{Daemon, DaemonOptions};
 use wshard_publish::episodes::select;
 use wshard_publish::{StoreConfig, TransferOptions};
-use wshard_recorder::fsio::sim::{PowerLoss, SimFs};
-use wshard_recorder::fsio::Fs;
 use wshard_recorder::upload::{CycleError, EvictPolicy, UploadShared, Uploader, UploaderSettings};
+use wshard_storage::fsio::sim::{PowerLoss, SimFs};
+use wshard_storage::fsio::Fs;
 
 /// The queue's directory on the simulated filesystem.
 const QUEUE_DIR: &str = "/q/.upload";

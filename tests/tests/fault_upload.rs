@@ -16,11 +16,11 @@ use wshard_e2e::upload::{
 };
 use wshard_e2e::{Daemon, DaemonOptions};
 use wshard_publish::{StoreConfig, TransferOptions};
-use wshard_recorder::fsio::sim::{FaultKind, OpKind, PowerLoss, SimFs};
-use wshard_recorder::fsio::Fs;
 use wshard_recorder::upload::{
     spawn, EvictPolicy, UploadShared, Uploader, UploaderSettings, UploaderState,
 };
+use wshard_storage::fsio::sim::{FaultKind, OpKind, PowerLoss, SimFs};
+use wshard_storage::fsio::Fs;
 
 fn settings(data_dir: &Path, endpoint: &str, prefix: &str) -> UploaderSettings {
     UploaderSettings {

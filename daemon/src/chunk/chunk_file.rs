@@ -21,9 +21,9 @@ use wshard::write::{PreparedBlock, Reserve, ShardWriter, WrittenBlock};
 use super::columns::BlockCrcs;
 use super::compress::prepare_blocks;
 use super::{digest, prealloc};
-use crate::episode::EpisodeLayout;
 use crate::error::StorageError;
-use crate::fsio::{DurableFile, FailStop, Fs};
+use wshard_storage::fsio::{DurableFile, FailStop, Fs};
+use wshard_storage::layout::EpisodeLayout;
 
 /// A chunk written in full to its `.partial` and hashed, not yet durable: the first half of
 /// [`write_and_finalize_chunk`]. [`finalize_chunk`] finishes it; dropping it leaves the
@@ -288,7 +288,7 @@ mod tests {
 
     use super::*;
     use crate::chunk::digest::sha256_of;
-    use crate::fsio::RealFs;
+    use wshard_storage::fsio::RealFs;
 
     fn episode(codec: Codec) -> Episode {
         let mut ep = Episode::new("early", "env", Timebase::ticks(10.0));

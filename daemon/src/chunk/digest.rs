@@ -18,7 +18,7 @@ use wshard::digest::hex;
 use wshard::write::WrittenBlock;
 
 use crate::error::StorageError;
-use crate::fsio::Fs;
+use wshard_storage::fsio::Fs;
 
 const ZEROS: [u8; 4096] = [0; 4096];
 

@@ -9,9 +9,9 @@
 
 use wshard::manifest::Manifest;
 
-use crate::episode::EpisodeLayout;
 use crate::error::StorageError;
-use crate::fsio::{replace_atomically, Fs};
+use wshard_storage::fsio::{replace_atomically, Fs};
+use wshard_storage::layout::EpisodeLayout;
 
 /// Replace the episode's manifest atomically and durably.
 ///

@@ -11,7 +11,7 @@ use wshard::consts::{align_up, HEADER_LEN, INDEX_ENTRY_LEN};
 use wshard::write::PreparedBlock;
 
 use crate::error::StorageError;
-use crate::fsio::DurableFile;
+use wshard_storage::fsio::DurableFile;
 
 /// The length of the shard the reserve-write-finalize writer produces from `blocks` (in
 /// order, with an exact reserve for their names) at `alignment`; `None` on overflow.
@@ -54,11 +54,11 @@ mod tests {
     use super::*;
     use crate::chunk::chunk_file::write_and_finalize_chunk;
     use crate::chunk::compress::prepare_blocks;
-    use crate::episode::EpisodeLayout;
-    use crate::fsio::sim::{FaultKind, OpKind, SimFs};
-    use crate::fsio::{Fs, RealFs};
     use std::io::Write;
     use wshard::episode::{Channel, Episode, EpisodeWriteOptions, Lane, Timebase};
+    use wshard_storage::fsio::sim::{FaultKind, OpKind, SimFs};
+    use wshard_storage::fsio::{Fs, RealFs};
+    use wshard_storage::layout::EpisodeLayout;
 
     fn episode(steps: usize) -> Episode {
         let mut ep = Episode::new("prealloc", "env", Timebase::ticks(10.0));

@@ -19,8 +19,8 @@ use wshard::read::ShardReader;
 use super::annotate_request::{AnnotateAt, AnnotateRequest};
 use super::protocol::{ControlError, ErrorKind};
 use super::state::ControlState;
-use crate::episode::layout::{validate_episode_id, EpisodeLayout, MAX_EPISODE_ID_BYTES};
 use crate::episode_files::{annotate as commit, index_path, read_index, NewAnnotation};
+use wshard_storage::layout::{validate_episode_id, EpisodeLayout, MAX_EPISODE_ID_BYTES};
 
 const VERB: &str = "annotate";
 

@@ -11,9 +11,9 @@ use wshard::manifest::Manifest;
 
 use super::protocol::{ControlError, ErrorKind};
 use super::state::ControlState;
-use crate::episode::layout::EpisodeLayout;
 use crate::multi::MultiEpisode;
 use crate::registry::StopReason;
+use wshard_storage::layout::EpisodeLayout;
 
 /// How often the registry is looked at while waiting.
 const POLL: Duration = Duration::from_millis(10);

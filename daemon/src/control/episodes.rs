@@ -13,10 +13,10 @@ use wshard::manifest::Manifest;
 use super::on_disk::{chunk_files_bytes, on_disk_bytes};
 use super::state::ControlState;
 use super::unix_time::unix_seconds;
-use crate::episode::layout::{EpisodeLayout, QUARANTINE_DIR};
 use crate::episode_files::read_index;
-use crate::fsio::RealFs;
 use wshard::episode_dir::index::EpisodeIndex;
+use wshard_storage::fsio::RealFs;
+use wshard_storage::layout::{EpisodeLayout, QUARANTINE_DIR};
 
 /// What the manifest of one episode directory says. A finished episode's received payload
 /// is not kept: `received_bytes` is `null`.

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use wshard::manifest::Manifest;
 
-use crate::episode::layout::EpisodeLayout;
+use wshard_storage::layout::EpisodeLayout;
 
 /// Bytes of the chunk files `m` lists that exist in `layout`'s directory.
 #[must_use]

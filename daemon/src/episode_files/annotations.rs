@@ -13,7 +13,7 @@ use wshard::episode_dir::events::EventData;
 use wshard::episode_dir::names::annotations_file_name;
 
 use crate::error::StorageError;
-use crate::fsio::{replace_atomically, Fs};
+use wshard_storage::fsio::{replace_atomically, Fs};
 
 /// An annotation as the operator gives it (the file gives it its seq).
 #[derive(Clone, Debug, PartialEq)]

@@ -14,7 +14,7 @@ use wshard::episode_dir::events::{EventData, EventKind, EventRecord};
 use wshard::episode_dir::names::events_file_name;
 
 use crate::error::StorageError;
-use crate::fsio::{DurableFile, FailStop, Fs};
+use wshard_storage::fsio::{DurableFile, FailStop, Fs};
 
 /// An event as a producer sends it (the log gives it its seq).
 #[derive(Clone, Debug, PartialEq)]

@@ -8,7 +8,7 @@ use wshard::episode_dir::index::{EpisodeIndex, IndexError};
 use wshard::episode_dir::names::index_file_name;
 
 use crate::error::StorageError;
-use crate::fsio::{replace_atomically, Fs};
+use wshard_storage::fsio::{replace_atomically, Fs};
 
 /// The index file of episode `episode_id` in `episode_dir`.
 #[must_use]

@@ -1,7 +1,7 @@
 //! The episode-level files of an episode directory, beside its chunks and manifest: the
 //! index of a multi-stream episode, the events log and the operator's annotations (the
 //! models are the format crate's `wshard::episode_dir`). Every durable step goes through
-//! [`crate::fsio::Fs`].
+//! [`wshard_storage::fsio::Fs`].
 //! It may call `episode`, `fsio` and `error` only.
 //!
 //! - [`index`]: `{EP}_index.json`, replaced atomically like the manifest.

@@ -71,7 +71,7 @@ impl FragmentHeader {
 }
 
 /// Appends logical records to a journal. Generic over the sink: the daemon passes a
-/// buffered [`crate::fsio::DurableFile`].
+/// buffered [`wshard_storage::fsio::DurableFile`].
 #[derive(Debug)]
 pub struct JournalWriter<W: Write> {
     out: W,

@@ -8,7 +8,7 @@ use super::format::JournalWriter;
 use super::record::{decode_gap, encode_gap, kind, SegmentHeader};
 use super::scan::{scan, JournalScan};
 use crate::error::StorageError;
-use crate::fsio::{DurableFile, FailStop, Fs};
+use wshard_storage::fsio::{DurableFile, FailStop, Fs};
 
 const WRITE_BUFFER: usize = 1 << 20;
 

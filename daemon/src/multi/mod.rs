@@ -23,10 +23,10 @@ use serde_json::{Map, Value};
 use wshard::episode_dir::index::{EpisodeIndex, EpisodeStatus, StreamEntry};
 use wshard_ingest_proto::OpenEpisode;
 
-use crate::episode::layout::{EpisodeLayout, STREAMS_DIR};
 use crate::episode_files::{commit_index, EventError, EventsLog, NewEvent};
 use crate::error::StorageError;
-use crate::fsio::Fs;
+use wshard_storage::fsio::Fs;
+use wshard_storage::layout::{EpisodeLayout, STREAMS_DIR};
 
 /// What `EPISODE_OPEN` asks for.
 #[derive(Clone, Debug, PartialEq)]

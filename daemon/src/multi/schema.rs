@@ -5,8 +5,8 @@ use wshard::episode_dir::index::{ChannelEntry, EpisodeStatus, StreamEntry};
 use wshard::episode_dir::index::{TIMEBASE_TICKS, TIMEBASE_TIMESTAMPS};
 use wshard::manifest::manifest_file_name;
 
-use crate::episode::layout::STREAMS_DIR;
 use crate::episode::EpisodeSchema;
+use wshard_storage::layout::STREAMS_DIR;
 
 /// The index entry of a stream about to record with `schema` (its `episode_id` is the
 /// stream name), `tick_hz` as the producer gave it, recorded by `producer`.

@@ -17,10 +17,10 @@ use super::plan::{Action, RecoveryMode};
 use super::report::{RecoveryReport, MANIFEST_KEY};
 use crate::chunk::chunk_file::write_and_finalize_chunk;
 use crate::chunk::manifest_commit::commit_manifest;
-use crate::episode::layout::EpisodeLayout;
 use crate::error::StorageError;
-use crate::fsio::Fs;
 use crate::session::SessionSettings;
+use wshard_storage::fsio::Fs;
+use wshard_storage::layout::EpisodeLayout;
 
 /// Manifest status while recovery is under way.
 pub(crate) const RECOVERING: &str = "recovering";

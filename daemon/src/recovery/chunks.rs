@@ -13,7 +13,7 @@ use super::plan::Action;
 use crate::chunk::digest::sha256_of;
 use crate::chunk::{gaps, SeqGaps};
 use crate::error::StorageError;
-use crate::fsio::Fs;
+use wshard_storage::fsio::Fs;
 
 /// A finalized chunk read back for adoption, `None` unless it verifies: every block is
 /// read (CRC32C-checked) and every index entry's name matches its stored hash. Without the

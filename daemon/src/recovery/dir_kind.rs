@@ -29,8 +29,8 @@ use wshard::episode_dir::names::{
 use wshard::manifest::{manifest_file_name, MANIFEST_FILE_SUFFIX};
 
 use super::changes::file_name;
-use crate::episode::layout::{EpisodeIdError, EpisodeLayout, STREAMS_DIR};
-use crate::fsio::Fs;
+use wshard_storage::fsio::Fs;
+use wshard_storage::layout::{EpisodeIdError, EpisodeLayout, STREAMS_DIR};
 
 /// Suffix of the temporary file of an atomic replace.
 const TMP_SUFFIX: &str = ".tmp";
@@ -160,7 +160,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::fsio::RealFs;
+    use wshard_storage::fsio::RealFs;
 
     fn kind_of(files: &[&str], dirs: &[&str]) -> DirKind {
         let root = tempfile::tempdir().unwrap();

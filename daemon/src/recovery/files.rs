@@ -14,10 +14,10 @@ use super::plan::{Action, RecoveryMode};
 use super::report::{self, RecoveryReport};
 use super::{chunks, journals};
 use crate::chunk::gaps;
-use crate::episode::layout::EpisodeLayout;
 use crate::error::StorageError;
-use crate::fsio::Fs;
 use crate::session::SessionSettings;
+use wshard_storage::fsio::Fs;
+use wshard_storage::layout::EpisodeLayout;
 
 /// The manifest at `path`, read through `fs`; `None` when it is missing or unreadable.
 fn read_manifest(fs: &dyn Fs, path: &Path) -> Option<Manifest> {

@@ -42,14 +42,14 @@ pub use multi::MultiRecovery;
 pub use plan::{Action, RecoveryMode};
 pub use report::{Discarded, RecoveryReport};
 
-use crate::episode::layout::{
-    validate_episode_id, EpisodeLayout, MAX_EPISODE_ID_BYTES, QUARANTINE_DIR,
-};
 use crate::error::StorageError;
-use crate::fsio::Fs;
 use crate::session::SessionSettings;
 use changes::file_name;
 use files::recover_layout;
+use wshard_storage::fsio::Fs;
+use wshard_storage::layout::{
+    validate_episode_id, EpisodeLayout, MAX_EPISODE_ID_BYTES, QUARANTINE_DIR,
+};
 
 /// Recover one episode directory. Returns `None` when it needed nothing.
 ///

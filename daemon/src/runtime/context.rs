@@ -12,10 +12,10 @@ use super::access::AccessPolicy;
 use super::disk::{DiskMonitor, Statvfs};
 use super::settings::{tunables, Tunables};
 use crate::episode::Durability;
-use crate::fsio::Fs;
 use crate::registry::Registry;
 use crate::session::SessionSettings;
 use crate::upload::UploadShared;
+use wshard_storage::fsio::Fs;
 
 /// Limits enforced per connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -47,13 +47,14 @@ pub(crate) use stats::EpisodeStats;
 pub use wshardd_config::FsyncPolicy;
 
 use crate::chunk::manifest_commit::commit_manifest;
-use crate::episode::{Durability, EpisodeLayout, EpisodeSchema};
+use crate::episode::{Durability, EpisodeSchema};
 use crate::error::StorageError;
-use crate::fsio::Fs;
 use crate::journal::record::SegmentHeader;
 use crate::journal::segment::JournalSegment;
 use recycle::RecordPool;
 use writer::{Writer, WriterMsg};
+use wshard_storage::fsio::Fs;
+use wshard_storage::layout::EpisodeLayout;
 
 /// Why an episode could not be opened.
 #[derive(Debug, thiserror::Error)]

@@ -9,8 +9,9 @@ use super::failure::SessionFailure;
 use super::queue_budget::ByteBudget;
 use super::settings::SessionSettings;
 use super::stats::EpisodeStats;
-use crate::episode::{EpisodeLayout, EpisodeSchema};
-use crate::fsio::Fs;
+use crate::episode::EpisodeSchema;
+use wshard_storage::fsio::Fs;
+use wshard_storage::layout::EpisodeLayout;
 
 /// How the daemon talks back to the client of a session.
 pub trait Responder: Send + Sync {

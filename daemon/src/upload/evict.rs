@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use super::queue_log::{io_err, QueueLogError};
 use super::settings::EvictPolicy;
-use crate::fsio::Fs;
+use wshard_storage::fsio::Fs;
 
 /// The directory under the queue's directory that episodes being evicted are moved to.
 pub const EVICTING_DIR: &str = "evicting";

@@ -1,7 +1,7 @@
 //! The robot's uploader (`[publish]`, docs/PUBLISH.md "The robot's uploader"): a durable
 //! queue of finished episodes sent to an S3-compatible store and appended to a dataset.
 //! Below `server` and `runtime`: it calls `fsio`, `journal` (the framing and its scan, for
-//! the queue log), `episode::layout` and the publish crate (its blob sender,
+//! the queue log), `wshard_storage::layout` and the publish crate (its blob sender,
 //! `Publisher::append`); `runtime::context` holds its [`UploadShared`] for the control
 //! socket.
 //!

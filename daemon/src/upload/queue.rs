@@ -8,7 +8,7 @@ use super::queue_log::{OpenReport, QueueLog, QueueLogError};
 use super::record::Record;
 use super::state::QueueState;
 use super::view::UploadShared;
-use crate::fsio::Fs;
+use wshard_storage::fsio::Fs;
 
 /// The queue: every change is a record appended to the log (synced) before it is applied.
 #[derive(Debug)]

@@ -18,9 +18,9 @@ use std::sync::Arc;
 
 use super::record::Record;
 use super::state::QueueState;
-use crate::fsio::{DurableFile, FailStop, Fs};
 use crate::journal::format::JournalWriter;
 use crate::journal::scan::scan;
+use wshard_storage::fsio::{DurableFile, FailStop, Fs};
 
 /// The log's file name in the queue's directory ([`super::settings::UPLOAD_DIR`]).
 pub const QUEUE_LOG: &str = "queue.log";

@@ -8,8 +8,8 @@ use wshard_publish::blob::{part_count, part_len};
 use super::queue_log::{QueueLog, QueueLogError, QUEUE_LOG, QUEUE_LOG_TMP};
 use super::record::{QueuedFile, Record};
 use super::state::{EpisodeUpload, QueueState};
-use crate::fsio::sim::{FaultKind, OpKind, PowerLoss, SimFs};
-use crate::fsio::Fs;
+use wshard_storage::fsio::sim::{FaultKind, OpKind, PowerLoss, SimFs};
+use wshard_storage::fsio::Fs;
 
 const DIR: &str = "/d/.upload";
 

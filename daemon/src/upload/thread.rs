@@ -16,7 +16,7 @@ use super::pace::{wait_until, Backoff};
 use super::settings::UploaderSettings;
 use super::uploader::Uploader;
 use super::view::{UploadShared, UploaderState};
-use crate::fsio::Fs;
+use wshard_storage::fsio::Fs;
 
 /// The running upload thread.
 #[derive(Debug)]

@@ -31,8 +31,8 @@ use super::record::{QueuedFile, Record};
 use super::settings::UploaderSettings;
 use super::state::{EpisodeUpload, QueueState};
 use super::view::{UploadShared, UploaderState};
-use crate::episode::layout::QUARANTINE_DIR;
-use crate::fsio::Fs;
+use wshard_storage::fsio::Fs;
+use wshard_storage::layout::QUARANTINE_DIR;
 
 /// The uploader: the queue, the store (built at the first pass that needs it), the
 /// counters it shows.

@@ -14,13 +14,14 @@ use wshard::episode_dir::names::{events_file_name, index_file_name};
 use wshard::manifest::{read_episode_chunked, Manifest};
 use wshard::read::ShardReader;
 use wshard_ingest_proto::{OpenEpisode, TimebaseSpec};
-use wshard_recorder::episode::{Durability, EpisodeLayout, EpisodeSchema};
+use wshard_recorder::episode::{Durability, EpisodeSchema};
 use wshard_recorder::episode_files::NewEvent;
-use wshard_recorder::fsio::sim::SimFs;
-use wshard_recorder::fsio::Fs;
 use wshard_recorder::multi::schema::stream_entry;
 use wshard_recorder::multi::{MultiEpisode, NewMulti, StreamEnd};
 use wshard_recorder::session::{FinalStatus, FsyncPolicy, Session, SessionSettings};
+use wshard_storage::fsio::sim::SimFs;
+use wshard_storage::fsio::Fs;
+use wshard_storage::layout::EpisodeLayout;
 
 use crate::sim_harness::{check_values, data_dir, records, schema, Client, Scenario};
 

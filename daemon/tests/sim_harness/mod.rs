@@ -12,13 +12,14 @@ use wshard::episode::{DType, Lane, Timebase};
 use wshard::manifest::{read_episode_chunked, Manifest};
 use wshard::read::ShardReader;
 use wshard_ingest_proto::push_step_record;
-use wshard_recorder::episode::{Durability, EpisodeLayout, EpisodeSchema};
-use wshard_recorder::fsio::sim::{OpKind, PowerLoss, SimFs};
-use wshard_recorder::fsio::Fs;
+use wshard_recorder::episode::{Durability, EpisodeSchema};
 use wshard_recorder::recovery::{recover_all, RecoveryReport};
 use wshard_recorder::session::{
     FinalStatus, FsyncPolicy, Responder, Rotation, Session, SessionSettings, SessionSummary,
 };
+use wshard_storage::fsio::sim::{OpKind, PowerLoss, SimFs};
+use wshard_storage::fsio::Fs;
+use wshard_storage::layout::EpisodeLayout;
 
 /// The data directory inside the sim.
 pub const DATA: &str = "/data";

@@ -18,14 +18,14 @@ use wshard::episode::Episode;
 use wshard::manifest::Manifest;
 use wshard::read::ShardReader;
 use wshard_ingest_proto::{push_step_record, RECORD_HEADER_BYTES};
-use wshard_recorder::episode::layout::QUARANTINE_DIR;
 use wshard_recorder::episode::Durability;
-use wshard_recorder::fsio::sim::{OpKind, PowerLoss, SimFs};
-use wshard_recorder::fsio::Fs;
 use wshard_recorder::journal::format::BLOCK_LEN;
 use wshard_recorder::journal::scan::scan;
 use wshard_recorder::recovery::{recover_episode, RecoveryReport};
 use wshard_recorder::session::{FinalStatus, FsyncPolicy, Rotation, Session, SessionSettings};
+use wshard_storage::fsio::sim::{OpKind, PowerLoss, SimFs};
+use wshard_storage::fsio::Fs;
+use wshard_storage::layout::QUARANTINE_DIR;
 
 /// Payload bytes of one timestep of the harness schema (`state` f32x4 + `cmd` u8x6).
 pub const PAYLOAD: usize = 16 + 6;

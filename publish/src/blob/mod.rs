@@ -22,7 +22,7 @@
 //! bandwidth pacing and shutdown.
 //!
 //! The room calls the [`crate::store::Store`] (requests and the multipart primitives), the
-//! local hashing of [`crate::episodes`] and [`crate::manifest`], and the typed errors;
+//! local hashing of [`crate::episodes`] and `wshard::digest`, and the typed errors;
 //! `publish` and `append` call it, never the other way.
 //!
 //! - [`send`]: [`BlobSender`], [`Blob`] and where its bytes are, [`BlobAction`].

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 use wshard::codec::Codec;
 use wshard_import::{EpisodeSink, ImportError, ImportOptions, SinkOptions, WrittenEpisode};
-use wshard_recorder::fsio::RealFs;
+use wshard_storage::fsio::RealFs;
 
 use crate::exit_status::Status;
 

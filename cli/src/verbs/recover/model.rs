@@ -10,12 +10,12 @@ use std::sync::Arc;
 
 use super::target::{classify, Target, TargetError};
 use wshard_recorder::error::StorageError;
-use wshard_recorder::fsio::{Fs, RealFs};
 use wshard_recorder::recovery::{
     recover_data_dir_with, recover_episode_with, LeftAlone, RecoveryMode, RecoveryReport,
 };
 use wshard_recorder::runtime::lock::{self, LockError};
 use wshard_recorder::session::SessionSettings;
+use wshard_storage::fsio::{Fs, RealFs};
 
 /// How `wshard recover` runs and prints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

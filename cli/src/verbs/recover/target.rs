@@ -9,12 +9,12 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use wshard_recorder::episode::layout::{
-    validate_episode_id, EpisodeIdError, MAX_EPISODE_ID_BYTES, QUARANTINE_DIR, STREAMS_DIR,
-};
-use wshard_recorder::fsio::RealFs;
 use wshard_recorder::recovery::{dir_kind, DirKind, EpisodeKind, NotAnEpisode};
 use wshard_recorder::runtime::lock::LOCK_FILE;
+use wshard_storage::fsio::RealFs;
+use wshard_storage::layout::{
+    validate_episode_id, EpisodeIdError, MAX_EPISODE_ID_BYTES, QUARANTINE_DIR, STREAMS_DIR,
+};
 
 /// What `wshard recover` runs on.
 #[derive(Clone, Debug, PartialEq, Eq)]

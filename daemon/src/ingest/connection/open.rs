@@ -11,11 +11,12 @@ use wshard_ingest_proto::{
 use super::link::Link;
 use super::owner::schema_limits;
 use super::recording::Recording;
-use crate::episode::{validate_episode_id, EpisodeSchema, SchemaError};
+use crate::episode::{EpisodeSchema, SchemaError};
 use crate::ingest::intake::Intake;
 use crate::registry::NewEpisode;
 use crate::runtime::ServerContext;
 use crate::session::{OpenError, Session};
+use wshard_storage::layout::validate_episode_id;
 
 /// Open the episode `open` describes and answer `ACCEPTED{OPEN}`; `None` when it was
 /// refused (the `ERROR` was sent).

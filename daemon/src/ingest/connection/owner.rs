@@ -12,8 +12,8 @@ use wshard::episode_dir::index::EpisodeStatus;
 use wshard_ingest_proto::{AcceptedWhat, EpisodeOpen, ErrorCode, Frame, Outcome, SchemaLimits};
 
 use super::link::{Closing, Link, Stop};
-use crate::episode::validate_episode_id;
 use crate::multi::{CreateError, MultiEpisode, NewMulti};
+use wshard_storage::layout::validate_episode_id;
 
 /// The schema limits of the server, for a request's checks.
 pub(super) fn schema_limits(link: &Link) -> SchemaLimits {

@@ -19,7 +19,7 @@ use super::super::plan::{Action, RecoveryMode};
 use super::super::report::{Discarded, RecoveryReport};
 use crate::episode_files::cut_torn_tail;
 use crate::error::StorageError;
-use crate::fsio::Fs;
+use wshard_storage::fsio::Fs;
 
 /// The event on `line` (a complete line) when it is one with `seq`.
 fn is_event(line: &[u8], path: &Path, seq: Option<u64>) -> bool {

@@ -33,11 +33,11 @@ use super::changes::{file_name, move_to_quarantine, quarantine_target};
 use super::files::recover_layout;
 use super::plan::{Action, RecoveryMode};
 use super::report::RecoveryReport;
-use crate::episode::layout::{EpisodeLayout, QUARANTINE_DIR, STREAMS_DIR};
 use crate::episode_files::{commit_index, index_path, read_index};
 use crate::error::StorageError;
-use crate::fsio::Fs;
 use crate::session::SessionSettings;
+use wshard_storage::fsio::Fs;
+use wshard_storage::layout::{EpisodeLayout, QUARANTINE_DIR, STREAMS_DIR};
 
 /// What recovering a multi-stream episode did: the episode-level steps (index, events,
 /// streams adopted or forgotten) and each stream's own report (named `EP/STREAM`).

@@ -12,8 +12,8 @@ use wshard::episode_dir::index::{
 use wshard::manifest::Manifest;
 use wshard::read::ShardReader;
 
-use crate::episode::layout::{EpisodeLayout, STREAMS_DIR};
-use crate::fsio::Fs;
+use wshard_storage::fsio::Fs;
+use wshard_storage::layout::{EpisodeLayout, STREAMS_DIR};
 
 /// Nanoseconds per second, for a nominal rate from a nominal period.
 const NS_PER_S: f64 = 1e9;
