@@ -9,6 +9,7 @@ use std::io::Write;
 use std::path::Path;
 
 use wshard_publish::cache::BlobCache;
+use wshard_publish::remote::{resolve, Resolved};
 use wshard_publish::url::RemoteUrl;
 use wshard_publish::{PublishError, Publisher};
 
@@ -50,6 +51,31 @@ pub fn publisher_for(url: &RemoteUrl, args: &RemoteArgs) -> Result<Publisher, Pu
         ..StoreArgs::default()
     };
     store_args.publisher()
+}
+
+/// What an `s3://` URL names, with the publisher on its store and the blob cache to read
+/// it through.
+pub struct OpenedUrl {
+    pub publisher: Publisher,
+    pub cache: Option<BlobCache>,
+    pub resolved: Resolved,
+}
+
+/// Parse `url`, connect to its store and resolve what it names (a blob, or an episode of a
+/// dataset version).
+///
+/// # Errors
+/// A bad URL, store settings, credentials, or what the store answers.
+pub fn open_url(url: &str, args: &RemoteArgs) -> Result<OpenedUrl, PublishError> {
+    let parsed = RemoteUrl::parse(url)?;
+    let publisher = publisher_for(&parsed, args)?;
+    let cache = env_cache();
+    let resolved = resolve(&publisher, cache.as_ref(), &parsed)?;
+    Ok(OpenedUrl {
+        publisher,
+        cache,
+        resolved,
+    })
 }
 
 /// The cache of the environment; none when no directory can be found (reads still work).

@@ -5,13 +5,12 @@
 use std::io::Write;
 use std::path::Path;
 
-use wshard_publish::remote::{resolve, RemoteShard, Resolved};
-use wshard_publish::url::RemoteUrl;
+use wshard_publish::remote::{RemoteShard, Resolved};
 use wshard_publish::PublishError;
 
 use super::block::{self, CatOptions};
 use crate::exit_status::Status;
-use crate::store::remote::{env_cache, fail, publisher_for, RemoteArgs};
+use crate::store::remote::{fail, open_url, RemoteArgs};
 
 /// `wshard cat s3://... BLOCK`.
 pub fn cat(
@@ -36,10 +35,8 @@ fn try_cat(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<Status, PublishError> {
-    let parsed = RemoteUrl::parse(url)?;
-    let p = publisher_for(&parsed, args)?;
-    let cache = env_cache();
-    let blob = match resolve(&p, cache.as_ref(), &parsed)? {
+    let opened = open_url(url, args)?;
+    let blob = match opened.resolved {
         Resolved::Blob(b) => b,
         Resolved::Episode { key, entry, .. } => {
             return Err(PublishError::InvalidUrl {
@@ -51,7 +48,7 @@ fn try_cat(
             })
         }
     };
-    let shard = RemoteShard::open(p.store(), cache.as_ref(), &blob)?;
+    let shard = RemoteShard::open(opened.publisher.store(), opened.cache.as_ref(), &blob)?;
     Ok(block::run_reader(
         shard.reader(),
         Path::new(url),

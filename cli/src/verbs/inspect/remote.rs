@@ -6,14 +6,13 @@ use std::io::Write;
 use std::path::Path;
 
 use serde_json::json;
-use wshard_publish::remote::{resolve, RemoteShard, Resolved};
-use wshard_publish::url::RemoteUrl;
+use wshard_publish::remote::{RemoteShard, Resolved};
 use wshard_publish::PublishError;
 
 use super::shard::{self, InspectOptions, Inspection};
 use crate::exit_status::Status;
 use crate::output::table::{Align, Table};
-use crate::store::remote::{env_cache, fail, publisher_for, RemoteArgs};
+use crate::store::remote::{fail, open_url, RemoteArgs};
 
 fn write_episode(
     url: &str,
@@ -65,10 +64,8 @@ fn try_inspect(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<Status, PublishError> {
-    let parsed = RemoteUrl::parse(url)?;
-    let p = publisher_for(&parsed, args)?;
-    let cache = env_cache();
-    match resolve(&p, cache.as_ref(), &parsed)? {
+    let opened = open_url(url, args)?;
+    match opened.resolved {
         Resolved::Episode {
             version,
             key,
@@ -85,7 +82,7 @@ fn try_inspect(
             })
         }
         Resolved::Blob(blob) => {
-            let shard = RemoteShard::open(p.store(), cache.as_ref(), &blob)?;
+            let shard = RemoteShard::open(opened.publisher.store(), opened.cache.as_ref(), &blob)?;
             // From the cache every block is checked (a local file); remotely only
             // the meta blocks are read.
             let ins = Inspection::from_reader(
