@@ -16,9 +16,10 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Mapping, Optional, Sequence, Tuple, Type, Union
 
+from ._episode_spec import EpisodeSpec
 from ._reader import ServerInfo, SharedState, start_reader
 from ._ring import RingPolicy, check_geometry, default_slot_bytes, default_slot_count
-from ._schema import Channel, Durability, EpisodeSpec, Timebase
+from ._schema import Channel, Durability, Timebase
 from ._shm import ShmRing, shm_supported
 from ._transport import Buffer, Transport, UnixSocketTransport
 from ._wire import (

@@ -11,8 +11,8 @@ from ._batch import ColumnBatch, PendingBatch, checked_header
 from ._closing import ClosesOnExit
 from ._counters import counters_items, encode_counters
 from ._episode_shm import ShmEpisodeMixin
+from ._episode_spec import EpisodeSpec
 from ._payload import Payloads, column_payload, layouts_of, order_payloads, step_payload
-from ._schema import EpisodeSpec
 from ._shm import ShmRing
 from ._wire import BATCH_HEADER_BYTES, RECORD_HEADER_BYTES, FrameType, Outcome, encode_close, encode_flush
 from .errors import EpisodeFailed, ErrorCode, NotPushed, SchemaError, ServerError, WshardError

@@ -14,9 +14,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union, cast
 
 from ._closing import ClosesOnExit
+from ._episode_spec import EpisodeSpec
 from ._events import EventKind, event_data
 from ._ring import RingPolicy
-from ._schema import Channel, Durability, EpisodeSpec, Timebase
+from ._schema import Channel, Durability, Timebase
 from ._validate import validate_episode_open, validate_stream
 from ._wire import (
     NEWEST_PROTOCOL_VERSION,
