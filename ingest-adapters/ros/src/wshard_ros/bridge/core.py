@@ -326,7 +326,7 @@ class Bridge:
             run = self._recording_run(what)
             with self._lock:
                 self._accepting = False
-            summary, error = end_episode(self, run, outcome)
+            summary, error = end_episode(self.counters, run, outcome)
             if error is not None:
                 self._fail(run, error)
                 raise BridgeError(DAEMON, f"{what}: {self._last_error}")
