@@ -100,8 +100,7 @@ class Connection:
             # The server answers the version the connection speaks: at most the one asked.
             if not PROTOCOL_VERSION <= info.version <= asked:
                 raise ProtocolError(
-                    f"unexpected from server: HELLO_OK protocol_version {info.version} "
-                    f"(this client asked for {asked})"
+                    f"unexpected from server: HELLO_OK protocol_version {info.version} (this client asked for {asked})"
                 )
         except BaseException:
             self._shutdown()

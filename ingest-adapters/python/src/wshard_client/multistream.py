@@ -182,9 +182,7 @@ class MultiStreamEpisode(ClosesOnExit):
         """Whether :meth:`close` was called."""
         return self._closed
 
-    def send_event(
-        self, t_ns: int, label: str, data: Any, kind: Union[EventKind, str, int, None] = None
-    ) -> int:
+    def send_event(self, t_ns: int, label: str, data: Any, kind: Union[EventKind, str, int, None] = None) -> int:
         """Send an event (``EVENT``) and wait until it is durable (``ACCEPTED{EVENT}``);
         returns its seq among the episode's events (0, 1, 2, ...). ``data``: a ``str``
         (text), bytes-like (binary), or anything JSON-serializable (json); ``kind``
@@ -244,5 +242,3 @@ class MultiStreamEpisode(ClosesOnExit):
 
     def __repr__(self) -> str:
         return f"<MultiStreamEpisode {self._episode_id!r} {'closed' if self._closed else 'open'}>"
-
-
