@@ -123,12 +123,13 @@ def test_py_event_json_stored_as_sent_and_limits_checked_client_side(daemon: Dae
 
 
 def test_py_event_json_checks_match_the_rust_client() -> None:
-    # The same rules as wshard_ingest_proto::event_json (the Rust client and the server).
+    # The same rules as wshard_ingest_proto::event_json (the Rust client and the server); its
+    # depth limit is defined in payload_limits.rs.
     assert event_data('{"a": 1}', "json")[1] == b'{"a": 1}'
     with pytest.raises(SchemaError, match="the number 1e400 at byte 5"):
         event_data('{"a":1e400}', "json")
     with pytest.raises(SchemaError, match="is not valid JSON"):
         event_data("[1,", "json")
     root = Path(__file__).resolve().parents[3]
-    rust = (root / "ingest-adapters/proto/src/event_json.rs").read_text()
+    rust = (root / "ingest-adapters/proto/src/payload_limits.rs").read_text()
     assert f"pub const MAX_EVENT_JSON_DEPTH: usize = {MAX_EVENT_JSON_DEPTH};" in rust

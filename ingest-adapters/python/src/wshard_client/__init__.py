@@ -23,11 +23,12 @@ episodes (:meth:`Recorder.open_multistream_episode`, :meth:`Recorder.join_stream
 events (``send_event``); see :mod:`wshard_client.multistream`.
 """
 
+from ._episode_spec import EpisodeSpec
 from ._events import DEFAULT_MAX_EVENT_BYTES, MAX_EVENT_JSON_DEPTH, EventKind
 from ._payload import HAVE_NUMPY
 from ._reader import ServerInfo
 from ._ring import RingPolicy
-from ._schema import DTYPES, Channel, Codec, DType, DTypeInfo, Durability, EpisodeSpec, Lane, Timebase
+from ._schema import DTYPES, Channel, Codec, DType, DTypeInfo, Durability, Lane, Timebase
 from ._shm import ShmInfo
 from ._transport import Transport, UnixSocketTransport
 from ._wire import NEWEST_PROTOCOL_VERSION, PROTOCOL_VERSION, Outcome

@@ -5,14 +5,12 @@ stays as it was."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import Callable, Optional
 
 from ._batch import ColumnBatch, PendingBatch, steps_per_frame
+from ._connection import Connection
 from ._shm import ShmInfo, ShmRing
 from .errors import ProtocolError, ServerError, Timeout, WshardError
-
-if TYPE_CHECKING:
-    from .client import Recorder
 
 __all__ = ["ShmEpisodeMixin"]
 
@@ -30,7 +28,7 @@ class ShmEpisodeMixin:
     """
 
     _ring: Optional[ShmRing]
-    _client: "Recorder"
+    _client: Connection
     _pending: PendingBatch
     _failed: bool
     _max_frame: int

@@ -1,15 +1,17 @@
-"""The episode schema carried by ``OPEN``: dtypes, lanes, codecs, durability, timebase,
-channels, and the client-side checks (the same rules as the server's, see
-docs/PROTOCOL.md "Implementation notes")."""
+"""The parts of the schema ``OPEN`` carries: dtypes, lanes, codecs, durability, timebase
+and channels (:class:`Channel`), with the protocol's limits on them.
+
+The checks of a whole schema (the server's rules) are in :mod:`wshard_client._validate`,
+and :class:`~wshard_client.EpisodeSpec`, everything ``OPEN`` carries, in
+:mod:`wshard_client._episode_spec`, above both."""
 
 from __future__ import annotations
 
 import enum
-import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple, Union
 
 from .errors import SchemaError
 
@@ -22,7 +24,6 @@ __all__ = [
     "Durability",
     "Timebase",
     "Channel",
-    "EpisodeSpec",
     "MAX_NDIM",
     "MAX_EPISODE_ID_BYTES",
 ]
@@ -297,77 +298,3 @@ class Channel:
     def block_name(self) -> str:
         """The block this channel becomes in a WShard file: ``signal/x`` or ``action/x``."""
         return f"{self.lane.name.lower()}/{self.name}"
-
-
-@dataclass(init=False)
-class EpisodeSpec:
-    """Everything ``OPEN`` carries.
-
-    Args:
-        episode_id: 1..=128 bytes (the server's ``limits.max_episode_id_bytes``, at most
-            200) of ``[A-Za-z0-9._-]``, not starting with ``.``, not ``quarantine``;
-            becomes the directory and file-name stem.
-        channels: the channels in schema order (the order of payloads in every step).
-        env_id: free text.
-        tick_hz: ticks: the rate (> 0); timestamps_ns: the nominal rate (0 = unknown).
-        timebase: ``"ticks"`` (default) or ``"timestamps_ns"``.
-        durability: ``"ack"`` (default, as the Rust client's ``OpenEpisode::new``),
-            ``"chunk"`` or ``"server_default"``.
-        metadata: a dict (sent as compact JSON) or JSON object text; stored under
-            ``meta/episode.metadata``.
-    """
-
-    episode_id: str
-    channels: List[Channel]
-    env_id: str
-    tick_hz: float
-    timebase: Timebase
-    durability: Durability
-    metadata_json: str
-
-    def __init__(
-        self,
-        episode_id: str,
-        channels: Sequence[Channel],
-        env_id: str = "",
-        tick_hz: float = 0.0,
-        timebase: Union[Timebase, str, int] = Timebase.TICKS,
-        durability: Union[Durability, str, int] = Durability.ACK,
-        metadata: Union[Mapping[str, Any], str, None] = None,
-    ) -> None:
-        self.episode_id = str(episode_id)
-        self.channels = list(channels)
-        self.env_id = str(env_id)
-        self.tick_hz = float(tick_hz)
-        self.timebase = Timebase.parse(timebase)
-        self.durability = Durability.parse(durability)
-        if metadata is None:
-            self.metadata_json = ""
-        elif isinstance(metadata, str):
-            self.metadata_json = metadata
-        else:
-            try:
-                self.metadata_json = json.dumps(dict(metadata), separators=(",", ":"))
-            except (TypeError, ValueError) as e:
-                raise SchemaError(f"metadata is not JSON-serializable: {e}") from None
-
-    @property
-    def channel_step_bytes(self) -> List[int]:
-        """Payload bytes of each channel, in schema order."""
-        return [c.step_bytes for c in self.channels]
-
-    @property
-    def step_bytes(self) -> int:
-        """Payload bytes of one timestep: the sum over the channels."""
-        return sum(c.step_bytes for c in self.channels)
-
-    def validate(self, max_frame_bytes: int, max_channels: int = 0xFFFF) -> None:
-        """Check the schema as the server does (``OpenEpisode::validate``), against the
-        server's ``max_frame_bytes`` (from ``HELLO_OK``).
-
-        Raises:
-            SchemaError: ``BAD_EPISODE_ID`` for the id, ``BAD_SCHEMA`` for the rest.
-        """
-        from ._validate import validate_spec
-
-        validate_spec(self, max_frame_bytes, max_channels)

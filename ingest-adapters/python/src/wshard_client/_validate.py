@@ -1,19 +1,20 @@
 """Client-side checks of an ``OPEN`` schema: the same rules as the server's
 (``wshard-ingest-proto`` ``validate.rs``; docs/PROTOCOL.md "Implementation notes"), so a bad
-schema is refused before anything is sent."""
+schema is refused before anything is sent.
+
+It sits between the schema's parts (:mod:`wshard_client._schema`) and
+:class:`~wshard_client.EpisodeSpec` (:mod:`wshard_client._episode_spec`), whose
+``validate`` calls :func:`validate_spec`: a spec is read through :class:`SpecFields`."""
 
 from __future__ import annotations
 
 import json
 import math
 import re
-from typing import TYPE_CHECKING, Optional, Set
+from typing import Optional, Protocol, Sequence, Set
 
 from ._schema import MAX_EPISODE_ID_BYTES, MAX_NDIM, Channel, Codec, Timebase
 from .errors import ErrorCode, SchemaError
-
-if TYPE_CHECKING:
-    from ._schema import EpisodeSpec
 
 #: ``TIMESTEP_BATCH`` body before the records (type 1 + count 4) plus one record header
 #: (seq 8 + t_ns 8 + reward 4 + done 1): what a frame must hold besides one step payload.
@@ -22,6 +23,28 @@ ONE_STEP_OVERHEAD = 5 + 21
 
 #: Longest stream name, in bytes (protocol version 2; the episode-id rules otherwise).
 MAX_STREAM_NAME_BYTES = 64
+
+
+class SpecFields(Protocol):
+    """The fields of an :class:`~wshard_client.EpisodeSpec` the checks read."""
+
+    @property
+    def episode_id(self) -> str: ...
+
+    @property
+    def channels(self) -> Sequence[Channel]: ...
+
+    @property
+    def tick_hz(self) -> float: ...
+
+    @property
+    def timebase(self) -> Timebase: ...
+
+    @property
+    def step_bytes(self) -> int: ...
+
+    @property
+    def metadata_json(self) -> str: ...
 
 
 def _id_rule_broken(name: str, max_bytes: int) -> Optional[str]:
@@ -101,7 +124,7 @@ def validate_episode_open(episode_id: str, metadata_json: str) -> None:
     validate_metadata_json(metadata_json, "EPISODE_OPEN")
 
 
-def validate_spec(spec: "EpisodeSpec", max_frame_bytes: int, max_channels: int = 0xFFFF) -> None:
+def validate_spec(spec: SpecFields, max_frame_bytes: int, max_channels: int = 0xFFFF) -> None:
     """Check ``spec`` as the server does before creating anything (``OpenEpisode::validate``).
 
     Raises:
@@ -113,7 +136,7 @@ def validate_spec(spec: "EpisodeSpec", max_frame_bytes: int, max_channels: int =
 
 
 def validate_stream(
-    episode_id: str, spec: "EpisodeSpec", max_frame_bytes: int, max_channels: int = 0xFFFF
+    episode_id: str, spec: SpecFields, max_frame_bytes: int, max_channels: int = 0xFFFF
 ) -> None:
     """Check a ``STREAM_OPEN`` (version 2) as the server does (``StreamOpen::validate``):
     the episode id, the stream name ``spec.episode_id``, and the schema as ``OPEN``'s.
@@ -128,7 +151,7 @@ def validate_stream(
 
 
 def validate_schema(
-    spec: "EpisodeSpec", max_frame_bytes: int, max_channels: int = 0xFFFF, prefix: str = "OPEN"
+    spec: SpecFields, max_frame_bytes: int, max_channels: int = 0xFFFF, prefix: str = "OPEN"
 ) -> None:
     """:func:`validate_spec` without the id (``OpenEpisode::validate_schema``); messages
     start with ``prefix``.

@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass
 from typing import List, Optional, Union
 
-from ._schema import EpisodeSpec
+from ._episode_spec import EpisodeSpec
 from ._transport import Buffer
 from .errors import ErrorCode, ProtocolError, SchemaError
 

@@ -1,66 +1,29 @@
-""":class:`Recorder`: one connection to ``wshardd`` (the Rust client's ``Client``).
+""":class:`Recorder`: one connection to ``wshardd`` (the Rust client's ``Client``), the top
+of the client: it opens the episodes and the streams recorded on it and owns them.
 
-Design: the caller's thread encodes steps straight into one pending ``TIMESTEP_BATCH``
-frame and writes it to the socket; a background reader thread consumes the server's
-asynchronous ``DURABLE`` / ``ERROR`` / ``ACCEPTED`` frames and publishes them through a
-``threading.Condition`` (see :mod:`wshard_client._reader`). A reader thread keeps the
-receive side drained even while a large batch write is blocked.
+Bottom up: :class:`~wshard_client._connection.Connection` (the handshake, frames, requests,
+events), the handles that write through it (:class:`~wshard_client.EpisodeWriter`,
+:class:`~wshard_client.MultiStreamEpisode`), the version 2 calls
+(:class:`~wshard_client.multistream.MultiStreamMixin`), and the :class:`Recorder`.
 """
 
 from __future__ import annotations
 
-import os
-import threading
-import weakref
-from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import Any, Mapping, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Mapping, Optional, Sequence, Type, Union
 
-from ._reader import ServerInfo, SharedState, start_reader
+from ._connection import DEFAULT_CLIENT_NAME, ClientOptions
+from ._episode_spec import EpisodeSpec
 from ._ring import RingPolicy, check_geometry, default_slot_bytes, default_slot_count
-from ._schema import Channel, Durability, EpisodeSpec, Timebase
+from ._schema import Channel, Durability, Timebase
 from ._shm import ShmRing, shm_supported
-from ._transport import Buffer, Transport, UnixSocketTransport
-from ._wire import (
-    NEWEST_PROTOCOL_VERSION,
-    PROTOCOL_VERSION,
-    RECORD_HEADER_BYTES,
-    Outcome,
-    encode_hello,
-    encode_open,
-    encode_shm_attach,
-)
+from ._transport import Transport
+from ._wire import RECORD_HEADER_BYTES, Outcome, encode_open, encode_shm_attach
 from .episode import EpisodeWriter
-from .errors import JoinRefused, ProtocolError, ServerError, ServerJoinRefused, TransportError, WshardError
+from .errors import JoinRefused, ServerError, ServerJoinRefused, TransportError, WshardError
 from .multistream import MultiStreamEpisode, MultiStreamMixin
 
 __all__ = ["Recorder", "Client", "ClientOptions", "DEFAULT_CLIENT_NAME"]
-
-#: ``HELLO.client_name`` when none is given.
-DEFAULT_CLIENT_NAME = "wshard-client-py/0.1.0"
-
-
-@dataclass(frozen=True)
-class ClientOptions:
-    """Tuning of a :class:`Recorder` (the Rust ``ClientOptions``)."""
-
-    #: Send the pending batch once its frame reaches this many bytes. Batches never exceed
-    #: the server's ``max_frame_bytes``.
-    batch_bytes: int = 256 * 1024
-    #: Send the pending batch once it holds this many steps.
-    batch_steps: int = 4096
-    #: Send the pending batch on the next ``push`` once its oldest step has waited this
-    #: long (seconds), so slow loops do not sit on data; ``None`` = sizes only.
-    batch_delay: Optional[float] = 0.010
-    #: How long to wait for the server (seconds): handshake, ``OPEN``, ``CLOSE``,
-    #: ``flush``, ``wait_durable``, and each socket write; ``None`` = forever.
-    timeout: Optional[float] = 60.0
-    #: The protocol version ``HELLO`` asks for: 1 (default, what every client before
-    #: version 2 speaks) or 2 (multi-stream episodes and events:
-    #: :meth:`Recorder.open_multistream_episode`, :meth:`Recorder.join_stream`,
-    #: ``send_event``). The connection speaks what ``HELLO_OK`` answers
-    #: (:attr:`Recorder.protocol_version`).
-    protocol_version: int = PROTOCOL_VERSION
 
 
 class Recorder(MultiStreamMixin):
@@ -93,82 +56,18 @@ class Recorder(MultiStreamMixin):
             ProtocolError: it speaks another protocol version.
             Timeout, TransportError.
         """
-        self._transport = transport
-        self._options = options or ClientOptions()
-        self._state = SharedState()
-        self._broken = False
-        self._closed = False
         self._episode: Optional[EpisodeWriter] = None
         self._owned: Optional[MultiStreamEpisode] = None
-        self._reader: threading.Thread = start_reader(transport, self._state)
-        # A recorder dropped without close() still releases its socket and reader thread
-        # (the server then finalizes an open episode as `interrupted`).
-        self._finalizer = weakref.finalize(self, transport.shutdown)
-        asked = self._options.protocol_version
-        try:
-            if not PROTOCOL_VERSION <= asked <= NEWEST_PROTOCOL_VERSION:
-                raise ValueError(f"protocol_version {asked}: this client speaks 1..={NEWEST_PROTOCOL_VERSION}")
-            self._write(encode_hello(client_name, asked))
-            info = self._state.wait("HELLO_OK", self._options.timeout, lambda st: st.hello)
-            # The server answers the version the connection speaks: at most the one asked.
-            if not PROTOCOL_VERSION <= info.version <= asked:
-                raise ProtocolError(
-                    f"unexpected from server: HELLO_OK protocol_version {info.version} "
-                    f"(this client asked for {asked})"
-                )
-        except BaseException:
-            self._shutdown()
-            raise
-        self._info: ServerInfo = info
-
-    @classmethod
-    def connect(
-        cls,
-        path: Union[str, "os.PathLike[str]"],
-        client_name: str = DEFAULT_CLIENT_NAME,
-        *,
-        options: Optional[ClientOptions] = None,
-        **option_overrides: Any,
-    ) -> "Recorder":
-        """Connect to the Unix socket at ``path`` and handshake.
-
-        ``option_overrides`` set single :class:`ClientOptions` fields, e.g.
-        ``Recorder.connect(path, batch_delay=None, timeout=10.0)``.
-
-        Raises:
-            TransportError: the socket cannot be reached; as :meth:`__init__` otherwise.
-        """
-        opts = replace(options or ClientOptions(), **option_overrides)
-        transport = UnixSocketTransport.connect(path, opts.timeout)
-        return cls(transport, client_name, opts)
+        super().__init__(transport, client_name, options)
 
     # ------------------------------------------------------------------ properties
 
     @property
-    def server_info(self) -> ServerInfo:
-        """What the server announced in ``HELLO_OK``."""
-        return self._info
-
-    @property
-    def protocol_version(self) -> int:
-        """The protocol version the connection speaks (what ``HELLO_OK`` answered)."""
-        return self._info.version
-
-    @property
-    def options(self) -> ClientOptions:
-        """The options in use."""
-        return self._options
-
-    @property
-    def transport(self) -> Transport:
-        """The byte transport (a :class:`UnixSocketTransport`; shared memory is chosen per
-        episode, see :meth:`open_episode`)."""
-        return self._transport
-
-    @property
     def episode_open(self) -> Optional[EpisodeWriter]:
-        """The episode open on this connection, if any."""
-        return self._episode
+        """The episode (or stream) open on this connection, if any: the last one opened,
+        until it is closed."""
+        episode = self._episode
+        return episode if episode is not None and not episode.closed else None
 
     # ------------------------------------------------------------------ episodes
 
@@ -208,21 +107,6 @@ class Recorder(MultiStreamMixin):
         frame = encode_open(spec)
         return self._open_writer(spec, frame, "ACCEPTED{OPEN}", "opens", transport, slot_bytes, slots, policy)
 
-    def _request(self, frame: bytes, what: str, counter: str, answer: Optional[str] = None) -> int:
-        """Send ``frame`` and wait for its ``ACCEPTED`` (``what`` names it in a timeout):
-        until the shared state's counter ``counter`` has moved. Returns the state's
-        attribute ``answer`` read then (0 without one)."""
-        state = self._state
-        before = getattr(state, counter)
-        self._write(frame)
-
-        def ready(st: SharedState) -> Optional[int]:
-            if getattr(st, counter) <= before:
-                return None
-            return 0 if answer is None else int(getattr(st, answer))
-
-        return state.wait(what, self._options.timeout, ready)
-
     def _open_writer(
         self,
         spec: EpisodeSpec,
@@ -239,7 +123,7 @@ class Recorder(MultiStreamMixin):
         checked), wait for its ``ACCEPTED`` and return the writer, with its ring attached
         for ``transport="shm"``. A refused ``STREAM_OPEN`` raises a
         :class:`JoinRefused`."""
-        if self._episode is not None:
+        if self.episode_open is not None:
             raise self._busy(spec.episode_id, stream_of)
         ring = self._make_ring(spec, transport, slot_bytes, slots, RingPolicy.parse(policy))
         try:
@@ -262,7 +146,7 @@ class Recorder(MultiStreamMixin):
     def _busy(self, opening: str, stream_of: Optional[str]) -> WshardError:
         """The refusal of opening ``opening`` (a stream of ``stream_of``, or an episode)
         while this connection records another: a connection records one at a time."""
-        busy = self._episode
+        busy = self.episode_open
         assert busy is not None
         held = (
             f"episode {busy.episode_id!r}"
@@ -344,61 +228,8 @@ class Recorder(MultiStreamMixin):
         spec = EpisodeSpec(episode_id, channels, env_id, tick_hz, timebase, durability, metadata)
         return self.open_episode(spec, transport, slot_bytes=slot_bytes, slots=slots, policy=policy)
 
-    # ------------------------------------------------------------------ low level
-
-    def connection_error(self) -> Optional[WshardError]:
-        """What failed or ended this connection, seen without sending, taking or raising
-        anything (for a thread that watches connections another thread writes on): the
-        oldest server ``ERROR`` not yet reported (a :class:`ServerError`; the next call
-        still raises it), else the end of the connection (a :class:`TransportError`), else
-        ``None``."""
-        return self._state.peek_error()
-
-    def send_raw(self, frame: Buffer) -> None:
-        """Write already encoded bytes as they are (see ``wshard_client._wire``), for
-        tools and tests; bypasses every client-side check and the episode's seq
-        bookkeeping, so the server may refuse what follows."""
-        self._write(frame)
-
-    def _check_usable(self) -> None:
-        """Fail fast on a closed or broken connection or a pending server ``ERROR``."""
-        err = self._state.take_error()
-        if err is not None:
-            raise err
-        if self._closed:
-            raise TransportError("the recorder is closed")
-        if self._broken:
-            raise TransportError("connection closed (an earlier write failed)")
-        if self._state.is_ended:
-            end = self._state.end_error()
-            if end is not None:
-                raise end
-
-    def _write(self, data: Buffer, fds: Optional[Tuple[int, ...]] = None) -> None:
-        """Write whole frames (with ``fds`` attached, ``SCM_RIGHTS``); on failure the
-        connection is marked broken (the stream may hold half a frame) and the server's
-        last ``ERROR`` is preferred over ``EPIPE``."""
-        if self._broken or self._closed:
-            raise TransportError("connection closed")
-        try:
-            if fds:
-                self._transport.send_fds(data, fds)
-            else:
-                self._transport.send(data)
-        except OSError as e:
-            self._broken = True
-            self._transport.shutdown_write()
-            self._state.wait_end(1.0)
-            err: Optional[WshardError] = self._state.take_error()
-            raise (err or TransportError(f"socket write failed: {e}")) from e
-        except BaseException:
-            # Timeout, KeyboardInterrupt, ...: part of the frame may be out; the stream
-            # can no longer be parsed by the server, so nothing more is sent.
-            self._broken = True
-            self._transport.shutdown_write()
-            raise
-
     def _episode_closed(self, episode: EpisodeWriter) -> None:
+        """Forget ``episode`` (its attach failed): the connection is free again."""
         if self._episode is episode:
             self._episode = None
 
@@ -414,7 +245,7 @@ class Recorder(MultiStreamMixin):
         """:meth:`close`, closing what is still open with ``outcome``."""
         if self._closed:
             return
-        ep = self._episode
+        ep = self.episode_open
         if ep is not None and not self._broken and not self._state.is_ended:
             try:
                 ep.close(outcome)
@@ -423,7 +254,7 @@ class Recorder(MultiStreamMixin):
         if ep is not None:
             ep._release_ring()
         self._episode = None
-        owned = self._owned
+        owned = self._owned_open()
         if owned is not None and not self._broken and not self._state.is_ended:
             try:
                 owned.close(outcome)
@@ -431,13 +262,6 @@ class Recorder(MultiStreamMixin):
                 pass
         self._owned = None
         self._shutdown()
-
-    def _shutdown(self) -> None:
-        self._closed = True
-        self._finalizer.detach()
-        self._transport.shutdown()
-        self._reader.join(timeout=5.0)
-        self._transport.close()
 
     def __enter__(self) -> "Recorder":
         return self

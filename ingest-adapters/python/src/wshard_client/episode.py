@@ -1,24 +1,24 @@
 """:class:`EpisodeWriter`: pushing the timesteps of one open episode (the Rust client's
-``EpisodeWriter``)."""
+``EpisodeWriter``) through the :class:`~wshard_client._connection.Connection` it was
+opened on. The :class:`~wshard_client.Recorder` (:mod:`wshard_client.client`) opens it;
+once it is closed, the recorder may open another."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple, Optional, Sequence, Union
+from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence, Union
 
 from ._batch import ColumnBatch, PendingBatch, checked_header
 from ._closing import ClosesOnExit
+from ._connection import Connection
 from ._counters import counters_items, encode_counters
 from ._episode_shm import ShmEpisodeMixin
+from ._episode_spec import EpisodeSpec
 from ._payload import Payloads, column_payload, layouts_of, order_payloads, step_payload
-from ._schema import EpisodeSpec
 from ._shm import ShmRing
 from ._wire import BATCH_HEADER_BYTES, RECORD_HEADER_BYTES, FrameType, Outcome, encode_close, encode_flush
 from .errors import EpisodeFailed, ErrorCode, NotPushed, SchemaError, ServerError, WshardError
-
-if TYPE_CHECKING:
-    from .client import Recorder
 
 __all__ = ["EpisodeWriter", "Step", "CloseSummary"]
 
@@ -71,7 +71,7 @@ class EpisodeWriter(ShmEpisodeMixin, ClosesOnExit):
     """
 
     def __init__(
-        self, client: "Recorder", spec: EpisodeSpec, ring: Optional[ShmRing] = None, stream_of: Optional[str] = None
+        self, client: Connection, spec: EpisodeSpec, ring: Optional[ShmRing] = None, stream_of: Optional[str] = None
     ) -> None:
         self._client = client
         self._stream_of = stream_of
@@ -420,7 +420,6 @@ class EpisodeWriter(ShmEpisodeMixin, ClosesOnExit):
             raise WshardError(f"episode {self.episode_id!r} is closed (its close failed)")
         out = Outcome.parse(outcome)
         self._closed = True
-        self._client._episode_closed(self)
         state = self._state
         earlier = state.take_error()
         closes = state.closes

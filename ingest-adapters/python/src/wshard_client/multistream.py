@@ -1,64 +1,65 @@
-"""Multi-stream episodes and events (protocol version 2, docs/PROTOCOL.md "Version 2"):
-:class:`MultiStreamEpisode`, the owner's handle, and the :class:`~wshard_client.Recorder`
-calls that create an episode, join one with a stream and send events (the Rust client's
-``multistream.rs`` and ``events.rs``).
+"""Multi-stream episodes (protocol version 2, docs/PROTOCOL.md "Version 2"):
+:class:`MultiStreamEpisode`, the owner's handle, and :class:`MultiStreamMixin`, the
+:class:`~wshard_client.Recorder` calls that create an episode and join one with a stream
+(the Rust client's ``multistream.rs``). Events are sent by the connection itself
+(:mod:`wshard_client._connection`, the Rust client's ``events.rs``).
 
 A robot is not one clock: producers on any connections (this one too) join an open
 episode with one **stream** each, with its own clock and channels; a stream is recorded by
 an :class:`~wshard_client.EpisodeWriter` exactly as a version 1 episode (seqs and
 ``DURABLE`` count the stream's timesteps, ``close`` ends the stream).
+
+Below the :class:`~wshard_client.Recorder` (:mod:`wshard_client.client`), which is a
+:class:`MultiStreamMixin` and opens the writers (:meth:`MultiStreamMixin._open_writer`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union, cast
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from ._closing import ClosesOnExit
-from ._events import EventKind, event_data
+from ._connection import Connection
+from ._episode_spec import EpisodeSpec
+from ._events import EventKind
 from ._ring import RingPolicy
-from ._schema import Channel, Durability, EpisodeSpec, Timebase
+from ._schema import Channel, Durability, Timebase
 from ._validate import validate_episode_open, validate_stream
-from ._wire import (
-    NEWEST_PROTOCOL_VERSION,
-    FrameType,
-    Outcome,
-    encode_episode_close,
-    encode_episode_open,
-    encode_event,
-    encode_stream_open,
-)
-from .errors import ErrorCode, NeedsVersion, SchemaError, ServerError, WshardError
-
-if TYPE_CHECKING:
-    from ._reader import SharedState
-    from .client import Recorder
-    from .episode import EpisodeWriter
+from ._wire import FrameType, Outcome, encode_episode_close, encode_episode_open, encode_stream_open
+from .episode import EpisodeWriter
+from .errors import ServerError, WshardError
 
 __all__ = ["MultiStreamEpisode", "MultiStreamMixin"]
 
-#: Bytes of an ``EVENT`` body besides ``label`` and ``data``: type 1, ``t_ns`` 8, ``kind``
-#: 1, the two length prefixes 2 + 4.
-_EVENT_FIXED_BYTES = 1 + 8 + 1 + 2 + 4
 
+class MultiStreamMixin(Connection):
+    """The version 2 calls of :class:`~wshard_client.Recorder`, on its connection: a
+    multi-stream episode created and owned, streams joined. The writers are opened by
+    the recorder (:meth:`_open_writer`)."""
 
-class MultiStreamMixin:
-    """The version 2 calls of :class:`~wshard_client.Recorder`."""
-
-    _state: "SharedState"
+    #: The multi-stream episode this connection created last (owned until it is closed).
     _owned: Optional["MultiStreamEpisode"]
 
-    def _rec(self) -> "Recorder":
-        """This object as the :class:`~wshard_client.Recorder` it is part of."""
-        return cast("Recorder", self)
+    def _owned_open(self) -> Optional["MultiStreamEpisode"]:
+        """The multi-stream episode this connection owns, if any: the last one created,
+        until it is closed."""
+        owned = self._owned
+        return owned if owned is not None and not owned.closed else None
 
-    # ------------------------------------------------------------------ version 2
-
-    def _require_version(self, frame: FrameType) -> None:
-        """Refuse, before sending, a frame the connection's version does not know (the
-        server would close the connection)."""
-        speaks = self._rec().protocol_version
-        if speaks < NEWEST_PROTOCOL_VERSION:
-            raise NeedsVersion(frame.name, NEWEST_PROTOCOL_VERSION, speaks)
+    def _open_writer(
+        self,
+        spec: EpisodeSpec,
+        frame: bytes,
+        what: str,
+        counter: str,
+        transport: str,
+        slot_bytes: int,
+        slots: int,
+        policy: Union[RingPolicy, str, int],
+        stream_of: Optional[str] = None,
+    ) -> EpisodeWriter:
+        """Send ``OPEN`` or ``STREAM_OPEN`` and return the writer: the
+        :class:`~wshard_client.Recorder`'s, which owns the writers it opens."""
+        raise NotImplementedError
 
     def open_multistream_episode(
         self, episode_id: str, env_id: str = "", metadata: Union[Mapping[str, Any], str, None] = None
@@ -75,15 +76,15 @@ class MultiStreamMixin:
             WshardError: this recorder owns an open episode already.
             Timeout, TransportError.
         """
-        rec = self._rec()
         self._require_version(FrameType.EPISODE_OPEN)
-        rec._check_usable()
-        if self._owned is not None:
-            raise WshardError(f"this connection owns episode {self._owned.episode_id!r} still; close it first")
+        self._check_usable()
+        held = self._owned_open()
+        if held is not None:
+            raise WshardError(f"this connection owns episode {held.episode_id!r} still; close it first")
         metadata_json = EpisodeSpec(episode_id, [], env_id, metadata=metadata).metadata_json
         validate_episode_open(episode_id, metadata_json)
-        rec._request(encode_episode_open(episode_id, env_id, metadata_json), "ACCEPTED{EPISODE_OPEN}", "episode_opens")
-        owned = self._owned = MultiStreamEpisode(rec, episode_id)
+        self._request(encode_episode_open(episode_id, env_id, metadata_json), "ACCEPTED{EPISODE_OPEN}", "episode_opens")
+        owned = self._owned = MultiStreamEpisode(self, episode_id)
         return owned
 
     def join_stream(
@@ -100,7 +101,7 @@ class MultiStreamMixin:
         slot_bytes: int = 0,
         slots: int = 0,
         policy: Union[RingPolicy, str, int] = RingPolicy.BLOCK,
-    ) -> "EpisodeWriter":
+    ) -> EpisodeWriter:
         """Join the open multi-stream episode ``episode_id`` with the stream ``stream``
         (``STREAM_OPEN``); the arguments are :meth:`~wshard_client.Recorder.episode`'s
         (``transport="shm"`` attaches a ring). Returns the stream's
@@ -137,65 +138,20 @@ class MultiStreamMixin:
         slot_bytes: int = 0,
         slots: int = 0,
         policy: Union[RingPolicy, str, int] = RingPolicy.BLOCK,
-    ) -> "EpisodeWriter":
+    ) -> EpisodeWriter:
         """:meth:`join_stream` from a spec object whose ``episode_id`` is the stream name
         (its ``env_id`` is not sent: the episode's is the stream's).
 
         Raises:
             As :meth:`join_stream`.
         """
-        rec = self._rec()
         self._require_version(FrameType.STREAM_OPEN)
-        rec._check_usable()
-        validate_stream(episode_id, spec, rec.server_info.max_frame_bytes)
+        self._check_usable()
+        validate_stream(episode_id, spec, self.server_info.max_frame_bytes)
         frame = encode_stream_open(episode_id, spec)
-        return rec._open_writer(
+        return self._open_writer(
             spec, frame, "ACCEPTED{STREAM_OPEN}", "stream_opens", transport, slot_bytes, slots, policy, episode_id
         )
-
-    def _send_event(
-        self, t_ns: int, label: str, data: Any, kind: Union[EventKind, str, int, None]
-    ) -> Union[int, ServerError]:
-        """Check and send one ``EVENT``, wait for its answer: its seq, or the server's
-        refusal of this event alone (returned, not raised: the recording carries on).
-        Raises what fails the connection or its recording (an ``ERROR`` about something
-        sent before, the end of the connection, the timeout)."""
-        rec = self._rec()
-        self._require_version(FrameType.EVENT)
-        rec._check_usable()
-        k, raw = event_data(data, kind)
-        body = _EVENT_FIXED_BYTES + len(label.encode("utf-8")) + len(raw)
-        max_frame = rec.server_info.max_frame_bytes
-        if body > max_frame:
-            raise SchemaError(
-                f"EVENT: field data is {len(raw)} bytes, the frame allows at most "
-                f"{max(max_frame - (body - len(raw)), 0)} (the server's max_frame_bytes {max_frame})",
-                ErrorCode.MALFORMED_FRAME,
-            )
-        frame = encode_event(int(t_ns), int(k), label, raw)
-        state = self._state
-        with state.cond:
-            mine = state.events_sent
-            state.events_sent += 1
-        try:
-            rec._write(frame)
-        except BaseException:
-            with state.cond:
-                state.events_sent = min(state.events_sent, mine)
-            raise
-        answer = cast(
-            Union[int, ServerError],
-            state.wait("ACCEPTED{EVENT}", rec.options.timeout, lambda st: st.event_answers.get(mine)),
-        )
-        with state.cond:
-            # Answers of earlier events whose senders gave up waiting go with it.
-            for i in [i for i in state.event_answers if i <= mine]:
-                del state.event_answers[i]
-        return answer
-
-    def _owned_closed(self, episode: "MultiStreamEpisode") -> None:
-        if self._owned is episode:
-            self._owned = None
 
 
 class MultiStreamEpisode(ClosesOnExit):
@@ -210,7 +166,7 @@ class MultiStreamEpisode(ClosesOnExit):
     episode ``interrupted``.
     """
 
-    def __init__(self, recorder: "Recorder", episode_id: str) -> None:
+    def __init__(self, recorder: MultiStreamMixin, episode_id: str) -> None:
         self._recorder = recorder
         self._episode_id = episode_id
         self._closed = False
@@ -226,9 +182,7 @@ class MultiStreamEpisode(ClosesOnExit):
         """Whether :meth:`close` was called."""
         return self._closed
 
-    def send_event(
-        self, t_ns: int, label: str, data: Any, kind: Union[EventKind, str, int, None] = None
-    ) -> int:
+    def send_event(self, t_ns: int, label: str, data: Any, kind: Union[EventKind, str, int, None] = None) -> int:
         """Send an event (``EVENT``) and wait until it is durable (``ACCEPTED{EVENT}``);
         returns its seq among the episode's events (0, 1, 2, ...). ``data``: a ``str``
         (text), bytes-like (binary), or anything JSON-serializable (json); ``kind``
@@ -251,7 +205,7 @@ class MultiStreamEpisode(ClosesOnExit):
 
     def join_stream(
         self, stream: str, channels: Sequence[Channel], tick_hz: float = 0.0, **kwargs: Any
-    ) -> "EpisodeWriter":
+    ) -> EpisodeWriter:
         """Join this episode with a stream on the owner's own connection
         (:meth:`~wshard_client.Recorder.join_stream` with this episode's id)."""
         return self._recorder.join_stream(self._episode_id, stream, channels, tick_hz, **kwargs)
@@ -272,7 +226,6 @@ class MultiStreamEpisode(ClosesOnExit):
         out = Outcome.parse(outcome)
         self._closed = True
         rec = self._recorder
-        rec._owned_closed(self)
         earlier = rec._state.take_error()
         try:
             left = rec._request(
@@ -289,5 +242,3 @@ class MultiStreamEpisode(ClosesOnExit):
 
     def __repr__(self) -> str:
         return f"<MultiStreamEpisode {self._episode_id!r} {'closed' if self._closed else 'open'}>"
-
-

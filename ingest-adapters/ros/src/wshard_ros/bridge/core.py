@@ -3,6 +3,12 @@
 Front ends (rospy, DDS, bag import) call :meth:`Bridge.on_message` from their callbacks;
 episode control is :meth:`Bridge.start`, :meth:`Bridge.stop`, :meth:`Bridge.abort`,
 :meth:`Bridge.annotate`. See ingest-adapters/ros/README.md, "The recording core".
+
+The :class:`Bridge` is the top of the recording core: it owns its state under one lock
+(:mod:`~wshard_ros.bridge.state`), the path of a sample into its stream
+(:mod:`~wshard_ros.bridge.recording`) and calls the end of an episode
+(:mod:`~wshard_ros.bridge.ending`); they take what they need of it as parameters and do
+not import this module.
 """
 
 import logging
@@ -19,7 +25,8 @@ from .counters import DROP_ERROR, DROP_FAILED, Counters
 from .ending import end_episode
 from .errors import ALREADY_RECORDING, BAD_REQUEST, DAEMON, FAILED, NOT_RECORDING, BridgeError
 from .options import BridgeOptions, BridgeState
-from .recording import record_step
+from .recording import StreamSteps
+from .state import RecordingState
 from .streams import EpisodeRun, StreamRun, stream_runs
 
 log = logging.getLogger("wshard_ros.bridge")
@@ -46,13 +53,9 @@ class Bridge:
         self._topic_stream = {t.topic: t.stream for t in mapping.topics}
         self._event_conv = {e.topic: event_converter_for(e) for e in mapping.events}
         self._topic_locks = {t.topic: threading.Lock() for t in mapping.topics}
-        self._lock = threading.Lock()  # state, run, last_error
         self._op_lock = threading.Lock()  # one episode operation at a time
-        self._state = BridgeState.IDLE
-        self._accepting = False  # RECORDING and not stopping
-        self._run: Optional[EpisodeRun] = None
-        self._failed_run: Optional[EpisodeRun] = None
-        self._last_error: Optional[str] = None
+        self._state = RecordingState()
+        self._steps = StreamSteps(options, self.counters, self._state, self.stream_failed)
         self._unknown: Set[str] = set()
 
     # ------------------------------------------------------------------ episode control
@@ -67,9 +70,11 @@ class Bridge:
                 refused: ``EPISODE_EXISTS``, ``DISK_LOW``, ...).
         """
         with self._op_lock:
-            with self._lock:
-                if self._state is BridgeState.RECORDING:
-                    raise BridgeError(ALREADY_RECORDING, f"episode {self._episode_id()!r} is recording; stop it first")
+            with self._state.lock:
+                if self._state.phase is BridgeState.RECORDING:
+                    raise BridgeError(
+                        ALREADY_RECORDING, f"episode {self._state.episode_id()!r} is recording; stop it first"
+                    )
             path = self.options.socket_path
             try:
                 owner = Recorder.connect(
@@ -86,12 +91,12 @@ class Bridge:
                 owner.close()
                 raise BridgeError(DAEMON, f"the daemon refused episode {episode_id!r}: {e}") from e
             run = EpisodeRun(episode_id, owner, episode, stream_runs(self.mapping, self.options.max_pending))
-            with self._lock:
-                self._run = run
-                self._state = BridgeState.RECORDING
-                self._accepting = True
-                self._last_error = None
-                self._failed_run = None
+            with self._state.lock:
+                self._state.run = run
+                self._state.phase = BridgeState.RECORDING
+                self._state.accepting = True
+                self._state.last_error = None
+                self._state.failed_run = None
             log.info("episode %s: recording", episode_id)
 
     def stop(self) -> Dict[str, Any]:
@@ -142,7 +147,7 @@ class Bridge:
                 raise BridgeError(
                     DAEMON, "annotate needs the daemon's control socket: set control_path (--control-socket)"
                 )
-            with self._lock:
+            with self._state.lock:
                 at = at_ns if at_ns is not None else run.latest_t
             if at is None:
                 raise BridgeError(
@@ -153,8 +158,8 @@ class Bridge:
     def close(self) -> None:
         """Stop the episode if one is recording (errors logged, not raised) and release
         every connection. Idempotent."""
-        with self._lock:
-            recording = self._state is BridgeState.RECORDING
+        with self._state.lock:
+            recording = self._state.phase is BridgeState.RECORDING
         if recording:
             try:
                 self.stop()
@@ -181,10 +186,10 @@ class Bridge:
     def _current(self, topic: str) -> Optional[EpisodeRun]:
         """The recording episode, or ``None`` with the message counted ``idle`` (no
         episode) or ``dropped`` (``failed``)."""
-        with self._lock:
-            if self._accepting:
-                return self._run
-            failed = self._state is BridgeState.FAILED
+        with self._state.lock:
+            if self._state.accepting:
+                return self._state.run
+            failed = self._state.failed
         if failed:
             self.counters.dropped([topic], DROP_FAILED)
         else:
@@ -203,7 +208,7 @@ class Bridge:
             except MessageError as e:
                 self.counters.dropped([topic], DROP_ERROR, str(e))
                 return
-            failure = record_step(self, run, stream, topic, sample)
+            failure = self._steps.record(run, stream, topic, sample)
         if failure is not None:
             self.stream_failed(run, stream.name, failure)
 
@@ -238,7 +243,7 @@ class Bridge:
             else:
                 failure = None
                 self.counters.recorded([topic])
-                with self._lock:
+                with self._state.lock:
                     run.latest_t = ev.t_ns if run.latest_t is None else max(run.latest_t, ev.t_ns)
         if failure is not None:
             self._fail(run, failure)
@@ -252,16 +257,16 @@ class Bridge:
     def _fail(self, run: EpisodeRun, error: BaseException, where: str = "episode") -> None:
         """Mark the bridge ``failed`` (once per episode), cut every connection of ``run``
         without closing anything: the daemon ends the episode ``interrupted``."""
-        with self._lock:
-            if self._run is not run or self._state is not BridgeState.RECORDING:
+        with self._state.lock:
+            if self._state.run is not run or self._state.phase is not BridgeState.RECORDING:
                 return
-            self._state = BridgeState.FAILED
-            self._accepting = False
-            self._failed_run = run
+            self._state.phase = BridgeState.FAILED
+            self._state.accepting = False
+            self._state.failed_run = run
             why = "the daemon refused" if isinstance(error, ServerError) else "connection to the daemon lost"
-            self._last_error = f"episode {run.episode_id!r}: {where}: {why}: {error}"
-            self._run = None
-            message = self._last_error
+            self._state.last_error = f"episode {run.episode_id!r}: {where}: {why}: {error}"
+            self._state.run = None
+            message = self._state.last_error
         log.error("%s; the bridge stays up, the next start connects anew", message)
         workers = [s.worker for s in run.streams.values() if s.worker is not None]
         for w in workers:
@@ -276,22 +281,9 @@ class Bridge:
     # ------------------------------------------------------------------ internals
 
     @property
-    def state_lock(self) -> threading.Lock:
-        """The lock of the bridge's state (held while a stream joins)."""
-        return self._lock
-
-    @property
     def failed(self) -> bool:
         """Whether the bridge is ``failed``."""
-        return self._state is BridgeState.FAILED
-
-    def accepting(self, run: EpisodeRun) -> bool:
-        """Whether ``run`` is recording and not ending (call under :attr:`state_lock`)."""
-        return self._accepting and self._run is run
-
-    def _episode_id(self) -> Optional[str]:
-        run = self._run or self._failed_run
-        return run.episode_id if run is not None else None
+        return self._state.failed
 
     def _check_connections(self, run: EpisodeRun) -> bool:
         """Fail ``run`` when the daemon ended or failed one of its connections (seen
@@ -310,30 +302,30 @@ class Bridge:
 
     def _recording_run(self, what: str) -> EpisodeRun:
         """The recording episode (under the operation lock), else the right error."""
-        with self._lock:
-            run = self._run
-            if self._state is BridgeState.FAILED:
-                raise BridgeError(FAILED, f"{what}: the recording failed: {self._last_error}")
-            if run is None or not self._accepting:
+        with self._state.lock:
+            run = self._state.run
+            if self._state.phase is BridgeState.FAILED:
+                raise BridgeError(FAILED, f"{what}: the recording failed: {self._state.last_error}")
+            if run is None or not self._state.accepting:
                 raise BridgeError(NOT_RECORDING, f"{what}: no episode is recording")
         if self._check_connections(run):
-            raise BridgeError(FAILED, f"{what}: the recording failed: {self._last_error}")
+            raise BridgeError(FAILED, f"{what}: the recording failed: {self._state.last_error}")
         return run
 
     def _end(self, outcome: Outcome) -> Dict[str, Any]:
         what = "stop" if outcome is Outcome.COMPLETED else "abort"
         with self._op_lock:
             run = self._recording_run(what)
-            with self._lock:
-                self._accepting = False
-            summary, error = end_episode(self, run, outcome)
+            with self._state.lock:
+                self._state.accepting = False
+            summary, error = end_episode(self.counters, run, outcome)
             if error is not None:
                 self._fail(run, error)
-                raise BridgeError(DAEMON, f"{what}: {self._last_error}")
-            with self._lock:
-                if self._run is run:
-                    self._run = None
-                    self._state = BridgeState.IDLE
+                raise BridgeError(DAEMON, f"{what}: {self._state.last_error}")
+            with self._state.lock:
+                if self._state.run is run:
+                    self._state.run = None
+                    self._state.phase = BridgeState.IDLE
             log.info("episode %s: %s", run.episode_id, summary["outcome"])
             return summary
 
@@ -341,13 +333,14 @@ class Bridge:
         """``state``, ``episode``, ``last_error``, per topic counters (``topics``), per
         stream ``topics``, ``joined``, ``pushed``, ``durable``, ``durable_lag_ms``
         (``streams``), and the event topics' counters (``events``); JSON-serialisable."""
-        with self._lock:
-            run = self._run
-        if run is not None and self._state is BridgeState.RECORDING:
+        with self._state.lock:
+            run = self._state.run
+        if run is not None and self._state.phase is BridgeState.RECORDING:
             self._check_connections(run)
-        with self._lock:
-            state, run, last_error = self._state, self._run or self._failed_run, self._last_error
-            episode = self._episode_id()
+        with self._state.lock:
+            state, last_error = self._state.phase, self._state.last_error
+            run = self._state.run or self._state.failed_run
+            episode = self._state.episode_id()
         streams: Dict[str, Any] = {}
         for name, specs in self.mapping.streams().items():
             sr: Optional[StreamRun] = run.streams.get(name) if run is not None else None

@@ -1,23 +1,19 @@
 """The end of an episode (``stop``, ``abort``): every stream drained and closed, then the
-episode."""
+episode. The bridge (:mod:`wshard_ros.bridge.core`) calls it with its counters."""
 
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from wshard_client import Outcome, WshardError
 
-from .counters import DROP_UNMATCHED
+from .counters import DROP_UNMATCHED, Counters
 from .streams import EpisodeRun
 
-if TYPE_CHECKING:
-    from .core import Bridge
 
-
-def end_episode(bridge: "Bridge", run: EpisodeRun, outcome: Outcome) -> Tuple[Dict[str, Any], Optional[WshardError]]:
-    """Give up the shared streams' pending stamps (``unmatched``), drain and close every
-    joined stream with ``outcome`` (in parallel), then close the episode and its owner
-    connection. Returns the summary and the first client error (then the episode is left
-    to the daemon)."""
-    counters = bridge.counters
+def end_episode(counters: Counters, run: EpisodeRun, outcome: Outcome) -> Tuple[Dict[str, Any], Optional[WshardError]]:
+    """Give up the shared streams' pending stamps (``unmatched``, on ``counters``), drain
+    and close every joined stream with ``outcome`` (in parallel), then close the episode
+    and its owner connection. Returns the summary (with ``counters``' topics and events)
+    and the first client error (then the episode is left to the daemon)."""
     for s in run.streams.values():
         with s.lock:
             if s.assembler is not None:
