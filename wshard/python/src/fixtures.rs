@@ -21,8 +21,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use serde_json::{Map, Value};
 use wshard::codec::{Codec, CompressionPolicy};
-use wshard::episode::{names, Channel, DType, Episode, EpisodeWriteOptions, Lane, Timebase};
 use wshard::digest::sha256_file;
+use wshard::episode::{names, Channel, DType, Episode, EpisodeWriteOptions, Lane, Timebase};
 use wshard::manifest::{manifest_file_name, write_episode_chunked, Manifest};
 
 use crate::errors::{IntoPy, Kind, ReadError, ReadResult};
