@@ -7,8 +7,10 @@
 //!   fault and torn-file tests.
 //! - [`layout`]: an episode's directory and file names under the data directory, and the
 //!   episode id rule.
+//! - [`keep`]: the keep mark (`data_dir/.keep/EP`) that exempts an episode from eviction.
 //!
 //! A leaf of the recorder: it uses only the format library and the wire protocol's limits.
 
 pub mod fsio;
+pub mod keep;
 pub mod layout;

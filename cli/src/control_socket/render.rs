@@ -56,6 +56,15 @@ fn num(v: &Value) -> String {
     }
 }
 
+/// `yes` for `true`, blank otherwise (a flag column).
+fn yes_or_blank(v: &Value) -> String {
+    if *v == Value::Bool(true) {
+        "yes".into()
+    } else {
+        String::new()
+    }
+}
+
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or(0)
 }
@@ -125,6 +134,15 @@ pub fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
         num(&c["episodes_refused_disk"])
     )?;
     render_upload(&r["upload"], out)?;
+    let kept: Vec<String> = d["kept_episodes"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .map(num)
+        .collect();
+    if !kept.is_empty() {
+        writeln!(out, "kept            {} (never evicted)", kept.join(", "))?;
+    }
     let recovery = d["recovery"].as_array().map_or(&[][..], Vec::as_slice);
     if recovery.is_empty() {
         writeln!(out, "recovery        nothing to recover at startup")?;
@@ -194,6 +212,7 @@ pub fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
         ("fsync ms", Align::Right),
         ("dropped", Align::Right),
         ("gaps", Align::Right),
+        ("kept", Align::Left),
     ]);
     for e in eps {
         t.push(vec![
@@ -218,6 +237,7 @@ pub fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
             format!("{:.2}", e["last_fsync_us"].as_f64().unwrap_or(0.0) / 1000.0),
             num(&e["dropped_steps"]),
             num(&e["gaps"]),
+            yes_or_blank(&e["kept"]),
         ]);
     }
     t.write(out)?;
@@ -309,6 +329,7 @@ pub fn render_episodes(r: &Value, out: &mut dyn Write) -> io::Result<()> {
         ("chunks", Align::Right),
         (RECEIVED, Align::Right),
         (ON_DISK, Align::Right),
+        ("kept", Align::Left),
     ];
     if uploads {
         columns.push(("upload", Align::Left));
@@ -329,6 +350,7 @@ pub fn render_episodes(r: &Value, out: &mut dyn Write) -> io::Result<()> {
             num(&e["chunks"]),
             bytes_cell(&e["received_bytes"]),
             bytes_cell(&e["on_disk_bytes"]),
+            yes_or_blank(&e["kept"]),
         ];
         if uploads {
             let up = &e["upload"];
@@ -355,6 +377,22 @@ pub fn render_close(r: &Value, out: &mut dyn Write) -> io::Result<()> {
         num(&r["timesteps"]),
         num(&r["chunks"])
     )
+}
+
+/// The `keep` result.
+///
+/// # Errors
+/// Errors writing to `out`.
+pub fn render_keep(r: &Value, out: &mut dyn Write) -> io::Result<()> {
+    let kept = r["kept"] == Value::Bool(true);
+    let changed = r["changed"] == Value::Bool(true);
+    let what = match (kept, changed) {
+        (true, true) => "is kept now: it is never evicted",
+        (true, false) => "was kept already: it is never evicted",
+        (false, true) => "is no longer kept: it may be evicted once published",
+        (false, false) => "was not kept",
+    };
+    writeln!(out, "episode `{}` {what}", num(&r["episode"]))
 }
 
 /// The `annotate` result.

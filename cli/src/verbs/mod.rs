@@ -7,6 +7,7 @@
 //! [`crate::shard_view`], [`crate::output`], [`crate::python`], [`crate::exit_status`]) and
 //! the workspace's libraries; no verb imports another, and none imports this module.
 
+pub mod abort;
 pub mod annotate;
 pub mod bridge;
 pub mod cache;
@@ -18,11 +19,13 @@ pub mod episodes;
 pub mod export;
 pub mod import;
 pub mod inspect;
+pub mod keep;
 pub mod metrics;
 pub mod publish;
 pub mod query;
 pub mod recover;
 pub mod status;
+pub mod stop;
 pub mod verify;
 
 use std::io::Write;
@@ -34,6 +37,9 @@ pub enum Command {
     Status(status::StatusArgs),
     Episodes(episodes::EpisodesArgs),
     Close(close::CloseArgs),
+    Stop(stop::StopArgs),
+    Abort(abort::AbortArgs),
+    Keep(keep::KeepArgs),
     Metrics(metrics::MetricsArgs),
     Annotate(annotate::AnnotateArgs),
     Bridge(bridge::BridgeArgs),
@@ -63,6 +69,9 @@ impl Command {
             Self::Status(args) => status::run(args, out, err),
             Self::Episodes(args) => episodes::run(args, out, err),
             Self::Close(args) => close::run(args, out, err),
+            Self::Stop(args) => stop::run(args, out, err),
+            Self::Abort(args) => abort::run(args, out, err),
+            Self::Keep(args) => keep::run(args, out, err),
             Self::Metrics(args) => metrics::run(args, out, err),
             Self::Annotate(args) => annotate::run(args, out, err),
             Self::Bridge(args) => bridge::run(&args.verb, &args.options, out, err),

@@ -1,7 +1,8 @@
-//! `close EPISODE`: ask the connection that owns an open episode to finalize it
-//! `interrupted`, then wait (bounded) until it has left the registry. A multi-stream
-//! episode is closed `interrupted` and each of its streams stopped; it finalizes when the
-//! last one has.
+//! `close`, `stop` and `abort EPISODE`: ask the connection that owns an open episode to
+//! finalize it (`interrupted`, `complete` or `aborted`: the [`Ending`]), then wait
+//! (bounded) until it has left the registry. A multi-stream episode is closed with the same
+//! status and each of its streams stopped; it finalizes when the last one has. The three
+//! differ only by the stop reason they hand the registry, and so by the final status.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,6 +12,7 @@ use wshard::manifest::Manifest;
 
 use super::protocol::{ControlError, ErrorKind};
 use super::state::ControlState;
+use crate::episode_files::read_index;
 use crate::multi::MultiEpisode;
 use crate::registry::StopReason;
 use wshard_storage::layout::EpisodeLayout;
@@ -18,40 +20,97 @@ use wshard_storage::layout::EpisodeLayout;
 /// How often the registry is looked at while waiting.
 const POLL: Duration = Duration::from_millis(10);
 
-/// Stop `episode` on behalf of `uid` (the caller checked the allowlist) and wait at most
-/// `timeout` for it to be finalized.
+/// Which verb ends the episode, and so its final status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// `close`: finalized `interrupted` ("closed by operator").
+    Close,
+    /// `stop`: finalized `complete` ("stopped by operator"), like the producer's CLOSE.
+    Stop,
+    /// `abort`: finalized `aborted` ("aborted by operator"), its data kept.
+    Abort,
+}
+
+impl Ending {
+    /// The verb's name on the wire.
+    #[must_use]
+    pub fn verb(self) -> &'static str {
+        match self {
+            Self::Close => "close",
+            Self::Stop => "stop",
+            Self::Abort => "abort",
+        }
+    }
+
+    /// The stop request the registry carries to the episode's connection.
+    fn reason(self, uid: u32) -> StopReason {
+        match self {
+            Self::Close => StopReason::Operator { uid },
+            Self::Stop => StopReason::OperatorStop { uid },
+            Self::Abort => StopReason::OperatorAbort { uid },
+        }
+    }
+}
+
+/// `close` of `episode` on behalf of `uid` (the caller checked the allowlist).
 ///
 /// # Errors
-/// `UNKNOWN_EPISODE` when it is not open, `TIMEOUT` when it is still finalizing at the
-/// deadline.
+/// As [`end`].
 pub fn close(
     st: &ControlState,
     episode: &str,
     uid: u32,
     timeout: Duration,
 ) -> Result<Value, ControlError> {
+    end(st, episode, uid, timeout, Ending::Close)
+}
+
+/// End `episode` as `ending` says on behalf of `uid` (the caller checked the allowlist)
+/// and wait at most `timeout` for it to be finalized.
+///
+/// # Errors
+/// `UNKNOWN_EPISODE` when it is not open (with its status on disk when it exists
+/// finished), `TIMEOUT` when it is still finalizing at the deadline.
+pub fn end(
+    st: &ControlState,
+    episode: &str,
+    uid: u32,
+    timeout: Duration,
+    ending: Ending,
+) -> Result<Value, ControlError> {
+    let verb = ending.verb();
     let reg = &st.ctx.registry;
     if let Some(ep) = reg.multi(episode) {
-        return close_multi(st, &ep, uid, timeout);
+        return end_multi(st, &ep, uid, timeout, ending);
     }
     let Some(live) = reg.episode(episode) else {
         let layout = EpisodeLayout::new(&st.ctx.data_dir, episode);
-        let on_disk = Manifest::read_file(layout.manifest())
-            .ok()
-            .map(|m| m.status.unwrap_or_else(|| "unknown".into()));
+        // A multi-stream episode's status is its index's.
+        let on_disk = match read_index(st.ctx.fs.as_ref(), &layout.dir, episode) {
+            Ok(Some(index)) => Some(index.status.as_str().to_owned()),
+            _ => Manifest::read_file(layout.manifest())
+                .ok()
+                .map(|m| m.status.unwrap_or_else(|| "unknown".into())),
+        };
         let hint = on_disk
             .as_deref()
             .map_or(String::new(), |s| format!(" (on disk: status {s})"));
         return Err(ControlError::new(
             ErrorKind::UnknownEpisode,
-            Some("close"),
-            format!("episode `{episode}` is not open{hint}"),
+            Some(verb),
+            format!("{verb}: episode `{episode}` is not open{hint}"),
         )
         .with("episode", json!(episode))
         .with("on_disk_status", json!(on_disk)));
     };
-    let reason = StopReason::Operator { uid };
-    tracing::warn!(episode, uid, "control: close requested by an operator");
+    let reason = ending.reason(uid);
+    tracing::warn!(
+        episode,
+        uid,
+        verb,
+        outcome = reason.outcome().as_str(),
+        "control: {verb} requested by an operator"
+    );
     live.request_stop(reason.clone());
     let deadline = Instant::now() + timeout;
     loop {
@@ -64,9 +123,9 @@ pub fn close(
         if Instant::now() >= deadline {
             return Err(ControlError::new(
                 ErrorKind::Timeout,
-                Some("close"),
+                Some(verb),
                 format!(
-                    "episode `{episode}`: stop requested, still finalizing after {} ms",
+                    "episode `{episode}`: {verb} requested, still finalizing after {} ms",
                     timeout.as_millis()
                 ),
             )
@@ -82,7 +141,7 @@ pub fn close(
     let m = Manifest::read_file(layout.manifest()).ok();
     Ok(json!({
         "episode": episode,
-        "status": m.as_ref().and_then(|m| m.status.clone()).unwrap_or_else(|| "interrupted".into()),
+        "status": m.as_ref().and_then(|m| m.status.clone()).unwrap_or_else(|| reason.outcome().as_str().into()),
         "reason": m.as_ref().and_then(|m| m.extra.get("reason").cloned()).unwrap_or_else(|| json!(reason.manifest_reason())),
         "timesteps": m.as_ref().map(|m| m.total_timesteps),
         "chunks": m.as_ref().map(|m| m.chunks.len()),
@@ -90,21 +149,25 @@ pub fn close(
     }))
 }
 
-/// `close` of a multi-stream episode: closed `interrupted`, every stream stopped
-/// (`ERROR{STOPPED}` to each producer, and to the owner); wait until it finalized.
-fn close_multi(
+/// [`end`] of a multi-stream episode: closed with the ending's status, every stream
+/// stopped (`ERROR{STOPPED}` to each producer, and to the owner); wait until it finalized.
+fn end_multi(
     st: &ControlState,
     ep: &Arc<MultiEpisode>,
     uid: u32,
     timeout: Duration,
+    ending: Ending,
 ) -> Result<Value, ControlError> {
+    let verb = ending.verb();
     let reg = &st.ctx.registry;
     let episode = ep.id();
-    let reason = StopReason::Operator { uid };
+    let reason = ending.reason(uid);
     tracing::warn!(
         episode,
         uid,
-        "control: close of a multi-stream episode requested by an operator"
+        verb,
+        outcome = reason.outcome().as_str(),
+        "control: {verb} of a multi-stream episode requested by an operator"
     );
     reg.stop_multi(ep, &reason);
     let deadline = Instant::now() + timeout;
@@ -112,9 +175,9 @@ fn close_multi(
         if Instant::now() >= deadline {
             return Err(ControlError::new(
                 ErrorKind::Timeout,
-                Some("close"),
+                Some(verb),
                 format!(
-                    "episode `{episode}`: its streams were asked to stop, still finalizing after {} ms",
+                    "episode `{episode}`: its streams were asked to stop ({verb}), still finalizing after {} ms",
                     timeout.as_millis()
                 ),
             )

@@ -1,7 +1,7 @@
 //! `episodes`: every episode of the data directory, open ones (from the registry, with live
 //! counters) merged with finished ones (from their manifests). Bytes are named as in
 //! `status`: `received_bytes` (payload received, open episodes only) and `on_disk_bytes`
-//! (published chunk files).
+//! (published chunk files). `kept`: the episode has a keep mark (`wshard keep`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,6 +16,7 @@ use super::unix_time::unix_seconds;
 use crate::episode_files::read_index;
 use wshard::episode_dir::index::EpisodeIndex;
 use wshard_storage::fsio::RealFs;
+use wshard_storage::keep;
 use wshard_storage::layout::{EpisodeLayout, QUARANTINE_DIR};
 
 /// What the manifest of one episode directory says. A finished episode's received payload
@@ -154,8 +155,12 @@ pub fn list(st: &ControlState) -> Value {
             );
         }
     }
+    let kept = keep::kept(st.ctx.fs.as_ref(), &st.ctx.data_dir);
     for (id, v) in &mut all {
         v["upload"] = super::upload::episode_upload(&up, id);
+        // A stream (`EP/STREAM`) is kept with its episode.
+        let whole = id.split('/').next().unwrap_or(id);
+        v["kept"] = json!(kept.iter().any(|k| k == whole));
     }
     json!({ "episodes": all.into_values().collect::<Vec<_>>() })
 }

@@ -1,8 +1,8 @@
 //! The operator's control plane: the control socket and the optional Prometheus endpoint.
 //! It may call `ingest` (peer credentials), `runtime` (the server context) and what is below.
 //!
-//! The operator's control socket (`wshard status`, `episodes`, `close`, `annotate`,
-//! `metrics`) and the
+//! The operator's control socket (`wshard status`, `episodes`, `close`, `stop`, `abort`,
+//! `keep`, `annotate`, `metrics`) and the
 //! optional loopback HTTP endpoint for Prometheus. The protocol is in `docs/CONTROL.md`.
 //!
 //! - [`protocol`]: requests, replies, typed error codes.
@@ -10,7 +10,9 @@
 //! - [`server`]: the control socket's accept loop, access checks, dispatch.
 //! - [`status`]: the `status` snapshot. [`episodes`]: the `episodes` list.
 //! - [`on_disk`]: an episode's chunk-file bytes and length from its manifest, for both.
-//! - [`close`]: `close EPISODE`. [`metrics`]: the exposition (prometheus-client).
+//! - [`close`]: `close`, `stop` and `abort EPISODE` (they differ by the final status).
+//! - [`keep`]: `keep EPISODE` (the keep mark that exempts it from eviction).
+//! - [`metrics`]: the exposition (prometheus-client).
 //! - [`annotate`]: `annotate EPISODE`, with its arguments in [`annotate_request`].
 //! - [`upload`]: the robot's uploader in `status`, `episodes` and the metrics.
 //! - [`unix_time`]: times as seconds since the epoch, and [`families`]: writing one metric
@@ -33,6 +35,7 @@ pub mod close;
 pub mod episodes;
 pub mod families;
 pub mod http;
+pub mod keep;
 pub mod metrics;
 pub mod on_disk;
 pub mod protocol;

@@ -36,6 +36,12 @@ pub enum Request {
     Metrics,
     /// Add an operator annotation to an episode (mutating: needs the admin allowlist).
     Annotate(AnnotateRequest),
+    /// Finalize an open episode `complete` (mutating).
+    Stop { episode: String, timeout_ms: u64 },
+    /// Finalize an open episode `aborted`, its data kept (mutating).
+    Abort { episode: String, timeout_ms: u64 },
+    /// Mark an episode kept (never evicted), or with `release` remove the mark (mutating).
+    Keep { episode: String, release: bool },
 }
 
 impl Request {
@@ -48,26 +54,50 @@ impl Request {
             Self::Close { .. } => "close",
             Self::Metrics => "metrics",
             Self::Annotate(_) => "annotate",
+            Self::Stop { .. } => "stop",
+            Self::Abort { .. } => "abort",
+            Self::Keep { .. } => "keep",
         }
     }
 
     /// Whether the verb changes something (and so needs `allows_admin`).
     #[must_use]
     pub fn is_mutating(&self) -> bool {
-        matches!(self, Self::Close { .. } | Self::Annotate(_))
+        matches!(
+            self,
+            Self::Close { .. }
+                | Self::Annotate(_)
+                | Self::Stop { .. }
+                | Self::Abort { .. }
+                | Self::Keep { .. }
+        )
     }
 
     /// The request line a client sends (without the newline).
     #[must_use]
     pub fn to_line(&self) -> String {
         let mut v = json!({"version": PROTOCOL_VERSION, "verb": self.verb()});
-        if let Self::Close {
-            episode,
-            timeout_ms,
-        } = self
-        {
-            v["episode"] = json!(episode);
-            v["timeout_ms"] = json!(timeout_ms);
+        match self {
+            Self::Close {
+                episode,
+                timeout_ms,
+            }
+            | Self::Stop {
+                episode,
+                timeout_ms,
+            }
+            | Self::Abort {
+                episode,
+                timeout_ms,
+            } => {
+                v["episode"] = json!(episode);
+                v["timeout_ms"] = json!(timeout_ms);
+            }
+            Self::Keep { episode, release } => {
+                v["episode"] = json!(episode);
+                v["release"] = json!(release);
+            }
+            _ => {}
         }
         if let (Self::Annotate(a), Some(obj)) = (self, v.as_object_mut()) {
             obj.extend(a.to_fields());
@@ -89,11 +119,13 @@ pub enum ErrorKind {
     UnknownVerb,
     /// The peer's uid/gid is not on the verb's allowlist.
     PermissionDenied,
-    /// `close` of an episode that is not open.
+    /// `close`, `stop`, `abort` of an episode that is not open; `annotate`, `keep` of one
+    /// that does not exist.
     UnknownEpisode,
-    /// `close`: the stop was requested but the episode was still finalizing at the deadline.
+    /// `close`, `stop`, `abort`: the stop was requested but the episode was still finalizing at the deadline.
     Timeout,
-    /// `annotate`: the annotations file could not be read or committed.
+    /// `annotate`: the annotations file could not be read or committed; `keep`: the mark
+    /// could not be made or removed.
     Storage,
     /// Too many control connections at once.
     Busy,
@@ -203,34 +235,39 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ControlError> {
         "episodes" => Ok(Request::Episodes),
         "metrics" => Ok(Request::Metrics),
         "close" => {
-            let episode = match obj.get("episode") {
-                Some(Value::String(s)) if !s.is_empty() => s.clone(),
-                Some(_) => {
-                    return Err(bad(
-                        Some(verb),
-                        "`episode` must be a non-empty string".into(),
-                    ))
-                }
-                None => return Err(bad(Some(verb), "close needs `episode`".into())),
-            };
-            let timeout_ms = match obj.get("timeout_ms") {
-                None | Some(Value::Null) => DEFAULT_CLOSE_TIMEOUT_MS,
-                Some(t) => match t.as_u64() {
-                    Some(ms) if ms <= MAX_CLOSE_TIMEOUT_MS => ms,
-                    _ => {
-                        return Err(bad(
-                            Some(verb),
-                            format!(
-                            "`timeout_ms` must be an integer 0..={MAX_CLOSE_TIMEOUT_MS}, is {t}"
-                        ),
-                        ))
-                    }
-                },
-            };
+            let (episode, timeout_ms) = episode_and_timeout(verb, &obj)?;
             Ok(Request::Close {
                 episode,
                 timeout_ms,
             })
+        }
+        "stop" => {
+            let (episode, timeout_ms) = episode_and_timeout(verb, &obj)?;
+            Ok(Request::Stop {
+                episode,
+                timeout_ms,
+            })
+        }
+        "abort" => {
+            let (episode, timeout_ms) = episode_and_timeout(verb, &obj)?;
+            Ok(Request::Abort {
+                episode,
+                timeout_ms,
+            })
+        }
+        "keep" => {
+            let episode = episode_of(verb, &obj)?;
+            let release = match obj.get("release") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => *b,
+                Some(other) => {
+                    return Err(bad(
+                        Some(verb),
+                        format!("`release` must be true or false, is {other}"),
+                    ))
+                }
+            };
+            Ok(Request::Keep { episode, release })
         }
         "annotate" => AnnotateRequest::parse(&obj)
             .map(Request::Annotate)
@@ -239,10 +276,43 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ControlError> {
             ErrorKind::UnknownVerb,
             Some(other),
             format!(
-                "unknown verb `{other}`: expected status, episodes, close, annotate or metrics"
+                "unknown verb `{other}`: expected status, episodes, close, stop, abort, keep, \
+                 annotate or metrics"
             ),
         )),
     }
+}
+
+/// The `episode` field of a request for `verb`: a non-empty string.
+fn episode_of(verb: &str, obj: &Map<String, Value>) -> Result<String, ControlError> {
+    let bad = |m: String| ControlError::new(ErrorKind::BadRequest, Some(verb), m);
+    match obj.get("episode") {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        Some(_) => Err(bad("`episode` must be a non-empty string".into())),
+        None => Err(bad(format!("{verb} needs `episode`"))),
+    }
+}
+
+/// The `episode` and `timeout_ms` fields of `close`, `stop` and `abort`.
+fn episode_and_timeout(
+    verb: &str,
+    obj: &Map<String, Value>,
+) -> Result<(String, u64), ControlError> {
+    let episode = episode_of(verb, obj)?;
+    let timeout_ms = match obj.get("timeout_ms") {
+        None | Some(Value::Null) => DEFAULT_CLOSE_TIMEOUT_MS,
+        Some(t) => match t.as_u64() {
+            Some(ms) if ms <= MAX_CLOSE_TIMEOUT_MS => ms,
+            _ => {
+                return Err(ControlError::new(
+                    ErrorKind::BadRequest,
+                    Some(verb),
+                    format!("`timeout_ms` must be an integer 0..={MAX_CLOSE_TIMEOUT_MS}, is {t}"),
+                ))
+            }
+        },
+    };
+    Ok((episode, timeout_ms))
 }
 
 #[cfg(test)]
@@ -278,6 +348,30 @@ mod tests {
             parse_request(Request::Metrics.to_line().as_bytes()),
             Ok(Request::Metrics)
         );
+        for req in [
+            Request::Stop {
+                episode: "ep".into(),
+                timeout_ms: 7,
+            },
+            Request::Abort {
+                episode: "ep".into(),
+                timeout_ms: 0,
+            },
+            Request::Keep {
+                episode: "ep".into(),
+                release: true,
+            },
+        ] {
+            assert!(req.is_mutating(), "{req:?}");
+            assert_eq!(parse_request(req.to_line().as_bytes()), Ok(req));
+        }
+        assert_eq!(
+            parse_request(br#"{"verb":"keep","episode":"ep"}"#),
+            Ok(Request::Keep {
+                episode: "ep".into(),
+                release: false
+            })
+        );
     }
 
     #[test]
@@ -297,6 +391,16 @@ mod tests {
             "UNSUPPORTED_VERSION"
         );
         assert_eq!(code(r#"{"verb":"reboot"}"#), "UNKNOWN_VERB");
+        assert_eq!(code(r#"{"verb":"stop"}"#), "BAD_REQUEST");
+        assert_eq!(
+            code(r#"{"verb":"abort","episode":"e","timeout_ms":60001}"#),
+            "BAD_REQUEST"
+        );
+        assert_eq!(code(r#"{"verb":"keep","episode":7}"#), "BAD_REQUEST");
+        assert_eq!(
+            code(r#"{"verb":"keep","episode":"e","release":"yes"}"#),
+            "BAD_REQUEST"
+        );
         let e = parse_request(br#"{"verb":"reboot"}"#)
             .err()
             .map(|e| e.to_json());

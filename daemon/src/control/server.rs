@@ -11,12 +11,13 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::accept::AcceptLoop;
+use super::close::Ending;
 use super::protocol::{
     ok_reply, parse_request, ControlError, ErrorKind, Request, MAX_REQUEST_BYTES,
 };
 use super::request_io::{drain, read_request, ReadFailure, READ_SLICE};
 use super::state::ControlState;
-use super::{annotate, close, episodes, metrics, status};
+use super::{annotate, close, episodes, keep, metrics, status};
 use crate::ingest::connection::peer_cred;
 use crate::registry::PeerCred;
 
@@ -148,6 +149,27 @@ pub fn respond(
                 verb,
                 close::close(st, &episode, uid, Duration::from_millis(timeout_ms))?,
             )
+        }
+        Request::Stop {
+            episode,
+            timeout_ms,
+        } => {
+            // check_access refuses the mutating verbs without credentials.
+            let uid = cred.map_or(u32::MAX, |c| c.uid);
+            let timeout = Duration::from_millis(timeout_ms);
+            ok_reply(verb, close::end(st, &episode, uid, timeout, Ending::Stop)?)
+        }
+        Request::Abort {
+            episode,
+            timeout_ms,
+        } => {
+            let uid = cred.map_or(u32::MAX, |c| c.uid);
+            let timeout = Duration::from_millis(timeout_ms);
+            ok_reply(verb, close::end(st, &episode, uid, timeout, Ending::Abort)?)
+        }
+        Request::Keep { episode, release } => {
+            let uid = cred.map_or(u32::MAX, |c| c.uid);
+            ok_reply(verb, keep::keep(st, &episode, release, uid)?)
         }
     };
     Ok(format!("{doc}\n"))

@@ -11,6 +11,7 @@ use super::state::ControlState;
 use super::unix_time::unix_seconds;
 use crate::recovery::RecoveryReport;
 use crate::registry::{DaemonCounters, LiveEpisode};
+use wshard_storage::keep;
 
 /// Where free space stands against the watermarks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +106,9 @@ pub fn episode_json(st: &ControlState, e: &LiveEpisode) -> Value {
     let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let received_bytes = l(&s.bytes);
     let rates = st.rates.rates(e);
+    // A stream (`EP/STREAM`) is kept with its episode.
+    let whole = e.multi.as_deref().unwrap_or(&e.episode_id);
+    let kept = keep::is_kept(st.ctx.fs.as_ref(), &st.ctx.data_dir, whole);
     json!({
         "episode": e.episode_id,
         "client": e.client_name,
@@ -131,6 +135,7 @@ pub fn episode_json(st: &ControlState, e: &LiveEpisode) -> Value {
         "bytes_per_s": rates.bytes_per_s,
         // The producer's latest COUNTERS (protocol version 2), by name; `{}` before any.
         "producer_counters": e.producer_counters(),
+        "kept": kept,
     })
 }
 
@@ -184,6 +189,8 @@ pub fn snapshot(st: &ControlState) -> Value {
             "counters": counters_json(&reg.counters),
             "recovery": recovery,
             "recovery_left_alone": left_alone,
+            // Episodes marked kept (`wshard keep`), open or not: never evicted.
+            "kept_episodes": keep::kept(st.ctx.fs.as_ref(), &st.ctx.data_dir),
         },
         "upload": super::upload::status_json(st),
         "episodes": episodes,

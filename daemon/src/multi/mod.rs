@@ -106,7 +106,7 @@ pub struct MultiEpisode {
     finalized: AtomicBool,
     /// Set when someone other than the owner closed the episode (an operator, the disk,
     /// the daemon's shutdown): the reason, for the owner's `ERROR{STOPPED}`.
-    stopped: Mutex<Option<String>>,
+    stopped: Mutex<Option<(String, EpisodeStatus)>>,
 }
 
 impl std::fmt::Debug for MultiEpisode {
@@ -349,21 +349,22 @@ impl MultiEpisode {
         self.settle(&mut st, error)
     }
 
-    /// Closed by someone other than the owner (`reason`): closed, and finalized
-    /// `interrupted` (even after the owner's `EPISODE_CLOSE`, when streams still record);
-    /// the owner is told ([`MultiEpisode::take_stopped`]). The caller stops the streams.
-    pub fn stop(&self, reason: &str) -> Progress {
+    /// Closed by someone other than the owner (`reason`): closed, and finalized `outcome`
+    /// (`interrupted`; `complete` or `aborted` for an operator's `stop` or `abort`), also
+    /// over the owner's `EPISODE_CLOSE` when streams still record; the owner is told
+    /// ([`MultiEpisode::take_stopped`]). The caller stops the streams.
+    pub fn stop(&self, reason: &str, outcome: EpisodeStatus) -> Progress {
         {
             let mut s = lock(&self.stopped);
             if s.is_none() {
-                *s = Some(reason.to_owned());
+                *s = Some((reason.to_owned(), outcome));
             }
         }
-        tracing::warn!(episode = %self.id, "multi-stream episode closed: {reason}");
+        tracing::warn!(episode = %self.id, outcome = outcome.as_str(), "multi-stream episode closed: {reason}");
         let mut st = lock(&self.state);
         // Over an owner's close whose streams still record: they are stopped, so the
-        // episode ends `interrupted` whatever the owner said.
-        st.outcome = Some(EpisodeStatus::Interrupted);
+        // episode ends as the one who stopped them says, whatever the owner said.
+        st.outcome = Some(outcome);
         let error = if st.recording.is_empty() || st.index.closed {
             None
         } else {
@@ -374,9 +375,10 @@ impl MultiEpisode {
         self.settle(&mut st, error)
     }
 
-    /// Why someone other than the owner closed the episode, taken (once).
+    /// Why someone other than the owner closed the episode, and the status it ends
+    /// with, taken (once).
     #[must_use]
-    pub fn take_stopped(&self) -> Option<String> {
+    pub fn take_stopped(&self) -> Option<(String, EpisodeStatus)> {
         lock(&self.stopped).take()
     }
 

@@ -1,7 +1,7 @@
 //! What the daemon is doing right now: the open episodes with their counters, the daemon's
 //! own counters and flags. Written by the connections, read by the control socket and the
-//! metrics; a stop request (an operator's `close`, the disk's high watermark) travels from
-//! here to the connection that owns the episode.
+//! metrics; a stop request (an operator's `close`, `stop` or `abort`, the disk's high
+//! watermark) travels from here to the connection that owns the episode.
 //!
 //! A stream of a multi-stream episode is an open episode here too, under the key
 //! `EP/STREAM`; the multi-stream episodes themselves are kept beside them ([`multi`]).
@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
+use wshard::episode_dir::index::EpisodeStatus;
 use wshard_ingest_proto::{Counters, MAX_COUNTERS_PER_STREAM};
 
 use crate::episode::Durability;
@@ -34,14 +35,32 @@ pub(crate) enum StopReason {
     Operator { uid: u32 },
     /// Free space fell below the high watermark.
     Disk { free_bytes: u64, watermark: u64 },
+    /// `wshard stop EPISODE` from an operator with this uid: finalized `complete`.
+    OperatorStop { uid: u32 },
+    /// `wshard abort EPISODE` from an operator with this uid: finalized `aborted`.
+    OperatorAbort { uid: u32 },
 }
 
 impl StopReason {
-    /// The reason written to the manifest (`interrupted`, `reason`).
+    /// The status the episode (or stream, or multi-stream episode's index) is finalized
+    /// with: `complete` for `stop`, `aborted` for `abort`, `interrupted` otherwise.
+    #[must_use]
+    pub(crate) fn outcome(&self) -> EpisodeStatus {
+        match self {
+            Self::Operator { .. } | Self::Disk { .. } => EpisodeStatus::Interrupted,
+            Self::OperatorStop { .. } => EpisodeStatus::Complete,
+            Self::OperatorAbort { .. } => EpisodeStatus::Aborted,
+        }
+    }
+
+    /// The reason: written to the manifest of an `interrupted` episode (`reason`), named in
+    /// the producer's `ERROR{STOPPED}` and the logs for every reason.
     #[must_use]
     pub(crate) fn manifest_reason(&self) -> String {
         match self {
             Self::Operator { uid } => format!("closed by operator (uid {uid})"),
+            Self::OperatorStop { uid } => format!("stopped by operator (uid {uid})"),
+            Self::OperatorAbort { uid } => format!("aborted by operator (uid {uid})"),
             Self::Disk {
                 free_bytes,
                 watermark,

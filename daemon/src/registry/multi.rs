@@ -8,7 +8,7 @@ use crate::multi::{MultiEpisode, Progress};
 
 impl Registry {
     /// Ask every open episode (and stream) to stop, and close every multi-stream episode
-    /// `interrupted`; returns how many episodes and streams were asked.
+    /// with `reason`'s outcome; returns how many episodes and streams were asked.
     pub(crate) fn stop_all(&self, reason: &StopReason) -> usize {
         for m in self.multis() {
             self.stop_multi(&m, reason);
@@ -65,10 +65,11 @@ impl Registry {
         }
     }
 
-    /// Close `ep` `interrupted` for `reason` and ask each of its streams to stop (their
-    /// connections finalize them; the last one finalizes the episode).
+    /// Close `ep` for `reason` (`interrupted`, or `complete` / `aborted` for an operator's
+    /// `stop` / `abort`) and ask each of its streams to stop (their connections finalize
+    /// them with the same status; the last one finalizes the episode).
     pub(crate) fn stop_multi(&self, ep: &MultiEpisode, reason: &StopReason) -> Progress {
-        let progress = ep.stop(&reason.manifest_reason());
+        let progress = ep.stop(&reason.manifest_reason(), reason.outcome());
         for s in self.streams_of(ep.id()) {
             s.request_stop(reason.clone());
         }

@@ -32,6 +32,7 @@ use super::settings::UploaderSettings;
 use super::state::{EpisodeUpload, QueueState};
 use super::view::{UploadShared, UploaderState};
 use wshard_storage::fsio::Fs;
+use wshard_storage::keep;
 use wshard_storage::layout::QUARANTINE_DIR;
 
 /// The uploader: the queue, the store (built at the first pass that needs it), the
@@ -390,12 +391,17 @@ impl Uploader {
             .map(|(id, _)| id.clone())
             .collect();
         for id in open {
-            self.move_and_delete(&id)?;
+            let held = self.shared.clone();
+            let guard = held.hold_evictions();
+            self.local_copies().move_out(&id)?;
+            drop(guard);
+            self.finish_moved(&id)?;
         }
         self.local_copies().delete_leftovers()
     }
 
-    /// Evict what the policy asks for (`evict`), oldest published episode first.
+    /// Evict what the policy asks for (`evict`), oldest published episode first; a kept
+    /// episode (its keep mark, `data_dir/.keep/EP`) is passed over, whatever the need.
     fn evict(&mut self) -> Result<(), CycleError> {
         let published: Vec<String> = self
             .state()
@@ -415,12 +421,21 @@ impl Uploader {
             let Some(reason) = need.reason() else {
                 break;
             };
+            let held = self.shared.clone();
+            let guard = held.hold_evictions();
+            if keep::is_kept(self.fs.as_ref(), &self.settings.data_dir, &id) {
+                drop(guard);
+                tracing::debug!(episode = %id, reason, "upload: a kept episode is not evicted");
+                continue;
+            }
             let size = tree_bytes(&self.settings.data_dir.join(&id));
             tracing::info!(episode = %id, bytes = size, reason, "upload: evicting the local copy of a published episode");
             self.record(Record::Evicting {
                 episode: id.clone(),
             })?;
-            self.move_and_delete(&id)?;
+            self.local_copies().move_out(&id)?;
+            drop(guard);
+            self.finish_moved(&id)?;
             need.evicted(size);
             self.shared.update(|v| {
                 v.counters.episodes_evicted += 1;
@@ -430,10 +445,9 @@ impl Uploader {
         Ok(())
     }
 
-    /// Move the episode's directory under `.upload/evicting/`, record `evicted`, delete
-    /// the files.
-    fn move_and_delete(&mut self, id: &str) -> Result<(), QueueLogError> {
-        self.local_copies().move_out(id)?;
+    /// The episode's directory is under `.upload/evicting/`: record `evicted`, delete the
+    /// files.
+    fn finish_moved(&mut self, id: &str) -> Result<(), QueueLogError> {
         self.record(Record::Evicted {
             episode: id.to_owned(),
         })?;

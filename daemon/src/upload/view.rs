@@ -118,6 +118,11 @@ impl UploadView {
 #[derive(Debug)]
 pub struct UploadShared {
     view: Mutex<UploadView>,
+    /// Held by the uploader from looking at an episode's keep mark to moving the episode
+    /// out of the data directory, and by the control socket's `keep` from finding the
+    /// episode to making its mark: a `keep` answered before an eviction began is honoured
+    /// by it, one after finds the episode gone.
+    eviction: Mutex<()>,
 }
 
 impl UploadShared {
@@ -125,7 +130,14 @@ impl UploadShared {
     pub fn new(enabled: bool) -> Self {
         Self {
             view: Mutex::new(UploadView::new(enabled)),
+            eviction: Mutex::new(()),
         }
+    }
+
+    /// Hold off evictions (see the field `eviction`) until the guard is dropped.
+    #[must_use]
+    pub fn hold_evictions(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.eviction.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A copy of the view.

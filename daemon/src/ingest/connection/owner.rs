@@ -162,18 +162,20 @@ pub(super) fn episode_close(outcome: Outcome, link: &mut Link) {
     }
 }
 
-/// The owner's episode was closed by someone else (an operator, the disk): tell the owner
+/// The owner's episode was closed by someone else (an operator's `close`, `stop` or
+/// `abort`, the disk): tell the owner
 /// (`ERROR{STOPPED}`) and let go of it.
 pub(super) fn obey_stop(link: &mut Link) {
-    let Some(reason) = link.owned.as_ref().and_then(|ep| ep.take_stopped()) else {
+    let Some((reason, outcome)) = link.owned.as_ref().and_then(|ep| ep.take_stopped()) else {
         return;
     };
     if let Some(ep) = link.owned.take() {
         link.error(
             ErrorCode::Stopped,
             format!(
-                "episode `{}` closed as interrupted ({reason}); its streams are stopped",
-                ep.id()
+                "episode `{}` closed as {} ({reason}); its streams are stopped",
+                ep.id(),
+                outcome.as_str()
             ),
         );
     }

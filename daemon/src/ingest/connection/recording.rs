@@ -18,6 +18,7 @@ use crate::ingest::intake::Intake;
 use crate::ingest::timestep_source::{Pump, TimestepSource};
 use crate::registry::StopReason;
 use crate::session::FinalStatus;
+use wshard::episode_dir::index::EpisodeStatus;
 
 /// An open episode (or a stream of a multi-stream episode) on a connection.
 pub(super) struct Recording {
@@ -386,11 +387,19 @@ impl Recording {
         }
     }
 
-    /// Obey the registry's stop request `reason`: finalize the episode `interrupted`; the
-    /// client gets `ERROR{STOPPED}` naming the reason and may OPEN again.
+    /// Obey the registry's stop request `reason`: finalize the episode with the reason's
+    /// outcome (`interrupted`; `complete` for an operator's `stop`, `aborted` for `abort`),
+    /// every timestep received so far in it; the client gets `ERROR{STOPPED}` naming the
+    /// status and the reason and may OPEN again.
     pub(super) fn stop(self, reason: &StopReason, link: &Link) -> Stopped {
         let why = reason.manifest_reason();
-        let f = self.finalize(FinalStatus::Interrupted(why.clone()), false, link);
+        let status = match reason.outcome() {
+            EpisodeStatus::Complete => FinalStatus::Complete,
+            EpisodeStatus::Aborted => FinalStatus::Aborted,
+            _ => FinalStatus::Interrupted(why.clone()),
+        };
+        let status_name = status.name();
+        let f = self.finalize(status, false, link);
         link.ctx
             .registry
             .counters
@@ -402,13 +411,13 @@ impl Recording {
             None => format!("{} timesteps kept", f.summary.timesteps),
         };
         let advice = match reason {
-            StopReason::Operator { .. } => "",
             StopReason::Disk { .. } => "; new episodes are refused until space returns",
+            _ => "",
         };
         link.error(
             ErrorCode::Stopped,
             format!(
-                "{} finalized as interrupted ({why}); {kept}{advice}",
+                "{} finalized as {status_name} ({why}); {kept}{advice}",
                 f.what
             ),
         );

@@ -1,6 +1,6 @@
-//! `wshard inspect DIR` on an episode directory (single- or multi-stream): `model` reads its
-//! streams and events into a `DirInspection`, `render` prints it as text or JSON; `run`
-//! does both. `render` uses `model`, never the reverse.
+//! `wshard inspect DIR` on an episode directory (single- or multi-stream; whether it is
+//! kept): `model` reads its streams and events into a `DirInspection`, `render` prints it
+//! as text or JSON; `run` does both. `render` uses `model`, never the reverse.
 
 mod model;
 mod render;

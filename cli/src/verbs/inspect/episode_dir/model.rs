@@ -7,6 +7,8 @@ use serde_json::Value;
 use wshard::episode::Timebase;
 use wshard::episode_dir::index::ChannelEntry;
 use wshard::episode_dir::{EpisodeDir, EpisodeDirError, EventOrigin, Layout, StreamInfo};
+use wshard_storage::fsio::RealFs;
+use wshard_storage::keep;
 
 /// Longest text or JSON shown for an event in the text report (characters).
 pub const PREVIEW_CHARS: usize = 60;
@@ -92,6 +94,9 @@ pub struct DirInspection {
     pub events: Vec<EventRow>,
     /// Bytes of a torn last events line (ignored).
     pub torn_event_bytes: u64,
+    /// The directory is in a data directory whose keep marks name it (`wshard keep`:
+    /// `../.keep/{episode_id}`): never evicted.
+    pub kept: bool,
 }
 
 fn stream_row(s: &StreamInfo) -> StreamRow {
@@ -162,6 +167,9 @@ impl DirInspection {
             streams: dir.streams().iter().map(stream_row).collect(),
             events,
             torn_event_bytes: dir.torn_event_bytes(),
+            kept: path
+                .parent()
+                .is_some_and(|data_dir| keep::is_kept(&RealFs, data_dir, dir.episode_id())),
         })
     }
 }

@@ -113,6 +113,13 @@ pub fn write_text(ins: &DirInspection, out: &mut dyn Write) -> io::Result<()> {
     if let Some(closed) = ins.closed {
         field(out, "closed", closed)?;
     }
+    if ins.kept {
+        field(
+            out,
+            "kept",
+            "yes (a keep mark in its data directory: never evicted)",
+        )?;
+    }
     field(out, "streams", ins.streams.len())?;
     let annotations = ins
         .events
@@ -199,6 +206,7 @@ pub fn write_json(ins: &DirInspection, out: &mut dyn Write) -> io::Result<()> {
         "streams": streams,
         "events": events,
         "torn_event_bytes": ins.torn_event_bytes,
+        "kept": ins.kept,
     });
     serde_json::to_writer(&mut *out, &doc)?;
     writeln!(out)

@@ -1,0 +1,109 @@
+//! `keep EPISODE` (and `keep EPISODE` with `release`): mark an episode kept, so that
+//! retention, the quota and the low watermark never evict it, or remove the mark. The mark
+//! is `data_dir/.keep/EP`, made durable before the reply (`wshard_storage::keep`).
+//!
+//! Any episode of the data directory may be kept: open or finished, single- or
+//! multi-stream, recorded or imported. The uploader's eviction lock is held from finding
+//! the episode to making its mark, so an eviction either happened before (the episode is
+//! gone: `UNKNOWN_EPISODE`) or sees the mark.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::protocol::{ControlError, ErrorKind};
+use super::state::ControlState;
+use crate::episode_files::index_path;
+use wshard_storage::keep;
+use wshard_storage::layout::{validate_episode_id, EpisodeLayout, MAX_EPISODE_ID_BYTES};
+
+/// The verb's name on the wire.
+const VERB: &str = "keep";
+
+/// Whether `episode` is an episode of the data directory now: open (single- or
+/// multi-stream), or a directory holding its manifest or its index.
+fn exists(st: &ControlState, episode: &str) -> bool {
+    let reg = &st.ctx.registry;
+    if reg.episode(episode).is_some() || reg.multi(episode).is_some() {
+        return true;
+    }
+    let data_dir: &Path = &st.ctx.data_dir;
+    let layout = EpisodeLayout::new(data_dir, episode);
+    let fs = st.ctx.fs.as_ref();
+    layout.dir.is_dir()
+        && (fs.exists(&layout.manifest()) || fs.exists(&index_path(&layout.dir, episode)))
+}
+
+/// Mark `episode` kept (`release`: remove the mark) on behalf of `uid` (the caller checked
+/// the allowlist). The reply: `{"episode", "kept", "changed", "uid"}`.
+///
+/// # Errors
+/// `BAD_REQUEST` for an id that is no episode id (a stream `EP/STREAM` included: a whole
+/// episode is kept), `UNKNOWN_EPISODE` for an episode that does not exist (and, on
+/// release, has no mark), `STORAGE` when the mark could not be made or removed (the
+/// message names the step and the file).
+pub fn keep(
+    st: &ControlState,
+    episode: &str,
+    release: bool,
+    uid: u32,
+) -> Result<Value, ControlError> {
+    if let Err(e) = validate_episode_id(episode, MAX_EPISODE_ID_BYTES) {
+        let whole = if episode.contains('/') {
+            " (a whole episode is kept, not one of its streams)"
+        } else {
+            ""
+        };
+        return Err(ControlError::new(
+            ErrorKind::BadRequest,
+            Some(VERB),
+            format!("keep: {e}{whole}"),
+        )
+        .with("episode", json!(episode)));
+    }
+    let fs = st.ctx.fs.as_ref();
+    let data_dir: &Path = &st.ctx.data_dir;
+    let was_kept = keep::is_kept(fs, data_dir, episode);
+    let guard = st.ctx.upload.hold_evictions();
+    // A mark is released even when its episode is gone (deleted by hand, evicted before
+    // it was kept): what was marked can be unmarked.
+    if !exists(st, episode) && !(release && was_kept) {
+        drop(guard);
+        return Err(ControlError::new(
+            ErrorKind::UnknownEpisode,
+            Some(VERB),
+            format!(
+                "keep: episode `{episode}` is not in the data directory {}",
+                data_dir.display()
+            ),
+        )
+        .with("episode", json!(episode)));
+    }
+    let done = if release {
+        keep::release(fs, data_dir, episode).map(|_| ())
+    } else {
+        keep::mark(fs, data_dir, episode)
+    };
+    drop(guard);
+    if let Err(e) = done {
+        tracing::error!(episode, uid, release, "control: keep failed: {e}");
+        return Err(
+            ControlError::new(ErrorKind::Storage, Some(VERB), e.to_string())
+                .with("episode", json!(episode)),
+        );
+    }
+    let kept = !release;
+    tracing::info!(
+        episode,
+        uid,
+        kept,
+        "control: keep mark {}",
+        if release { "released" } else { "set" }
+    );
+    Ok(json!({
+        "episode": episode,
+        "kept": kept,
+        "changed": was_kept != kept,
+        "uid": uid,
+    }))
+}
