@@ -188,7 +188,7 @@ class BridgeProc:
 
         from wshard_ros_msgs import srv
 
-        cls = getattr(srv, name.capitalize())
+        cls = getattr(srv, "".join(part.capitalize() for part in name.split("_")))
         proxy = rospy.ServiceProxy(f"{self.node}/{name}", cls)
         return proxy(**fields)
 

@@ -76,15 +76,15 @@ def srv_definitions() -> Dict[str, Dict[str, Any]]:
 
 
 def _type_of(service: str) -> str:
-    """``~start`` -> ``Start``."""
-    return service.lstrip("~").capitalize()
+    """``~start`` -> ``Start``, ``~stop_episode`` -> ``StopEpisode``."""
+    return "".join(part.capitalize() for part in service.lstrip("~").split("_"))
 
 
 def test_ros_live_srv_classes_match_srv_files() -> None:
     import wshard_ros_msgs.srv as srv
 
     defs = srv_definitions()
-    assert sorted(defs) == ["Abort", "Annotate", "Start", "Status", "Stop"]
+    assert sorted(defs) == ["Abort", "AbortEpisode", "Annotate", "Keep", "Start", "Status", "Stop", "StopEpisode"]
     assert sorted(_type_of(s) for s in SERVICE_NAMES) == sorted(defs), "a service of the bridge without its .srv"
     assert sorted(srv.__all__) == sorted(n + part for n in defs for part in ("", "Request", "Response"))
     for name, d in defs.items():
@@ -129,7 +129,7 @@ def test_ros_live_srv_advertised_types_match_srv_files(
 def test_ros_live_service_types_found_by_ros_tools() -> None:
     import roslib.message
 
-    for name in ("Start", "Stop", "Abort", "Annotate", "Status"):
+    for name in ("Start", "Stop", "Abort", "Annotate", "Status", "StopEpisode", "AbortEpisode", "Keep"):
         cls = roslib.message.get_service_class(f"wshard_ros_msgs/{name}")
         assert cls is not None, name
         assert cls._type == f"wshard_ros_msgs/{name}"

@@ -7,7 +7,7 @@ genpy's service generator (Debian ``python3-genpy``, which ``python3-rospy`` dep
 on the file's text and gives the very code genpy's ``SrvGenerator`` (catkin's
 ``genpy_main``) would write to ``srv/_NAME.py``; :func:`import_services` compiles it into
 the module ``wshard_ros_msgs.srv._NAME`` in memory (nothing is written, so a read-only
-install works) once per process. All five take 10 to 20 ms of CPU.
+install works) once per process.
 
 A generated module's ``__file__`` is ``.../srv/NAME.srv (genpy)``, a name that is not a
 file: tracebacks and :func:`inspect.getsource` get its code from the module's loader.

@@ -1,7 +1,8 @@
 """The bridge control socket: a Unix socket, one JSON request line per connection, one
 JSON reply line (``{"ok": true, "result": ...}`` or ``{"ok": false, "error": {"code",
-"message"}}``). Commands: ``start``, ``stop``, ``abort``, ``annotate``, ``status``
-(ingest-adapters/ros/README.md, "The bridge control socket")."""
+"message"}}``). Commands: ``start``, ``stop``, ``abort``, ``annotate``, ``status``, and the
+daemon's ``stop_episode``, ``abort_episode``, ``keep`` (ingest-adapters/ros/README.md, "The
+bridge control socket")."""
 
 import json
 import logging
@@ -21,7 +22,7 @@ log = logging.getLogger("wshard_ros.bridge")
 REQUEST_TIMEOUT_S = 5.0
 #: Default permission bits of the socket file.
 DEFAULT_MODE = 0o660
-COMMANDS = ("start", "stop", "abort", "annotate", "status")
+COMMANDS = ("start", "stop", "abort", "annotate", "status", "stop_episode", "abort_episode", "keep")
 
 
 def _error(code: str, message: str) -> Dict[str, Any]:
@@ -69,6 +70,11 @@ def handle_request(bridge: Bridge, request: Any) -> Dict[str, Any]:
             )
         elif cmd == "status":
             result = bridge.status()
+        elif cmd in ("stop_episode", "abort_episode"):
+            end = bridge.stop_episode if cmd == "stop_episode" else bridge.abort_episode
+            result = end(_field(request, "episode", str, False), _field(request, "timeout_ms", int, False, 10_000))
+        elif cmd == "keep":
+            result = bridge.keep(_field(request, "episode", str, False), _field(request, "release", bool, False, False))
         else:
             return _error(BAD_REQUEST, f"unknown cmd {cmd!r} (one of {', '.join(COMMANDS)})")
     except BridgeError as e:

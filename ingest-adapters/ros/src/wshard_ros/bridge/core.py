@@ -2,18 +2,22 @@
 
 Front ends (rospy, DDS, bag import) call :meth:`Bridge.on_message` from their callbacks;
 episode control is :meth:`Bridge.start`, :meth:`Bridge.stop`, :meth:`Bridge.abort`,
-:meth:`Bridge.annotate`. See ingest-adapters/ros/README.md, "The recording core".
+:meth:`Bridge.annotate`, and through the daemon's control socket
+:meth:`Bridge.stop_episode`, :meth:`Bridge.abort_episode`, :meth:`Bridge.keep`. See
+ingest-adapters/ros/README.md, "The recording core".
 
 The :class:`Bridge` is the top of the recording core: it owns its state under one lock
 (:mod:`~wshard_ros.bridge.state`), the path of a sample into its stream
 (:mod:`~wshard_ros.bridge.recording`) and calls the end of an episode
-(:mod:`~wshard_ros.bridge.ending`); they take what they need of it as parameters and do
+(:mod:`~wshard_ros.bridge.ending`, and :mod:`~wshard_ros.bridge.outside_end` when the
+daemon ended it); they take what they need of it as parameters and do
 not import this module.
 """
 
 import logging
 import threading
-from typing import Any, Dict, Mapping, Optional, Set, Union
+import time
+from typing import Any, Dict, Mapping, Optional, Set, Tuple, Union
 
 from wshard_client import ErrorCode, Outcome, Recorder, SchemaError, ServerError, WshardError
 
@@ -25,6 +29,7 @@ from .counters import DROP_ERROR, DROP_FAILED, Counters
 from .ending import end_episode
 from .errors import ALREADY_RECORDING, BAD_REQUEST, DAEMON, FAILED, NOT_RECORDING, BridgeError
 from .options import BridgeOptions, BridgeState
+from .outside_end import ended_by_daemon
 from .recording import StreamSteps
 from .state import RecordingState
 from .streams import EpisodeRun, StreamRun, stream_runs
@@ -155,6 +160,84 @@ class Bridge:
                 )
             return daemon_control.annotate(path, run.episode_id, at, label, text, json, self.options.timeout)
 
+    def stop_episode(self, episode: Optional[str] = None, timeout_ms: int = 10_000) -> Dict[str, Any]:
+        """The daemon's ``stop`` of an open episode (docs/CONTROL.md): finalized
+        ``complete`` by the daemon, whoever records it; default: the episode this bridge
+        records (which then ends, the bridge ``idle``). Returns the daemon's result.
+
+        Raises:
+            BridgeError: ``BAD_REQUEST`` (no episode given and none recording, a bad
+                ``timeout_ms``); ``DAEMON`` (no ``control_path``, the control socket
+                cannot be reached, or the daemon refused: ``UNKNOWN_EPISODE``, ...).
+        """
+        return self._daemon_end("stop", episode, timeout_ms)
+
+    def abort_episode(self, episode: Optional[str] = None, timeout_ms: int = 10_000) -> Dict[str, Any]:
+        """As :meth:`stop_episode`, finalized ``aborted`` (data kept).
+
+        Raises:
+            BridgeError: as :meth:`stop_episode`.
+        """
+        return self._daemon_end("abort", episode, timeout_ms)
+
+    def keep(self, episode: Optional[str] = None, release: bool = False) -> Dict[str, Any]:
+        """The daemon's ``keep`` of an episode (open or finished): never evicted from the
+        robot's data directory; ``release`` removes the mark. Default: the episode this
+        bridge records. Returns the daemon's result (``episode``, ``kept``, ``changed``).
+
+        Raises:
+            BridgeError: as :meth:`stop_episode`.
+        """
+        with self._op_lock:
+            target, _ = self._target("keep", episode)
+            path = self._control_path("keep")
+            return daemon_control.keep(path, target, release, self.options.timeout)
+
+    def _control_path(self, what: str) -> str:
+        path = self.options.control_path
+        if path is None:
+            raise BridgeError(DAEMON, f"{what} needs the daemon's control socket: set control_path (--control-socket)")
+        return path
+
+    def _target(self, what: str, episode: Optional[str]) -> Tuple[str, Optional[EpisodeRun]]:
+        """The episode a daemon verb names (``episode``, else the recording one) and the
+        bridge's run when it is the bridge's own recording episode."""
+        with self._state.lock:
+            run = self._state.run if self._state.phase is BridgeState.RECORDING else None
+        if episode is None or episode == "":
+            if run is None:
+                raise BridgeError(BAD_REQUEST, f"{what}: no episode given and none is recording")
+            return run.episode_id, run
+        if not isinstance(episode, str):
+            raise BridgeError(BAD_REQUEST, f"{what}: episode {episode!r}: a string")
+        return episode, run if run is not None and run.episode_id == episode else None
+
+    def _daemon_end(self, verb: str, episode: Optional[str], timeout_ms: int) -> Dict[str, Any]:
+        what = f"{verb}_episode"
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int):
+            raise BridgeError(BAD_REQUEST, f"{what}: timeout_ms {timeout_ms!r}: an integer (ms)")
+        if not 0 <= timeout_ms <= daemon_control.MAX_END_TIMEOUT_MS:
+            raise BridgeError(BAD_REQUEST, f"{what}: timeout_ms {timeout_ms}: 0..={daemon_control.MAX_END_TIMEOUT_MS}")
+        with self._op_lock:
+            target, own = self._target(what, episode)
+            path = self._control_path(what)
+            result = daemon_control.end_episode(path, verb, target, timeout_ms, self.options.timeout)
+            if own is not None:
+                self._notice_end(own)
+            return result
+
+    def _notice_end(self, run: EpisodeRun) -> None:
+        """Until the bridge saw the daemon end ``run`` (its connections' ``STOPPED``),
+        at most the client timeout."""
+        deadline = time.monotonic() + self.options.timeout
+        while time.monotonic() < deadline:
+            with self._state.lock:
+                if self._state.run is not run:
+                    return
+            self._check_connections(run)
+            time.sleep(0.02)
+        log.warning("episode %s: the daemon ended it, its connections did not say so yet", run.episode_id)
+
     def close(self) -> None:
         """Stop the episode if one is recording (errors logged, not raised) and release
         every connection. Idempotent."""
@@ -256,18 +339,32 @@ class Bridge:
 
     def _fail(self, run: EpisodeRun, error: BaseException, where: str = "episode") -> None:
         """Mark the bridge ``failed`` (once per episode), cut every connection of ``run``
-        without closing anything: the daemon ends the episode ``interrupted``."""
+        without closing anything: the daemon ends the episode ``interrupted``. When the
+        daemon itself ended the whole episode (:func:`~.outside_end.ended_by_daemon`), the
+        bridge goes back to ``idle`` instead (``last_error`` says how it ended)."""
         with self._state.lock:
             if self._state.run is not run or self._state.phase is not BridgeState.RECORDING:
                 return
-            self._state.phase = BridgeState.FAILED
+        ended = ended_by_daemon(run, error)
+        with self._state.lock:
+            if self._state.run is not run or self._state.phase is not BridgeState.RECORDING:
+                return
             self._state.accepting = False
-            self._state.failed_run = run
-            why = "the daemon refused" if isinstance(error, ServerError) else "connection to the daemon lost"
-            self._state.last_error = f"episode {run.episode_id!r}: {where}: {why}: {error}"
             self._state.run = None
+            if ended is not None:
+                self._state.phase = BridgeState.IDLE
+                self._state.failed_run = None
+                self._state.last_error = f"episode {run.episode_id!r}: ended by the daemon: {ended}"
+            else:
+                self._state.phase = BridgeState.FAILED
+                self._state.failed_run = run
+                why = "the daemon refused" if isinstance(error, ServerError) else "connection to the daemon lost"
+                self._state.last_error = f"episode {run.episode_id!r}: {where}: {why}: {error}"
             message = self._state.last_error
-        log.error("%s; the bridge stays up, the next start connects anew", message)
+        if ended is not None:
+            log.warning("%s; the bridge is idle, the next start records the next episode", message)
+        else:
+            log.error("%s; the bridge stays up, the next start connects anew", message)
         workers = [s.worker for s in run.streams.values() if s.worker is not None]
         for w in workers:
             w.kill()

@@ -1,5 +1,5 @@
-"""The daemon's control socket, for ``annotate`` (docs/CONTROL.md, "annotate"): one JSON
-request line per connection, one JSON reply."""
+"""The daemon's control socket, for ``annotate``, ``stop``, ``abort`` and ``keep``
+(docs/CONTROL.md): one JSON request line per connection, one JSON reply."""
 
 import json
 import socket
@@ -82,3 +82,30 @@ def annotate(
     if json_value is not None:
         request["json"] = json_value
     return control_request(path, request, timeout)
+
+
+#: The daemon's longest wait for an episode to be finalized (docs/CONTROL.md ``timeout_ms``).
+MAX_END_TIMEOUT_MS = 60_000
+
+
+def end_episode(path: str, verb: str, episode: str, timeout_ms: int, timeout: float) -> Dict[str, Any]:
+    """``stop`` (finalized ``complete``) or ``abort`` (``aborted``) of the open episode
+    ``episode``, the daemon waiting at most ``timeout_ms`` for it to be finalized; returns
+    the daemon's result (``status``, ``reason``, ``timesteps``, ``streams``, ...).
+
+    Raises:
+        BridgeError: as :func:`control_request` (``UNKNOWN_EPISODE`` when it is not open).
+    """
+    assert verb in ("stop", "abort"), verb
+    request = {"verb": verb, "episode": episode, "timeout_ms": int(timeout_ms)}
+    return control_request(path, request, timeout + timeout_ms / 1000.0)
+
+
+def keep(path: str, episode: str, release: bool, timeout: float) -> Dict[str, Any]:
+    """``keep`` of ``episode`` (``release``: remove the mark); returns the daemon's result
+    (``episode``, ``kept``, ``changed``).
+
+    Raises:
+        BridgeError: as :func:`control_request` (``UNKNOWN_EPISODE``, ``BAD_REQUEST``).
+    """
+    return control_request(path, {"verb": "keep", "episode": episode, "release": bool(release)}, timeout)

@@ -1,6 +1,7 @@
-"""The node's services ``~start``, ``~stop``, ``~abort``, ``~annotate`` and ``~status``
-(types of the package ``wshard_ros_msgs``, made from the .srv files in wshard_ros_msgs/srv), each a thin
-translation of the request into the bridge socket's request (:func:`~wshard_ros.bridge.handle_request`)."""
+"""The node's services ``~start``, ``~stop``, ``~abort``, ``~annotate``, ``~status`` and the
+daemon's episode control ``~stop_episode``, ``~abort_episode``, ``~keep`` (types of the package
+``wshard_ros_msgs``, made from the .srv files in wshard_ros_msgs/srv), each a thin translation
+of the request into the bridge socket's request (:func:`~wshard_ros.bridge.handle_request`)."""
 
 import json
 from typing import Any, Callable, Dict, List
@@ -9,19 +10,25 @@ import rospy
 
 from wshard_ros_msgs.srv import (
     Abort,
+    AbortEpisode,
+    AbortEpisodeResponse,
     AbortResponse,
     Annotate,
     AnnotateResponse,
+    Keep,
+    KeepResponse,
     Start,
     StartResponse,
     Status,
     StatusResponse,
     Stop,
+    StopEpisode,
+    StopEpisodeResponse,
     StopResponse,
 )
 
 #: The services, under the node's private namespace.
-SERVICE_NAMES = ("~start", "~stop", "~abort", "~annotate", "~status")
+SERVICE_NAMES = ("~start", "~stop", "~abort", "~annotate", "~status", "~stop_episode", "~abort_episode", "~keep")
 
 Reply = Dict[str, Any]
 Run = Callable[[Dict[str, Any]], Reply]
@@ -36,7 +43,7 @@ def _outcome(reply: Reply) -> Dict[str, Any]:
 
 
 def register_services(run: Run, status: Callable[[], Dict[str, Any]]) -> List[Any]:
-    """Advertise the five services; ``run`` executes a bridge-socket request
+    """Advertise the services; ``run`` executes a bridge-socket request
     (:func:`~wshard_ros.bridge.handle_request`), ``status``
     gives the JSON object of ``~status``. Returns the ``rospy.Service`` objects."""
 
@@ -67,6 +74,33 @@ def register_services(run: Run, status: Callable[[], Dict[str, Any]]) -> List[An
                 return AnnotateResponse(ok=False, code="BAD_REQUEST", message=f"annotate: field 'json': {e}")
         return AnnotateResponse(**_outcome(run(request)))
 
+    def end_request(cmd: str, req: Any) -> Dict[str, Any]:
+        request: Dict[str, Any] = {"cmd": cmd}
+        if req.episode_id:
+            request["episode"] = req.episode_id
+        if req.timeout_ms:
+            request["timeout_ms"] = int(req.timeout_ms)
+        return request
+
+    def result_json(reply: Reply) -> str:
+        return json.dumps(reply.get("result", {}), sort_keys=True, default=str) if reply.get("ok") else ""
+
+    def stop_episode(req: Any) -> Any:
+        reply = run(end_request("stop_episode", req))
+        return StopEpisodeResponse(result_json=result_json(reply), **_outcome(reply))
+
+    def abort_episode(req: Any) -> Any:
+        reply = run(end_request("abort_episode", req))
+        return AbortEpisodeResponse(result_json=result_json(reply), **_outcome(reply))
+
+    def keep(req: Any) -> Any:
+        request: Dict[str, Any] = {"cmd": "keep", "release": bool(req.release)}
+        if req.episode_id:
+            request["episode"] = req.episode_id
+        reply = run(request)
+        kept = bool(reply.get("result", {}).get("kept", False)) if reply.get("ok") else False
+        return KeepResponse(kept=kept, **_outcome(reply))
+
     def get_status(req: Any) -> Any:
         return StatusResponse(status_json=json.dumps(status(), sort_keys=True, default=str))
 
@@ -76,4 +110,7 @@ def register_services(run: Run, status: Callable[[], Dict[str, Any]]) -> List[An
         rospy.Service("~abort", Abort, abort),
         rospy.Service("~annotate", Annotate, annotate),
         rospy.Service("~status", Status, get_status),
+        rospy.Service("~stop_episode", StopEpisode, stop_episode),
+        rospy.Service("~abort_episode", AbortEpisode, abort_episode),
+        rospy.Service("~keep", Keep, keep),
     ]

@@ -1,9 +1,10 @@
 """The service types of the wshardd ROS bridge (``wshard_ros_msgs/Start``, ``Stop``,
-``Abort``, ``Annotate``, ``Status``): for every ``NAME.srv`` in this directory, the classes
-``NAME``, ``NAMERequest`` and ``NAMEResponse``, made by genpy from the ``.srv`` file when this
-package is imported (in memory, see :mod:`wshard_ros_msgs.generate`), as a catkin build of a
-ROS package would have generated them. The ROS tools (``rosservice``) find them by importing
-this package: ``wshard_ros_msgs`` must be on their ``PYTHONPATH``.
+``Abort``, ``Annotate``, ``Status``, ``StopEpisode``, ``AbortEpisode``, ``Keep``): for every
+``NAME.srv`` in this directory, the classes ``NAME``, ``NAMERequest`` and ``NAMEResponse``,
+made by genpy from the ``.srv`` file when this package is imported (in memory, see
+:mod:`wshard_ros_msgs.generate`), as a catkin build of a ROS package would have generated
+them. The ROS tools (``rosservice``) find them by importing this package:
+``wshard_ros_msgs`` must be on their ``PYTHONPATH``.
 
 Importing raises :class:`~wshard_ros_msgs.generate.ServiceCodeError` (an ``ImportError``)
 when genpy is not installed (``apt-get install python3-genpy``) or refuses a ``.srv`` file.
