@@ -290,7 +290,10 @@ fn control_stop_unknown_or_finished_episode_is_unknown_episode() {
         let e = json_err(&d, &[verb, "finished", "--json"]);
         assert_eq!(e["code"], "UNKNOWN_EPISODE", "{e}");
         assert_eq!(e["on_disk_status"], "complete", "{e}");
-        assert!(e["message"].as_str().unwrap().contains(verb), "{e}");
+        assert!(
+            e["message"].as_str().unwrap().contains("is not open"),
+            "{e}"
+        );
     }
     // Untouched.
     let st = check_episode(&d.data_dir(), "finished", &data::channels()).unwrap();

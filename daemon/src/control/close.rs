@@ -98,7 +98,7 @@ pub fn end(
         return Err(ControlError::new(
             ErrorKind::UnknownEpisode,
             Some(verb),
-            format!("{verb}: episode `{episode}` is not open{hint}"),
+            format!("episode `{episode}` is not open{hint}"),
         )
         .with("episode", json!(episode))
         .with("on_disk_status", json!(on_disk)));
