@@ -47,6 +47,8 @@ static KEYS: &[KeyDiff] = &[
     key!(Applied, rotation.max_timesteps),
     key!(Applied, rotation.max_bytes),
     key!(Applied, rotation.max_seconds),
+    key!(Applied, rolling.max_bytes),
+    key!(Applied, rolling.max_duration_ms),
     key!(Applied, codecs.default),
     key!(Applied, codecs.channels),
     key!(Applied, fsync.policy),

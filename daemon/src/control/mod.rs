@@ -39,6 +39,7 @@ pub mod protocol;
 pub mod rates;
 pub mod request_io;
 pub mod server;
+pub mod split;
 pub mod state;
 pub mod status;
 pub mod unix_time;

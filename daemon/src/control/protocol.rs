@@ -36,6 +36,8 @@ pub enum Request {
     Metrics,
     /// Add an operator annotation to an episode (mutating: needs the admin allowlist).
     Annotate(AnnotateRequest),
+    /// Cut an open episode into a finished part and a next part recording on (mutating).
+    Split { episode: String },
 }
 
 impl Request {
@@ -48,13 +50,17 @@ impl Request {
             Self::Close { .. } => "close",
             Self::Metrics => "metrics",
             Self::Annotate(_) => "annotate",
+            Self::Split { .. } => "split",
         }
     }
 
     /// Whether the verb changes something (and so needs `allows_admin`).
     #[must_use]
     pub fn is_mutating(&self) -> bool {
-        matches!(self, Self::Close { .. } | Self::Annotate(_))
+        matches!(
+            self,
+            Self::Close { .. } | Self::Annotate(_) | Self::Split { .. }
+        )
     }
 
     /// The request line a client sends (without the newline).
@@ -68,6 +74,9 @@ impl Request {
         {
             v["episode"] = json!(episode);
             v["timeout_ms"] = json!(timeout_ms);
+        }
+        if let Self::Split { episode } = self {
+            v["episode"] = json!(episode);
         }
         if let (Self::Annotate(a), Some(obj)) = (self, v.as_object_mut()) {
             obj.extend(a.to_fields());
@@ -99,6 +108,14 @@ pub enum ErrorKind {
     Busy,
     /// The daemon is stopping.
     ShuttingDown,
+    /// `split` of a multi-stream episode or of one of its streams.
+    NotSplittable,
+    /// `split`: the current part holds no timestep yet.
+    EmptyPart,
+    /// `split`: the next part's id would break the episode id rule.
+    PartIdTooLong,
+    /// `split`: a directory with the next part's id exists already.
+    PartExists,
 }
 
 impl ErrorKind {
@@ -117,6 +134,10 @@ impl ErrorKind {
             Self::Storage => "STORAGE",
             Self::Busy => "BUSY",
             Self::ShuttingDown => "SHUTTING_DOWN",
+            Self::NotSplittable => "NOT_SPLITTABLE",
+            Self::EmptyPart => "EMPTY_PART",
+            Self::PartIdTooLong => "PART_ID_TOO_LONG",
+            Self::PartExists => "PART_EXISTS",
         }
     }
 }
@@ -232,6 +253,14 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ControlError> {
                 timeout_ms,
             })
         }
+        "split" => match obj.get("episode") {
+            Some(Value::String(s)) if !s.is_empty() => Ok(Request::Split { episode: s.clone() }),
+            Some(_) => Err(bad(
+                Some(verb),
+                "`episode` must be a non-empty string".into(),
+            )),
+            None => Err(bad(Some(verb), "split needs `episode`".into())),
+        },
         "annotate" => AnnotateRequest::parse(&obj)
             .map(Request::Annotate)
             .map_err(|e| bad(Some(verb), e.to_string())),
@@ -239,7 +268,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ControlError> {
             ErrorKind::UnknownVerb,
             Some(other),
             format!(
-                "unknown verb `{other}`: expected status, episodes, close, annotate or metrics"
+                "unknown verb `{other}`: expected status, episodes, close, split, annotate or metrics"
             ),
         )),
     }

@@ -16,7 +16,7 @@ use super::protocol::{
 };
 use super::request_io::{drain, read_request, ReadFailure, READ_SLICE};
 use super::state::ControlState;
-use super::{annotate, close, episodes, metrics, status};
+use super::{annotate, close, episodes, metrics, split, status};
 use crate::ingest::connection::peer_cred;
 use crate::registry::PeerCred;
 
@@ -148,6 +148,11 @@ pub fn respond(
                 verb,
                 close::close(st, &episode, uid, Duration::from_millis(timeout_ms))?,
             )
+        }
+        Request::Split { episode } => {
+            // check_access refuses `split` without credentials.
+            let uid = cred.map_or(u32::MAX, |c| c.uid);
+            ok_reply(verb, split::split(st, &episode, uid)?)
         }
     };
     Ok(format!("{doc}\n"))

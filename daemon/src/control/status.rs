@@ -131,6 +131,19 @@ pub fn episode_json(st: &ControlState, e: &LiveEpisode) -> Value {
         "bytes_per_s": rates.bytes_per_s,
         // The producer's latest COUNTERS (protocol version 2), by name; `{}` before any.
         "producer_counters": e.producer_counters(),
+        // The part recording now and the parts so far (`split`, `[rolling]`).
+        "parts": e.parts.as_ref().map(|p| p.to_json()),
+    })
+}
+
+/// `[rolling]` as the daemon applies it to new episodes.
+#[must_use]
+pub fn rolling_json(st: &ControlState) -> Value {
+    let r = st.ctx.settings().rolling;
+    json!({
+        "enabled": r.is_on(),
+        "max_bytes": r.max_bytes,
+        "max_duration_ms": r.max_duration_ns / 1_000_000,
     })
 }
 
@@ -184,6 +197,7 @@ pub fn snapshot(st: &ControlState) -> Value {
             "counters": counters_json(&reg.counters),
             "recovery": recovery,
             "recovery_left_alone": left_alone,
+            "rolling": rolling_json(st),
         },
         "upload": super::upload::status_json(st),
         "episodes": episodes,

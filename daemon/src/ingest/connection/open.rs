@@ -125,6 +125,7 @@ pub(super) fn start(
         cred: link.cred,
         durability: started.durability,
         stats: session.shared().stats.clone(),
+        parts: Some(session.shared().parts.clone()),
     });
     link.responder.send(&Frame::Accepted { what, up_to_seq: 0 });
     Recording::new(Intake::new(
