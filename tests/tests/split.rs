@@ -403,6 +403,18 @@ fn roll(extra: &str, ep: &str, n: u64) -> (Daemon, Vec<String>) {
     let o = wshard(&d, &["status", "--json"]);
     let st: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(st["result"]["daemon"]["rolling"]["enabled"], true, "{st}");
+    let live = &st["result"]["episodes"][0];
+    assert_eq!(live["episode"], ep, "{live}");
+    let rolled = live["parts"]["parts_rolled"].as_u64().unwrap();
+    assert!(rolled >= 1, "{live}");
+    assert_eq!(live["parts"]["part"], format!("{ep}.{rolled:04}"), "{live}");
+    let o = wshard(&d, &["metrics"]);
+    let metrics = String::from_utf8_lossy(&o.stdout);
+    assert!(metrics.contains("wshardd_rolling_enabled 1"), "{metrics}");
+    let series = format!(
+        "wshardd_episode_parts_rolled_total{{episode=\"{ep}\",part=\"{ep}.{rolled:04}\"}} {rolled}"
+    );
+    assert!(metrics.contains(&series), "{series} not in {metrics}");
     assert_eq!(w.close(Outcome::Completed).unwrap().timesteps, n);
     let (ids, steps) = check_parts(&d.data_dir(), ep, &ch);
     assert_eq!(steps, n);

@@ -35,6 +35,7 @@ pub mod families;
 pub mod http;
 pub mod metrics;
 pub mod on_disk;
+pub mod parts_metrics;
 pub mod protocol;
 pub mod rates;
 pub mod request_io;

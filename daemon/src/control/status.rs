@@ -119,7 +119,11 @@ pub fn episode_json(st: &ControlState, e: &LiveEpisode) -> Value {
         "received": l(&s.received),
         "durable": l(&s.durable),
         "received_bytes": received_bytes,
-        "on_disk_bytes": on_disk_bytes(&st.ctx.data_dir, &e.episode_id),
+        // Of the part recording now, for a split episode.
+        "on_disk_bytes": on_disk_bytes(
+            &st.ctx.data_dir,
+            &e.parts.as_ref().map_or_else(|| e.episode_id.clone(), |p| p.current())
+        ),
         // Deprecated alias of received_bytes (protocol version 1).
         "bytes": received_bytes,
         "queue_depth": l(&s.queue_depth),

@@ -163,6 +163,12 @@ impl PartControl {
         self.state().number
     }
 
+    /// Parts cut by `[rolling]` so far.
+    #[must_use]
+    pub fn rolled(&self) -> u64 {
+        self.state().rolled
+    }
+
     /// The id the next part gets, checked against the episode id rule.
     ///
     /// # Errors
