@@ -21,7 +21,7 @@
 //!
 //! # SIGHUP
 //! [`Config::reloadable_diff`] splits the changed keys into those a reload applies
-//! (`log.level`, `fsync.*`, `rotation.*`, `codecs.*`, `limits.max_connections`,
+//! (`log.level`, `fsync.*`, `rotation.*`, `rolling.*`, `codecs.*`, `limits.max_connections`,
 //! `limits.max_connections_per_uid`, `limits.handshake_timeout_ms`,
 //! `limits.no_episode_timeout_ms`, ...) and those that need a restart; see [`schema_keys`].
 
