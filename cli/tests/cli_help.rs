@@ -6,9 +6,9 @@ mod common;
 use common::wshard;
 
 /// The top-level commands, in the order `wshard --help` lists them (then `help`).
-const COMMANDS: [&str; 17] = [
-    "status", "episodes", "close", "metrics", "annotate", "bridge", "export", "import", "publish",
-    "query", "cache", "dataset", "doctor", "inspect", "verify", "recover", "cat",
+const COMMANDS: [&str; 18] = [
+    "status", "episodes", "close", "split", "metrics", "annotate", "bridge", "export", "import",
+    "publish", "query", "cache", "dataset", "doctor", "inspect", "verify", "recover", "cat",
 ];
 
 /// The lines of the `Commands:` section of a help text.
@@ -121,6 +121,11 @@ fn cli_help_of_each_command_carries_its_details() {
             "1 the daemon refused (unknown episode, permission denied)",
         ),
         ("close", "its client gets ERROR STOPPED"),
+        (
+            "split",
+            "1 the daemon refused (unknown episode, multi-stream episode",
+        ),
+        ("split", "EPISODE.0001"),
         ("bridge", "1 the bridge refused or failed"),
         ("import", "the bag importer's code"),
         ("inspect", "1 a file is corrupt, 2 usage or I/O error"),
