@@ -6,10 +6,10 @@ mod common;
 use common::wshard;
 
 /// The top-level commands, in the order `wshard --help` lists them (then `help`).
-const COMMANDS: [&str; 20] = [
-    "status", "episodes", "close", "stop", "abort", "keep", "metrics", "annotate", "bridge",
-    "export", "import", "publish", "query", "cache", "dataset", "doctor", "inspect", "verify",
-    "recover", "cat",
+const COMMANDS: [&str; 21] = [
+    "status", "episodes", "close", "stop", "abort", "keep", "split", "metrics", "annotate",
+    "bridge", "export", "import", "publish", "query", "cache", "dataset", "doctor", "inspect",
+    "verify", "recover", "cat",
 ];
 
 /// The lines of the `Commands:` section of a help text.
@@ -125,6 +125,11 @@ fn cli_help_of_each_command_carries_its_details() {
         ("stop", "as `complete`"),
         ("abort", "as `aborted`"),
         ("keep", "--release removes it"),
+        (
+            "split",
+            "1 the daemon refused (unknown episode, multi-stream episode",
+        ),
+        ("split", "EPISODE.0001"),
         ("bridge", "1 the bridge refused or failed"),
         ("import", "the bag importer's code"),
         ("inspect", "1 a file is corrupt, 2 usage or I/O error"),

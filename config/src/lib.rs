@@ -21,7 +21,7 @@
 //!
 //! # SIGHUP
 //! [`Config::reloadable_diff`] splits the changed keys into those a reload applies
-//! (`log.level`, `fsync.*`, `rotation.*`, `codecs.*`, `limits.max_connections`,
+//! (`log.level`, `fsync.*`, `rotation.*`, `rolling.*`, `codecs.*`, `limits.max_connections`,
 //! `limits.max_connections_per_uid`, `limits.handshake_timeout_ms`,
 //! `limits.no_episode_timeout_ms`, ...) and those that need a restart; see [`schema_keys`].
 
@@ -34,6 +34,7 @@ mod octal;
 mod parse;
 mod publish;
 mod reload;
+mod rolling;
 mod schema;
 mod service;
 mod units;
@@ -50,6 +51,7 @@ pub use load::{
 pub use octal::{format_mode, parse_mode, ModeTextError, MAX_MODE};
 pub use publish::{PublishConfig, MAX_PUBLISH_PART_BYTES, MAX_ROBOT_BYTES, MIN_PUBLISH_PART_BYTES};
 pub use reload::{schema_keys, ReloadClass};
+pub use rolling::RollingConfig;
 pub use schema::{
     Config, DurabilityConfig, FsyncConfig, LimitsConfig, LogConfig, QueuesConfig, RecoveryConfig,
     RotationConfig, SocketConfig,

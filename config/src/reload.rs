@@ -5,7 +5,7 @@ use crate::schema::Config;
 /// How a changed key takes effect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReloadClass {
-    /// SIGHUP applies it: log level at once; fsync, rotation and codecs to new chunks and
+    /// SIGHUP applies it: log level at once; fsync, rotation, rolling and codecs to new chunks and
     /// episodes; `limits.max_connections`, `limits.max_connections_per_uid`, the two
     /// connection deadlines (`limits.handshake_timeout_ms`, `limits.no_episode_timeout_ms`)
     /// and the allowlists to new connections; the disk watermarks at the next check.
@@ -47,6 +47,8 @@ static KEYS: &[KeyDiff] = &[
     key!(Applied, rotation.max_timesteps),
     key!(Applied, rotation.max_bytes),
     key!(Applied, rotation.max_seconds),
+    key!(Applied, rolling.max_bytes),
+    key!(Applied, rolling.max_duration_ms),
     key!(Applied, codecs.default),
     key!(Applied, codecs.channels),
     key!(Applied, fsync.policy),

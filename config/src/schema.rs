@@ -12,6 +12,7 @@ use crate::codecs::CodecsConfig;
 use crate::deprecated::Deprecation;
 use crate::kinds::{durability_text, Durability, FsyncPolicy, FsyncPolicyKind, LogLevel};
 use crate::publish::PublishConfig;
+use crate::rolling::RollingConfig;
 use crate::service::{AccessConfig, ControlConfig, DiskConfig};
 use crate::units::{MIB, TIB};
 
@@ -25,6 +26,8 @@ pub struct Config {
     pub socket: SocketConfig,
     pub limits: LimitsConfig,
     pub rotation: RotationConfig,
+    /// Always-on recording cut into consecutive episodes (off by default).
+    pub rolling: RollingConfig,
     pub codecs: CodecsConfig,
     pub fsync: FsyncConfig,
     pub durability: DurabilityConfig,
@@ -49,6 +52,7 @@ impl Default for Config {
             socket: SocketConfig::default(),
             limits: LimitsConfig::default(),
             rotation: RotationConfig::default(),
+            rolling: RollingConfig::default(),
             codecs: CodecsConfig::default(),
             fsync: FsyncConfig::default(),
             durability: DurabilityConfig::default(),

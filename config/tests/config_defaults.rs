@@ -168,6 +168,7 @@ fn config_reload_table_covers_every_leaf_key() {
         "socket",
         "limits",
         "rotation",
+        "rolling",
         "codecs",
         "fsync",
         "durability",

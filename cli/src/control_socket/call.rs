@@ -27,7 +27,15 @@ pub struct ControlOptions {
 }
 
 /// The error codes that mean "the request was understood and refused" (exit 1).
-const REFUSALS: [&str; 3] = ["UNKNOWN_EPISODE", "PERMISSION_DENIED", "TIMEOUT"];
+const REFUSALS: [&str; 7] = [
+    "UNKNOWN_EPISODE",
+    "PERMISSION_DENIED",
+    "TIMEOUT",
+    "NOT_SPLITTABLE",
+    "EMPTY_PART",
+    "PART_ID_TOO_LONG",
+    "PART_EXISTS",
+];
 
 /// Send `req` to the control socket of `opts`; on failure, say why on `err` and give the
 /// exit code.

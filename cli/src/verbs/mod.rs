@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod publish;
 pub mod query;
 pub mod recover;
+pub mod split;
 pub mod status;
 pub mod stop;
 pub mod verify;
@@ -40,6 +41,7 @@ pub enum Command {
     Stop(stop::StopArgs),
     Abort(abort::AbortArgs),
     Keep(keep::KeepArgs),
+    Split(split::SplitArgs),
     Metrics(metrics::MetricsArgs),
     Annotate(annotate::AnnotateArgs),
     Bridge(bridge::BridgeArgs),
@@ -72,6 +74,7 @@ impl Command {
             Self::Stop(args) => stop::run(args, out, err),
             Self::Abort(args) => abort::run(args, out, err),
             Self::Keep(args) => keep::run(args, out, err),
+            Self::Split(args) => split::run(args, out, err),
             Self::Metrics(args) => metrics::run(args, out, err),
             Self::Annotate(args) => annotate::run(args, out, err),
             Self::Bridge(args) => bridge::run(&args.verb, &args.options, out, err),

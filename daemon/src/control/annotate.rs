@@ -60,7 +60,13 @@ fn first_t_ns(st: &ControlState, data_dir: &Path, id: &str) -> Option<i64> {
 /// `BAD_REQUEST` (a bad episode id, a relative time without a timestamp to count from),
 /// `UNKNOWN_EPISODE`, `STORAGE` (the file unreadable, or its commit failed).
 pub fn annotate(st: &ControlState, req: AnnotateRequest, uid: u32) -> Result<Value, ControlError> {
-    let id = req.episode.as_str();
+    // An open episode that was split: its annotations go to the part recording now.
+    let current = st
+        .ctx
+        .registry
+        .episode(&req.episode)
+        .and_then(|l| l.parts.as_ref().map(|p| p.current()));
+    let id = current.as_deref().unwrap_or(req.episode.as_str());
     let refuse = |kind, message: String| {
         ControlError::new(kind, Some(VERB), message).with("episode", json!(id))
     };

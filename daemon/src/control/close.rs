@@ -133,10 +133,12 @@ pub fn end(
         }
         std::thread::sleep(POLL);
     }
-    // A stream (`EP/STREAM`) keeps its manifest in its episode's `streams/` folder.
+    // A stream (`EP/STREAM`) keeps its manifest in its episode's `streams/` folder; a
+    // split episode's last part is the one the close finalized.
+    let part = live.parts.as_ref().map(|p| p.current());
     let layout = match (&live.multi, episode.rsplit_once('/')) {
         (Some(multi), Some((_, stream))) => EpisodeLayout::stream(&st.ctx.data_dir, multi, stream),
-        _ => EpisodeLayout::new(&st.ctx.data_dir, episode),
+        _ => EpisodeLayout::new(&st.ctx.data_dir, part.as_deref().unwrap_or(episode)),
     };
     let m = Manifest::read_file(layout.manifest()).ok();
     Ok(json!({
@@ -145,6 +147,7 @@ pub fn end(
         "reason": m.as_ref().and_then(|m| m.extra.get("reason").cloned()).unwrap_or_else(|| json!(reason.manifest_reason())),
         "timesteps": m.as_ref().map(|m| m.total_timesteps),
         "chunks": m.as_ref().map(|m| m.chunks.len()),
+        "part": part,
         "uid": uid,
     }))
 }

@@ -113,12 +113,17 @@ pub fn list(st: &ControlState) -> Value {
     }
     for e in st.ctx.registry.episodes() {
         let s = &e.stats;
+        // A split episode is listed under the part recording now (the finished parts
+        // are listed from their manifests).
+        let part = e.parts.as_ref().filter(|p| p.number() > 0);
+        let id = part.map_or_else(|| e.episode_id.clone(), |p| p.current());
         // The same figure `status` reports for this episode.
-        let on_disk = on_disk_bytes(&st.ctx.data_dir, &e.episode_id);
+        let on_disk = on_disk_bytes(&st.ctx.data_dir, &id);
         all.insert(
-            e.episode_id.clone(),
+            id.clone(),
             json!({
-                "episode": e.episode_id,
+                "episode": id,
+                "part_of": part.map(|p| p.base()),
                 "open": true,
                 "status": "recording",
                 "reason": Value::Null,

@@ -325,6 +325,7 @@ const PER_EPISODE: [(&str, &str, Read); 11] = [
 /// The per-episode families, absent while no episode is open.
 fn episodes(st: &ControlState, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
     let open = st.ctx.registry.episodes();
+    super::parts_metrics::encode(st, &open, enc)?;
     if open.is_empty() {
         return Ok(());
     }

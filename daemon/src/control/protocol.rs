@@ -42,6 +42,8 @@ pub enum Request {
     Abort { episode: String, timeout_ms: u64 },
     /// Mark an episode kept (never evicted), or with `release` remove the mark (mutating).
     Keep { episode: String, release: bool },
+    /// Cut an open episode into a finished part and a next part recording on (mutating).
+    Split { episode: String },
 }
 
 impl Request {
@@ -57,6 +59,7 @@ impl Request {
             Self::Stop { .. } => "stop",
             Self::Abort { .. } => "abort",
             Self::Keep { .. } => "keep",
+            Self::Split { .. } => "split",
         }
     }
 
@@ -70,6 +73,7 @@ impl Request {
                 | Self::Stop { .. }
                 | Self::Abort { .. }
                 | Self::Keep { .. }
+                | Self::Split { .. }
         )
     }
 
@@ -98,6 +102,9 @@ impl Request {
                 v["release"] = json!(release);
             }
             _ => {}
+        }
+        if let Self::Split { episode } = self {
+            v["episode"] = json!(episode);
         }
         if let (Self::Annotate(a), Some(obj)) = (self, v.as_object_mut()) {
             obj.extend(a.to_fields());
@@ -131,6 +138,14 @@ pub enum ErrorKind {
     Busy,
     /// The daemon is stopping.
     ShuttingDown,
+    /// `split` of a multi-stream episode or of one of its streams.
+    NotSplittable,
+    /// `split`: the current part holds no timestep yet.
+    EmptyPart,
+    /// `split`: the next part's id would break the episode id rule.
+    PartIdTooLong,
+    /// `split`: a directory with the next part's id exists already.
+    PartExists,
 }
 
 impl ErrorKind {
@@ -149,6 +164,10 @@ impl ErrorKind {
             Self::Storage => "STORAGE",
             Self::Busy => "BUSY",
             Self::ShuttingDown => "SHUTTING_DOWN",
+            Self::NotSplittable => "NOT_SPLITTABLE",
+            Self::EmptyPart => "EMPTY_PART",
+            Self::PartIdTooLong => "PART_ID_TOO_LONG",
+            Self::PartExists => "PART_EXISTS",
         }
     }
 }
@@ -269,6 +288,14 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ControlError> {
             };
             Ok(Request::Keep { episode, release })
         }
+        "split" => match obj.get("episode") {
+            Some(Value::String(s)) if !s.is_empty() => Ok(Request::Split { episode: s.clone() }),
+            Some(_) => Err(bad(
+                Some(verb),
+                "`episode` must be a non-empty string".into(),
+            )),
+            None => Err(bad(Some(verb), "split needs `episode`".into())),
+        },
         "annotate" => AnnotateRequest::parse(&obj)
             .map(Request::Annotate)
             .map_err(|e| bad(Some(verb), e.to_string())),
@@ -277,7 +304,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ControlError> {
             Some(other),
             format!(
                 "unknown verb `{other}`: expected status, episodes, close, stop, abort, keep, \
-                 annotate or metrics"
+                 split, annotate or metrics"
             ),
         )),
     }

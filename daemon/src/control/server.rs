@@ -17,7 +17,7 @@ use super::protocol::{
 };
 use super::request_io::{drain, read_request, ReadFailure, READ_SLICE};
 use super::state::ControlState;
-use super::{annotate, close, episodes, keep, metrics, status};
+use super::{annotate, close, episodes, keep, metrics, split, status};
 use crate::ingest::connection::peer_cred;
 use crate::registry::PeerCred;
 
@@ -170,6 +170,10 @@ pub fn respond(
         Request::Keep { episode, release } => {
             let uid = cred.map_or(u32::MAX, |c| c.uid);
             ok_reply(verb, keep::keep(st, &episode, release, uid)?)
+        Request::Split { episode } => {
+            // check_access refuses `split` without credentials.
+            let uid = cred.map_or(u32::MAX, |c| c.uid);
+            ok_reply(verb, split::split(st, &episode, uid)?)
         }
     };
     Ok(format!("{doc}\n"))

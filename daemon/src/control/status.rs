@@ -123,7 +123,11 @@ pub fn episode_json(st: &ControlState, e: &LiveEpisode) -> Value {
         "received": l(&s.received),
         "durable": l(&s.durable),
         "received_bytes": received_bytes,
-        "on_disk_bytes": on_disk_bytes(&st.ctx.data_dir, &e.episode_id),
+        // Of the part recording now, for a split episode.
+        "on_disk_bytes": on_disk_bytes(
+            &st.ctx.data_dir,
+            &e.parts.as_ref().map_or_else(|| e.episode_id.clone(), |p| p.current())
+        ),
         // Deprecated alias of received_bytes (protocol version 1).
         "bytes": received_bytes,
         "queue_depth": l(&s.queue_depth),
@@ -136,6 +140,19 @@ pub fn episode_json(st: &ControlState, e: &LiveEpisode) -> Value {
         // The producer's latest COUNTERS (protocol version 2), by name; `{}` before any.
         "producer_counters": e.producer_counters(),
         "kept": kept,
+        // The part recording now and the parts so far (`split`, `[rolling]`).
+        "parts": e.parts.as_ref().map(|p| p.to_json()),
+    })
+}
+
+/// `[rolling]` as the daemon applies it to new episodes.
+#[must_use]
+pub fn rolling_json(st: &ControlState) -> Value {
+    let r = st.ctx.settings().rolling;
+    json!({
+        "enabled": r.is_on(),
+        "max_bytes": r.max_bytes,
+        "max_duration_ms": r.max_duration_ns / 1_000_000,
     })
 }
 
@@ -191,6 +208,7 @@ pub fn snapshot(st: &ControlState) -> Value {
             "recovery_left_alone": left_alone,
             // Episodes marked kept (`wshard keep`), open or not: never evicted.
             "kept_episodes": keep::kept(st.ctx.fs.as_ref(), &st.ctx.data_dir),
+            "rolling": rolling_json(st),
         },
         "upload": super::upload::status_json(st),
         "episodes": episodes,

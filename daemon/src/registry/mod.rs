@@ -18,6 +18,7 @@ use wshard_ingest_proto::{Counters, MAX_COUNTERS_PER_STREAM};
 
 use crate::episode::Durability;
 use crate::recovery::{LeftAlone, RecoveryReport};
+use crate::session::parts::PartControl;
 use crate::session::EpisodeStats;
 
 /// The credentials of a connected peer, from `SO_PEERCRED`.
@@ -123,6 +124,9 @@ pub struct LiveEpisode {
     pub(crate) opened_at: SystemTime,
     pub(crate) opened: Instant,
     pub(crate) stats: Arc<EpisodeStats>,
+    /// The episode's parts (`split`, `[rolling]`): the part recording now. The registry
+    /// keeps the episode under the producer's id whatever part records.
+    pub(crate) parts: Option<Arc<PartControl>>,
     transport: AtomicU8,
     stop_requested: AtomicBool,
     stop: Mutex<Option<StopReason>>,
@@ -298,6 +302,7 @@ pub(crate) struct NewEpisode {
     pub(crate) cred: Option<PeerCred>,
     pub(crate) durability: Durability,
     pub(crate) stats: Arc<EpisodeStats>,
+    pub(crate) parts: Option<Arc<PartControl>>,
 }
 
 /// Removes its episode from the registry when dropped.
@@ -333,6 +338,7 @@ impl Registry {
             opened_at: SystemTime::now(),
             opened: Instant::now(),
             stats: e.stats,
+            parts: e.parts,
             transport: AtomicU8::new(TransportKind::Socket as u8),
             stop_requested: AtomicBool::new(false),
             stop: Mutex::new(None),

@@ -263,6 +263,7 @@ mod tests {
             cred: None,
             durability: Durability::Ack,
             stats: Arc::default(),
+            parts: None,
         })
     }
 

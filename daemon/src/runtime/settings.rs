@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use wshardd_config::Config;
 
-use crate::session::{Rotation, SessionSettings};
+use crate::session::{Rolling, Rotation, SessionSettings};
 
 /// The parts of the config that SIGHUP may change, applied to new episodes (settings,
 /// codecs) and new connections (the connection limits and deadlines).
@@ -28,6 +28,13 @@ pub(crate) struct Tunables {
 pub(crate) fn session_settings(cfg: &Config) -> SessionSettings {
     SessionSettings {
         fsync: cfg.fsync_policy(),
+        max_episode_id_bytes: usize::try_from(cfg.limits.max_episode_id_bytes)
+            .unwrap_or(wshard_storage::layout::MAX_EPISODE_ID_BYTES),
+        rolling: Rolling {
+            max_bytes: cfg.rolling.max_bytes,
+            max_duration_ns: u64::try_from(cfg.rolling.max_duration().as_nanos())
+                .unwrap_or(u64::MAX),
+        },
         rotation: Rotation {
             max_timesteps: cfg.rotation.max_timesteps,
             // The episode's chunk memory budget, split by `session::chunk_byte_limit`.

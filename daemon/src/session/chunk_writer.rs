@@ -13,8 +13,10 @@ use wshard::manifest::Manifest;
 use super::failure::SessionFailure;
 use super::finisher::{self, Handoff};
 use super::shared::{FinalStatus, SessionShared};
+use super::split::NextPart;
 use crate::chunk::chunk_file::{write_partial_chunk, ChunkTarget};
 use crate::chunk::ChunkColumns;
+use wshard_storage::layout::EpisodeLayout;
 
 /// A chunk the writer sealed (see [`super::rotation`]), handed to the chunk writer.
 pub(crate) struct SealedChunk {
@@ -25,6 +27,8 @@ pub(crate) struct SealedChunk {
     pub(crate) final_status: Option<FinalStatus>,
     /// One past the last seq in this chunk.
     pub(crate) seq_end: u64,
+    /// On a split part's last chunk: the part recording next (see `super::split`).
+    pub(crate) next: Option<Box<NextPart>>,
 }
 
 /// Run until the writer drops its sender. Returns the manifest as last committed.
@@ -66,8 +70,14 @@ pub(crate) fn run(
                 return manifest;
             }
         };
+        // The part whose chunks are written: the episode's, then each next part's.
+        let mut layout = shared.layout.clone();
         for sealed in rx {
-            let handoff = write_sealed(shared, sealed, recycle);
+            let next_layout = sealed.next.as_ref().map(|n| n.layout.clone());
+            let handoff = write_sealed(shared, &layout, sealed, recycle);
+            if let Some(l) = next_layout {
+                layout = l;
+            }
             if to_finisher.send(handoff).is_err() {
                 break;
             }
@@ -80,6 +90,7 @@ pub(crate) fn run(
 /// Compress and write one sealed chunk (unless the session has failed).
 fn write_sealed(
     shared: &SessionShared,
+    layout: &EpisodeLayout,
     sealed: SealedChunk,
     recycle: &Sender<Vec<Vec<u8>>>,
 ) -> Handoff {
@@ -88,6 +99,7 @@ fn write_sealed(
         journal,
         final_status,
         seq_end,
+        next,
     } = sealed;
     let dropped = columns.gaps.total();
     let mut partial = None;
@@ -106,7 +118,7 @@ fn write_sealed(
         let (mut ep, crcs) = columns.into_episode_with_crcs();
         let to = ChunkTarget {
             fs: &*shared.fs,
-            layout: &shared.layout,
+            layout,
             opts: &shared.settings.write_options,
             workers: shared.settings.compression_workers,
             preallocate: shared.settings.preallocate,
@@ -124,5 +136,6 @@ fn write_sealed(
         journal,
         final_status,
         seq_end,
+        next,
     }
 }

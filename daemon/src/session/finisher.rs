@@ -18,23 +18,27 @@ use serde_json::json;
 use wshard::manifest::Manifest;
 
 use super::failure::SessionFailure;
+use super::parts::SPLIT_MANIFEST_KEY;
 use super::shared::{FinalStatus, SessionShared};
+use super::split::NextPart;
 use crate::chunk::chunk_file::{finalize_chunk, PartialChunk};
 use crate::chunk::gaps;
 use crate::chunk::manifest_commit::commit_manifest;
+use crate::episode::EpisodeSchema;
 
 /// The manifest as the recorder writes it.
 #[must_use]
 pub(crate) fn recorder_manifest(shared: &SessionShared) -> Manifest {
-    let mut m = Manifest::new(
-        shared.schema.episode_id.clone(),
-        shared.schema.env_id.clone(),
-    );
+    recorder_manifest_of(&shared.schema)
+}
+
+/// The manifest as the recorder writes it for an episode (or a part) with `schema`.
+#[must_use]
+pub(crate) fn recorder_manifest_of(schema: &EpisodeSchema) -> Manifest {
+    let mut m = Manifest::new(schema.episode_id.clone(), schema.env_id.clone());
     m.status = Some("recording".into());
-    m.extra.insert(
-        "durability".into(),
-        json!(shared.schema.durability.as_str()),
-    );
+    m.extra
+        .insert("durability".into(), json!(schema.durability.as_str()));
     m.extra.insert(
         "recorder".into(),
         json!(concat!("wshardd/", env!("CARGO_PKG_VERSION"))),
@@ -54,6 +58,8 @@ pub(crate) struct Handoff {
     pub(crate) final_status: Option<FinalStatus>,
     /// One past the last seq in this chunk.
     pub(crate) seq_end: u64,
+    /// On a split part's last chunk: the part recording next.
+    pub(crate) next: Option<Box<NextPart>>,
 }
 
 /// The finisher: make each written chunk durable, list it, commit the manifest, drop the
@@ -64,6 +70,8 @@ pub(crate) fn run(
     rx: &Receiver<Handoff>,
     mut manifest: Manifest,
 ) -> Manifest {
+    // The part being finished: the episode's directory, then each next part's.
+    let mut layout = shared.layout.clone();
     for h in rx {
         if shared.is_failed() {
             // Leave the journal and any written `.partial` for recovery; nothing more is
@@ -76,9 +84,10 @@ pub(crate) fn run(
             journal,
             final_status,
             seq_end,
+            next,
         } = h;
         if let Some(p) = partial {
-            match finalize_chunk(&*shared.fs, &shared.layout, p) {
+            match finalize_chunk(&*shared.fs, &layout, p) {
                 Ok(mut chunk) => {
                     gaps::set_chunk_dropped(&mut chunk, dropped);
                     manifest.push_chunk(chunk);
@@ -114,7 +123,12 @@ pub(crate) fn run(
                     .insert("producer_dropped_batches".into(), json!(batches));
             }
         }
-        if let Err(e) = commit_manifest(&*shared.fs, &shared.layout, &manifest) {
+        if let Some(n) = &next {
+            manifest
+                .extra
+                .insert(SPLIT_MANIFEST_KEY.into(), n.finished_links.clone());
+        }
+        if let Err(e) = commit_manifest(&*shared.fs, &layout, &manifest) {
             shared.fail(SessionFailure::CommitManifest((&e).into()));
             continue;
         }
@@ -132,7 +146,7 @@ pub(crate) fn run(
                 // chunk's directory fsync): otherwise a power cut after CLOSE brings the
                 // segment back and recovery rewrites a final manifest as `recovered`.
                 // Everything else is already durable, so a failure only costs that.
-                let dir = &shared.layout.dir;
+                let dir = &layout.dir;
                 if let Err(e) = shared.fs.sync_dir(dir) {
                     tracing::warn!(path = %dir.display(), "could not fsync the directory after removing the last journal segment: {e}");
                 }
@@ -141,6 +155,23 @@ pub(crate) fn run(
         // A listed chunk is durable whatever the class (for `ack` with fsync `never` this is
         // the only DURABLE); the watermark never moves backwards.
         shared.advance_durable(seq_end);
+        if let Some(n) = next {
+            // The part is finalized: the chunks that follow are the next part's.
+            let parts = &shared.parts;
+            parts
+                .finished_steps
+                .fetch_add(manifest.total_timesteps, Ordering::Relaxed);
+            parts
+                .finished_chunks
+                .fetch_add(manifest.chunks.len() as u64, Ordering::Relaxed);
+            let NextPart {
+                layout: next_layout,
+                manifest: next_manifest,
+                ..
+            } = *n;
+            layout = next_layout;
+            manifest = next_manifest;
+        }
     }
     manifest
 }

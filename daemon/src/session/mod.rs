@@ -23,11 +23,13 @@ pub(crate) mod failure;
 pub(crate) mod finisher;
 pub(crate) mod group_commit;
 pub(crate) mod memory;
+pub mod parts;
 pub(crate) mod queue_budget;
 pub(crate) mod recycle;
 pub(crate) mod rotation;
 pub(crate) mod settings;
 pub(crate) mod shared;
+pub(crate) mod split;
 pub(crate) mod stats;
 pub(crate) mod writer;
 
@@ -41,7 +43,7 @@ use wshard::manifest::Manifest;
 
 pub(crate) use failure::SessionFailure;
 pub(crate) use memory::CHUNKS_IN_MEMORY;
-pub use settings::{Rotation, SessionSettings};
+pub use settings::{Rolling, Rotation, SessionSettings};
 pub use shared::{FinalStatus, Responder, SessionShared};
 pub(crate) use stats::EpisodeStats;
 pub use wshardd_config::FsyncPolicy;
@@ -117,7 +119,7 @@ impl Session {
         responder: Arc<dyn Responder>,
     ) -> Result<Self, OpenError> {
         let layout = EpisodeLayout::new(data_dir, &schema.episode_id);
-        Self::open_at(fs, layout, schema, settings, responder)
+        Self::open_in(fs, layout, schema, settings, responder, true)
     }
 
     /// [`Session::open`] in `layout`'s directory, whose parent must exist: a stream of a
@@ -133,6 +135,19 @@ impl Session {
         settings: SessionSettings,
         responder: Arc<dyn Responder>,
     ) -> Result<Self, OpenError> {
+        Self::open_in(fs, layout, schema, settings, responder, false)
+    }
+
+    /// [`Session::open_at`]; `splittable`: the episode may be split into parts (a
+    /// single-stream episode, not a stream).
+    fn open_in(
+        fs: Arc<dyn Fs>,
+        layout: EpisodeLayout,
+        schema: EpisodeSchema,
+        settings: SessionSettings,
+        responder: Arc<dyn Responder>,
+        splittable: bool,
+    ) -> Result<Self, OpenError> {
         match fs.create_dir(&layout.dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -146,12 +161,18 @@ impl Session {
         fs.sync_dir(parent)
             .map_err(|e| StorageError::io("fsync directory", parent, e))?;
         let schema = Arc::new(schema);
+        let parts = Arc::new(parts::PartControl::new(
+            &schema.episode_id,
+            splittable,
+            settings.max_episode_id_bytes,
+        ));
         let shared = Arc::new(SessionShared::new(
             fs.clone(),
             layout,
             schema.clone(),
             settings,
             responder,
+            parts,
         ));
         let manifest = finisher::recorder_manifest(&shared);
         commit_manifest(&*fs, &shared.layout, &manifest)?;
@@ -276,9 +297,10 @@ impl Session {
         }
         let manifest = self.chunk_writer.take().map(JoinHandle::join);
         let (timesteps, chunks, status) = match manifest {
+            // With parts: the count covers every part (the producer's whole stream).
             Some(Ok(m)) => (
-                m.total_timesteps,
-                m.chunks.len() as u64,
+                m.total_timesteps + self.shared.parts.finished_steps.load(Ordering::Relaxed),
+                m.chunks.len() as u64 + self.shared.parts.finished_chunks.load(Ordering::Relaxed),
                 m.status.unwrap_or_default(),
             ),
             Some(Err(_)) => {

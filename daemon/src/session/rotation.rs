@@ -9,6 +9,7 @@
 //! sealing.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
@@ -19,6 +20,7 @@ use super::failure::SessionFailure;
 use super::memory::{chunk_byte_limit, CHUNKS_IN_MEMORY};
 use super::settings::Rotation;
 use super::shared::{FinalStatus, SessionShared};
+use super::split::{NextPart, PartTarget};
 use crate::chunk::ChunkColumns;
 use crate::episode::EpisodeSchema;
 use crate::journal::record::SegmentHeader;
@@ -84,6 +86,7 @@ impl ChunkRotation {
     pub(crate) fn seal(
         &mut self,
         shared: &SessionShared,
+        part: &PartTarget,
         open: &mut ChunkColumns,
         journal: &mut Option<JournalSegment>,
         timesteps: u64,
@@ -94,28 +97,62 @@ impl ChunkRotation {
         let old_journal = journal.take().map(|j| j.path().to_path_buf());
         if old_journal.is_some() {
             let header = SegmentHeader {
-                schema: (*shared.schema).clone(),
+                schema: (*part.schema).clone(),
                 chunk_index: next_index,
                 first_timestep: next_first,
             };
             let next =
-                JournalSegment::create(&*shared.fs, &shared.layout.journal(next_index), &header)
+                JournalSegment::create(&*shared.fs, &part.layout.journal(next_index), &header)
                     .map_err(|e| SessionFailure::Storage((&e).into()))?;
             *journal = Some(next);
         }
         let columns = std::mem::replace(
             open,
-            ChunkColumns::new(shared.schema.clone(), next_index, next_first),
+            ChunkColumns::new(part.schema.clone(), next_index, next_first),
         );
         let sealed = SealedChunk {
             columns,
             journal: old_journal,
             final_status: None,
             seq_end,
+            next: None,
         };
         if self.to_chunk_writer.send(sealed).is_err() {
             return Err(SessionFailure::ChunkWriterStopped);
         }
+        self.take_slot(open)
+    }
+
+    /// Seal the `open` chunk as the last chunk of its part (status `complete`, journal
+    /// segment `journal`, already synced), the chunk writer and the finisher then moving
+    /// on to `next`; the next chunk opens in `open` as chunk 0 of the part with `schema`.
+    ///
+    /// # Errors
+    /// [`SessionFailure::ChunkWriterStopped`] when the chunk writer is gone.
+    pub(crate) fn seal_split(
+        &mut self,
+        open: &mut ChunkColumns,
+        journal: Option<PathBuf>,
+        schema: Arc<EpisodeSchema>,
+        seq_end: u64,
+        next: Box<NextPart>,
+    ) -> Result<(), SessionFailure> {
+        let columns = std::mem::replace(open, ChunkColumns::new(schema, 0, 0));
+        let sealed = SealedChunk {
+            columns,
+            journal,
+            final_status: Some(FinalStatus::Complete),
+            seq_end,
+            next: Some(next),
+        };
+        if self.to_chunk_writer.send(sealed).is_err() {
+            return Err(SessionFailure::ChunkWriterStopped);
+        }
+        self.take_slot(open)
+    }
+
+    /// Give the just-opened chunk `open` a slot (see [`ChunkRotation::seal`]).
+    fn take_slot(&mut self, open: &mut ChunkColumns) -> Result<(), SessionFailure> {
         // The new chunk needs a slot: a spare one, else the next one the chunk writer frees
         // (blocking: at most CHUNKS_IN_MEMORY chunks are in memory). It fills the buffers
         // that came with the slot instead of fresh memory.
@@ -148,6 +185,7 @@ impl ChunkRotation {
             journal,
             final_status: Some(status),
             seq_end,
+            next: None,
         };
         self.to_chunk_writer
             .send(sealed)

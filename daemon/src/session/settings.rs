@@ -15,6 +15,30 @@ pub struct Rotation {
     pub max_age: Duration,
 }
 
+/// `[rolling]`: every single-stream episode is split (see `super::parts`) as soon as its
+/// current part holds at least `max_bytes` of timestep payload or spans at least
+/// `max_duration_ns` of `t_ns`; 0 turns a bound off (both 0: rolling is off).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rolling {
+    pub max_bytes: u64,
+    pub max_duration_ns: u64,
+}
+
+impl Rolling {
+    /// Whether a part of `bytes` payload bytes spanning `span_ns` must be cut.
+    #[must_use]
+    pub fn is_due(&self, bytes: u64, span_ns: u64) -> bool {
+        (self.max_bytes > 0 && bytes >= self.max_bytes)
+            || (self.max_duration_ns > 0 && span_ns >= self.max_duration_ns)
+    }
+
+    /// Whether either bound is set.
+    #[must_use]
+    pub fn is_on(&self) -> bool {
+        self.max_bytes > 0 || self.max_duration_ns > 0
+    }
+}
+
 /// Everything a session needs besides its schema.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SessionSettings {
@@ -30,6 +54,10 @@ pub struct SessionSettings {
     pub write_options: EpisodeWriteOptions,
     /// Reserve each chunk file's exact size with `fallocate` before writing it (`disk.preallocate`).
     pub preallocate: bool,
+    /// `limits.max_episode_id_bytes`: the id of a split part must fit it.
+    pub max_episode_id_bytes: usize,
+    /// `[rolling]`.
+    pub rolling: Rolling,
 }
 
 impl Default for SessionSettings {
@@ -47,6 +75,8 @@ impl Default for SessionSettings {
             compression_workers: 2,
             write_options: EpisodeWriteOptions::default(),
             preallocate: true,
+            max_episode_id_bytes: wshard_storage::layout::MAX_EPISODE_ID_BYTES,
+            rolling: Rolling::default(),
         }
     }
 }

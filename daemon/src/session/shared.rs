@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use wshard_ingest_proto::RingPolicy;
 
 use super::failure::SessionFailure;
+use super::parts::PartControl;
 use super::queue_budget::ByteBudget;
 use super::settings::SessionSettings;
 use super::stats::EpisodeStats;
@@ -49,6 +50,8 @@ pub struct SessionShared {
     pub(crate) schema: Arc<EpisodeSchema>,
     pub(crate) settings: SessionSettings,
     pub stats: Arc<EpisodeStats>,
+    /// The episode's parts (`split`, `[rolling]`).
+    pub parts: Arc<PartControl>,
     /// Record bytes queued for the writer (`queues.max_pending_bytes`).
     pub queue_budget: ByteBudget,
     pub(crate) responder: Arc<dyn Responder>,
@@ -83,6 +86,7 @@ impl SessionShared {
         schema: Arc<EpisodeSchema>,
         settings: SessionSettings,
         responder: Arc<dyn Responder>,
+        parts: Arc<PartControl>,
     ) -> Self {
         Self {
             fs,
@@ -91,6 +95,7 @@ impl SessionShared {
             queue_budget: ByteBudget::new(settings.queue_bytes),
             settings,
             stats: Arc::new(EpisodeStats::default()),
+            parts,
             responder,
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),

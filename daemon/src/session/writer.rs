@@ -20,9 +20,11 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use super::chunk_writer::SealedChunk;
 use super::failure::SessionFailure;
 use super::group_commit::GroupCommit;
+use super::parts::{SplitCause, SplitDone, SplitError, SplitReply};
 use super::recycle::RecordPool;
 use super::rotation::ChunkRotation;
 use super::shared::{FinalStatus, SessionShared};
+use super::split::{self, NextPart, PartTarget};
 use super::stats::HEARTBEAT_EVERY;
 use crate::chunk::{ChunkColumns, SeqGaps};
 use crate::error::StorageError;
@@ -71,6 +73,9 @@ pub(crate) struct Writer {
     rotation: ChunkRotation,
     /// Where the records buffers of processed batches go, for the connection to reuse.
     records_pool: Arc<RecordPool>,
+    /// The part recorded into (the episode itself until a split, see `super::split`);
+    /// `timesteps` counts the part's timesteps, `received_end` the producer's seqs.
+    part: PartTarget,
 }
 
 impl Writer {
@@ -90,6 +95,7 @@ impl Writer {
             recycled,
         );
         Self {
+            part: PartTarget::first(&shared),
             group_commit: GroupCommit::new(shared.settings.fsync),
             rotation,
             shared,
@@ -122,6 +128,7 @@ impl Writer {
                 Ok(m) => Some(m),
                 Err(RecvTimeoutError::Timeout) => None,
                 Err(RecvTimeoutError::Disconnected) => {
+                    self.refuse_splits();
                     self.finish(FinalStatus::Interrupted(
                         "client disconnected without CLOSE".into(),
                     ));
@@ -137,8 +144,14 @@ impl Writer {
                     .queue_depth
                     .store(rx.len() as u64, Ordering::Relaxed);
                 match m {
-                    WriterMsg::Steps { records, arrived } => {
-                        self.on_steps(&records, arrived);
+                    WriterMsg::Steps {
+                        mut records,
+                        arrived,
+                    } => {
+                        // A part that reached a `[rolling]` bound is cut before the
+                        // next batch: no empty part is left when the producer closes.
+                        self.roll_if_due();
+                        self.on_steps(&mut records, arrived);
                         self.shared.queue_budget.release(records.len() as u64);
                         // Copied into the journal and the columns: the buffer goes back to
                         // the connection (or is freed when the pool is full).
@@ -146,6 +159,7 @@ impl Writer {
                     }
                     WriterMsg::Flush => self.flush(),
                     WriterMsg::Close { status, answer } => {
+                        self.refuse_splits();
                         if answer {
                             self.shared.answer_durable(self.received_end);
                         }
@@ -155,6 +169,7 @@ impl Writer {
                 }
                 next = rx.try_recv().ok();
             }
+            self.serve_splits();
             self.on_tick();
         }
     }
@@ -186,16 +201,20 @@ impl Writer {
         self.journal = None;
     }
 
-    fn on_steps(&mut self, records: &[u8], arrived: Instant) {
+    fn on_steps(&mut self, records: &mut [u8], arrived: Instant) {
         if self.shared.is_failed() {
             return;
         }
         let rec_len = self.record_len();
+        // The part's seqs start at 0: the journal and the columns see `seq - first_seq`.
+        let first_seq = self.part.first_seq;
+        split::rebase_seqs(records, rec_len, first_seq);
+        let records = &*records;
         let mut rest = records;
         // Seqs the producer dropped before this batch: recorded with its first timestep.
         let mut gap = iter_records(records, self.shared.schema.step_payload_bytes)
             .next()
-            .and_then(|s| SeqGaps::between(self.received_end, s.seq));
+            .and_then(|s| SeqGaps::between(self.received_end - first_seq, s.seq));
         while !rest.is_empty() {
             // How many records fit in the open chunk.
             let fit = self.rotation.room(&self.columns, rec_len);
@@ -231,8 +250,9 @@ impl Writer {
             }
             for s in iter_records(now, self.shared.schema.step_payload_bytes) {
                 self.columns.push(&s);
-                self.received_end = s.seq.saturating_add(1);
+                self.received_end = s.seq.saturating_add(1).saturating_add(first_seq);
                 self.timesteps += 1;
+                self.shared.parts.add_step(s.payload.len() as u64, s.t_ns);
             }
             rest = later;
         }
@@ -272,6 +292,7 @@ impl Writer {
         }
         let sealed = self.rotation.seal(
             &self.shared,
+            &self.part,
             &mut self.columns,
             &mut self.journal,
             self.timesteps,
@@ -282,13 +303,112 @@ impl Writer {
         }
     }
 
+    /// Answer the pending split requests (`split`) with one split.
+    fn serve_splits(&mut self) {
+        let requests = self.shared.parts.take_requests();
+        if requests.is_empty() {
+            return;
+        }
+        let reply = self.split(SplitCause::Operator);
+        for r in requests {
+            let _ = r.send(reply.clone());
+        }
+    }
+
+    /// The episode finalizes: a pending split request is answered with that.
+    fn refuse_splits(&self) {
+        for r in self.shared.parts.take_requests() {
+            let _ = r.send(Err(SplitError::Finalized {
+                episode: self.shared.parts.base().to_owned(),
+            }));
+        }
+    }
+
+    /// `[rolling]`: split when the current part has reached a bound. A refused split
+    /// stops rolling for the episode (status shows why); recording goes on.
+    fn roll_if_due(&mut self) {
+        let rolling = self.shared.settings.rolling;
+        let parts = self.shared.parts.clone();
+        if !rolling.is_on() || !parts.splittable() || parts.rolling_stopped() {
+            return;
+        }
+        let bytes = parts.part_bytes.load(Ordering::Relaxed);
+        if !rolling.is_due(bytes, parts.part_span_ns()) {
+            return;
+        }
+        match self.split(SplitCause::Rolling) {
+            Ok(done) => {
+                tracing::info!(episode = %parts.base(), finished = %done.finished, recording = %done.recording, "rolling: part finished");
+            }
+            Err(e) => {
+                tracing::warn!(episode = %parts.base(), "rolling stopped for this episode: {e}");
+                parts.rolling_failed(&e);
+            }
+        }
+    }
+
+    /// Cut the episode here (see `super::split`): sync the journal, create the next part,
+    /// seal the open chunk as the finished part's last (`complete`), record on in the next
+    /// part. Nothing is cut when it is refused.
+    fn split(&mut self, cause: SplitCause) -> SplitReply {
+        let parts = self.shared.parts.clone();
+        let episode = parts.base().to_owned();
+        let failed = |shared: &SessionShared| SplitError::Storage {
+            episode: episode.clone(),
+            reason: format!(
+                "the episode failed earlier: {}",
+                shared.failure().map(|f| f.to_string()).unwrap_or_default()
+            ),
+        };
+        if self.shared.is_failed() {
+            return Err(failed(&self.shared));
+        }
+        if self.timesteps == 0 {
+            return Err(SplitError::EmptyPart {
+                episode,
+                part: self.part.id().to_owned(),
+            });
+        }
+        let (number, id) = parts.next_id()?;
+        self.sync_now();
+        if self.shared.is_failed() {
+            return Err(failed(&self.shared));
+        }
+        let created = split::create_part(&self.shared, &self.part, number, &id, self.received_end)?;
+        let finished = std::mem::replace(&mut self.part, created.target);
+        let next = Box::new(NextPart {
+            finished_links: finished.links(&episode, Some(&id)),
+            layout: self.part.layout.clone(),
+            manifest: created.manifest,
+        });
+        let old_journal =
+            std::mem::replace(&mut self.journal, created.journal).map(|j| j.path().to_path_buf());
+        self.timesteps = 0;
+        let sealed = self.rotation.seal_split(
+            &mut self.columns,
+            old_journal,
+            self.part.schema.clone(),
+            self.received_end,
+            next,
+        );
+        if let Err(f) = sealed {
+            self.shared.fail(f);
+            return Err(failed(&self.shared));
+        }
+        parts.cut(number, &id, cause);
+        Ok(SplitDone {
+            finished: finished.id().to_owned(),
+            recording: id,
+        })
+    }
+
     /// Final sync, then hand the last chunk and the final status to the chunk writer.
     fn finish(mut self, status: FinalStatus) {
         self.sync_now();
         let journal = self.journal.take().map(|j| j.path().to_path_buf());
         let columns = std::mem::replace(
             &mut self.columns,
-            ChunkColumns::new(self.shared.schema.clone(), 0, 0),
+            ChunkColumns::new(self.part.schema.clone(), 0, 0),
         );
         if !self.shared.is_failed() {
             let sealed = self

@@ -125,6 +125,8 @@ pub(super) fn start(
         cred: link.cred,
         durability: started.durability,
         stats: session.shared().stats.clone(),
+        // A stream of a multi-stream episode is not split: no parts in the registry.
+        parts: Some(session.shared().parts.clone()).filter(|p| p.splittable()),
     });
     link.responder.send(&Frame::Accepted { what, up_to_seq: 0 });
     Recording::new(Intake::new(

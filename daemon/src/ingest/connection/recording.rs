@@ -19,6 +19,7 @@ use crate::ingest::timestep_source::{Pump, TimestepSource};
 use crate::registry::StopReason;
 use crate::session::FinalStatus;
 use wshard::episode_dir::index::EpisodeStatus;
+use wshard_storage::layout::EpisodeLayout;
 
 /// An open episode (or a stream of a multi-stream episode) on a connection.
 pub(super) struct Recording {
@@ -29,6 +30,8 @@ pub(super) struct Recording {
     /// A version 1 episode's events file, once it got an `EVENT` (boxed: rare, and the
     /// connection's states should stay small).
     events: Option<Box<EventsLog>>,
+    /// The part `events` writes to: after a split, events go to the part recording now.
+    events_part: String,
 }
 
 /// The daemon finalized the open episode on its own (`ERROR{STOPPED}` was sent). Until
@@ -59,6 +62,7 @@ impl Recording {
             transport: TimestepSource::Socket,
             stream: None,
             events: None,
+            events_part: String::new(),
         }
     }
 
@@ -88,7 +92,13 @@ impl Recording {
                     source: s.name.clone(),
                 },
                 None => {
-                    let layout = &self.intake.session().shared().layout;
+                    let part = self.intake.session().shared().parts.current();
+                    if part != self.events_part {
+                        // The episode was split: its events go to the part recording now.
+                        self.events = None;
+                        self.events_part = part;
+                    }
+                    let layout = EpisodeLayout::new(&link.ctx.data_dir, &self.events_part);
                     let fs = link.ctx.fs.clone();
                     Target::Single(self.events.get_or_insert_with(|| {
                         Box::new(EventsLog::new(fs, &layout.dir, layout.id()))
@@ -304,6 +314,7 @@ impl Recording {
             transport,
             stream,
             events,
+            ..
         } = self;
         drop(transport);
         drop(events);

@@ -1,0 +1,32 @@
+//! `[rolling]`: always-on recording cut into consecutive episodes. Off by default.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// `[rolling]`: every single-stream episode the daemon records is split (as `wshard split`
+/// does) when its current part reaches either bound; each part is finalized `complete`
+/// and linked to the one before. 0 turns a bound off; both 0 (the default): rolling is off.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RollingConfig {
+    /// Timestep payload bytes (uncompressed) of a part. 0 (off) or at least 1, default 0.
+    pub max_bytes: u64,
+    /// Time a part spans, by the timesteps' `t_ns` (first to last), in milliseconds.
+    /// 0 (off) or at least 1, default 0.
+    pub max_duration_ms: u64,
+}
+
+impl RollingConfig {
+    /// `max_duration_ms` as a [`Duration`] (zero: off).
+    #[must_use]
+    pub fn max_duration(&self) -> Duration {
+        Duration::from_millis(self.max_duration_ms)
+    }
+
+    /// Whether either bound is set.
+    #[must_use]
+    pub fn is_on(&self) -> bool {
+        self.max_bytes > 0 || self.max_duration_ms > 0
+    }
+}

@@ -1,0 +1,450 @@
+//! `wshard split` and `[rolling]` against the real daemon with real clients: the parts of a
+//! split episode concatenate to exactly the stream the producer sent (values, seqs, t_ns),
+//! each part is a normal `complete` episode linked to its neighbours, the producer notices
+//! nothing; typed refusals; a SIGKILL right after a split.
+
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use wshard::manifest::{read_episode_chunked, Manifest};
+use wshard_client::{ChannelSpec, Durability, Outcome};
+use wshard_e2e::check::{assert_verify_ok, manifest_path, read_manifest, wait_final};
+use wshard_e2e::{bins, data, Daemon, DaemonOptions, TIMEOUT};
+
+fn control_socket(d: &Daemon) -> PathBuf {
+    d.root().join("wshardd-control.sock")
+}
+
+/// Run `wshard ARGS --control <socket>`.
+fn wshard(d: &Daemon, args: &[&str]) -> Output {
+    Command::new(bins::wshard())
+        .args(args)
+        .arg("--control")
+        .arg(control_socket(d))
+        .env_remove("WSHARDD_CONFIG")
+        .output()
+        .expect("cannot run wshard")
+}
+
+fn text(o: &Output) -> String {
+    wshard_e2e::check::output_text(o)
+}
+
+/// `wshard split EP --json`: the reply document and the exit code.
+fn split(d: &Daemon, ep: &str) -> (Option<i32>, Value) {
+    let o = wshard(d, &["split", ep, "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("wshard split {ep}: not JSON ({e}): {}", text(&o)));
+    (o.status.code(), v)
+}
+
+/// A split that must succeed; returns (finished, recording).
+fn split_ok(d: &Daemon, ep: &str) -> (String, String) {
+    let (code, v) = split(d, ep);
+    assert_eq!(code, Some(0), "{v}");
+    let r = &v["result"];
+    assert_eq!(r["episode"], ep, "{r}");
+    (
+        r["finished"].as_str().unwrap().to_owned(),
+        r["recording"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// A refused split: its error code.
+fn split_refused(d: &Daemon, ep: &str) -> Value {
+    let (code, v) = split(d, ep);
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(v["ok"], false, "{v}");
+    v["error"].clone()
+}
+
+/// Check that part `id` holds exactly the generator's timesteps from producer seq
+/// `first_seq` on (channels, reward, done, t_ns, bit for bit); returns its manifest.
+fn check_part(data_dir: &Path, id: &str, ch: &[ChannelSpec], first_seq: u64) -> Manifest {
+    let m = read_manifest(data_dir, id).unwrap();
+    m.validate_continuity().unwrap();
+    assert_eq!(m.episode_id, id);
+    if m.chunks.is_empty() {
+        return m;
+    }
+    let ep = read_episode_chunked(&manifest_path(data_dir, id)).unwrap();
+    assert_eq!(ep.length, m.total_timesteps, "{id}");
+    let ts = ep.timestamps_ns.as_ref().unwrap();
+    for (i, (got, spec)) in ep.channels.iter().zip(ch).enumerate() {
+        let n = data::elements(&spec.shape);
+        let sz = n * spec.dtype.size();
+        assert_eq!(got.data.len() as u64, sz as u64 * ep.length, "{id}");
+        for (k, chunk) in (0u64..).zip(got.data.chunks_exact(sz)) {
+            let seq = first_seq + k;
+            assert!(
+                chunk == data::channel_payload(seq, i, spec.dtype, n).as_slice(),
+                "{id}: channel {} differs at producer seq {seq}",
+                got.id
+            );
+        }
+    }
+    for k in 0..ep.length {
+        let seq = first_seq + k;
+        let i = usize::try_from(k).unwrap();
+        assert_eq!(
+            ep.reward[i].to_bits(),
+            data::reward(seq).to_bits(),
+            "{id} seq {seq}"
+        );
+        assert_eq!(ep.done[i], data::done(seq), "{id} seq {seq}");
+        assert_eq!(ts[i], data::t_ns(seq), "{id} seq {seq}");
+    }
+    m
+}
+
+/// The parts of `ep` in order, following the manifests' `split` links from `ep`; checks
+/// each part against the generator and the links both ways; returns the part ids and
+/// the timesteps they hold together.
+fn check_parts(data_dir: &Path, ep: &str, ch: &[ChannelSpec]) -> (Vec<String>, u64) {
+    let mut ids = vec![ep.to_owned()];
+    let mut first_seq = 0;
+    let mut previous: Option<String> = None;
+    loop {
+        let id = ids.last().unwrap().clone();
+        let m = check_part(data_dir, &id, ch, first_seq);
+        let links = m.extra.get("split").cloned();
+        let Some(links) = links else {
+            // Never split: only the episode itself.
+            assert_eq!(ids.len(), 1, "part {id} has no split links");
+            return (ids, m.total_timesteps);
+        };
+        assert_eq!(links["episode"], ep, "{id}: {links}");
+        assert_eq!(links["part"], ids.len() as u64 - 1, "{id}: {links}");
+        assert_eq!(links["first_seq"], first_seq, "{id}: {links}");
+        assert_eq!(
+            links["previous"].as_str(),
+            previous.as_deref(),
+            "{id}: {links}"
+        );
+        first_seq += m.total_timesteps;
+        match links["next"].as_str() {
+            Some(next) => {
+                assert_eq!(m.status.as_deref(), Some("complete"), "{id}");
+                previous = Some(id);
+                ids.push(next.to_owned());
+            }
+            None => return (ids, first_seq),
+        }
+    }
+}
+
+#[test]
+fn split_under_load_parts_concatenate_to_the_stream() {
+    let d = Daemon::start(DaemonOptions::default().rotation(64));
+    let ch = data::channels();
+    let ep = "load-1";
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut splits = Vec::new();
+    let (summary, total) = std::thread::scope(|s| {
+        let producer = s.spawn(|| {
+            let mut client = d.client("e2e/split");
+            let mut w = client
+                .open_episode(data::open_spec(ep, &ch, Durability::Ack))
+                .unwrap();
+            let mut sent = 0;
+            // Streams until the splits are done, then 500 more timesteps.
+            let mut until = u64::MAX;
+            while sent < until {
+                if until == u64::MAX && stop.load(std::sync::atomic::Ordering::Acquire) {
+                    until = sent + 500;
+                }
+                let n = (sent % 13 + 1).min(until - sent);
+                data::push_steps(&mut w, &ch, n).unwrap();
+                sent += n;
+                if sent % 500 < 13 {
+                    let durable = w.flush().unwrap();
+                    assert!(durable >= sent.saturating_sub(n), "{durable} < {sent}");
+                }
+                std::thread::sleep(Duration::from_micros(300));
+            }
+            let durable = w.flush().unwrap();
+            assert_eq!(durable, sent);
+            (w.close(Outcome::Completed).unwrap(), sent)
+        });
+        // Wait for the first timesteps, then split four times while they stream.
+        let deadline = Instant::now() + TIMEOUT;
+        while !d.data_dir().join(ep).exists() {
+            assert!(Instant::now() < deadline);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(150));
+        for _ in 0..4 {
+            splits.push(split_ok(&d, ep));
+            std::thread::sleep(Duration::from_millis(150));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Release);
+        producer.join().unwrap()
+    });
+    // The producer saw one episode of `total` timesteps.
+    assert_eq!(summary.timesteps, total);
+    assert_eq!(
+        splits,
+        vec![
+            (ep.to_owned(), format!("{ep}.0001")),
+            (format!("{ep}.0001"), format!("{ep}.0002")),
+            (format!("{ep}.0002"), format!("{ep}.0003")),
+            (format!("{ep}.0003"), format!("{ep}.0004")),
+        ]
+    );
+    let last = wait_final(&d.data_dir(), &format!("{ep}.0004"), TIMEOUT).unwrap();
+    assert_eq!(last.status.as_deref(), Some("complete"));
+    let (ids, steps) = check_parts(&d.data_dir(), ep, &ch);
+    assert_eq!(ids.len(), 5, "{ids:?}");
+    assert_eq!(steps, total);
+    for id in &ids {
+        let m = read_manifest(&d.data_dir(), id).unwrap();
+        assert_eq!(m.status.as_deref(), Some("complete"), "{id}");
+        assert!(m.total_timesteps > 0, "{id}");
+    }
+    assert_verify_ok(&d.data_dir());
+}
+
+#[test]
+fn split_typed_errors_and_nothing_lost() {
+    let d = Daemon::start(DaemonOptions::default());
+    let ch = data::channels();
+    // Unknown episode.
+    let e = split_refused(&d, "no-such");
+    assert_eq!(e["code"], "UNKNOWN_EPISODE", "{e}");
+    assert_eq!(e["episode"], "no-such", "{e}");
+    // A finished one.
+    d.record_ok("done-1", 30);
+    let e = split_refused(&d, "done-1");
+    assert_eq!(e["code"], "UNKNOWN_EPISODE", "{e}");
+    assert_eq!(e["on_disk_status"], "complete", "{e}");
+    // Nothing recorded yet: nothing to split.
+    let mut client = d.client("e2e/split-errors");
+    let mut w = client
+        .open_episode(data::open_spec("empty-1", &ch, Durability::Ack))
+        .unwrap();
+    let e = split_refused(&d, "empty-1");
+    assert_eq!(e["code"], "EMPTY_PART", "{e}");
+    assert_eq!(e["part"], "empty-1", "{e}");
+    data::push_steps(&mut w, &ch, 40).unwrap();
+    w.flush().unwrap();
+    assert_eq!(split_ok(&d, "empty-1").1, "empty-1.0001");
+    // Right after a split the new part is empty too.
+    let e = split_refused(&d, "empty-1");
+    assert_eq!(e["code"], "EMPTY_PART", "{e}");
+    assert_eq!(e["part"], "empty-1.0001", "{e}");
+    // Status names the part recording now under the producer's id.
+    let o = wshard(&d, &["status", "--json"]);
+    let st: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let live = st["result"]["episodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["episode"] == "empty-1")
+        .unwrap()
+        .clone();
+    assert_eq!(live["parts"]["part"], "empty-1.0001", "{live}");
+    assert_eq!(live["parts"]["parts_finished"], 1, "{live}");
+    data::push_steps(&mut w, &ch, 25).unwrap();
+    assert_eq!(w.close(Outcome::Completed).unwrap().timesteps, 65);
+    wait_final(&d.data_dir(), "empty-1.0001", TIMEOUT).unwrap();
+    let (ids, steps) = check_parts(&d.data_dir(), "empty-1", &ch);
+    assert_eq!(ids, vec!["empty-1".to_owned(), "empty-1.0001".to_owned()]);
+    assert_eq!(steps, 65);
+    assert_verify_ok(&d.data_dir());
+}
+
+#[test]
+fn split_part_id_too_long_is_refused() {
+    // Ids of at most 12 bytes: `twelve-bytes` fits, `twelve-bytes.0001` does not.
+    let mut d = Daemon::new(DaemonOptions::default());
+    d.write_config_text(
+        &d.options()
+            .to_toml(&d.data_dir(), &d.socket())
+            .replace("[limits]\n", "[limits]\nmax_episode_id_bytes = 12\n"),
+    );
+    d.spawn();
+    d.wait_ready();
+    let ch = data::channels();
+    let mut client = d.client("e2e/split-long");
+    let mut w = client
+        .open_episode(data::open_spec("twelve-bytes", &ch, Durability::Ack))
+        .unwrap();
+    data::push_steps(&mut w, &ch, 30).unwrap();
+    w.flush().unwrap();
+    let e = split_refused(&d, "twelve-bytes");
+    assert_eq!(e["code"], "PART_ID_TOO_LONG", "{e}");
+    assert_eq!(e["part"], "twelve-bytes.0001", "{e}");
+    data::push_steps(&mut w, &ch, 30).unwrap();
+    assert_eq!(w.close(Outcome::Completed).unwrap().timesteps, 60);
+    let (ids, steps) = check_parts(&d.data_dir(), "twelve-bytes", &ch);
+    assert_eq!(ids.len(), 1);
+    assert_eq!(steps, 60);
+}
+
+#[test]
+fn split_multi_stream_is_refused() {
+    let d = Daemon::start(DaemonOptions::default());
+    let mut owner = wshard_e2e::multi::owner(&d.socket(), "multi-1");
+    let e = split_refused(&d, "multi-1");
+    assert_eq!(e["code"], "NOT_SPLITTABLE", "{e}");
+    assert_eq!(e["episode"], "multi-1", "{e}");
+    wshard_e2e::multi::episode_close(&mut owner);
+}
+
+#[test]
+fn split_refused_for_non_admin_peer() {
+    if let Err(why) = wshard_e2e::privileged::require_root("split_refused_for_non_admin_peer") {
+        println!("skipped: {why}");
+        return;
+    }
+    let opts = DaemonOptions {
+        extra_toml: "[control]\nmode = \"0666\"\n".into(),
+        ..DaemonOptions::default()
+    };
+    let d = Daemon::start(opts);
+    std::fs::set_permissions(
+        d.root(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let ch = data::channels();
+    let mut client = d.client("e2e/split-admin");
+    let mut w = client
+        .open_episode(data::open_spec("guarded-split", &ch, Durability::Ack))
+        .unwrap();
+    data::push_steps(&mut w, &ch, 10).unwrap();
+    w.flush().unwrap();
+    let o = Command::new(bins::wshard())
+        .args(["split", "guarded-split", "--json", "--control"])
+        .arg(control_socket(&d))
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["error"]["code"], "PERMISSION_DENIED", "{v}");
+    assert_eq!(v["verb"], "split", "{v}");
+    data::push_steps(&mut w, &ch, 10).unwrap();
+    assert_eq!(w.close(Outcome::Completed).unwrap().timesteps, 20);
+    assert!(!d.data_dir().join("guarded-split.0001").exists());
+    let (ids, steps) = check_parts(&d.data_dir(), "guarded-split", &ch);
+    assert_eq!((ids.len(), steps), (1, 20));
+}
+
+#[test]
+fn split_then_sigkill_keeps_every_acknowledged_step_once() {
+    let mut d = Daemon::start(DaemonOptions::default().rotation(40));
+    let ch = data::channels();
+    let ep = "kill-1";
+    let acked;
+    {
+        let mut client = d.client("e2e/split-kill");
+        let mut w = client
+            .open_episode(data::open_spec(ep, &ch, Durability::Ack))
+            .unwrap();
+        data::push_steps(&mut w, &ch, 130).unwrap();
+        w.flush().unwrap();
+        split_ok(&d, ep);
+        data::push_steps(&mut w, &ch, 70).unwrap();
+        w.flush().unwrap();
+        split_ok(&d, ep);
+        data::push_steps(&mut w, &ch, 55).unwrap();
+        acked = w.flush().unwrap();
+        assert_eq!(acked, 255);
+        d.kill9();
+        drop(w);
+    }
+    d.restart();
+    // Recovery settles every part; they hold the acknowledged stream exactly once.
+    let data_dir = d.data_dir();
+    for id in [ep.to_owned(), format!("{ep}.0001"), format!("{ep}.0002")] {
+        let m = read_manifest(&data_dir, &id).unwrap();
+        assert!(
+            matches!(m.status.as_deref(), Some("complete" | "recovered")),
+            "{id}: {:?}",
+            m.status
+        );
+    }
+    let mut first_seq = 0;
+    for id in [ep.to_owned(), format!("{ep}.0001"), format!("{ep}.0002")] {
+        let m = check_part(&data_dir, &id, &ch, first_seq);
+        first_seq += m.total_timesteps;
+    }
+    assert_eq!(first_seq, acked);
+    // The last part was recovered: its links back are in its manifest from its creation.
+    let m = read_manifest(&data_dir, &format!("{ep}.0002")).unwrap();
+    assert_eq!(m.extra["split"]["previous"], format!("{ep}.0001"));
+    assert_eq!(m.extra["split"]["first_seq"], 200);
+    assert_verify_ok(&data_dir);
+}
+
+/// `[rolling]` with `extra` as its keys: `n` timesteps in batches of 10, closed.
+fn roll(extra: &str, ep: &str, n: u64) -> (Daemon, Vec<String>) {
+    let opts = DaemonOptions {
+        extra_toml: format!("[rolling]\n{extra}"),
+        ..DaemonOptions::default().rotation(32)
+    };
+    let d = Daemon::start(opts);
+    let ch = data::channels();
+    let mut client = d.client("e2e/rolling");
+    let mut w = client
+        .open_episode(data::open_spec(ep, &ch, Durability::Ack))
+        .unwrap();
+    for _ in 0..n / 10 {
+        data::push_steps(&mut w, &ch, 10).unwrap();
+    }
+    w.flush().unwrap();
+    let o = wshard(&d, &["status", "--json"]);
+    let st: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(st["result"]["daemon"]["rolling"]["enabled"], true, "{st}");
+    let live = &st["result"]["episodes"][0];
+    assert_eq!(live["episode"], ep, "{live}");
+    let rolled = live["parts"]["parts_rolled"].as_u64().unwrap();
+    assert!(rolled >= 1, "{live}");
+    assert_eq!(live["parts"]["part"], format!("{ep}.{rolled:04}"), "{live}");
+    let o = wshard(&d, &["metrics"]);
+    let metrics = String::from_utf8_lossy(&o.stdout);
+    assert!(metrics.contains("wshardd_rolling_enabled 1"), "{metrics}");
+    let series = format!(
+        "wshardd_episode_parts_rolled_total{{episode=\"{ep}\",part=\"{ep}.{rolled:04}\"}} {rolled}"
+    );
+    assert!(metrics.contains(&series), "{series} not in {metrics}");
+    assert_eq!(w.close(Outcome::Completed).unwrap().timesteps, n);
+    let (ids, steps) = check_parts(&d.data_dir(), ep, &ch);
+    assert_eq!(steps, n);
+    wait_final(&d.data_dir(), ids.last().unwrap(), TIMEOUT).unwrap();
+    assert_verify_ok(&d.data_dir());
+    (d, ids)
+}
+
+#[test]
+fn rolling_by_duration_cuts_every_part_at_the_bound() {
+    // 100 Hz timesteps: a part spans 0.5 s, i.e. 51 timesteps, cut after the batch of 10
+    // that reaches it: 60 timesteps per part.
+    let (d, ids) = roll("max_duration_ms = 500\n", "roll-t", 1000);
+    assert_eq!(ids.len(), 17, "{ids:?}");
+    for id in &ids[..ids.len() - 1] {
+        let m = read_manifest(&d.data_dir(), id).unwrap();
+        assert_eq!(m.total_timesteps, 60, "{id}");
+        assert_eq!(m.status.as_deref(), Some("complete"), "{id}");
+    }
+}
+
+#[test]
+fn rolling_by_size_cuts_every_part_at_the_bound() {
+    let step = data::step_bytes(&data::channels()) as u64;
+    // Reached by the 25th timestep: the batch of 10 that gets there ends the part (30).
+    let extra = format!("max_bytes = {}\n", step * 25);
+    let (d, ids) = roll(&extra, "roll-b", 600);
+    assert_eq!(ids.len(), 20, "{ids:?}");
+    for id in &ids {
+        let m = read_manifest(&d.data_dir(), id).unwrap();
+        assert_eq!(m.total_timesteps, 30, "{id}");
+    }
+}
