@@ -128,6 +128,8 @@ fn end_single(verb: &str, id: &str, status: &str, reason: &str, transport: Trans
         .cloned()
         .unwrap();
     assert_eq!(listed["status"], status, "{listed}");
+    let st = json_ok(&d, &["status", "--json"]);
+    assert_eq!(st["daemon"]["counters"]["episodes_stopped"], 1, "{st}");
     assert!(
         d.wait_log(
             &format!("control: {verb} requested by an operator"),
