@@ -18,7 +18,8 @@ pub struct ControlConfig {
     /// Permission bits of the control socket file, an octal string. Default `"0660"`.
     #[serde(with = "crate::octal")]
     pub mode: u32,
-    /// Uids allowed the mutating verbs (`close`) besides root and the daemon's own uid.
+    /// Uids allowed the mutating verbs (`close`, `stop`, `abort`, `keep`, `annotate`)
+    /// besides root and the daemon's own uid.
     /// Default `[]`.
     pub admin_uids: Vec<u32>,
     /// Gids allowed the mutating verbs besides the daemon's own gid. Default `[]`.

@@ -215,6 +215,17 @@ fn control_keep_every_layout_marks_shows_survives_a_kill_and_releases() {
         "{}",
         text(&o)
     );
+    // episodes: the kept column, `yes` on each kept row.
+    let o = wshard(&d, &["episodes"]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        out.lines().next().is_some_and(|h| h.contains("kept")),
+        "{out}"
+    );
+    for id in all {
+        let row = out.lines().find(|l| l.starts_with(id)).unwrap_or("");
+        assert!(row.contains("yes"), "{id}: {out}");
+    }
     // inspect of the directories, text and JSON.
     for id in ["single", "multi", "imp"] {
         let dir = d.data_dir().join(id);
@@ -274,10 +285,11 @@ fn control_keep_every_layout_marks_shows_survives_a_kill_and_releases() {
     }
     let r = json_ok(&d, &["keep", "single", "--release", "--json"]);
     assert_eq!(r["changed"], false, "{r}");
+    // Nothing kept: no kept column.
     let o = wshard(&d, &["episodes"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("kept"),
+        !String::from_utf8_lossy(&o.stdout).contains("kept"),
         "{}",
         text(&o)
     );

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wshard::episode_dir::index::EpisodeStatus;
-use wshard_client::{ClientError, Durability, ErrorCode, Outcome};
+use wshard_client::{ClientError, Durability, ErrorCode, Outcome, Transport};
 use wshard_e2e::check::{assert_verify_ok, check_episode, read_manifest};
 use wshard_e2e::multi::{check_index_consistent, check_stream, owner, producer, stream_spec};
 use wshard_e2e::{bins, data, Daemon, DaemonOptions, TIMEOUT};
@@ -69,12 +69,12 @@ fn uid() -> u32 {
 /// DURABLE, `more` sent after them without waiting; stopped by `verb` (`stop`, `abort`).
 /// The client learns it on its next call with `ERROR{STOPPED}`; the episode holds every
 /// acknowledged step, bit-exact, with `status`; the same connection opens a new episode.
-fn end_single(verb: &str, id: &str, status: &str, reason: &str) {
+fn end_single(verb: &str, id: &str, status: &str, reason: &str, transport: Transport) {
     let d = Daemon::start(DaemonOptions::default().rotation(64));
     let ch = data::channels();
     let mut client = d.client("e2e/stop");
     let mut w = client
-        .open_episode(data::open_spec(id, &ch, Durability::Ack))
+        .open_episode_with(data::open_spec(id, &ch, Durability::Ack), transport)
         .unwrap();
     data::push_steps(&mut w, &ch, 150).unwrap();
     w.flush().unwrap();
@@ -128,6 +128,8 @@ fn end_single(verb: &str, id: &str, status: &str, reason: &str) {
         .cloned()
         .unwrap();
     assert_eq!(listed["status"], status, "{listed}");
+    let st = json_ok(&d, &["status", "--json"]);
+    assert_eq!(st["daemon"]["counters"]["episodes_stopped"], 1, "{st}");
     assert!(
         d.wait_log(
             &format!("control: {verb} requested by an operator"),
@@ -141,12 +143,24 @@ fn end_single(verb: &str, id: &str, status: &str, reason: &str) {
 
 #[test]
 fn control_stop_single_stream_finalizes_complete_with_every_acked_step() {
-    end_single("stop", "stop-me", "complete", "stopped");
+    end_single("stop", "stop-me", "complete", "stopped", Transport::Socket);
 }
 
 #[test]
 fn control_abort_single_stream_finalizes_aborted_with_every_acked_step() {
-    end_single("abort", "abort-me", "aborted", "aborted");
+    end_single("abort", "abort-me", "aborted", "aborted", Transport::Socket);
+}
+
+/// The timesteps come through a shared-memory ring: the stop reaches the connection all
+/// the same, and the ring's steps are all in.
+#[test]
+fn control_stop_shm_episode_finalizes_complete_with_every_acked_step() {
+    end_single("stop", "stop-shm", "complete", "stopped", Transport::shm());
+}
+
+#[test]
+fn control_abort_shm_episode_finalizes_aborted_with_every_acked_step() {
+    end_single("abort", "abort-shm", "aborted", "aborted", Transport::shm());
 }
 
 /// Steps sent but not yet acknowledged when the stop arrives are kept too: a raw producer

@@ -193,7 +193,9 @@ pub fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
     if eps.is_empty() {
         return Ok(());
     }
-    let mut t = Table::new(&[
+    // The kept column only when some open episode is kept.
+    let any_kept = eps.iter().any(|e| e["kept"] == Value::Bool(true));
+    let mut columns = vec![
         ("episode", Align::Left),
         ("client", Align::Left),
         ("uid", Align::Right),
@@ -212,10 +214,13 @@ pub fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
         ("fsync ms", Align::Right),
         ("dropped", Align::Right),
         ("gaps", Align::Right),
-        ("kept", Align::Left),
-    ]);
+    ];
+    if any_kept {
+        columns.push(("kept", Align::Left));
+    }
+    let mut t = Table::new(&columns);
     for e in eps {
-        t.push(vec![
+        let mut row = vec![
             num(&e["episode"]),
             num(&e["client"]),
             num(&e["peer_uid"]),
@@ -237,8 +242,11 @@ pub fn render_status(r: &Value, out: &mut dyn Write) -> io::Result<()> {
             format!("{:.2}", e["last_fsync_us"].as_f64().unwrap_or(0.0) / 1000.0),
             num(&e["dropped_steps"]),
             num(&e["gaps"]),
-            yes_or_blank(&e["kept"]),
-        ]);
+        ];
+        if any_kept {
+            row.push(yes_or_blank(&e["kept"]));
+        }
+        t.push(row);
     }
     t.write(out)?;
     render_producer_counters(eps, out)
@@ -329,8 +337,12 @@ pub fn render_episodes(r: &Value, out: &mut dyn Write) -> io::Result<()> {
         ("chunks", Align::Right),
         (RECEIVED, Align::Right),
         (ON_DISK, Align::Right),
-        ("kept", Align::Left),
     ];
+    // The kept column only when some episode is kept (`wshard keep`).
+    let any_kept = eps.iter().any(|e| e["kept"] == Value::Bool(true));
+    if any_kept {
+        columns.push(("kept", Align::Left));
+    }
     if uploads {
         columns.push(("upload", Align::Left));
         columns.push(("pending", Align::Right));
@@ -350,8 +362,10 @@ pub fn render_episodes(r: &Value, out: &mut dyn Write) -> io::Result<()> {
             num(&e["chunks"]),
             bytes_cell(&e["received_bytes"]),
             bytes_cell(&e["on_disk_bytes"]),
-            yes_or_blank(&e["kept"]),
         ];
+        if any_kept {
+            row.push(yes_or_blank(&e["kept"]));
+        }
         if uploads {
             let up = &e["upload"];
             row.push(up["state"].as_str().unwrap_or("-").to_owned());
@@ -503,5 +517,40 @@ mod tests {
             lines[2],
             "b        interrupted               9       1         -  2.0 KiB  closed by operator (uid 0)"
         );
+    }
+
+    #[test]
+    fn control_render_kept_column_and_keep_reply() {
+        let r = json!({"episodes": [
+            {"episode": "a", "open": false, "status": "complete", "timesteps": 5, "chunks": 1,
+             "received_bytes": null, "on_disk_bytes": 1024, "reason": null, "kept": true},
+            {"episode": "b", "open": false, "status": "aborted", "timesteps": 9, "chunks": 1,
+             "received_bytes": null, "on_disk_bytes": 2048, "reason": null, "kept": false},
+        ]});
+        let mut out = Vec::new();
+        render_episodes(&r, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].contains("on disk  kept"), "{text}");
+        assert!(lines[1].trim_end().ends_with("1.0 KiB  yes"), "{text}");
+        assert!(lines[2].trim_end().ends_with("2.0 KiB"), "{text}");
+        for (kept, changed, want) in [
+            (true, true, "is kept now"),
+            (true, false, "was kept already"),
+            (false, true, "is no longer kept"),
+            (false, false, "was not kept"),
+        ] {
+            let mut out = Vec::new();
+            render_keep(
+                &json!({"episode": "a", "kept": kept, "changed": changed}),
+                &mut out,
+            )
+            .unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert!(
+                text.starts_with("episode `a` ") && text.contains(want),
+                "{text}"
+            );
+        }
     }
 }

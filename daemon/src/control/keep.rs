@@ -67,7 +67,8 @@ pub fn keep(
     let guard = st.ctx.upload.hold_evictions();
     // A mark is released even when its episode is gone (deleted by hand, evicted before
     // it was kept): what was marked can be unmarked.
-    if !exists(st, episode) && !(release && was_kept) {
+    let releasable = release && was_kept;
+    if !releasable && !exists(st, episode) {
         drop(guard);
         return Err(ControlError::new(
             ErrorKind::UnknownEpisode,

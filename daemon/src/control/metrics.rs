@@ -148,7 +148,7 @@ fn daemon(st: &ControlState, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
         ),
         (
             "wshardd_episodes_stopped",
-            "Episodes finalized by a stop request (operator close or disk high watermark).",
+            "Episodes finalized by a stop request (an operator's close, stop or abort, or the disk high watermark).",
             &c.episodes_stopped,
         ),
     ] {

@@ -250,7 +250,7 @@ pub struct DaemonCounters {
     pub(crate) episodes_finalized: AtomicU64,
     /// OPENs refused below the low watermark.
     pub(crate) episodes_refused_disk: AtomicU64,
-    /// Episodes finalized by a stop request (operator or disk).
+    /// Episodes finalized by a stop request (an operator's close, stop or abort, or the disk).
     pub(crate) episodes_stopped: AtomicU64,
 }
 

@@ -135,7 +135,6 @@ impl UploadShared {
     }
 
     /// Hold off evictions (see the field `eviction`) until the guard is dropped.
-    #[must_use]
     pub fn hold_evictions(&self) -> std::sync::MutexGuard<'_, ()> {
         self.eviction.lock().unwrap_or_else(PoisonError::into_inner)
     }

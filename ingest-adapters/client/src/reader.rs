@@ -69,7 +69,8 @@ pub(crate) struct State {
     /// `ERROR` frames not yet returned to the caller.
     pub(crate) errors: VecDeque<(ErrorCode, String)>,
     /// The server finalized the open episode on its own (`ERROR{STOPPED}`: an operator's
-    /// `wshard close`, or the disk's high watermark): it must not be closed again. Reset by
+    /// `wshard close`, `stop` or `abort`, or the disk's high watermark): it must not be
+    /// closed again. Reset by
     /// `ACCEPTED{OPEN}`.
     pub(crate) stopped: bool,
     pub(crate) ended: Option<End>,

@@ -68,8 +68,9 @@ class ErrorCode(enum.IntEnum):
     #: OPEN refused: free space on the data directory's filesystem is below the low
     #: watermark. The connection stays usable; retry when space returns.
     DISK_LOW = 19
-    #: The open episode was finalized by the daemon (an operator's ``wshard close``, or
-    #: the disk's high watermark); the message says why. Everything acknowledged is kept;
+    #: The open episode was finalized by the daemon (an operator's ``wshard close``,
+    #: ``stop`` or ``abort``, or the disk's high watermark); the message says which status
+    #: and why. Everything acknowledged is kept;
     #: the connection stays usable for a new OPEN.
     STOPPED = 20
     #: The peer's uid/gid is not on the socket's allowlist (SO_PEERCRED). Closes the

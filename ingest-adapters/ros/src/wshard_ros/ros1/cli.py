@@ -30,7 +30,9 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--mapping", required=True, help="the mapping file (TOML): topics, streams, events")
     p.add_argument("--socket", required=True, help="wshardd's ingest socket")
-    p.add_argument("--control-socket", help="wshardd's control socket (needed by ~annotate)")
+    p.add_argument(
+        "--control-socket", help="wshardd's control socket (~annotate, ~stop_episode, ~abort_episode, ~keep)"
+    )
     p.add_argument("--bridge-socket", help="serve the bridge control socket (wshard bridge ...) here")
     p.add_argument("--queue-steps", type=int, default=4096, help="steps each stream's queue holds (default 4096)")
     p.add_argument("--transport", choices=("socket", "shm"), default="socket", help="every stream's transport")
