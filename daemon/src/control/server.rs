@@ -170,6 +170,7 @@ pub fn respond(
         Request::Keep { episode, release } => {
             let uid = cred.map_or(u32::MAX, |c| c.uid);
             ok_reply(verb, keep::keep(st, &episode, release, uid)?)
+        }
         Request::Split { episode } => {
             // check_access refuses `split` without credentials.
             let uid = cred.map_or(u32::MAX, |c| c.uid);
