@@ -33,6 +33,7 @@ pub mod control;
 pub mod episode;
 pub mod episode_files;
 pub mod error;
+pub mod flight;
 pub(crate) mod ingest;
 pub mod journal;
 pub mod multi;

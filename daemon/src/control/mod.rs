@@ -41,6 +41,7 @@ pub mod request_io;
 pub mod server;
 pub mod state;
 pub mod status;
+pub mod trigger;
 pub mod unix_time;
 pub mod upload;
 

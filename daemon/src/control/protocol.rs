@@ -36,6 +36,8 @@ pub enum Request {
     Metrics,
     /// Add an operator annotation to an episode (mutating: needs the admin allowlist).
     Annotate(AnnotateRequest),
+    /// Persist a window of the flight streams (mutating: needs the admin allowlist).
+    Trigger(crate::flight::TriggerRequest),
 }
 
 impl Request {
@@ -48,13 +50,17 @@ impl Request {
             Self::Close { .. } => "close",
             Self::Metrics => "metrics",
             Self::Annotate(_) => "annotate",
+            Self::Trigger(_) => "trigger",
         }
     }
 
     /// Whether the verb changes something (and so needs `allows_admin`).
     #[must_use]
     pub fn is_mutating(&self) -> bool {
-        matches!(self, Self::Close { .. } | Self::Annotate(_))
+        matches!(
+            self,
+            Self::Close { .. } | Self::Annotate(_) | Self::Trigger(_)
+        )
     }
 
     /// The request line a client sends (without the newline).
@@ -71,6 +77,9 @@ impl Request {
         }
         if let (Self::Annotate(a), Some(obj)) = (self, v.as_object_mut()) {
             obj.extend(a.to_fields());
+        }
+        if let (Self::Trigger(t), Some(obj)) = (self, v.as_object_mut()) {
+            obj.extend(super::trigger::request_fields(t));
         }
         v.to_string()
     }
@@ -99,6 +108,12 @@ pub enum ErrorKind {
     Busy,
     /// The daemon is stopping.
     ShuttingDown,
+    /// `trigger`: no stream records in flight mode.
+    NoFlightStream,
+    /// `trigger`: a named stream does not record in flight mode.
+    UnknownStream,
+    /// `trigger`: no flight stream has a timestep yet and no `at_ns` was given.
+    NothingRecorded,
 }
 
 impl ErrorKind {
@@ -117,6 +132,9 @@ impl ErrorKind {
             Self::Storage => "STORAGE",
             Self::Busy => "BUSY",
             Self::ShuttingDown => "SHUTTING_DOWN",
+            Self::NoFlightStream => "NO_FLIGHT_STREAM",
+            Self::UnknownStream => "UNKNOWN_STREAM",
+            Self::NothingRecorded => "NOTHING_RECORDED",
         }
     }
 }
@@ -232,6 +250,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ControlError> {
                 timeout_ms,
             })
         }
+        "trigger" => super::trigger::parse(&obj).map(Request::Trigger),
         "annotate" => AnnotateRequest::parse(&obj)
             .map(Request::Annotate)
             .map_err(|e| bad(Some(verb), e.to_string())),
@@ -239,7 +258,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ControlError> {
             ErrorKind::UnknownVerb,
             Some(other),
             format!(
-                "unknown verb `{other}`: expected status, episodes, close, annotate or metrics"
+                "unknown verb `{other}`: expected status, episodes, close, annotate, trigger or metrics"
             ),
         )),
     }

@@ -186,6 +186,7 @@ pub fn snapshot(st: &ControlState) -> Value {
             "recovery_left_alone": left_alone,
         },
         "upload": super::upload::status_json(st),
+        "flight": st.ctx.flight.status_json(),
         "episodes": episodes,
     })
 }

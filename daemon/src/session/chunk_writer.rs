@@ -90,6 +90,11 @@ fn write_sealed(
         seq_end,
     } = sealed;
     let dropped = columns.gaps.total();
+    let t_range = columns
+        .t_ns
+        .first()
+        .copied()
+        .zip(columns.t_ns.last().copied());
     let mut partial = None;
     // The chunk's memory slot goes back to the writer exactly once per sealed chunk, with
     // the channel buffers when there are any: early (right after compression) when the
@@ -124,5 +129,6 @@ fn write_sealed(
         journal,
         final_status,
         seq_end,
+        t_range,
     }
 }
