@@ -1,8 +1,8 @@
 //! Copying one flight stream's window out of its ring: the source chunks (read from the
 //! committed source manifest) whose steps fall in `[start_ns, end_ns]` are decoded, cut to
 //! exactly those steps and written as the window stream's chunks through the daemon's
-//! chunk file path (`.partial`, fsync, rename, directory fsync), each listed in the window
-//! stream's manifest, committed after each chunk.
+//! chunk file path (`.partial`, fsync, rename, directory fsync); the window stream's
+//! manifest lists them and is committed once, when the window is final.
 //!
 //! A source chunk reaching past `end_ns` is copied only when the window is final (a later
 //! trigger may still extend it). A latched stream also gets the last step before
@@ -209,7 +209,9 @@ impl StreamCopy {
             e.first_t_ns = e.first_t_ns.or(ts.first().copied());
             e.last_t_ns = ts.last().copied().or(e.last_t_ns);
         }
-        commit_manifest(fs, &self.layout, &self.manifest)
+        // The manifest is committed once, by `finish`: the episode appears only whole (its
+        // directory is renamed into place), and a cut build is started over.
+        Ok(())
     }
 
     /// Copy what the source has of the window now; with `last`, also the chunk reaching

@@ -78,6 +78,21 @@ fn bounds_of(value: &Value, defaults: RingBounds) -> Result<Option<RingBounds>, 
     }
 }
 
+/// The settings a session records with: a latched stream's chunks hold one timestep each,
+/// so that its last value is in a finalized chunk (and so in every window) as soon as it
+/// is durable.
+#[must_use]
+pub fn session_settings(
+    mut settings: crate::session::SessionSettings,
+    flight: Option<FlightOptions>,
+) -> crate::session::SessionSettings {
+    if flight.is_some_and(|f| f.latched) {
+        settings.rotation.max_timesteps = 1;
+        settings.rotation.max_age = std::time::Duration::ZERO;
+    }
+    settings
+}
+
 /// The flight options of an open with metadata `own`, in an episode opened with
 /// `episode` (a stream of a multi-stream episode); `None`: recorded normally.
 ///

@@ -204,7 +204,11 @@ pub(crate) fn run(registry: &FlightRegistry, window: &Window) {
                     std::io::Error::other("the daemon is stopping: finished at the next start"),
                 ));
             }
-            if copies.iter().all(|c| c.reached || c.exhausted) {
+            // A latched stream never holds a window up: what it has is in its chunks.
+            if copies
+                .iter()
+                .all(|c| c.reached || c.exhausted || c.src.latched)
+            {
                 let mut st = window.lock();
                 if st.record == record {
                     st.finalizing = true;

@@ -80,7 +80,7 @@ pub(super) fn open(open: OpenEpisode, link: &Link) -> Option<Recording> {
         ctx.fs.clone(),
         &ctx.data_dir,
         schema,
-        ctx.settings(),
+        crate::flight::options::session_settings(ctx.settings(), flight),
         link.responder.clone(),
     ) {
         Ok(session) => {

@@ -100,7 +100,7 @@ pub(super) fn join(request: StreamOpen, link: &Link) -> Option<Recording> {
         ctx.fs.clone(),
         layout,
         schema,
-        ctx.settings(),
+        crate::flight::options::session_settings(ctx.settings(), flight),
         link.responder.clone(),
     ) {
         Ok(s) => s,
