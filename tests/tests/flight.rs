@@ -366,3 +366,77 @@ fn flight_sigkill_with_a_window_pending_keeps_every_acknowledged_step() {
 
 #[allow(dead_code)]
 fn unused(_: PathBuf) {}
+
+fn wshard_cli(d: &Daemon, args: &[&str]) -> std::process::Output {
+    Command::new(bins::wshard())
+        .args(args)
+        .arg("--control")
+        .arg(d.root().join("wshardd-control.sock"))
+        .env_remove("WSHARDD_CONFIG")
+        .output()
+        .expect("wshard")
+}
+
+#[test]
+fn flight_cli_trigger_and_status_show_the_rings_and_windows() {
+    let d = daemon();
+    let o = wshard_cli(&d, &["trigger"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        wshard_e2e::check::output_text(&o)
+    );
+    assert!(wshard_e2e::check::output_text(&o).contains("NO_FLIGHT_STREAM"));
+    let ch = data::channels();
+    let mut c = open_flight(&d, "clicam", &json!({"ring_seconds": 1}));
+    c.timesteps(&ch, 0..120);
+    c.flush_until(120);
+    let status = trigger_ok(&d, json!({"verb":"status"}));
+    let s = &status["flight"]["streams"][0];
+    assert_eq!(s["stream"], json!("clicam"));
+    assert_eq!(s["latest_t_ns"], json!(data::t_ns(119)));
+    assert!(s["held_chunks"].as_u64().is_some_and(|n| n > 0), "{s}");
+    let o = wshard_cli(
+        &d,
+        &[
+            "trigger",
+            "--pre",
+            "200ms",
+            "--post",
+            "100ms",
+            "--reason",
+            "button",
+            "--streams",
+            "clicam",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        wshard_e2e::check::output_text(&o)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    let w = v["result"]["episode"].as_str().expect("episode").to_owned();
+    c.timesteps(&ch, 120..200);
+    c.flush_until(200);
+    wait_window(&d, &w);
+    let t = data::t_ns(119);
+    check_exact(
+        &window_stream(&d, &w, "clicam"),
+        &ch,
+        first_at(t - 200 * NS_PER_MS)..=last_at(t + 100 * NS_PER_MS),
+    );
+    let status = trigger_ok(&d, json!({"verb":"status"}));
+    assert_eq!(
+        status["flight"]["triggers"]["persisted"],
+        json!(1),
+        "{status}"
+    );
+    let o = wshard_cli(&d, &["trigger", "--pre", "-5s"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(wshard_e2e::check::output_text(&o).contains("BAD_REQUEST"));
+    c.close(Outcome::Completed, 200);
+}

@@ -27,7 +27,14 @@ pub struct ControlOptions {
 }
 
 /// The error codes that mean "the request was understood and refused" (exit 1).
-const REFUSALS: [&str; 3] = ["UNKNOWN_EPISODE", "PERMISSION_DENIED", "TIMEOUT"];
+const REFUSALS: [&str; 6] = [
+    "UNKNOWN_EPISODE",
+    "PERMISSION_DENIED",
+    "TIMEOUT",
+    "NO_FLIGHT_STREAM",
+    "UNKNOWN_STREAM",
+    "NOTHING_RECORDED",
+];
 
 /// Send `req` to the control socket of `opts`; on failure, say why on `err` and give the
 /// exit code.

@@ -23,6 +23,7 @@ pub mod publish;
 pub mod query;
 pub mod recover;
 pub mod status;
+pub mod trigger;
 pub mod verify;
 
 use std::io::Write;
@@ -34,6 +35,7 @@ pub enum Command {
     Status(status::StatusArgs),
     Episodes(episodes::EpisodesArgs),
     Close(close::CloseArgs),
+    Trigger(trigger::TriggerArgs),
     Metrics(metrics::MetricsArgs),
     Annotate(annotate::AnnotateArgs),
     Bridge(bridge::BridgeArgs),
@@ -63,6 +65,7 @@ impl Command {
             Self::Status(args) => status::run(args, out, err),
             Self::Episodes(args) => episodes::run(args, out, err),
             Self::Close(args) => close::run(args, out, err),
+            Self::Trigger(args) => trigger::run(args, out, err),
             Self::Metrics(args) => metrics::run(args, out, err),
             Self::Annotate(args) => annotate::run(args, out, err),
             Self::Bridge(args) => bridge::run(&args.verb, &args.options, out, err),
