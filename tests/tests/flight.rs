@@ -440,3 +440,32 @@ fn flight_cli_trigger_and_status_show_the_rings_and_windows() {
     assert!(wshard_e2e::check::output_text(&o).contains("BAD_REQUEST"));
     c.close(Outcome::Completed, 200);
 }
+
+#[test]
+fn flight_rust_client_opens_a_stream_in_flight_mode() {
+    use wshard_client::FlightMode;
+    let d = daemon();
+    let ch = data::channels();
+    let mut client = d.client("flight-client");
+    let spec = data::open_spec("rustfl", &ch, Durability::Ack).flight_ring(Some(1), None);
+    let mut w = client.open_episode(spec).expect("open in flight mode");
+    data::push_steps(&mut w, &ch, 150).expect("push");
+    assert!(w.flush().expect("flush") >= 150);
+    let r = trigger_ok(&d, json!({"verb":"trigger","pre_ms":100,"post_ms":0}));
+    let win = r["episode"].as_str().expect("w").to_owned();
+    data::push_steps(&mut w, &ch, 30).expect("push");
+    w.flush().expect("flush");
+    wait_window(&d, &win);
+    let t = data::t_ns(149);
+    check_exact(
+        &window_stream(&d, &win, "rustfl"),
+        &ch,
+        first_at(t - 100 * NS_PER_MS)..=149,
+    );
+    w.close(Outcome::Completed).expect("close");
+    let m = manifest_of(&d.data_dir().join("rustfl"), "rustfl");
+    assert!(
+        m.ring_start().0 > 0,
+        "the client's ring bound was not applied"
+    );
+}
