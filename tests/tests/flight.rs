@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
@@ -108,7 +108,7 @@ fn verify(path: &Path) {
 }
 
 fn manifest_of(dir: &Path, id: &str) -> Manifest {
-    Manifest::read_file(&dir.join(format!("{id}_manifest.wshard"))).expect("manifest")
+    Manifest::read_file(dir.join(format!("{id}_manifest.wshard"))).expect("manifest")
 }
 
 /// The first seq whose `t_ns` is at least `t`.
@@ -363,9 +363,6 @@ fn flight_sigkill_with_a_window_pending_keeps_every_acknowledged_step() {
     verify(&d.data_dir().join(&w));
     verify(&d.data_dir().join("crashy"));
 }
-
-#[allow(dead_code)]
-fn unused(_: PathBuf) {}
 
 fn wshard_cli(d: &Daemon, args: &[&str]) -> std::process::Output {
     Command::new(bins::wshard())
