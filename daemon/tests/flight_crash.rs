@@ -315,9 +315,13 @@ fn flight_crash_points_at_every_operation_of_window_persistence() {
             registry.status_json()["triggers"]["pending"]
                 .as_array()
                 .is_some_and(Vec::is_empty)
-                || registry.counters.failed.load(Ordering::Relaxed) > 0
+                || registry.counters().failed.load(Ordering::Relaxed) > 0
         });
-        assert_eq!(registry.counters.failed.load(Ordering::Relaxed), 0, "{ctx}");
+        assert_eq!(
+            registry.counters().failed.load(Ordering::Relaxed),
+            0,
+            "{ctx}"
+        );
         if let Some(w) = w {
             // The trigger was answered: its window exists, and holds every acknowledged
             // timestep it covers (seqs 3..=11), exactly.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use wshard_recorder::control::protocol::Request;
-use wshard_recorder::control::trigger::{DEFAULT_POST_MS, DEFAULT_PRE_MS};
+use wshard_recorder::control::trigger_request::{DEFAULT_POST_MS, DEFAULT_PRE_MS};
 use wshard_recorder::flight::TriggerRequest;
 
 use crate::control_socket::args::ControlArgs;

@@ -2,7 +2,7 @@
 //! It may call `ingest` (peer credentials), `runtime` (the server context) and what is below.
 //!
 //! The operator's control socket (`wshard status`, `episodes`, `close`, `annotate`,
-//! `metrics`) and the
+//! `trigger`, `metrics`) and the
 //! optional loopback HTTP endpoint for Prometheus. The protocol is in `docs/CONTROL.md`.
 //!
 //! - [`protocol`]: requests, replies, typed error codes.
@@ -12,6 +12,8 @@
 //! - [`on_disk`]: an episode's chunk-file bytes and length from its manifest, for both.
 //! - [`close`]: `close EPISODE`. [`metrics`]: the exposition (prometheus-client).
 //! - [`annotate`]: `annotate EPISODE`, with its arguments in [`annotate_request`].
+//! - [`trigger`]: `trigger` (the flight recorder's windows), with its arguments in
+//!   [`trigger_request`].
 //! - [`upload`]: the robot's uploader in `status`, `episodes` and the metrics.
 //! - [`unix_time`]: times as seconds since the epoch, and [`families`]: writing one metric
 //!   family; two leaves the JSON views and the metrics share.
@@ -42,6 +44,7 @@ pub mod server;
 pub mod state;
 pub mod status;
 pub mod trigger;
+pub mod trigger_request;
 pub mod unix_time;
 pub mod upload;
 

@@ -79,7 +79,7 @@ impl Request {
             obj.extend(a.to_fields());
         }
         if let (Self::Trigger(t), Some(obj)) = (self, v.as_object_mut()) {
-            obj.extend(super::trigger::request_fields(t));
+            obj.extend(super::trigger_request::request_fields(t));
         }
         v.to_string()
     }
@@ -250,7 +250,9 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ControlError> {
                 timeout_ms,
             })
         }
-        "trigger" => super::trigger::parse(&obj).map(Request::Trigger),
+        "trigger" => super::trigger_request::parse(&obj)
+            .map(Request::Trigger)
+            .map_err(|e| bad(Some(verb), e)),
         "annotate" => AnnotateRequest::parse(&obj)
             .map(Request::Annotate)
             .map_err(|e| bad(Some(verb), e.to_string())),

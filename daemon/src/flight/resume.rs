@@ -6,18 +6,18 @@
 use std::sync::Arc;
 
 use super::pending;
+use super::registry::FlightRegistry;
 use super::window::{Window, WindowState};
-use super::FlightRegistry;
 
 /// Start the threads of the pending windows; returns how many, and the records that could
 /// not be read (left in place, named).
 pub fn resume_pending(registry: &Arc<FlightRegistry>) -> (usize, Vec<String>) {
-    let fs = &*registry.fs;
-    let (records, bad) = pending::list(fs, &registry.data_dir);
+    let fs = &*registry.shared.fs;
+    let (records, bad) = pending::list(fs, &registry.shared.data_dir);
     let mut started = 0;
     for record in records {
-        if fs.exists(&registry.data_dir.join(&record.episode)) {
-            if let Err(e) = pending::remove(fs, &registry.data_dir, &record.episode) {
+        if fs.exists(&registry.shared.data_dir.join(&record.episode)) {
+            if let Err(e) = pending::remove(fs, &registry.shared.data_dir, &record.episode) {
                 tracing::warn!(episode = %record.episode, "could not remove a finished window's record: {e}");
             }
             continue;

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::pending::{self, PendingRecord, TriggerNote, WindowSource};
+use super::registry::FlightRegistry;
 use super::window::{Window, WindowState};
-use super::FlightRegistry;
 use crate::error::StorageError;
 use crate::session::flight_ring::FlightRing;
 
@@ -132,7 +132,7 @@ fn source_of(
         source: id.name(),
         dir: id
             .dir
-            .strip_prefix(&registry.data_dir)
+            .strip_prefix(&registry.shared.data_dir)
             .map_or_else(|_| id.dir.clone(), std::path::Path::to_path_buf),
         files_id: id.files_id.clone(),
         start_ns: t.saturating_sub(req.pre_ns),
@@ -189,15 +189,15 @@ pub fn trigger(
             }
         }
         record.triggers.push(note(first_t));
-        pending::persist(&*registry.fs, &registry.data_dir, &record)?;
+        pending::persist(&*registry.shared.fs, &registry.shared.data_dir, &record)?;
         st.record = record;
         st.rings.extend(new_rings);
         registry
-            .counters
+            .counters()
             .triggers
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         registry
-            .counters
+            .counters()
             .merged
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (start, end) = bounds(&st.record);
@@ -223,7 +223,7 @@ pub fn trigger(
         triggers: vec![note(first_t)],
         streams,
     };
-    if let Err(e) = pending::persist(&*registry.fs, &registry.data_dir, &record) {
+    if let Err(e) = pending::persist(&*registry.shared.fs, &registry.shared.data_dir, &record) {
         for (ring, _) in &rings {
             ring.unpin(id);
         }
@@ -243,7 +243,7 @@ pub fn trigger(
     });
     drop(windows);
     registry
-        .counters
+        .counters()
         .triggers
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     registry.spawn(window);

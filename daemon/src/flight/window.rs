@@ -18,7 +18,7 @@ use wshard::episode_dir::index::{EpisodeIndex, EpisodeStatus};
 
 use super::copy::StreamCopy;
 use super::pending::{self, build_dir, PendingRecord};
-use super::FlightRegistry;
+use super::shared::FlightShared;
 use crate::episode_files::{commit_index, EventsLog, NewEvent, NewEventData};
 use crate::error::StorageError;
 use crate::session::flight_ring::FlightRing;
@@ -183,7 +183,7 @@ fn finish(
 }
 
 /// The window thread's body: copy until every stream reached its end, then finalize.
-pub(crate) fn run(registry: &FlightRegistry, window: &Window) {
+pub(crate) fn run(registry: &FlightShared, window: &Window) {
     let fs = registry.fs.clone();
     let data_dir = registry.data_dir.clone();
     let result = (|| -> Result<(), StorageError> {
