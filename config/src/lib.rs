@@ -28,6 +28,7 @@
 mod codecs;
 mod deprecated;
 mod error;
+mod flight;
 mod kinds;
 mod load;
 mod octal;
@@ -43,6 +44,7 @@ mod validate;
 pub use codecs::{codec_to_string, parse_codec, CodecTextError, CodecsConfig};
 pub use deprecated::{Deprecation, DEPRECATED_KEYS};
 pub use error::ConfigError;
+pub use flight::{FlightConfig, DEFAULT_RING_BYTES, DEFAULT_RING_SECONDS};
 pub use kinds::{Durability, FsyncPolicy, FsyncPolicyKind, LogLevel};
 pub use load::{
     default_candidates, ConfigSource, DEFAULTS_ORIGIN, ENV_VAR, LOCAL_CONFIG_PATH,

@@ -71,6 +71,8 @@ static KEYS: &[KeyDiff] = &[
     key!(Applied, disk.high_watermark_free_bytes),
     key!(Applied, disk.check_interval_ms),
     key!(Applied, disk.preallocate),
+    key!(Restart, flight.ring_seconds),
+    key!(Restart, flight.ring_bytes),
     key!(Restart, publish.enabled),
     key!(Restart, publish.provider),
     key!(Restart, publish.idle_priority),

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::codecs::CodecsConfig;
 use crate::deprecated::Deprecation;
+use crate::flight::FlightConfig;
 use crate::kinds::{durability_text, Durability, FsyncPolicy, FsyncPolicyKind, LogLevel};
 use crate::publish::PublishConfig;
 use crate::rolling::RollingConfig;
@@ -39,6 +40,8 @@ pub struct Config {
     pub disk: DiskConfig,
     /// The robot's uploader (off by default).
     pub publish: PublishConfig,
+    /// The flight recorder's ring (streams opened in flight mode).
+    pub flight: FlightConfig,
     /// Deprecated keys the file used (read under their new names), for the daemon to warn
     /// about. Not a key.
     #[serde(skip)]
@@ -63,6 +66,7 @@ impl Default for Config {
             access: AccessConfig::default(),
             disk: DiskConfig::default(),
             publish: PublishConfig::default(),
+            flight: FlightConfig::default(),
             deprecations: Vec::new(),
         }
     }

@@ -188,6 +188,7 @@ impl Config {
 
         self.validate_service(o)?;
         self.publish.validate(o)?;
+        self.flight.validate(o)?;
 
         let name = &self.recovery.quarantine_dir_name;
         let mut components = Path::new(name).components();

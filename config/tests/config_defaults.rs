@@ -179,6 +179,7 @@ fn config_reload_table_covers_every_leaf_key() {
         "access",
         "disk",
         "publish",
+        "flight",
     ];
     let leaves: BTreeSet<String> = default_key_paths()
         .into_iter()

@@ -8,11 +8,14 @@
 //! use each other).
 //! - [`server`]: `run`, the daemon's main loop: recovery, the sockets, the ingest and control
 //!   threads, reload and shutdown.
-//! - [`control`]: the operator's control socket (status, episodes, close, Prometheus metrics).
+//! - [`control`]: the operator's control socket (status, episodes, close, trigger, Prometheus
+//!   metrics).
 //! - `ingest`: the Unix socket: listener, the connection state machine, the socket and
 //!   shared-memory transports.
 //! - [`runtime`]: process-level services ingest and control share: the server context and
 //!   the settings from the config, access, disk, sockets, the data directory lock, systemd.
+//! - [`flight`]: the flight recorder's trigger windows: the `trigger` entry, the pending
+//!   windows' durable records, the window threads, their resumption at start.
 //! - [`upload`]: the robot's uploader: the durable upload queue of finished episodes, the
 //!   upload thread, retention and the quota (`[publish]`).
 //! - `registry`: the open episodes and daemon counters, for status and metrics.
@@ -33,6 +36,7 @@ pub mod control;
 pub mod episode;
 pub mod episode_files;
 pub mod error;
+pub mod flight;
 pub(crate) mod ingest;
 pub mod journal;
 pub mod multi;

@@ -127,6 +127,14 @@ pub fn run(
         }
     };
     let ctx = Arc::new(ServerContext::new(cfg, fs, control.shutdown.clone()));
+    // Trigger windows a crash left pending are built from the rings' files.
+    let (windows, bad) = crate::flight::resume::resume_pending(&ctx.flight);
+    if windows > 0 {
+        tracing::warn!(windows, "flight: finishing trigger windows left pending");
+    }
+    for b in bad {
+        tracing::error!("flight: a pending window record cannot be read, left in place: {b}");
+    }
     // The first measurement decides before any OPEN is accepted.
     ctx.disk.check_now();
     if let Ok(mut r) = ctx.registry.recovery.lock() {

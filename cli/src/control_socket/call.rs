@@ -27,7 +27,7 @@ pub struct ControlOptions {
 }
 
 /// The error codes that mean "the request was understood and refused" (exit 1).
-const REFUSALS: [&str; 7] = [
+const REFUSALS: [&str; 10] = [
     "UNKNOWN_EPISODE",
     "PERMISSION_DENIED",
     "TIMEOUT",
@@ -35,6 +35,9 @@ const REFUSALS: [&str; 7] = [
     "EMPTY_PART",
     "PART_ID_TOO_LONG",
     "PART_EXISTS",
+    "NO_FLIGHT_STREAM",
+    "UNKNOWN_STREAM",
+    "NOTHING_RECORDED",
 ];
 
 /// Send `req` to the control socket of `opts`; on failure, say why on `err` and give the

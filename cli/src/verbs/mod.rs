@@ -27,6 +27,7 @@ pub mod recover;
 pub mod split;
 pub mod status;
 pub mod stop;
+pub mod trigger;
 pub mod verify;
 
 use std::io::Write;
@@ -42,6 +43,7 @@ pub enum Command {
     Abort(abort::AbortArgs),
     Keep(keep::KeepArgs),
     Split(split::SplitArgs),
+    Trigger(trigger::TriggerArgs),
     Metrics(metrics::MetricsArgs),
     Annotate(annotate::AnnotateArgs),
     Bridge(bridge::BridgeArgs),
@@ -75,6 +77,7 @@ impl Command {
             Self::Abort(args) => abort::run(args, out, err),
             Self::Keep(args) => keep::run(args, out, err),
             Self::Split(args) => split::run(args, out, err),
+            Self::Trigger(args) => trigger::run(args, out, err),
             Self::Metrics(args) => metrics::run(args, out, err),
             Self::Annotate(args) => annotate::run(args, out, err),
             Self::Bridge(args) => bridge::run(&args.verb, &args.options, out, err),

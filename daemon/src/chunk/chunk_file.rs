@@ -44,6 +44,14 @@ impl std::fmt::Debug for PartialChunk {
     }
 }
 
+impl PartialChunk {
+    /// The written file's length (0 when it cannot be told: the ring then counts it as
+    /// nothing).
+    pub(crate) fn file_len(&mut self) -> u64 {
+        self.file.file_len().unwrap_or(0)
+    }
+}
+
 /// A `Write + Seek` that keeps nothing: the writer runs over it once to learn the region
 /// (header, index, names) and the block offsets before the real file is written.
 #[derive(Debug, Default)]

@@ -2,7 +2,7 @@
 //! It may call `ingest` (peer credentials), `runtime` (the server context) and what is below.
 //!
 //! The operator's control socket (`wshard status`, `episodes`, `close`, `stop`, `abort`,
-//! `keep`, `annotate`, `metrics`) and the
+//! `keep`, `split`, `trigger`, `annotate`, `metrics`) and the
 //! optional loopback HTTP endpoint for Prometheus. The protocol is in `docs/CONTROL.md`.
 //!
 //! - [`protocol`]: requests, replies, typed error codes.
@@ -14,6 +14,8 @@
 //! - [`keep`]: `keep EPISODE` (the keep mark that exempts it from eviction).
 //! - [`metrics`]: the exposition (prometheus-client).
 //! - [`annotate`]: `annotate EPISODE`, with its arguments in [`annotate_request`].
+//! - [`trigger`]: `trigger` (the flight recorder's windows), with its arguments in
+//!   [`trigger_request`].
 //! - [`upload`]: the robot's uploader in `status`, `episodes` and the metrics.
 //! - [`unix_time`]: times as seconds since the epoch, and [`families`]: writing one metric
 //!   family; two leaves the JSON views and the metrics share.
@@ -46,6 +48,8 @@ pub mod server;
 pub mod split;
 pub mod state;
 pub mod status;
+pub mod trigger;
+pub mod trigger_request;
 pub mod unix_time;
 pub mod upload;
 

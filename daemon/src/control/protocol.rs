@@ -44,6 +44,8 @@ pub enum Request {
     Keep { episode: String, release: bool },
     /// Cut an open episode into a finished part and a next part recording on (mutating).
     Split { episode: String },
+    /// Persist a window of the flight streams (mutating: needs the admin allowlist).
+    Trigger(crate::flight::TriggerRequest),
 }
 
 impl Request {
@@ -60,6 +62,7 @@ impl Request {
             Self::Abort { .. } => "abort",
             Self::Keep { .. } => "keep",
             Self::Split { .. } => "split",
+            Self::Trigger(_) => "trigger",
         }
     }
 
@@ -74,6 +77,7 @@ impl Request {
                 | Self::Abort { .. }
                 | Self::Keep { .. }
                 | Self::Split { .. }
+                | Self::Trigger(_)
         )
     }
 
@@ -108,6 +112,9 @@ impl Request {
         }
         if let (Self::Annotate(a), Some(obj)) = (self, v.as_object_mut()) {
             obj.extend(a.to_fields());
+        }
+        if let (Self::Trigger(t), Some(obj)) = (self, v.as_object_mut()) {
+            obj.extend(super::trigger_request::request_fields(t));
         }
         v.to_string()
     }
@@ -146,6 +153,12 @@ pub enum ErrorKind {
     PartIdTooLong,
     /// `split`: a directory with the next part's id exists already.
     PartExists,
+    /// `trigger`: no stream records in flight mode.
+    NoFlightStream,
+    /// `trigger`: a named stream does not record in flight mode.
+    UnknownStream,
+    /// `trigger`: no flight stream has a timestep yet and no `at_ns` was given.
+    NothingRecorded,
 }
 
 impl ErrorKind {
@@ -168,6 +181,9 @@ impl ErrorKind {
             Self::EmptyPart => "EMPTY_PART",
             Self::PartIdTooLong => "PART_ID_TOO_LONG",
             Self::PartExists => "PART_EXISTS",
+            Self::NoFlightStream => "NO_FLIGHT_STREAM",
+            Self::UnknownStream => "UNKNOWN_STREAM",
+            Self::NothingRecorded => "NOTHING_RECORDED",
         }
     }
 }
@@ -296,6 +312,9 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ControlError> {
             )),
             None => Err(bad(Some(verb), "split needs `episode`".into())),
         },
+        "trigger" => super::trigger_request::parse(&obj)
+            .map(Request::Trigger)
+            .map_err(|e| bad(Some(verb), e)),
         "annotate" => AnnotateRequest::parse(&obj)
             .map(Request::Annotate)
             .map_err(|e| bad(Some(verb), e.to_string())),
@@ -304,7 +323,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ControlError> {
             Some(other),
             format!(
                 "unknown verb `{other}`: expected status, episodes, close, stop, abort, keep, \
-                 split, annotate or metrics"
+                 split, trigger, annotate or metrics"
             ),
         )),
     }

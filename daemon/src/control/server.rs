@@ -139,6 +139,7 @@ pub fn respond(
             let uid = cred.map_or(u32::MAX, |c| c.uid);
             ok_reply(verb, annotate::annotate(st, a, uid)?)
         }
+        Request::Trigger(t) => ok_reply(verb, super::trigger::trigger(st, &t)?),
         Request::Close {
             episode,
             timeout_ms,

@@ -211,6 +211,7 @@ pub fn snapshot(st: &ControlState) -> Value {
             "rolling": rolling_json(st),
         },
         "upload": super::upload::status_json(st),
+        "flight": st.ctx.flight.status_json(),
         "episodes": episodes,
     })
 }

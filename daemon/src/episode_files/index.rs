@@ -63,3 +63,15 @@ pub fn read_index(
     })?;
     Ok(Some(EpisodeIndex::from_json_bytes(&bytes, &path)?))
 }
+
+/// The index metadata key marking a trigger window of the flight recorder.
+pub const ORIGIN_KEY: &str = "origin";
+/// Its value for a window.
+pub const ORIGIN_FLIGHT_WINDOW: &str = "flight_window";
+
+/// Whether `index` is a trigger window of the flight recorder (`origin: flight_window`):
+/// the quota and retention never evict one.
+#[must_use]
+pub fn is_flight_window(index: &EpisodeIndex) -> bool {
+    index.metadata.get(ORIGIN_KEY).and_then(|v| v.as_str()) == Some(ORIGIN_FLIGHT_WINDOW)
+}

@@ -15,4 +15,4 @@ pub mod index;
 
 pub use annotations::{annotate, read_annotations, AnnotateError, NewAnnotation};
 pub use events::{cut_torn_tail, EventError, EventsLog, NewEvent, NewEventData};
-pub use index::{commit_index, index_path, read_index, IndexReadError};
+pub use index::{commit_index, index_path, is_flight_window, read_index, IndexReadError};

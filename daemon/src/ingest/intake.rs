@@ -168,6 +168,9 @@ impl Intake {
         }
         self.next_seq = batch.end_seq();
         self.bytes += size;
+        if let (Some(ring), Some((_, t))) = (self.session.shared().flight(), self.values.last()) {
+            ring.note_t_ns(t);
+        }
         if dropped > 0 {
             let stats = &self.session.shared().stats;
             stats.dropped_steps.fetch_add(dropped, Ordering::Relaxed);

@@ -101,7 +101,23 @@ pub(crate) fn recover_layout(
         .as_ref()
         .and_then(|m| m.status.as_deref())
         .is_some_and(|s| FINAL_STATUSES.contains(&s));
+    // Chunk files a flight ring evicted: the committed manifest says the series starts
+    // past them, so they are the daemon's and hold nothing the episode still lists (a cut
+    // between the manifest commit and their removal).
+    let ring_first = existing.as_ref().map_or(0, |m| m.ring_start().0);
+    let evicted: Vec<PathBuf> = files
+        .chunks
+        .range(..ring_first)
+        .map(|(_, p)| p.clone())
+        .collect();
     if settled && files.journals.is_empty() && files.partials.is_empty() && files.temps.is_empty() {
+        if mode.applies() {
+            for p in &evicted {
+                fs_ref
+                    .remove_file(p)
+                    .map_err(|e| StorageError::io("remove evicted chunk", p, e))?;
+            }
+        }
         return Ok(None);
     }
     let report = starting_report(episode_id, existing.as_ref());
@@ -119,7 +135,10 @@ pub(crate) fn recover_layout(
         // Its replacement names it from now on, should this run be cut.
         run.save_progress()?;
     }
-    run.listed = run.manifest.chunks.len() as u64;
+    for p in &evicted {
+        run.remove(p)?;
+    }
+    run.listed = run.manifest.next_chunk_index();
     run.next_timestep = run.manifest.total_timesteps;
     // Seqs differ from timesteps by the seqs dropped before them (drop policies).
     run.next_seq = run

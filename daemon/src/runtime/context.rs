@@ -47,6 +47,8 @@ pub struct ServerContext {
     pub(crate) disk: DiskMonitor,
     /// The robot's uploader, as status, episodes and metrics show it.
     pub(crate) upload: Arc<UploadShared>,
+    /// Flight streams and trigger windows.
+    pub(crate) flight: Arc<crate::flight::FlightRegistry>,
 }
 
 impl std::fmt::Debug for ServerContext {
@@ -68,6 +70,9 @@ impl ServerContext {
             cfg.disk.clone(),
             registry.clone(),
         );
+        let fs_for_flight = fs.clone();
+        let shutdown_for_flight = shutdown.clone();
+        let settings_for_flight = tunables(cfg).settings;
         Self {
             fs,
             data_dir: cfg.data_dir.clone(),
@@ -89,6 +94,19 @@ impl ServerContext {
             access: RwLock::new(AccessPolicy::from_config(cfg)),
             disk,
             upload: Arc::new(UploadShared::new(cfg.publish.enabled)),
+            flight: Arc::new(crate::flight::FlightRegistry::new(
+                fs_for_flight,
+                &cfg.data_dir,
+                settings_for_flight,
+                crate::session::flight_ring::RingBounds {
+                    max_ns: cfg
+                        .flight
+                        .ring_seconds
+                        .saturating_mul(crate::flight::options::NS_PER_S),
+                    max_bytes: cfg.flight.ring_bytes,
+                },
+                shutdown_for_flight,
+            )),
         }
     }
 

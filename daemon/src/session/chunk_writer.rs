@@ -102,6 +102,11 @@ fn write_sealed(
         next,
     } = sealed;
     let dropped = columns.gaps.total();
+    let t_range = columns
+        .t_ns
+        .first()
+        .copied()
+        .zip(columns.t_ns.last().copied());
     let mut partial = None;
     // The chunk's memory slot goes back to the writer exactly once per sealed chunk, with
     // the channel buffers when there are any: early (right after compression) when the
@@ -137,5 +142,6 @@ fn write_sealed(
         final_status,
         seq_end,
         next,
+        t_range,
     }
 }

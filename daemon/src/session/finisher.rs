@@ -18,6 +18,7 @@ use serde_json::json;
 use wshard::manifest::Manifest;
 
 use super::failure::SessionFailure;
+use super::flight_ring::RingChunk;
 use super::parts::SPLIT_MANIFEST_KEY;
 use super::shared::{FinalStatus, SessionShared};
 use super::split::NextPart;
@@ -60,7 +61,12 @@ pub(crate) struct Handoff {
     pub(crate) seq_end: u64,
     /// On a split part's last chunk: the part recording next.
     pub(crate) next: Option<Box<NextPart>>,
+    /// `t_ns` of the chunk's first and last timesteps.
+    pub(crate) t_range: Option<(i64, i64)>,
 }
+
+/// The key of a flight stream's chunk entry holding its `[first, last]` `t_ns`.
+pub const CHUNK_T_NS_KEY: &str = "t_ns";
 
 /// The finisher: make each written chunk durable, list it, commit the manifest, drop the
 /// journal segment, advance the durable mark. Runs until the chunk writer drops its sender;
@@ -85,12 +91,30 @@ pub(crate) fn run(
             final_status,
             seq_end,
             next,
+            t_range,
         } = h;
-        if let Some(p) = partial {
+        let ring = shared.flight();
+        let mut evicted = Vec::new();
+        if let Some(mut p) = partial {
+            let bytes = if ring.is_some() { p.file_len() } else { 0 };
             match finalize_chunk(&*shared.fs, &layout, p) {
                 Ok(mut chunk) => {
                     gaps::set_chunk_dropped(&mut chunk, dropped);
-                    manifest.push_chunk(chunk);
+                    if let (Some(ring), Some((t_first, t_last))) = (ring, t_range) {
+                        chunk
+                            .extra
+                            .insert(CHUNK_T_NS_KEY.into(), json!([t_first, t_last]));
+                        let gone = ring.admit(RingChunk {
+                            chunk_index: chunk.chunk_index,
+                            t_first,
+                            t_last,
+                            bytes,
+                        });
+                        manifest.push_chunk(chunk);
+                        evicted = manifest.evict_front(gone.len());
+                    } else {
+                        manifest.push_chunk(chunk);
+                    }
                 }
                 Err(e) => {
                     shared.fail(SessionFailure::WriteChunk((&e).into()));
@@ -155,6 +179,15 @@ pub(crate) fn run(
         // A listed chunk is durable whatever the class (for `ack` with fsync `never` this is
         // the only DURABLE); the watermark never moves backwards.
         shared.advance_durable(seq_end);
+        // Chunks that fell out of the flight ring: the manifest just committed no longer
+        // lists them (and says where the ring starts), so their files can go. A failed
+        // removal costs disk space until recovery removes what the manifest evicted.
+        for gone in &evicted {
+            let path = layout.dir.join(&gone.uri);
+            if let Err(e) = shared.fs.remove_file(&path) {
+                tracing::warn!(path = %path.display(), "could not remove a chunk evicted from the flight ring: {e}");
+            }
+        }
         if let Some(n) = next {
             // The part is finalized: the chunks that follow are the next part's.
             let parts = &shared.parts;
@@ -172,6 +205,13 @@ pub(crate) fn run(
             layout = next_layout;
             manifest = next_manifest;
         }
+        if let (Some(ring), Some(_)) = (ring, &final_status) {
+            ring.set_ended();
+        }
+    }
+    if let Some(ring) = shared.flight() {
+        // Nothing more is finalized (closed, or failed): windows stop waiting for it.
+        ring.set_ended();
     }
     manifest
 }

@@ -21,6 +21,7 @@
 pub(crate) mod chunk_writer;
 pub(crate) mod failure;
 pub(crate) mod finisher;
+pub mod flight_ring;
 pub(crate) mod group_commit;
 pub(crate) mod memory;
 pub mod parts;

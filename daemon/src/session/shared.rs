@@ -68,6 +68,9 @@ pub struct SessionShared {
     /// What the producer's ring counters said last (`dropped_steps`, `dropped_batches`):
     /// untrusted, for the final manifest and the logs.
     producer_dropped: [AtomicU64; 2],
+    /// Set (before the first timestep) when the stream records in flight mode: the
+    /// finisher keeps its ring.
+    flight: std::sync::OnceLock<Arc<super::flight_ring::FlightRing>>,
 }
 
 impl std::fmt::Debug for SessionShared {
@@ -103,7 +106,26 @@ impl SessionShared {
             owed_durable: Mutex::new(Vec::new()),
             ring_policy: AtomicU8::new(0),
             producer_dropped: [AtomicU64::new(0), AtomicU64::new(0)],
+            flight: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Record in flight mode into `ring` (before the first timestep; a second call is
+    /// ignored).
+    pub fn set_flight(&self, ring: Arc<super::flight_ring::FlightRing>) {
+        let _ = self.flight.set(ring);
+    }
+
+    /// The directory and file names of the stream.
+    #[must_use]
+    pub fn layout(&self) -> &EpisodeLayout {
+        &self.layout
+    }
+
+    /// The stream's flight ring, when it records in flight mode.
+    #[must_use]
+    pub fn flight(&self) -> Option<&Arc<super::flight_ring::FlightRing>> {
+        self.flight.get()
     }
 
     /// Record the policy of the episode's shared-memory ring.

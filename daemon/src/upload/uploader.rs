@@ -409,6 +409,7 @@ impl Uploader {
             .into_iter()
             .filter(|(_, e)| e.stage == EpisodeUpload::Published)
             .map(|(id, _)| id.clone())
+            .filter(|id| super::evict::may_evict(&*self.fs, &self.settings.data_dir, id))
             .collect();
         if published.is_empty() {
             return Ok(());

@@ -165,23 +165,23 @@ pub fn schema(durability: Durability) -> EpisodeSchema {
     .expect("schema")
 }
 
-fn state(i: u64) -> Vec<u8> {
+pub fn state(i: u64) -> Vec<u8> {
     (0..4u64)
         .flat_map(|j| ((i * 4 + j) as f32 * 0.25 - 1.0).to_le_bytes())
         .collect()
 }
 
-fn cmd(i: u64) -> Vec<u8> {
+pub fn cmd(i: u64) -> Vec<u8> {
     (0..6u64)
         .map(|j| (i.wrapping_mul(31).wrapping_add(j * 7) % 251) as u8)
         .collect()
 }
 
-fn t_ns(i: u64) -> i64 {
+pub fn t_ns(i: u64) -> i64 {
     1_700_000_000_000_000_000 + i as i64 * 10_000_000 + (i % 3) as i64
 }
 
-fn reward(i: u64) -> f32 {
+pub fn reward(i: u64) -> f32 {
     i as f32 * 0.5 - 2.0
 }
 

@@ -8,5 +8,5 @@ pub use chunked::{read_episode_chunked, split_episode, write_episode_chunked};
 pub use io::ChunkFileCheck;
 pub use model::{
     chunk_file_name, manifest_file_name, validate_uri, ChunkRef, Manifest, MANIFEST_BLOCK,
-    MANIFEST_FILE_SUFFIX,
+    MANIFEST_FILE_SUFFIX, RING_START_KEY,
 };

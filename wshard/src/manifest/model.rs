@@ -23,6 +23,11 @@ pub fn manifest_file_name(episode_id: &str) -> String {
     format!("{episode_id}{MANIFEST_FILE_SUFFIX}")
 }
 
+/// The manifest key (a recorder's, not a reference key) saying where a ring's series
+/// starts: `{"chunk_index": K, "timestep": T}`, chunks `0..K` (timesteps `0..T`) having been
+/// evicted from a flight recorder's ring. Absent: the series starts at chunk 0.
+pub const RING_START_KEY: &str = "ring_start";
+
 /// One chunk listed in a manifest.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChunkRef {
@@ -109,6 +114,41 @@ impl Manifest {
     pub fn push_chunk(&mut self, chunk: ChunkRef) {
         self.total_timesteps += chunk.length_t;
         self.chunks.push(chunk);
+    }
+
+    /// Where the listed series starts: `(first chunk index, first global timestep)`, past
+    /// the chunks a flight recorder's ring evicted ([`RING_START_KEY`]); `(0, 0)` otherwise.
+    #[must_use]
+    pub fn ring_start(&self) -> (u64, u64) {
+        let Some(Value::Object(m)) = self.extra.get(RING_START_KEY) else {
+            return (0, 0);
+        };
+        let field = |k: &str| m.get(k).and_then(Value::as_u64).unwrap_or(0);
+        (field("chunk_index"), field("timestep"))
+    }
+
+    /// The index the next chunk of the series takes.
+    #[must_use]
+    pub fn next_chunk_index(&self) -> u64 {
+        self.ring_start().0 + self.chunks.len() as u64
+    }
+
+    /// Remove the first `n` listed chunks (a ring's oldest) and record where the series now
+    /// starts; `total_timesteps` keeps counting them. Returns the removed entries.
+    pub fn evict_front(&mut self, n: usize) -> Vec<ChunkRef> {
+        let n = n.min(self.chunks.len());
+        let removed: Vec<ChunkRef> = self.chunks.drain(..n).collect();
+        if let Some(last) = removed.last() {
+            let (chunk_index, timestep) = self.chunks.first().map_or(
+                (last.chunk_index + 1, last.timestep_range[0] + last.length_t),
+                |c| (c.chunk_index, c.timestep_range[0]),
+            );
+            self.extra.insert(
+                RING_START_KEY.into(),
+                json!({"chunk_index": chunk_index, "timestep": timestep}),
+            );
+        }
+        removed
     }
 
     /// The JSON document (keys sorted when written).
@@ -227,17 +267,28 @@ impl Manifest {
 
     /// The reference continuity rules: chunk indices exactly `0..n` once each, each range
     /// starting right after the previous one ends, and the lengths summing to
-    /// `total_timesteps`. Also checks that every chunk's range spans its `length_T` and that
+    /// `total_timesteps`. A ring's series ([`RING_START_KEY`]) starts at its ring start
+    /// instead: indices `K..K+n`, the first range at `T`, lengths summing to
+    /// `total_timesteps - T`. Also checks that every chunk's range spans its `length_T` and that
     /// every URI is a bare file name.
     ///
     /// # Errors
     /// [`FormatError::ChunkIndexSequence`], [`FormatError::TimestepGap`],
     /// [`FormatError::LengthSum`], [`FormatError::BadManifest`].
     pub fn validate_continuity(&self) -> Result<()> {
+        let (first_index, first_step) = self.ring_start();
         let mut sorted: Vec<&ChunkRef> = self.chunks.iter().collect();
         sorted.sort_by_key(|c| c.chunk_index);
+        if let Some(first) = sorted.first() {
+            if first_step > 0 && first.timestep_range[0] != first_step {
+                return Err(bad(format!(
+                    "chunk {}: starts at timestep {}, the ring starts at {first_step}",
+                    first.chunk_index, first.timestep_range[0]
+                )));
+            }
+        }
         for (position, c) in sorted.iter().enumerate() {
-            if c.chunk_index != position as u64 {
+            if Some(c.chunk_index) != first_index.checked_add(position as u64) {
                 return Err(FormatError::ChunkIndexSequence {
                     position,
                     got: c.chunk_index,
@@ -271,7 +322,7 @@ impl Manifest {
             .iter()
             .try_fold(0u64, |acc, c| acc.checked_add(c.length_t))
             .unwrap_or(u64::MAX);
-        if sum != self.total_timesteps {
+        if sum != self.total_timesteps.saturating_sub(first_step) {
             return Err(FormatError::LengthSum {
                 sum,
                 total: self.total_timesteps,

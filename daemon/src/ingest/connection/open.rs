@@ -44,6 +44,16 @@ pub(super) fn open(open: OpenEpisode, link: &Link) -> Option<Recording> {
             return None;
         }
     };
+    let flight = match crate::flight::flight_options(&schema.metadata, None, ctx.flight.defaults) {
+        Ok(f) => f,
+        Err(e) => {
+            link.error(
+                ErrorCode::BadSchema,
+                format!("OPEN `{}`: {e}", open.episode_id),
+            );
+            return None;
+        }
+    };
     // One statvfs: the decision uses the free space of now, not of the last tick.
     ctx.disk.check_now();
     if ctx.registry.disk_low.load(Ordering::Acquire) {
@@ -70,11 +80,14 @@ pub(super) fn open(open: OpenEpisode, link: &Link) -> Option<Recording> {
         ctx.fs.clone(),
         &ctx.data_dir,
         schema,
-        ctx.settings(),
+        crate::flight::options::session_settings(ctx.settings(), flight),
         link.responder.clone(),
     ) {
         Ok(session) => {
-            tracing::info!(peer = %link.peer, episode = %id, durability = durability.as_str(), "episode opened");
+            if let Some(f) = flight {
+                attach_flight(ctx, &session, &id, None, f);
+            }
+            tracing::info!(peer = %link.peer, episode = %id, durability = durability.as_str(), flight = flight.is_some(), "episode opened");
             let started = Started {
                 registry_id: id,
                 multi: None,
@@ -95,6 +108,30 @@ pub(super) fn open(open: OpenEpisode, link: &Link) -> Option<Recording> {
             None
         }
     }
+}
+
+/// Record `session` (episode `episode`, or its stream `stream`) in flight mode: its ring is
+/// attached before any timestep and listed for triggers.
+pub(super) fn attach_flight(
+    ctx: &ServerContext,
+    session: &Session,
+    episode: &str,
+    stream: Option<&str>,
+    f: crate::flight::FlightOptions,
+) {
+    let shared = session.shared();
+    let ring = std::sync::Arc::new(crate::session::flight_ring::FlightRing::new(
+        crate::session::flight_ring::RingIdentity {
+            episode_id: episode.to_owned(),
+            stream: stream.map(str::to_owned),
+            dir: shared.layout().dir.clone(),
+            files_id: shared.layout().episode_id.clone(),
+            latched: f.latched,
+        },
+        f.bounds,
+    ));
+    shared.set_flight(ring.clone());
+    ctx.flight.register(ring);
 }
 
 /// What the registry and the intake need of a session that just opened.

@@ -59,7 +59,19 @@ pub(super) fn join(request: StreamOpen, link: &Link) -> Option<Recording> {
             return None;
         }
     };
-    schema.env_id = ep.index().env_id;
+    let index = ep.index();
+    schema.env_id = index.env_id;
+    let flight = match crate::flight::flight_options(
+        &schema.metadata,
+        Some(&index.metadata),
+        ctx.flight.defaults,
+    ) {
+        Ok(f) => f,
+        Err(e) => {
+            link.error(ErrorCode::BadSchema, format!("STREAM_OPEN `{name}`: {e}"));
+            return None;
+        }
+    };
     if refused_for_disk(link, &format!("STREAM_OPEN `{name}` of episode `{id}`")) {
         return None;
     }
@@ -88,7 +100,7 @@ pub(super) fn join(request: StreamOpen, link: &Link) -> Option<Recording> {
         ctx.fs.clone(),
         layout,
         schema,
-        ctx.settings(),
+        crate::flight::options::session_settings(ctx.settings(), flight),
         link.responder.clone(),
     ) {
         Ok(s) => s,
@@ -112,7 +124,10 @@ pub(super) fn join(request: StreamOpen, link: &Link) -> Option<Recording> {
             return None;
         }
     };
-    tracing::info!(peer = %link.peer, episode = %id, stream = %name, durability = durability.as_str(), "stream opened");
+    if let Some(f) = flight {
+        super::open::attach_flight(&ctx, &session, &id, Some(&name), f);
+    }
+    tracing::info!(peer = %link.peer, episode = %id, stream = %name, durability = durability.as_str(), flight = flight.is_some(), "stream opened");
     let started = Started {
         registry_id: format!("{id}/{name}"),
         multi: Some(id),

@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, List, Mapping, Sequence, Union
 
+from ._flight import Flight, with_flight
 from ._schema import Channel, Durability, Timebase
 from ._validate import validate_spec
 from .errors import SchemaError
@@ -31,6 +32,9 @@ class EpisodeSpec:
             ``"chunk"`` or ``"server_default"``.
         metadata: a dict (sent as compact JSON) or JSON object text; stored under
             ``meta/episode.metadata``.
+        flight: record in flight mode: ``True`` (the daemon's ``[flight]`` ring) or
+            ``{"ring_seconds": S, "ring_bytes": B}`` (added to the metadata).
+        latched: a stream whose last value goes into every trigger window.
     """
 
     episode_id: str
@@ -50,6 +54,8 @@ class EpisodeSpec:
         timebase: Union[Timebase, str, int] = Timebase.TICKS,
         durability: Union[Durability, str, int] = Durability.ACK,
         metadata: Union[Mapping[str, Any], str, None] = None,
+        flight: Flight = None,
+        latched: bool = False,
     ) -> None:
         self.episode_id = str(episode_id)
         self.channels = list(channels)
@@ -66,6 +72,7 @@ class EpisodeSpec:
                 self.metadata_json = json.dumps(dict(metadata), separators=(",", ":"))
             except (TypeError, ValueError) as e:
                 raise SchemaError(f"metadata is not JSON-serializable: {e}") from None
+        self.metadata_json = with_flight(self.metadata_json, flight, latched)
 
     @property
     def channel_step_bytes(self) -> List[int]:

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Optional, Sequence, Type, Union
 
 from ._connection import DEFAULT_CLIENT_NAME, ClientOptions
 from ._episode_spec import EpisodeSpec
+from ._flight import Flight
 from ._ring import RingPolicy, check_geometry, default_slot_bytes, default_slot_count
 from ._schema import Channel, Durability, Timebase
 from ._shm import ShmRing, shm_supported
@@ -220,12 +221,15 @@ class Recorder(MultiStreamMixin):
         slot_bytes: int = 0,
         slots: int = 0,
         policy: Union[RingPolicy, str, int] = RingPolicy.BLOCK,
+        flight: Flight = None,
+        latched: bool = False,
     ) -> EpisodeWriter:
         """:meth:`open_episode` with the :class:`EpisodeSpec` fields as arguments; the
         writer is a context manager (completed on normal exit, aborted on exception).
         ``transport="shm"`` moves the timesteps through a shared-memory ring (see
-        :meth:`open_episode` for ``slot_bytes``, ``slots`` and ``policy``)."""
-        spec = EpisodeSpec(episode_id, channels, env_id, tick_hz, timebase, durability, metadata)
+        :meth:`open_episode` for ``slot_bytes``, ``slots`` and ``policy``). ``flight``
+        and ``latched`` ask for flight mode (see :class:`EpisodeSpec`)."""
+        spec = EpisodeSpec(episode_id, channels, env_id, tick_hz, timebase, durability, metadata, flight, latched)
         return self.open_episode(spec, transport, slot_bytes=slot_bytes, slots=slots, policy=policy)
 
     def _episode_closed(self, episode: EpisodeWriter) -> None:

@@ -20,6 +20,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 from ._closing import ClosesOnExit
 from ._connection import Connection
 from ._episode_spec import EpisodeSpec
+from ._flight import Flight
 from ._events import EventKind
 from ._ring import RingPolicy
 from ._schema import Channel, Durability, Timebase
@@ -62,7 +63,12 @@ class MultiStreamMixin(Connection):
         raise NotImplementedError
 
     def open_multistream_episode(
-        self, episode_id: str, env_id: str = "", metadata: Union[Mapping[str, Any], str, None] = None
+        self,
+        episode_id: str,
+        env_id: str = "",
+        metadata: Union[Mapping[str, Any], str, None] = None,
+        *,
+        flight: Flight = None,
     ) -> "MultiStreamEpisode":
         """Create a multi-stream episode owned by this connection (``EPISODE_OPEN``) and
         wait for ``ACCEPTED``. Producers then join it with :meth:`join_stream`.
@@ -81,7 +87,7 @@ class MultiStreamMixin(Connection):
         held = self._owned_open()
         if held is not None:
             raise WshardError(f"this connection owns episode {held.episode_id!r} still; close it first")
-        metadata_json = EpisodeSpec(episode_id, [], env_id, metadata=metadata).metadata_json
+        metadata_json = EpisodeSpec(episode_id, [], env_id, metadata=metadata, flight=flight).metadata_json
         validate_episode_open(episode_id, metadata_json)
         self._request(encode_episode_open(episode_id, env_id, metadata_json), "ACCEPTED{EPISODE_OPEN}", "episode_opens")
         owned = self._owned = MultiStreamEpisode(self, episode_id)
@@ -101,6 +107,8 @@ class MultiStreamMixin(Connection):
         slot_bytes: int = 0,
         slots: int = 0,
         policy: Union[RingPolicy, str, int] = RingPolicy.BLOCK,
+        flight: Flight = None,
+        latched: bool = False,
     ) -> EpisodeWriter:
         """Join the open multi-stream episode ``episode_id`` with the stream ``stream``
         (``STREAM_OPEN``); the arguments are :meth:`~wshard_client.Recorder.episode`'s
@@ -126,7 +134,7 @@ class MultiStreamMixin(Connection):
         A :class:`JoinRefused` aborts nothing: leaving a ``with`` block with it closes
         what the block closes ``completed``.
         """
-        spec = EpisodeSpec(stream, channels, "", tick_hz, timebase, durability, metadata)
+        spec = EpisodeSpec(stream, channels, "", tick_hz, timebase, durability, metadata, flight, latched)
         return self.open_stream(episode_id, spec, transport, slot_bytes=slot_bytes, slots=slots, policy=policy)
 
     def open_stream(

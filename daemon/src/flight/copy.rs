@@ -1,0 +1,334 @@
+//! Copying one flight stream's window out of its ring: the source chunks (read from the
+//! committed source manifest) whose steps fall in `[start_ns, end_ns]` are decoded, cut to
+//! exactly those steps and written as the window stream's chunks through the daemon's
+//! chunk file path (`.partial`, fsync, rename, directory fsync); the window stream's
+//! manifest lists them and is committed once, when the window is final.
+//!
+//! A source chunk reaching past `end_ns` is copied only when the window is final (a later
+//! trigger may still extend it). A latched stream also gets the last step before
+//! `start_ns`.
+
+use std::path::Path;
+
+use serde_json::json;
+use wshard::episode::Timebase;
+use wshard::episode::{ChunkInfo, Episode};
+use wshard::episode_dir::index::{ChannelEntry, EpisodeStatus, StreamEntry};
+use wshard::episode_dir::index::{TIMEBASE_TICKS, TIMEBASE_TIMESTAMPS};
+use wshard::manifest::{manifest_file_name, ChunkRef, Manifest};
+use wshard::read::ShardReader;
+
+use super::pending::WindowSource;
+use crate::chunk::chunk_file::write_and_finalize_chunk;
+use crate::chunk::manifest_commit::commit_manifest;
+use crate::chunk::{META_EPISODE_KEY, META_STREAM_KEY};
+use crate::error::StorageError;
+use crate::session::finisher::CHUNK_T_NS_KEY;
+use crate::session::SessionSettings;
+use wshard_storage::fsio::Fs;
+use wshard_storage::layout::{EpisodeLayout, STREAMS_DIR};
+
+/// Manifest statuses after which a source stream gets no more chunks.
+const FINAL_STATUSES: [&str; 4] = ["complete", "aborted", "interrupted", "recovered"];
+
+/// One stream of a window being copied.
+#[derive(Debug)]
+pub(crate) struct StreamCopy {
+    pub(crate) src: WindowSource,
+    layout: EpisodeLayout,
+    manifest: Manifest,
+    /// The next source chunk index to look at.
+    next_src: u64,
+    /// Latched: the last source chunk wholly before `start_ns`.
+    before: Option<ChunkRef>,
+    /// A source chunk reached `end_ns` (or lies past it).
+    pub(crate) reached: bool,
+    /// The source has no more chunks coming and all were looked at.
+    pub(crate) exhausted: bool,
+    pub(crate) entry: Option<StreamEntry>,
+}
+
+fn t_range_of(fs: &dyn Fs, dir: &Path, c: &ChunkRef) -> Result<(i64, i64), StorageError> {
+    if let Some([a, b]) = c
+        .extra
+        .get(CHUNK_T_NS_KEY)
+        .and_then(|v| serde_json::from_value::<[i64; 2]>(v.clone()).ok())
+        .map(|r| [r[0], r[1]])
+    {
+        return Ok((a, b));
+    }
+    // Chunks recovery made from a journal carry no `t_ns`: read them.
+    let ep = read_chunk(fs, dir, c)?;
+    let ts = ep.timestamps_ns.unwrap_or_default();
+    Ok((
+        ts.first().copied().unwrap_or(i64::MAX),
+        ts.last().copied().unwrap_or(i64::MIN),
+    ))
+}
+
+fn read_chunk(fs: &dyn Fs, dir: &Path, c: &ChunkRef) -> Result<Episode, StorageError> {
+    let path = dir.join(&c.uri);
+    let bytes = fs
+        .read(&path)
+        .map_err(|e| StorageError::io("read source chunk", &path, e))?;
+    ShardReader::from_bytes(bytes)
+        .and_then(|r| Episode::read(&r))
+        .map_err(|e| StorageError::format(format!("source chunk {}", path.display()), e))
+}
+
+/// The committed manifest of a source stream.
+pub(crate) fn source_manifest(
+    fs: &dyn Fs,
+    data_dir: &Path,
+    src: &WindowSource,
+) -> Result<Manifest, StorageError> {
+    let path = data_dir
+        .join(&src.dir)
+        .join(manifest_file_name(&src.files_id));
+    let bytes = fs
+        .read(&path)
+        .map_err(|e| StorageError::io("read source manifest", &path, e))?;
+    ShardReader::from_bytes(bytes)
+        .and_then(|r| Manifest::read(&r))
+        .map_err(|e| StorageError::format(format!("source manifest {}", path.display()), e))
+}
+
+/// Steps `[a, b)` of `ep`, as chunk `k` of the window stream starting at timestep `first`.
+fn cut(ep: &Episode, a: usize, b: usize, k: u64, first: u64, window: &str, name: &str) -> Episode {
+    let mut c = Episode::new(name.to_owned(), ep.env_id.clone(), ep.timebase);
+    c.length = (b - a) as u64;
+    c.chunk = Some(ChunkInfo {
+        chunk_index: k,
+        total_chunks: None,
+    });
+    c.timestep_range = Some([first, first + c.length - 1]);
+    c.metadata.clone_from(&ep.metadata);
+    c.wshard_extra.clone_from(&ep.wshard_extra);
+    c.wshard_extra
+        .insert(META_EPISODE_KEY.into(), json!(window));
+    c.wshard_extra.insert(META_STREAM_KEY.into(), json!(name));
+    c.reward_codec = ep.reward_codec;
+    c.done_codec = ep.done_codec;
+    c.reward = ep.reward[a..b].to_vec();
+    c.done = ep.done[a..b].to_vec();
+    c.timestamps_ns = ep.timestamps_ns.as_ref().map(|ts| ts[a..b].to_vec());
+    for ch in &ep.channels {
+        let step = ch
+            .step_bytes()
+            .ok()
+            .and_then(|s| usize::try_from(s).ok())
+            .unwrap_or(0);
+        let mut part = ch.clone();
+        part.data = ch.data[a * step..b * step].to_vec();
+        c.channels.push(part);
+    }
+    c
+}
+
+impl StreamCopy {
+    /// The copy of `src` into the window episode `window` built under `build_root`.
+    pub(crate) fn new(build_root: &Path, window: &str, src: WindowSource) -> Self {
+        let layout = EpisodeLayout::stream(build_root, window, &src.name);
+        let mut manifest = Manifest::new(src.name.clone(), String::new());
+        manifest.status = Some(EpisodeStatus::Recording.as_str().into());
+        Self {
+            src,
+            layout,
+            manifest,
+            next_src: 0,
+            before: None,
+            reached: false,
+            exhausted: false,
+            entry: None,
+        }
+    }
+
+    /// Steps copied so far.
+    pub(crate) fn steps(&self) -> u64 {
+        self.manifest.total_timesteps
+    }
+
+    fn write(
+        &mut self,
+        fs: &dyn Fs,
+        settings: &SessionSettings,
+        ep: &Episode,
+        a: usize,
+        b: usize,
+    ) -> Result<(), StorageError> {
+        if a >= b {
+            return Ok(());
+        }
+        if self.manifest.chunks.is_empty() {
+            let streams = self.layout.dir.parent().map(Path::to_path_buf);
+            if let Some(streams) = streams {
+                fs.create_dir_all(&self.layout.dir)
+                    .map_err(|e| StorageError::io("create directory", &self.layout.dir, e))?;
+                for d in [Some(streams.as_path()), streams.parent()]
+                    .into_iter()
+                    .flatten()
+                {
+                    fs.sync_dir(d)
+                        .map_err(|e| StorageError::io("fsync directory", d, e))?;
+                }
+            }
+            self.entry = Some(entry_of(ep, &self.src.name));
+        }
+        let window = self
+            .layout
+            .dir
+            .parent()
+            .and_then(Path::parent)
+            .and_then(Path::file_name)
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        let k = self.manifest.chunks.len() as u64;
+        let mut part = cut(
+            ep,
+            a,
+            b,
+            k,
+            self.manifest.total_timesteps,
+            &window,
+            &self.src.name,
+        );
+        let chunk = write_and_finalize_chunk(
+            fs,
+            &self.layout,
+            &mut part,
+            &settings.write_options,
+            settings.compression_workers,
+            false,
+        )?;
+        if self.manifest.env_id.is_empty() {
+            self.manifest.env_id.clone_from(&ep.env_id);
+        }
+        self.manifest.push_chunk(chunk);
+        if let (Some(e), Some(ts)) = (&mut self.entry, &part.timestamps_ns) {
+            e.first_t_ns = e.first_t_ns.or(ts.first().copied());
+            e.last_t_ns = ts.last().copied().or(e.last_t_ns);
+        }
+        // The manifest is committed once, by `finish`: the episode appears only whole (its
+        // directory is renamed into place), and a cut build is started over.
+        Ok(())
+    }
+
+    /// Copy what the source has of the window now; with `last`, also the chunk reaching
+    /// past `end_ns` and (latched) the last step before `start_ns` when nothing else came.
+    pub(crate) fn advance(
+        &mut self,
+        fs: &dyn Fs,
+        data_dir: &Path,
+        settings: &SessionSettings,
+        last: bool,
+    ) -> Result<(), StorageError> {
+        let m = source_manifest(fs, data_dir, &self.src)?;
+        let dir = data_dir.join(&self.src.dir);
+        let ended = m
+            .status
+            .as_deref()
+            .is_some_and(|s| FINAL_STATUSES.contains(&s));
+        let (start, end) = (self.src.start_ns, self.src.end_ns);
+        let mut chunks: Vec<&ChunkRef> = m
+            .chunks
+            .iter()
+            .filter(|c| c.chunk_index >= self.next_src)
+            .collect();
+        chunks.sort_by_key(|c| c.chunk_index);
+        let mut stopped = false;
+        for c in chunks {
+            let (tf, tl) = t_range_of(fs, &dir, c)?;
+            if tl < start {
+                if self.src.latched {
+                    self.before = Some(c.clone());
+                }
+                self.next_src = c.chunk_index + 1;
+                continue;
+            }
+            if tf > end {
+                self.reached = true;
+                stopped = true;
+                break;
+            }
+            if tl > end && !last {
+                self.reached = true;
+                stopped = true;
+                break;
+            }
+            let ep = read_chunk(fs, &dir, c)?;
+            let ts = ep.timestamps_ns.clone().unwrap_or_default();
+            let mut a = ts.partition_point(|&t| t < start);
+            let b = ts.partition_point(|&t| t <= end);
+            if self.src.latched && self.steps() == 0 {
+                if a > 0 {
+                    a -= 1;
+                } else if let Some(prev) = self.before.take() {
+                    let pe = read_chunk(fs, &dir, &prev)?;
+                    let n = pe.length as usize;
+                    self.write(fs, settings, &pe, n.saturating_sub(1), n)?;
+                }
+            }
+            self.write(fs, settings, &ep, a, b)?;
+            self.next_src = c.chunk_index + 1;
+            if tl >= end {
+                self.reached = true;
+            }
+        }
+        self.exhausted = ended && !stopped;
+        if last && self.src.latched && self.steps() == 0 {
+            if let Some(prev) = self.before.take() {
+                let pe = read_chunk(fs, &dir, &prev)?;
+                let n = pe.length as usize;
+                self.write(fs, settings, &pe, n.saturating_sub(1), n)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Commit the stream's manifest `complete`; `None` when it holds no step (the stream
+    /// is then left out of the window).
+    pub(crate) fn finish(&mut self, fs: &dyn Fs) -> Result<Option<StreamEntry>, StorageError> {
+        if self.manifest.chunks.is_empty() {
+            return Ok(None);
+        }
+        self.manifest.status = Some(EpisodeStatus::Complete.as_str().into());
+        commit_manifest(fs, &self.layout, &self.manifest)?;
+        let mut e = self.entry.clone();
+        if let Some(e) = &mut e {
+            e.status = EpisodeStatus::Complete;
+            e.steps = self.manifest.total_timesteps;
+            e.chunks = self.manifest.chunks.len() as u64;
+        }
+        Ok(e)
+    }
+}
+
+fn entry_of(ep: &Episode, name: &str) -> StreamEntry {
+    let (timebase, tick_hz) = match ep.timebase {
+        Timebase::Ticks { tick_hz } => (TIMEBASE_TICKS, tick_hz),
+        Timebase::TimestampsNs { .. } => (TIMEBASE_TIMESTAMPS, 0.0),
+    };
+    StreamEntry {
+        name: name.to_owned(),
+        manifest: format!("{STREAMS_DIR}/{name}/{}", manifest_file_name(name)),
+        timebase: timebase.to_owned(),
+        tick_hz: if tick_hz.is_finite() { tick_hz } else { 0.0 },
+        channels: ep
+            .channels
+            .iter()
+            .map(|c| ChannelEntry {
+                name: c.id.clone(),
+                lane: c.lane.prefix().to_owned(),
+                dtype: c.dtype.code().to_owned(),
+                shape: c.shape.clone(),
+            })
+            .collect(),
+        producer: "flight".to_owned(),
+        status: EpisodeStatus::Recording,
+        steps: 0,
+        chunks: 0,
+        first_t_ns: None,
+        last_t_ns: None,
+    }
+}

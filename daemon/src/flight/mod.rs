@@ -1,0 +1,30 @@
+//! The flight recorder: streams recorded in flight mode keep a bounded ring of chunks
+//! (`session::flight_ring`, evicted by each stream's finisher), and triggers persist a
+//! window `[t - pre, t + post]` of every flight stream as a new multi-stream episode.
+//!
+//! - [`options`]: how an open asks for flight mode and `latched`;
+//! - [`trigger`]: the one entry every front end calls ([`trigger::trigger`]);
+//! - [`pending`]: the durable record of a window until its episode is in place;
+//! - [`window`]: the window thread; [`copy`]: copying one stream out of its ring;
+//! - [`resume`]: at start, windows a crash left pending are built from the rings' files;
+//! - [`registry`]: the flight streams and pending windows ([`FlightRegistry`]);
+//!   [`shared`]: what the window threads need of it ([`FlightShared`]).
+//!
+//! No two of these modules use each other: `registry` uses `window`, which uses `shared`.
+//!
+//! It may call `session`, `episode_files`, `chunk`, `error` and `fsio`.
+
+pub(crate) mod copy;
+pub mod options;
+pub mod pending;
+pub mod registry;
+pub mod resume;
+pub mod shared;
+pub mod trigger;
+pub mod window;
+
+pub use options::{flight_options, FlightOptionError, FlightOptions};
+pub use registry::FlightRegistry;
+pub use shared::{FlightCounters, FlightShared};
+pub use trigger::{trigger, TriggerError, TriggerReply, TriggerRequest};
+pub use window::{ORIGIN_FLIGHT_WINDOW, ORIGIN_KEY};

@@ -1,0 +1,468 @@
+//! The flight recorder against the real daemon over real sockets: streams opened in flight
+//! mode keep a bounded ring of chunks, and the control verb `trigger` persists a window of
+//! them as a new multi-stream episode, bit-exact against what was sent, edges to the step.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use wshard::episode::Episode;
+use wshard::episode_dir::index::EpisodeStatus;
+use wshard::manifest::{read_episode_chunked, Manifest};
+use wshard_e2e::multi::{connect_v2, episode_close, producer, read_index, stream_spec};
+use wshard_e2e::raw::RawConn;
+use wshard_e2e::{bins, data, Daemon, DaemonOptions, TIMEOUT};
+use wshard_ingest_proto::{AcceptedWhat, ChannelSpec, Durability, EpisodeOpen, Frame, Outcome};
+
+const NS_PER_MS: i64 = 1_000_000;
+/// How long a window may take to be persisted (debug builds, a shared machine).
+const WINDOW_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+fn daemon() -> Daemon {
+    Daemon::start(DaemonOptions::default().rotation(8))
+}
+
+fn control(d: &Daemon, request: &Value) -> Value {
+    let mut s = UnixStream::connect(d.root().join("wshardd-control.sock")).expect("control");
+    s.set_read_timeout(Some(TIMEOUT)).expect("timeout");
+    s.write_all(format!("{request}\n").as_bytes())
+        .expect("write");
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).expect("read");
+    serde_json::from_str(reply.trim()).unwrap_or_else(|e| panic!("reply {reply:?}: {e}"))
+}
+
+fn trigger_ok(d: &Daemon, request: Value) -> Value {
+    let v = control(d, &request);
+    assert_eq!(v["ok"], json!(true), "{v}");
+    v["result"].clone()
+}
+
+fn open_flight(d: &Daemon, id: &str, flight: &Value) -> RawConn {
+    let mut c = RawConn::hello(&d.socket());
+    let mut spec = data::open_spec(id, &data::channels(), Durability::Ack);
+    spec.metadata_json = json!({ "wshard.flight": flight }).to_string();
+    c.open(&spec);
+    c
+}
+
+/// Wait for the window episode `w` to be in place and complete.
+fn wait_window(d: &Daemon, w: &str) -> wshard::episode_dir::index::EpisodeIndex {
+    let start = Instant::now();
+    loop {
+        if let Ok(index) = read_index(&d.data_dir(), w) {
+            if index.status == EpisodeStatus::Complete {
+                return index;
+            }
+        }
+        assert!(
+            start.elapsed() < WINDOW_TIMEOUT,
+            "window {w} not persisted: {}",
+            d.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn window_stream(d: &Daemon, w: &str, stream: &str) -> Episode {
+    let m = d
+        .data_dir()
+        .join(w)
+        .join("streams")
+        .join(stream)
+        .join(format!("{stream}_manifest.wshard"));
+    read_episode_chunked(&m).unwrap_or_else(|e| panic!("{}: {e}", m.display()))
+}
+
+/// Check that `ep` holds exactly timesteps `seqs` of the generator, bit for bit.
+fn check_exact(ep: &Episode, channels: &[ChannelSpec], seqs: std::ops::RangeInclusive<u64>) {
+    let want: Vec<u64> = seqs.collect();
+    let ts: Vec<i64> = want.iter().map(|&s| data::t_ns(s)).collect();
+    assert_eq!(ep.timestamps_ns.as_deref(), Some(&ts[..]), "timestamps");
+    let rewards: Vec<f32> = want.iter().map(|&s| data::reward(s)).collect();
+    assert_eq!(ep.reward, rewards, "rewards");
+    for (i, ch) in ep.channels.iter().enumerate() {
+        let bytes: Vec<u8> = want
+            .iter()
+            .flat_map(|&s| data::step_payloads(s, channels)[i].clone())
+            .collect();
+        assert!(ch.data == bytes, "channel {} differs", ch.id);
+    }
+}
+
+fn verify(path: &Path) {
+    let o = Command::new(bins::wshard())
+        .arg("verify")
+        .arg(path)
+        .output()
+        .expect("wshard verify");
+    assert!(
+        o.status.success(),
+        "wshard verify {}: {}",
+        path.display(),
+        wshard_e2e::check::output_text(&o)
+    );
+}
+
+fn manifest_of(dir: &Path, id: &str) -> Manifest {
+    Manifest::read_file(dir.join(format!("{id}_manifest.wshard"))).expect("manifest")
+}
+
+/// The first seq whose `t_ns` is at least `t`.
+fn first_at(t: i64) -> u64 {
+    (0..).find(|&s| data::t_ns(s) >= t).unwrap_or(0)
+}
+
+/// The last seq whose `t_ns` is at most `t`.
+fn last_at(t: i64) -> u64 {
+    (0..).find(|&s| data::t_ns(s + 1) > t).unwrap_or(0)
+}
+
+#[test]
+fn flight_window_is_bit_exact_to_the_step_and_the_ring_stays_bounded() {
+    let d = daemon();
+    let ch = data::channels();
+    let mut c = open_flight(&d, "cam", &json!({"ring_seconds": 1}));
+    c.timesteps(&ch, 0..200);
+    c.flush_until(200);
+    let r = trigger_ok(
+        &d,
+        json!({"verb":"trigger","pre_ms":300,"post_ms":200,"reason":"gripper slipped"}),
+    );
+    assert_eq!(r["merged"], json!(false));
+    let w = r["episode"].as_str().expect("episode").to_owned();
+    let t = data::t_ns(199);
+    assert_eq!(r["window_start_ns"], json!(t - 300 * NS_PER_MS));
+    assert_eq!(r["window_end_ns"], json!(t + 200 * NS_PER_MS));
+    // The post-window, and more.
+    c.timesteps(&ch, 200..400);
+    c.flush_until(400);
+    let index = wait_window(&d, &w);
+    assert_eq!(index.metadata["origin"], json!("flight_window"));
+    assert_eq!(index.streams.len(), 1);
+    let ep = window_stream(&d, &w, "cam");
+    check_exact(
+        &ep,
+        &ch,
+        first_at(t - 300 * NS_PER_MS)..=last_at(t + 200 * NS_PER_MS),
+    );
+    let events = wshard_e2e::multi::read_events(&d.data_dir(), &w).expect("events");
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].label, "trigger");
+    c.close(Outcome::Completed, 400);
+    // The ring: about one second of t_ns, within one chunk (8 steps = 80 ms).
+    let src = d.data_dir().join("cam");
+    let m = manifest_of(&src, "cam");
+    let (first_chunk, first_step) = m.ring_start();
+    assert!(first_chunk > 0, "nothing evicted: {m:?}");
+    let span = data::t_ns(399) - data::t_ns(first_step);
+    assert!(
+        (1000 * NS_PER_MS..1000 * NS_PER_MS + 80 * NS_PER_MS + NS_PER_MS).contains(&span),
+        "ring span {span} ns"
+    );
+    // Only the listed chunks are left on disk.
+    let files = std::fs::read_dir(&src)
+        .expect("dir")
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().contains("_chunk_"))
+        })
+        .count();
+    assert_eq!(files, m.chunks.len());
+    verify(&src);
+    verify(&d.data_dir().join(&w));
+}
+
+#[test]
+fn flight_ring_bytes_bound_holds_within_one_chunk() {
+    let d = daemon();
+    let ch = data::channels();
+    let mut c = open_flight(&d, "bytes", &json!({"ring_bytes": 20_000}));
+    c.timesteps(&ch, 0..400);
+    c.flush_until(400);
+    c.close(Outcome::Completed, 400);
+    let src = d.data_dir().join("bytes");
+    let m = manifest_of(&src, "bytes");
+    let sizes: Vec<u64> = m
+        .chunks
+        .iter()
+        .map(|k| std::fs::metadata(src.join(&k.uri)).expect("chunk").len())
+        .collect();
+    let total: u64 = sizes.iter().sum();
+    let first = sizes.first().copied().unwrap_or(0);
+    assert!(m.ring_start().0 > 0, "nothing evicted");
+    assert!(total >= 20_000 && total - first < 20_000, "{sizes:?}");
+    verify(&src);
+}
+
+fn owner_flight(d: &Daemon, id: &str) -> RawConn {
+    let mut c = connect_v2(&d.socket());
+    c.send(&Frame::EpisodeOpen(
+        EpisodeOpen::new(id, data::ENV_ID)
+            .with_metadata_json(json!({"wshard.flight": true}).to_string()),
+    ));
+    assert_eq!(c.expect_accepted(AcceptedWhat::EpisodeOpen), 0);
+    c
+}
+
+#[test]
+fn flight_merged_triggers_latched_stream_and_two_rates() {
+    let d = daemon();
+    let mut o = owner_flight(&d, "robot");
+    let fast_ch = data::channels();
+    let slow_ch = data::small_channels();
+    let mut fast = producer(
+        &d.socket(),
+        &stream_spec("robot", "joints", &fast_ch, 100.0, Durability::Ack),
+    );
+    let mut slow = producer(
+        &d.socket(),
+        &stream_spec("robot", "imu", &slow_ch, 100.0, Durability::Chunk),
+    );
+    let calib_spec = stream_spec("robot", "calib", &slow_ch, 1.0, Durability::Ack)
+        .with_metadata_json(json!({"wshard.latched": true}).to_string());
+    let mut calib = producer(&d.socket(), &calib_spec);
+    calib.timesteps(&slow_ch, 0..1);
+    calib.flush_until(1);
+    // joints every step, imu every other seq of the same clock (sent as its own seqs).
+    fast.timesteps(&fast_ch, 0..300);
+    fast.flush_until(300);
+    slow.timesteps(&slow_ch, 0..300);
+    slow.flush_until(300);
+    let a = trigger_ok(
+        &d,
+        json!({"verb":"trigger","pre_ms":200,"post_ms":500,"reason":"first"}),
+    );
+    let b = trigger_ok(
+        &d,
+        json!({"verb":"trigger","pre_ms":200,"post_ms":800,"reason":"second","at_ns": data::t_ns(299)}),
+    );
+    assert_eq!(b["merged"], json!(true), "{b}");
+    assert_eq!(a["episode"], b["episode"]);
+    let w = a["episode"].as_str().expect("w").to_owned();
+    fast.timesteps(&fast_ch, 300..500);
+    fast.flush_until(500);
+    slow.timesteps(&slow_ch, 300..500);
+    slow.flush_until(500);
+    let index = wait_window(&d, &w);
+    let names: Vec<&str> = index.streams.iter().map(|s| s.name.as_str()).collect();
+    assert!(
+        names.contains(&"joints") && names.contains(&"imu") && names.contains(&"calib"),
+        "{names:?}"
+    );
+    let t = data::t_ns(299);
+    let range = first_at(t - 200 * NS_PER_MS)..=last_at(t + 800 * NS_PER_MS);
+    check_exact(&window_stream(&d, &w, "joints"), &fast_ch, range.clone());
+    check_exact(&window_stream(&d, &w, "imu"), &slow_ch, range);
+    // The latched value, though older than the window.
+    check_exact(&window_stream(&d, &w, "calib"), &slow_ch, 0..=0);
+    let events = wshard_e2e::multi::read_events(&d.data_dir(), &w).expect("events");
+    assert_eq!(events.len(), 2);
+    fast.close(Outcome::Completed, 500);
+    slow.close(Outcome::Completed, 500);
+    calib.close(Outcome::Completed, 1);
+    episode_close(&mut o);
+    verify(&d.data_dir().join(&w));
+    verify(&d.data_dir().join("robot"));
+}
+
+#[test]
+fn flight_trigger_before_the_ring_is_full_persists_what_there_is() {
+    let d = daemon();
+    let ch = data::channels();
+    let mut c = open_flight(&d, "young", &json!(true));
+    c.timesteps(&ch, 0..20);
+    c.flush_until(20);
+    let r = trigger_ok(&d, json!({"verb":"trigger","pre_ms":30000,"post_ms":100}));
+    let w = r["episode"].as_str().expect("w").to_owned();
+    c.timesteps(&ch, 20..60);
+    c.flush_until(60);
+    wait_window(&d, &w);
+    check_exact(
+        &window_stream(&d, &w, "young"),
+        &ch,
+        0..=last_at(data::t_ns(19) + 100 * NS_PER_MS),
+    );
+    c.close(Outcome::Completed, 60);
+}
+
+#[test]
+fn flight_bad_triggers_get_typed_errors_and_lose_nothing() {
+    let d = daemon();
+    let code = |v: Value| control(&d, &v)["error"]["code"].clone();
+    assert_eq!(code(json!({"verb":"trigger"})), json!("NO_FLIGHT_STREAM"));
+    let ch = data::channels();
+    let mut c = open_flight(&d, "fl", &json!(true));
+    assert_eq!(code(json!({"verb":"trigger"})), json!("NOTHING_RECORDED"));
+    c.timesteps(&ch, 0..10);
+    c.flush_until(10);
+    assert_eq!(
+        code(json!({"verb":"trigger","pre_ms":-1})),
+        json!("BAD_REQUEST")
+    );
+    assert_eq!(
+        code(json!({"verb":"trigger","post_ms":4_000_000})),
+        json!("BAD_REQUEST")
+    );
+    assert_eq!(
+        code(json!({"verb":"trigger","pre_ms":i64::MAX})),
+        json!("BAD_REQUEST")
+    );
+    assert_eq!(
+        code(json!({"verb":"trigger","streams":["nope"]})),
+        json!("UNKNOWN_STREAM")
+    );
+    assert_eq!(
+        code(json!({"verb":"trigger","streams":"fl"})),
+        json!("BAD_REQUEST")
+    );
+    // A bad flight option at open: typed, naming the key.
+    let mut bad = RawConn::hello(&d.socket());
+    let mut spec = data::open_spec("badfl", &ch, Durability::Ack);
+    spec.metadata_json = json!({"wshard.flight": {"ring_bytes": 0}}).to_string();
+    bad.send(&Frame::Open(spec));
+    let reply = format!("{:?}", bad.recv(TIMEOUT));
+    assert!(reply.contains("wshard.flight.ring_bytes"), "{reply}");
+    // Recording went on.
+    c.timesteps(&ch, 10..20);
+    c.flush_until(20);
+    c.close(Outcome::Completed, 20);
+    assert!(!d
+        .data_dir()
+        .join(".flight")
+        .join("pending")
+        .read_dir()
+        .is_ok_and(|mut r| r.next().is_some()));
+}
+
+#[test]
+fn flight_sigkill_with_a_window_pending_keeps_every_acknowledged_step() {
+    let mut d = daemon();
+    let ch = data::channels();
+    let mut c = open_flight(&d, "crashy", &json!({"ring_seconds": 1}));
+    c.timesteps(&ch, 0..200);
+    c.flush_until(200);
+    let r = trigger_ok(&d, json!({"verb":"trigger","pre_ms":500,"post_ms":5000}));
+    let w = r["episode"].as_str().expect("w").to_owned();
+    // Part of the post-window, acknowledged, then the daemon dies.
+    c.timesteps(&ch, 200..260);
+    let acked = c.flush_until(260);
+    let _ = d.kill9();
+    drop(c);
+    d.restart();
+    wait_window(&d, &w);
+    let t = data::t_ns(199);
+    check_exact(
+        &window_stream(&d, &w, "crashy"),
+        &ch,
+        first_at(t - 500 * NS_PER_MS)..=acked - 1,
+    );
+    verify(&d.data_dir().join(&w));
+    verify(&d.data_dir().join("crashy"));
+}
+
+fn wshard_cli(d: &Daemon, args: &[&str]) -> std::process::Output {
+    Command::new(bins::wshard())
+        .args(args)
+        .arg("--control")
+        .arg(d.root().join("wshardd-control.sock"))
+        .env_remove("WSHARDD_CONFIG")
+        .output()
+        .expect("wshard")
+}
+
+#[test]
+fn flight_cli_trigger_and_status_show_the_rings_and_windows() {
+    let d = daemon();
+    let o = wshard_cli(&d, &["trigger"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        wshard_e2e::check::output_text(&o)
+    );
+    assert!(wshard_e2e::check::output_text(&o).contains("NO_FLIGHT_STREAM"));
+    let ch = data::channels();
+    let mut c = open_flight(&d, "clicam", &json!({"ring_seconds": 1}));
+    c.timesteps(&ch, 0..120);
+    c.flush_until(120);
+    let status = trigger_ok(&d, json!({"verb":"status"}));
+    let s = &status["flight"]["streams"][0];
+    assert_eq!(s["stream"], json!("clicam"));
+    assert_eq!(s["latest_t_ns"], json!(data::t_ns(119)));
+    assert!(s["held_chunks"].as_u64().is_some_and(|n| n > 0), "{s}");
+    let o = wshard_cli(
+        &d,
+        &[
+            "trigger",
+            "--pre",
+            "200ms",
+            "--post",
+            "100ms",
+            "--reason",
+            "button",
+            "--streams",
+            "clicam",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        wshard_e2e::check::output_text(&o)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    let w = v["result"]["episode"].as_str().expect("episode").to_owned();
+    c.timesteps(&ch, 120..200);
+    c.flush_until(200);
+    wait_window(&d, &w);
+    let t = data::t_ns(119);
+    check_exact(
+        &window_stream(&d, &w, "clicam"),
+        &ch,
+        first_at(t - 200 * NS_PER_MS)..=last_at(t + 100 * NS_PER_MS),
+    );
+    let status = trigger_ok(&d, json!({"verb":"status"}));
+    assert_eq!(
+        status["flight"]["triggers"]["persisted"],
+        json!(1),
+        "{status}"
+    );
+    let o = wshard_cli(&d, &["trigger", "--pre", "-5s"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(wshard_e2e::check::output_text(&o).contains("BAD_REQUEST"));
+    c.close(Outcome::Completed, 200);
+}
+
+#[test]
+fn flight_rust_client_opens_a_stream_in_flight_mode() {
+    use wshard_client::FlightMode;
+    let d = daemon();
+    let ch = data::channels();
+    let mut client = d.client("flight-client");
+    let spec = data::open_spec("rustfl", &ch, Durability::Ack).flight_ring(Some(1), None);
+    let mut w = client.open_episode(spec).expect("open in flight mode");
+    data::push_steps(&mut w, &ch, 150).expect("push");
+    assert!(w.flush().expect("flush") >= 150);
+    let r = trigger_ok(&d, json!({"verb":"trigger","pre_ms":100,"post_ms":0}));
+    let win = r["episode"].as_str().expect("w").to_owned();
+    data::push_steps(&mut w, &ch, 30).expect("push");
+    w.flush().expect("flush");
+    wait_window(&d, &win);
+    let t = data::t_ns(149);
+    check_exact(
+        &window_stream(&d, &win, "rustfl"),
+        &ch,
+        first_at(t - 100 * NS_PER_MS)..=149,
+    );
+    w.close(Outcome::Completed).expect("close");
+    let m = manifest_of(&d.data_dir().join("rustfl"), "rustfl");
+    assert!(
+        m.ring_start().0 > 0,
+        "the client's ring bound was not applied"
+    );
+}
