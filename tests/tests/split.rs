@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wshard::manifest::{read_episode_chunked, Manifest};
-use wshard_client::{ChannelSpec, Durability, Outcome};
+use wshard_client::{ChannelSpec, Durability, Outcome, Transport};
 use wshard_e2e::check::{assert_verify_ok, manifest_path, read_manifest, wait_final};
 use wshard_e2e::{bins, data, Daemon, DaemonOptions, TIMEOUT};
 
@@ -140,16 +140,31 @@ fn check_parts(data_dir: &Path, ep: &str, ch: &[ChannelSpec]) -> (Vec<String>, u
 
 #[test]
 fn split_under_load_parts_concatenate_to_the_stream() {
+    split_under_load("load-1", Durability::Ack, Transport::Socket);
+}
+
+#[test]
+fn split_under_load_over_the_shared_memory_ring() {
+    split_under_load("load-shm", Durability::Ack, Transport::shm());
+}
+
+#[test]
+fn split_under_load_durability_chunk() {
+    split_under_load("load-chunk", Durability::Chunk, Transport::Socket);
+}
+
+/// A producer streams batches of 1 to 13 timesteps (a FLUSH now and then) while `wshard
+/// split` is called four times; then the parts must be the stream sent, exactly.
+fn split_under_load(ep: &str, durability: Durability, transport: Transport) {
     let d = Daemon::start(DaemonOptions::default().rotation(64));
     let ch = data::channels();
-    let ep = "load-1";
     let stop = std::sync::atomic::AtomicBool::new(false);
     let mut splits = Vec::new();
     let (summary, total) = std::thread::scope(|s| {
         let producer = s.spawn(|| {
             let mut client = d.client("e2e/split");
             let mut w = client
-                .open_episode(data::open_spec(ep, &ch, Durability::Ack))
+                .open_episode_with(data::open_spec(ep, &ch, durability), transport)
                 .unwrap();
             let mut sent = 0;
             // Streams until the splits are done, then 500 more timesteps.
