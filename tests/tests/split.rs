@@ -463,3 +463,201 @@ fn rolling_by_size_cuts_every_part_at_the_bound() {
         assert_eq!(m.total_timesteps, 30, "{id}");
     }
 }
+
+/// A daemon uploading to `s3` with `publish` lines in `[publish]` and `rolling` lines in
+/// `[rolling]`.
+fn quota_daemon(s3: &wshard_e2e::s3::S3Server, publish: &str, rolling: &str) -> Daemon {
+    wshard_e2e::upload::set_credentials();
+    Daemon::start(DaemonOptions {
+        extra_toml: format!(
+            "{}\n[rolling]\n{rolling}\n",
+            wshard_e2e::upload::publish_toml(s3.endpoint(), publish)
+        ),
+        ..DaemonOptions::default()
+    })
+}
+
+/// `status.episodes[0].parts` and `status.daemon.quota`.
+fn parts_and_quota(d: &Daemon) -> (Value, Value) {
+    let s = wshard_e2e::upload::status(d);
+    (
+        s["episodes"][0]["parts"].clone(),
+        s["daemon"]["quota"].clone(),
+    )
+}
+
+#[test]
+fn rolling_quota_evicts_published_parts_oldest_first_never_the_open_one() {
+    let s3 = wshard_e2e::s3::S3Server::start();
+    // Parts of 2 MiB (two 1 MiB timesteps), a quota of 5 MiB.
+    let d = quota_daemon(&s3, "quota_bytes = 5242880", "max_bytes = 2097152");
+    let ch = wshard_e2e::upload::big_channels();
+    let ep = "q-roll";
+    let mut client = d.client("e2e/quota");
+    let mut w = client
+        .open_episode(data::open_spec(ep, &ch, Durability::Ack))
+        .unwrap();
+    let mut evicted_seen = 0;
+    for _ in 0..16 {
+        data::push_steps(&mut w, &ch, 1).unwrap();
+        w.flush().unwrap();
+        // The part recording is never evicted.
+        let (parts, _) = parts_and_quota(&d);
+        let part = parts["part"].as_str().unwrap().to_owned();
+        assert!(d.data_dir().join(&part).is_dir(), "{part} gone while open");
+        std::thread::sleep(Duration::from_millis(120));
+        let up = wshard_e2e::upload::status(&d)["upload"].clone();
+        evicted_seen = evicted_seen.max(wshard_e2e::upload::queued(&up, "evicted"));
+    }
+    assert_eq!(w.close(Outcome::Completed).unwrap().timesteps, 16);
+    // Eight parts; the quota keeps about two of them; the rest are evicted, oldest first,
+    // each only once its remote copy is verified.
+    let up = wshard_e2e::upload::wait_upload(
+        &d,
+        wshard_e2e::upload::UPLOAD_TIMEOUT,
+        "all published, the oldest evicted",
+        |u| {
+            wshard_e2e::upload::queued(u, "published") + wshard_e2e::upload::queued(u, "evicted")
+                == 8
+                && wshard_e2e::upload::queued(u, "evicted") >= 5
+        },
+    );
+    let evicted = wshard_e2e::upload::queued(&up, "evicted");
+    assert!(evicted_seen >= 1, "nothing evicted while recording");
+    let ids: Vec<String> = (0..8)
+        .map(|n| {
+            if n == 0 {
+                ep.to_owned()
+            } else {
+                format!("{ep}.{n:04}")
+            }
+        })
+        .collect();
+    for (n, id) in ids.iter().enumerate() {
+        let gone = !d.data_dir().join(id).exists();
+        assert_eq!(
+            gone,
+            (n as u64) < evicted,
+            "{id}: oldest first ({evicted} evicted)"
+        );
+        if gone {
+            wshard_e2e::upload::assert_remote_episode_verifies(
+                &s3,
+                "",
+                &format!("{}/{id}", wshard_e2e::upload::ROBOT),
+            );
+        }
+    }
+    let (_, quota) = parts_and_quota(&d);
+    assert_eq!(quota["exceeded"], false, "{quota}");
+    assert!(
+        quota["kept_bytes"].as_u64().unwrap() <= 5_242_880,
+        "{quota}"
+    );
+}
+
+#[test]
+fn rolling_quota_stop_rolling_stops_recording_while_kept_exceeds_quota() {
+    let mut s3 = wshard_e2e::s3::S3Server::start();
+    s3.stop();
+    // Parts of 1 MiB, a quota of 3 MiB, and the store down: nothing can be evicted.
+    let d = quota_daemon(
+        &s3,
+        "quota_bytes = 3145728",
+        "max_bytes = 1048576\nquota_policy = \"stop_rolling\"",
+    );
+    let ch = wshard_e2e::upload::big_channels();
+    let ep = "q-stop";
+    let mut client = d.client("e2e/quota-stop");
+    let mut w = client
+        .open_episode(data::open_spec(ep, &ch, Durability::Ack))
+        .unwrap();
+    // Recording goes on until the quota is exceeded; then the episode is stopped.
+    let deadline = Instant::now() + TIMEOUT;
+    let mut acked = 0;
+    let err = loop {
+        match data::push_steps(&mut w, &ch, 1).and_then(|_| w.flush()) {
+            Ok(durable) => acked = durable,
+            Err(e) => break e,
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never stopped: {:?}",
+            parts_and_quota(&d)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    match &err {
+        wshard_client::ClientError::Server { code, message } => {
+            assert_eq!(*code, wshard_client::ErrorCode::Stopped, "{message}");
+            assert!(message.contains("quota"), "{message}");
+        }
+        other => panic!("expected ERROR STOPPED, got {other:?}"),
+    }
+    drop(w);
+    let (_, quota) = parts_and_quota(&d);
+    assert_eq!(quota["exceeded"], true, "{quota}");
+    assert_eq!(quota["rolling_suspended"], true, "{quota}");
+    let o = wshard(&d, &["metrics"]);
+    let metrics = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(metrics.contains("wshardd_quota_exceeded 1"), "{metrics}");
+    assert!(
+        metrics.contains("wshardd_quota_rolling_suspended 1"),
+        "{metrics}"
+    );
+    // A new episode is refused while it lasts, naming the quota.
+    let mut c2 = d.client("e2e/quota-stop-2");
+    match c2.open_episode(data::open_spec("q-stop-2", &ch, Durability::Ack)) {
+        Err(wshard_client::ClientError::Server { code, message }) => {
+            assert_eq!(code, wshard_client::ErrorCode::DiskLow, "{message}");
+            assert!(message.contains("publish.quota_bytes"), "{message}");
+        }
+        other => panic!("OPEN accepted over the quota: {:?}", other.map(|_| ())),
+    }
+    // Every part is there: the last one `interrupted` for the quota; together the stream.
+    let mut first_seq = 0;
+    let mut n = 0;
+    loop {
+        let id = if n == 0 {
+            ep.to_owned()
+        } else {
+            format!("{ep}.{n:04}")
+        };
+        if !d.data_dir().join(&id).exists() {
+            break;
+        }
+        let m = wait_final(&d.data_dir(), &id, TIMEOUT).unwrap();
+        let m2 = check_part(&d.data_dir(), &id, &ch, first_seq);
+        first_seq += m2.total_timesteps;
+        if m.extra["split"]["next"].is_null() {
+            assert_eq!(m.status.as_deref(), Some("interrupted"), "{id}");
+            assert!(
+                m.extra["reason"].as_str().unwrap().contains("quota"),
+                "{id}"
+            );
+        } else {
+            assert_eq!(m.status.as_deref(), Some("complete"), "{id}");
+        }
+        n += 1;
+    }
+    assert!(n >= 3, "{n} parts");
+    assert!(first_seq >= acked, "{first_seq} < {acked}");
+    // The store comes back: the parts are published and evicted, the quota passes, and
+    // recording is accepted again.
+    s3.start_again_same_port();
+    let deadline = Instant::now() + wshard_e2e::upload::UPLOAD_TIMEOUT;
+    while parts_and_quota(&d).1["exceeded"] != false {
+        assert!(
+            Instant::now() < deadline,
+            "quota never passed: {:?}",
+            parts_and_quota(&d)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut c3 = d.client("e2e/quota-stop-3");
+    let mut w = c3
+        .open_episode(data::open_spec("q-stop-3", &ch, Durability::Ack))
+        .unwrap();
+    data::push_steps(&mut w, &ch, 1).unwrap();
+    assert_eq!(w.close(Outcome::Completed).unwrap().timesteps, 1);
+}

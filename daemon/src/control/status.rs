@@ -202,6 +202,8 @@ pub fn snapshot(st: &ControlState) -> Value {
             "recovery": recovery,
             "recovery_left_alone": left_alone,
             "rolling": rolling_json(st),
+            // The quota beyond eviction (`rolling.quota_policy`), after the last pass.
+            "quota": st.ctx.upload.quota.to_json(),
         },
         "upload": super::upload::status_json(st),
         "episodes": episodes,

@@ -35,6 +35,8 @@ pub(crate) enum StopReason {
     Operator { uid: u32 },
     /// Free space fell below the high watermark.
     Disk { free_bytes: u64, watermark: u64 },
+    /// `rolling.quota_policy = "stop_rolling"`: what may not be evicted exceeds the quota.
+    Quota { kept_bytes: u64, quota_bytes: u64 },
 }
 
 impl StopReason {
@@ -48,6 +50,13 @@ impl StopReason {
                 watermark,
             } => format!(
                 "disk: {free_bytes} bytes free, below disk.high_watermark_free_bytes ({watermark})"
+            ),
+            Self::Quota {
+                kept_bytes,
+                quota_bytes,
+            } => format!(
+                "quota: {kept_bytes} bytes that may not be evicted exceed publish.quota_bytes \
+                 ({quota_bytes}); rolling.quota_policy = stop_rolling"
             ),
         }
     }

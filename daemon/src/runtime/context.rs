@@ -63,6 +63,8 @@ impl ServerContext {
     #[must_use]
     pub(crate) fn new(cfg: &Config, fs: Arc<dyn Fs>, shutdown: Arc<AtomicBool>) -> Self {
         let registry = Arc::new(Registry::default());
+        let upload = Arc::new(UploadShared::new(cfg.publish.enabled));
+        upload.quota.set_policy(cfg.rolling.quota_policy);
         let disk = DiskMonitor::new(
             Box::new(Statvfs(cfg.data_dir.clone())),
             cfg.disk.clone(),
@@ -88,7 +90,7 @@ impl ServerContext {
             registry,
             access: RwLock::new(AccessPolicy::from_config(cfg)),
             disk,
-            upload: Arc::new(UploadShared::new(cfg.publish.enabled)),
+            upload,
         }
     }
 

@@ -118,6 +118,8 @@ impl UploadView {
 #[derive(Debug)]
 pub struct UploadShared {
     view: Mutex<UploadView>,
+    /// The quota's state after the last eviction pass, and `rolling.quota_policy`.
+    pub quota: std::sync::Arc<super::quota::QuotaWatch>,
 }
 
 impl UploadShared {
@@ -125,6 +127,7 @@ impl UploadShared {
     pub fn new(enabled: bool) -> Self {
         Self {
             view: Mutex::new(UploadView::new(enabled)),
+            quota: std::sync::Arc::default(),
         }
     }
 
