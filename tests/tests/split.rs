@@ -661,3 +661,146 @@ fn rolling_quota_stop_rolling_stops_recording_while_kept_exceeds_quota() {
     data::push_steps(&mut w, &ch, 1).unwrap();
     assert_eq!(w.close(Outcome::Completed).unwrap().timesteps, 1);
 }
+
+/// Three hours of a 1 Hz producer (simulated `t_ns`, 4 KiB timesteps) recorded in
+/// seconds on a 32 MiB tmpfs under `[rolling] max_duration_ms` of 599 s (600 timesteps,
+/// first to last) and a quota
+/// of 8 MiB, the store up: 18 consecutive parts; the part recording is never evicted, an
+/// evicted part is always one verified on the store, oldest first; while the uploader
+/// keeps up, the data directory never holds more than the quota and the part recording.
+#[test]
+fn rolling_hours_on_a_tmpfs_never_over_the_quota() {
+    if let Err(why) =
+        wshard_e2e::privileged::require_root("rolling_hours_on_a_tmpfs_never_over_the_quota")
+    {
+        println!("skipped: {why}");
+        return;
+    }
+    const MIB: u64 = 1 << 20;
+    const QUOTA: u64 = 8 * MIB;
+    const STEP: u64 = 4096;
+    const PART_STEPS: u64 = 600;
+    const PARTS: u64 = 18;
+    let s3 = wshard_e2e::s3::S3Server::start();
+    wshard_e2e::upload::set_credentials();
+    let opts = DaemonOptions {
+        data_subdir: "fs/data".into(),
+        disk_low_watermark: 2 * MIB,
+        disk_high_watermark: MIB,
+        extra_toml: format!(
+            "{}\n[rolling]\nmax_duration_ms = 599000\n",
+            wshard_e2e::upload::publish_toml(s3.endpoint(), &format!("quota_bytes = {QUOTA}"))
+        ),
+        ..DaemonOptions::default()
+    };
+    let mut d = Daemon::new(opts);
+    let _fs = match wshard_e2e::privileged::Tmpfs::mount(&d.root().join("fs"), "32m") {
+        Ok(fs) => fs,
+        Err(why) => {
+            println!("skipped: cannot mount a tmpfs: {why}");
+            return;
+        }
+    };
+    d.spawn();
+    d.wait_ready();
+    let ch = vec![ChannelSpec::new(
+        "blob",
+        wshard::episode::Lane::Signal,
+        wshard::episode::DType::U8,
+        vec![u32::try_from(STEP).unwrap()],
+    )
+    .with_codec(wshard_client::CodecChoice::None)];
+    let ep = "hours";
+    let mut client = d.client("e2e/hours");
+    let mut w = client
+        .open_episode(data::open_spec(ep, &ch, Durability::Ack))
+        .unwrap();
+    let data_dir = d.data_dir();
+    let mut max_seen = 0;
+    for minute in 0..PARTS * 10 {
+        // One simulated minute: 60 timesteps one second apart.
+        let first = minute * 60;
+        let payloads: Vec<Vec<u8>> = (first..first + 60)
+            .map(|s| data::channel_payload(s, 0, wshard::episode::DType::U8, STEP as usize))
+            .collect();
+        let refs: Vec<[&[u8]; 1]> = payloads.iter().map(|p| [p.as_slice()]).collect();
+        let steps: Vec<wshard_client::Step<'_>> = refs
+            .iter()
+            .zip(first..)
+            .map(|(r, s)| wshard_client::Step {
+                t_ns: 1_700_000_000_000_000_000 + i64::try_from(s).unwrap() * 1_000_000_000,
+                reward: data::reward(s),
+                done: false,
+                payloads: r,
+            })
+            .collect();
+        w.push_batch(&steps).unwrap();
+        w.flush().unwrap();
+        let (parts, _) = parts_and_quota(&d);
+        let part = parts["part"].as_str().unwrap().to_owned();
+        assert!(data_dir.join(&part).is_dir(), "{part} gone while recording");
+        if minute % 10 == 9 {
+            // Let the uploader catch up with the finished parts, then measure.
+            wshard_e2e::upload::wait_upload(
+                &d,
+                wshard_e2e::upload::UPLOAD_TIMEOUT,
+                "finished parts published",
+                |u| {
+                    wshard_e2e::upload::queued(u, "queued")
+                        + wshard_e2e::upload::queued(u, "uploading")
+                        + wshard_e2e::upload::queued(u, "uploaded")
+                        == 0
+                },
+            );
+            std::thread::sleep(Duration::from_millis(250));
+            let used = wshard_e2e::check::walk(&data_dir)
+                .iter()
+                .filter_map(|p| std::fs::metadata(p).ok())
+                .map(|m| m.len())
+                .sum::<u64>();
+            max_seen = max_seen.max(used);
+            // The quota, plus the part recording (a part's payload and its journal).
+            let open_part = PART_STEPS * STEP * 2;
+            assert!(
+                used <= QUOTA + open_part,
+                "minute {minute}: {used} bytes in the data directory, quota {QUOTA}"
+            );
+        }
+    }
+    assert_eq!(
+        w.close(Outcome::Completed).unwrap().timesteps,
+        PARTS * PART_STEPS
+    );
+    let up = wshard_e2e::upload::wait_upload(
+        &d,
+        wshard_e2e::upload::UPLOAD_TIMEOUT,
+        "every part published or evicted",
+        |u| {
+            wshard_e2e::upload::queued(u, "published") + wshard_e2e::upload::queued(u, "evicted")
+                == PARTS
+        },
+    );
+    let evicted = wshard_e2e::upload::queued(&up, "evicted");
+    assert!(evicted >= PARTS - 4, "{up}");
+    for n in 0..PARTS {
+        let id = if n == 0 {
+            ep.to_owned()
+        } else {
+            format!("{ep}.{n:04}")
+        };
+        let gone = !data_dir.join(&id).exists();
+        assert_eq!(gone, n < evicted, "{id}: oldest first ({evicted} evicted)");
+        if gone {
+            wshard_e2e::upload::assert_remote_episode_verifies(
+                &s3,
+                "",
+                &format!("{}/{id}", wshard_e2e::upload::ROBOT),
+            );
+        } else {
+            let m = read_manifest(&data_dir, &id).unwrap();
+            assert_eq!(m.status.as_deref(), Some("complete"), "{id}");
+            assert_eq!(m.total_timesteps, PART_STEPS, "{id}");
+        }
+    }
+    println!("max data directory size seen: {max_seen} bytes (quota {QUOTA})");
+}
