@@ -70,6 +70,17 @@ pub enum SplitError {
     Finalized { episode: String },
 }
 
+/// What the chunk writer and the finisher switch to after a part's last chunk (made by
+/// `super::split`).
+pub(crate) struct NextPart {
+    /// The finished part's `split` object, written into its final manifest.
+    pub(crate) finished_links: Value,
+    /// The next part's directory.
+    pub(crate) layout: wshard_storage::layout::EpisodeLayout,
+    /// The next part's manifest as committed at its creation.
+    pub(crate) manifest: wshard::manifest::Manifest,
+}
+
 /// The writer's answer to a split request.
 pub type SplitReply = Result<SplitDone, SplitError>;
 

@@ -1,7 +1,7 @@
 //! Splitting a recording episode at a step boundary (see [`super::parts`]): the writer
 //! syncs the journal, creates the next part durably (directory, `recording` manifest linked
 //! to the part before, journal segment 0), then seals the open chunk as the finished part's
-//! last chunk with status `complete` and a [`NextPart`] for the chunk writer and the
+//! last chunk with status `complete` and a `NextPart` (`super::parts`) for the chunk writer and the
 //! finisher, which switch to the next part's layout and manifest after it. Chunks of both
 //! parts go through the same chunk writer and finisher, strictly in order, so the DURABLE
 //! watermark never moves backwards across the cut.
@@ -68,16 +68,6 @@ impl PartTarget {
             next,
         )
     }
-}
-
-/// What the chunk writer and the finisher switch to after a part's last chunk.
-pub(crate) struct NextPart {
-    /// The finished part's `split` object, written into its final manifest.
-    pub(crate) finished_links: Value,
-    /// The next part's directory.
-    pub(crate) layout: EpisodeLayout,
-    /// The next part's manifest as committed at its creation.
-    pub(crate) manifest: Manifest,
 }
 
 /// A part created on disk, ready to record into.
