@@ -307,3 +307,47 @@ fn split_then_sigkill_keeps_every_acknowledged_step_once() {
     assert_eq!(m.extra["split"]["first_seq"], 200);
     assert_verify_ok(&data_dir);
 }
+
+#[test]
+fn split_then_close_and_episodes_name_the_part_recording() {
+    let d = Daemon::start(DaemonOptions::default());
+    let ch = data::channels();
+    let mut client = d.client("e2e/split-close");
+    let mut w = client
+        .open_episode(data::open_spec("sc-1", &ch, Durability::Ack))
+        .unwrap();
+    data::push_steps(&mut w, &ch, 30).unwrap();
+    w.flush().unwrap();
+    split_ok(&d, "sc-1");
+    data::push_steps(&mut w, &ch, 20).unwrap();
+    w.flush().unwrap();
+    // `episodes`: the finished part from its manifest, the part recording as open.
+    wait_final(&d.data_dir(), "sc-1", TIMEOUT).unwrap();
+    let o = wshard(&d, &["episodes", "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let list = v["result"]["episodes"].as_array().unwrap().clone();
+    let find = |id: &str| list.iter().find(|e| e["episode"] == id).cloned().unwrap();
+    assert_eq!(find("sc-1")["open"], false, "{list:?}");
+    assert_eq!(find("sc-1")["status"], "complete", "{list:?}");
+    assert_eq!(find("sc-1.0001")["open"], true, "{list:?}");
+    assert_eq!(find("sc-1.0001")["part_of"], "sc-1", "{list:?}");
+    // A directory named as the next part: the split is refused, nothing is cut.
+    std::fs::create_dir(d.data_dir().join("sc-1.0002")).unwrap();
+    let e = split_refused(&d, "sc-1");
+    assert_eq!(e["code"], "PART_EXISTS", "{e}");
+    assert_eq!(e["part"], "sc-1.0002", "{e}");
+    std::fs::remove_dir(d.data_dir().join("sc-1.0002")).unwrap();
+    // `close` names the producer's id and finalizes the part recording.
+    let o = wshard(&d, &["close", "sc-1", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = &v["result"];
+    assert_eq!(r["part"], "sc-1.0001", "{r}");
+    assert_eq!(r["status"], "interrupted", "{r}");
+    assert_eq!(r["timesteps"], 20, "{r}");
+    drop(w);
+    let m = read_manifest(&d.data_dir(), "sc-1.0001").unwrap();
+    assert_eq!(m.status.as_deref(), Some("interrupted"));
+    assert_eq!(m.extra["split"]["previous"], "sc-1");
+    assert_eq!(check_parts(&d.data_dir(), "sc-1", &ch).1, 50);
+}
