@@ -38,6 +38,16 @@ fn roll(extra: &str, ep: &str, n: u64) -> (Daemon, Vec<String>) {
     let rolled = live["parts"]["parts_rolled"].as_u64().unwrap();
     assert!(rolled >= 1, "{live}");
     assert_eq!(live["parts"]["part"], format!("{ep}.{rolled:04}"), "{live}");
+    let o = wshard(&d, &["status"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("rolling         on: parts of at most"),
+        "{text}"
+    );
+    let line = format!(
+        "parts of {ep}: recording {ep}.{rolled:04} ({rolled} finished, {rolled} by rolling)"
+    );
+    assert!(text.contains(&line), "{line} not in {text}");
     let o = wshard(&d, &["metrics"]);
     let metrics = String::from_utf8_lossy(&o.stdout);
     assert!(metrics.contains("wshardd_rolling_enabled 1"), "{metrics}");
