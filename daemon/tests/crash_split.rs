@@ -386,3 +386,46 @@ fn split_fault_committing_the_next_part_leaves_it_for_recovery_then_part_exists(
     assert_eq!((summary.timesteps, summary.failure), (20, None));
     assert_eq!(part_state(&sim, EP), (20, Some("complete".into())));
 }
+
+#[test]
+fn split_gap_right_after_the_cut_goes_with_the_next_part() {
+    for power_cut in [false, true] {
+        let sim = fresh_sim();
+        let session = Session::open(
+            Arc::new(sim.clone()),
+            &data_dir(),
+            schema(Durability::Ack),
+            settings(FsyncPolicy::Always, Cut::Request),
+            Arc::new(Client::new(&sim)),
+        )
+        .unwrap();
+        assert!(session.submit(records(0, 10), 10));
+        assert!(request_split(&session).is_ok());
+        // Seqs 10..15 were dropped by the producer (a ring's drop policy) right at the cut.
+        assert!(session.submit(records(15, 10), 10));
+        let summary = session.close(FinalStatus::Complete);
+        assert_eq!((summary.timesteps, summary.failure), (20, None));
+        let img = if power_cut {
+            // The same on what a power cut after CLOSE keeps (recovery has nothing to do).
+            let img = sim.power_cut_image(PowerLoss::DropUnsynced);
+            assert!(recover(&img, &settings(FsyncPolicy::Always, Cut::Request)).is_empty());
+            img
+        } else {
+            sim.clone()
+        };
+        let m = manifest(&img, "ep.0001").unwrap();
+        assert_eq!(m.total_timesteps, 10);
+        assert_eq!(
+            m.extra["split"]["first_seq"], 10,
+            "the part's seq 0 is seq 10"
+        );
+        assert_eq!(m.extra["dropped_steps"], 5, "{:?}", m.extra);
+        let real = tempfile::tempdir().unwrap();
+        img.export_to(&data_dir(), real.path()).unwrap();
+        let ep =
+            read_episode_chunked(&EpisodeLayout::new(real.path(), "ep.0001").manifest()).unwrap();
+        let want = records_episode(15, 10);
+        assert!(ep.channel("state").unwrap().data == want.0);
+        assert_eq!(ep.timestamps_ns.as_deref().unwrap(), &want.2[..]);
+    }
+}

@@ -7,9 +7,10 @@
 //! watermark never moves backwards across the cut.
 //!
 //! Seqs: a part is a normal episode whose seqs start at 0. The writer rebases each record's
-//! seq by the part's `first_seq` (the producer's seq of the part's first timestep, kept in
-//! the manifest's `split` object) before the journal and the columns see it; DURABLE stays
-//! in the producer's seqs.
+//! seq by the part's `first_seq` (kept in the manifest's `split` object: the producer's seq
+//! that is the part's seq 0, the one after the part before's last; seqs a ring dropped
+//! right at the cut are the part's gap) before the journal and the columns see it; DURABLE
+//! stays in the producer's seqs.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -35,7 +36,8 @@ pub(crate) struct PartTarget {
     pub(crate) layout: EpisodeLayout,
     /// The episode's schema under the part's id.
     pub(crate) schema: Arc<EpisodeSchema>,
-    /// The producer's seq of the part's first timestep.
+    /// The producer's seq that is the part's seq 0 (its first timestep's, unless the
+    /// producer dropped seqs right at the cut).
     pub(crate) first_seq: u64,
     /// The part before this one.
     pub(crate) previous: Option<String>,
