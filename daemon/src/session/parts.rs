@@ -285,7 +285,7 @@ impl PartControl {
 }
 
 /// The `split` object of a part's manifest: the episode it is a part of, its number, the
-/// producer's seq of its first timestep, and the parts before and after it.
+/// producer's seq that is its seq 0, and the parts before and after it.
 #[must_use]
 pub fn manifest_links(
     base: &str,

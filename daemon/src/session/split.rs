@@ -79,7 +79,7 @@ pub(crate) struct CreatedPart {
     pub(crate) manifest: Manifest,
 }
 
-/// Create part `number` (`id`) after `previous`, its first timestep at producer seq
+/// Create part `number` (`id`) after `previous`, its seq 0 being producer seq
 /// `first_seq`: the directory (and a parent fsync), the `recording` manifest with its
 /// `split` links, and journal segment 0 for durability `ack`. Crash-safe in this order:
 /// an empty part left by a power cut is recovered like any episode with no timestep.
