@@ -337,17 +337,24 @@ fn split_then_close_and_episodes_name_the_part_recording() {
     assert_eq!(e["code"], "PART_EXISTS", "{e}");
     assert_eq!(e["part"], "sc-1.0002", "{e}");
     std::fs::remove_dir(d.data_dir().join("sc-1.0002")).unwrap();
-    // `close` names the producer's id and finalizes the part recording.
-    let o = wshard(&d, &["close", "sc-1", "--json"]);
+    // The part recording may be named too.
+    assert_eq!(
+        split_ok(&d, "sc-1.0001"),
+        ("sc-1.0001".to_owned(), "sc-1.0002".to_owned())
+    );
+    data::push_steps(&mut w, &ch, 20).unwrap();
+    w.flush().unwrap();
+    // `close` names the producer's id (or the part) and finalizes the part recording.
+    let o = wshard(&d, &["close", "sc-1.0002", "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     let r = &v["result"];
-    assert_eq!(r["part"], "sc-1.0001", "{r}");
+    assert_eq!(r["part"], "sc-1.0002", "{r}");
     assert_eq!(r["status"], "interrupted", "{r}");
     assert_eq!(r["timesteps"], 20, "{r}");
     drop(w);
-    let m = read_manifest(&d.data_dir(), "sc-1.0001").unwrap();
+    let m = read_manifest(&d.data_dir(), "sc-1.0002").unwrap();
     assert_eq!(m.status.as_deref(), Some("interrupted"));
-    assert_eq!(m.extra["split"]["previous"], "sc-1");
-    assert_eq!(check_parts(&d.data_dir(), "sc-1", &ch).1, 50);
+    assert_eq!(m.extra["split"]["previous"], "sc-1.0001");
+    assert_eq!(check_parts(&d.data_dir(), "sc-1", &ch).1, 70);
 }

@@ -1,5 +1,6 @@
 //! `close EPISODE`: ask the connection that owns an open episode to finalize it
-//! `interrupted`, then wait (bounded) until it has left the registry. A multi-stream
+//! `interrupted`, then wait (bounded) until it has left the registry. A split episode is
+//! named by the producer's id or by its part recording now. A multi-stream
 //! episode is closed `interrupted` and each of its streams stopped; it finalizes when the
 //! last one has.
 
@@ -34,7 +35,7 @@ pub fn close(
     if let Some(ep) = reg.multi(episode) {
         return close_multi(st, &ep, uid, timeout);
     }
-    let Some(live) = reg.episode(episode) else {
+    let Some(live) = reg.episode_or_part(episode) else {
         let layout = EpisodeLayout::new(&st.ctx.data_dir, episode);
         let on_disk = Manifest::read_file(layout.manifest())
             .ok()
@@ -56,7 +57,7 @@ pub fn close(
     let deadline = Instant::now() + timeout;
     loop {
         let still_open = reg
-            .episode(episode)
+            .episode(&live.episode_id)
             .is_some_and(|now| Arc::ptr_eq(&now, &live));
         if !still_open {
             break;

@@ -360,4 +360,17 @@ impl Registry {
     pub(crate) fn episode(&self, id: &str) -> Option<Arc<LiveEpisode>> {
         self.episodes.lock().ok().and_then(|m| m.get(id).cloned())
     }
+
+    /// The open episode `id`, or the split episode whose part recording now is `id`
+    /// (`EP.0002`: the registry keeps the episode under the producer's id `EP`).
+    #[must_use]
+    pub(crate) fn episode_or_part(&self, id: &str) -> Option<Arc<LiveEpisode>> {
+        self.episode(id).or_else(|| {
+            self.episodes().into_iter().find(|e| {
+                e.parts
+                    .as_ref()
+                    .is_some_and(|p| p.number() > 0 && p.current() == id)
+            })
+        })
+    }
 }
