@@ -32,6 +32,7 @@ pub mod data;
 pub mod fixtures;
 pub mod multi;
 pub mod multirate_workload;
+pub mod parts;
 pub mod privileged;
 pub mod producer;
 pub mod raw;
