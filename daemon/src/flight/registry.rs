@@ -103,6 +103,12 @@ impl FlightRegistry {
         }
     }
 
+    /// Windows not yet persisted.
+    #[must_use]
+    pub fn pending_windows(&self) -> u64 {
+        self.windows().iter().filter(|w| !w.lock().done).count() as u64
+    }
+
     /// Status: flight streams and triggers.
     #[must_use]
     pub fn status_json(&self) -> Value {
