@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use teleop_workload as tw;
-use wshard_client::{ClientOptions, CodecChoice, Durability, RingPolicy, Transport};
+use wshard_client::{ClientOptions, CodecChoice, Durability, FlightMode, RingPolicy, Transport};
 
 use crate::cli::RecordArgs;
 use crate::error::{io_ctx, Result};
@@ -53,13 +53,18 @@ pub struct CaseDef {
     pub single: bool,
     /// Over the client's shared-memory ring instead of the socket.
     pub shm: bool,
+    /// Opened in flight mode: the daemon keeps a ring of `FLIGHT_RING_SECONDS` (`flight-*`).
+    pub flight: bool,
 }
+
+/// The ring of the `flight-*` cases, in seconds of `t_ns`.
+pub const FLIGHT_RING_SECONDS: u64 = 10;
 
 impl CaseDef {
     pub fn of(name: &'static str) -> Self {
         let zstd3 = CodecChoice::Zstd { level: 3 };
         let (workload, codec, codec_name, durability, latency) = match name {
-            "joints" | "joints-single" | "long" => {
+            "joints" | "joints-single" | "long" | "flight-joints" => {
                 ("joints", zstd3, "zstd-3", Durability::Ack, false)
             }
             "latency" => ("joints", zstd3, "zstd-3", Durability::Ack, true),
@@ -83,6 +88,7 @@ impl CaseDef {
             latency,
             single: name == "joints-single",
             shm: false,
+            flight: name.starts_with("flight-"),
         }
     }
 
@@ -368,13 +374,16 @@ fn run_rep(
         Source::Joints(_) => JointsData::channels(def.codec),
         Source::Cameras(_) => CameraWindow::channels(def.codec),
     };
-    let spec = drive::open_spec(
+    let mut spec = drive::open_spec(
         &episode,
         &format!("teleop-workload/{}", def.workload),
         &source,
         channels,
         def.durability,
     );
+    if def.flight {
+        spec = spec.flight_ring(Some(FLIGHT_RING_SECONDS), None);
+    }
     let options = client_options(def);
     let (rec, ack) = if def.latency {
         let poll = Duration::from_micros(50);
