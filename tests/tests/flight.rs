@@ -556,3 +556,53 @@ fn flight_sigkill_loop_with_triggers_in_flight_loses_no_acknowledged_window_step
         verify(&d.data_dir().join(w));
     }
 }
+
+#[test]
+fn flight_trigger_refused_for_a_non_admin_peer() {
+    if let Err(why) =
+        wshard_e2e::privileged::require_root("flight_trigger_refused_for_a_non_admin_peer")
+    {
+        println!("skipped: {why}");
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    let d = Daemon::start(DaemonOptions {
+        extra_toml: "[control]\nmode = \"0666\"\n".into(),
+        ..DaemonOptions::default().rotation(8)
+    });
+    std::fs::set_permissions(
+        d.root(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let ch = data::channels();
+    let mut c = open_flight(&d, "guarded", &json!(true));
+    c.timesteps(&ch, 0..20);
+    c.flush_until(20);
+    let o = Command::new(bins::wshard())
+        .args(["trigger", "--json", "--control"])
+        .arg(d.root().join("wshardd-control.sock"))
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .expect("wshard as uid 65534");
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        wshard_e2e::check::output_text(&o)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["error"]["code"], json!("PERMISSION_DENIED"), "{v}");
+    assert_eq!(v["verb"], json!("trigger"), "{v}");
+    // Nothing was triggered; recording went on.
+    let status = trigger_ok(&d, json!({"verb":"status"}));
+    assert_eq!(
+        status["flight"]["triggers"]["received"],
+        json!(0),
+        "{status}"
+    );
+    c.timesteps(&ch, 20..30);
+    c.flush_until(30);
+    c.close(Outcome::Completed, 30);
+}
