@@ -225,20 +225,25 @@ pub(crate) fn run(registry: &FlightShared, window: &Window) {
         finish(&fs, &data_dir, &record, &mut copies, &dir)
     })();
     let mut st = window.lock();
-    for r in st.rings.iter().flatten() {
-        r.unpin(window.id);
-    }
     match result {
         Ok(()) => {
+            for r in st.rings.iter().flatten() {
+                r.unpin(window.id);
+            }
             st.done = true;
             registry.counters.persisted.fetch_add(1, Ordering::Relaxed);
             tracing::info!(episode = %window.episode, "trigger window persisted");
         }
         Err(e) => {
-            // The pending record stays: the next start builds the window again.
-            tracing::error!(episode = %window.episode, "trigger window not persisted: {e}");
+            // The pending record stays, and so do the pins (the chunks it names are kept):
+            // the next start builds the window again.
             st.failed = Some(e.to_string());
-            registry.counters.failed.fetch_add(1, Ordering::Relaxed);
+            if registry.shutdown.load(Ordering::Acquire) {
+                tracing::info!(episode = %window.episode, "trigger window left pending at shutdown: {e}");
+            } else {
+                tracing::error!(episode = %window.episode, "trigger window not persisted: {e}");
+                registry.counters.failed.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 }
