@@ -431,6 +431,18 @@ fn flight_cli_trigger_and_status_show_the_rings_and_windows() {
     let mut c = open_flight(&d, "clicam", &json!({"ring_seconds": 1}));
     c.timesteps(&ch, 0..120);
     c.flush_until(120);
+    let eps = trigger_ok(&d, json!({"verb":"episodes"}));
+    let open = eps["episodes"]
+        .as_array()
+        .and_then(|a| a.iter().find(|e| e["episode"] == json!("clicam")))
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        open["flight"]["held_chunks"]
+            .as_u64()
+            .is_some_and(|n| n > 0),
+        "{open}"
+    );
     let status = trigger_ok(&d, json!({"verb":"status"}));
     let s = &status["flight"]["streams"][0];
     assert_eq!(s["stream"], json!("clicam"));

@@ -160,6 +160,21 @@ pub fn list(st: &ControlState) -> Value {
             );
         }
     }
+    // A stream recording in flight mode: its ring.
+    for ring in st.ctx.flight.live_rings() {
+        if let Some(v) = all.get_mut(&ring.identity.name()) {
+            let r = ring.view();
+            v["flight"] = json!({
+                "ring_seconds": ring.bounds.max_ns as f64 / 1e9,
+                "ring_bytes": ring.bounds.max_bytes,
+                "held_bytes": r.bytes,
+                "held_chunks": r.chunks,
+                "oldest_t_ns": r.oldest_t_ns,
+                "newest_t_ns": r.newest_t_ns,
+                "latched": ring.identity.latched,
+            });
+        }
+    }
     for (id, v) in &mut all {
         v["upload"] = super::upload::episode_upload(&up, id);
     }
