@@ -18,6 +18,8 @@ use wshard_e2e::{bins, data, Daemon, DaemonOptions, TIMEOUT};
 use wshard_ingest_proto::{AcceptedWhat, ChannelSpec, Durability, EpisodeOpen, Frame, Outcome};
 
 const NS_PER_MS: i64 = 1_000_000;
+/// The clock of the tests that choose their own `t_ns`.
+const T0: i64 = 1_700_000_000_000_000_000;
 /// How long a window may take to be persisted (debug builds, a shared machine).
 const WINDOW_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -79,8 +81,18 @@ fn window_stream(d: &Daemon, w: &str, stream: &str) -> Episode {
 
 /// Check that `ep` holds exactly timesteps `seqs` of the generator, bit for bit.
 fn check_exact(ep: &Episode, channels: &[ChannelSpec], seqs: std::ops::RangeInclusive<u64>) {
+    check_exact_at(ep, channels, seqs, data::t_ns);
+}
+
+/// [`check_exact`] for a stream whose seq `s` was sent at `t(s)`.
+fn check_exact_at(
+    ep: &Episode,
+    channels: &[ChannelSpec],
+    seqs: std::ops::RangeInclusive<u64>,
+    t: impl Fn(u64) -> i64,
+) {
     let want: Vec<u64> = seqs.collect();
-    let ts: Vec<i64> = want.iter().map(|&s| data::t_ns(s)).collect();
+    let ts: Vec<i64> = want.iter().map(|&s| t(s)).collect();
     assert_eq!(ep.timestamps_ns.as_deref(), Some(&ts[..]), "timestamps");
     let rewards: Vec<f32> = want.iter().map(|&s| data::reward(s)).collect();
     assert_eq!(ep.reward, rewards, "rewards");
@@ -617,4 +629,77 @@ fn flight_trigger_refused_for_a_non_admin_peer() {
     c.timesteps(&ch, 20..30);
     c.flush_until(30);
     c.close(Outcome::Completed, 30);
+}
+
+/// Push generator seqs `seqs` on `w`, seq `s` at `t(s)`.
+fn push_at(
+    w: &mut wshard_client::EpisodeWriter<'_>,
+    channels: &[ChannelSpec],
+    seqs: std::ops::Range<u64>,
+    t: impl Fn(u64) -> i64,
+) {
+    for s in seqs {
+        let p = data::step_payloads(s, channels);
+        let refs: Vec<&[u8]> = p.iter().map(Vec::as_slice).collect();
+        w.push(t(s), data::reward(s), data::done(s), &refs)
+            .expect("push");
+    }
+}
+
+#[test]
+fn flight_two_producers_at_different_rates_share_one_window() {
+    use wshard_client::FlightMode;
+    let d = daemon();
+    let fast_ch = data::channels();
+    let slow_ch = data::small_channels();
+    // 200 Hz and 20 Hz on the same clock.
+    let fast_t = |s: u64| T0 + i64::try_from(s).expect("seq") * 5 * NS_PER_MS;
+    let slow_t = |s: u64| T0 + i64::try_from(s).expect("seq") * 50 * NS_PER_MS;
+    let mut o = owner_flight(&d, "rates");
+    let mut a = wshard_client::Client::connect_v2(d.socket(), "fast").expect("fast");
+    let mut b = wshard_client::Client::connect_v2(d.socket(), "slow").expect("slow");
+    let mut fast = a
+        .join_stream(stream_spec("rates", "fast", &fast_ch, 200.0, Durability::Ack).flight())
+        .expect("fast");
+    let mut slow = b
+        .join_stream(stream_spec("rates", "slow", &slow_ch, 20.0, Durability::Ack).flight())
+        .expect("slow");
+    // Three seconds of both.
+    push_at(&mut fast, &fast_ch, 0..600, fast_t);
+    push_at(&mut slow, &slow_ch, 0..60, slow_t);
+    fast.flush().expect("flush");
+    slow.flush().expect("flush");
+    let at = fast_t(599);
+    let r = trigger_ok(
+        &d,
+        json!({"verb":"trigger","pre_ms":1000,"post_ms":500,"at_ns":at,"reason":"rates"}),
+    );
+    let w = r["episode"].as_str().expect("w").to_owned();
+    push_at(&mut fast, &fast_ch, 600..800, fast_t);
+    push_at(&mut slow, &slow_ch, 60..80, slow_t);
+    fast.flush().expect("flush");
+    slow.flush().expect("flush");
+    wait_window(&d, &w);
+    let (start, end) = (at - 1000 * NS_PER_MS, at + 500 * NS_PER_MS);
+    let span = |t: &dyn Fn(u64) -> i64| {
+        let first = (0..).find(|&s| t(s) >= start).expect("first");
+        let last = (0..).find(|&s| t(s + 1) > end).expect("last");
+        first..=last
+    };
+    check_exact_at(
+        &window_stream(&d, &w, "fast"),
+        &fast_ch,
+        span(&fast_t),
+        fast_t,
+    );
+    check_exact_at(
+        &window_stream(&d, &w, "slow"),
+        &slow_ch,
+        span(&slow_t),
+        slow_t,
+    );
+    fast.close(Outcome::Completed).expect("close");
+    slow.close(Outcome::Completed).expect("close");
+    episode_close(&mut o);
+    verify(&d.data_dir().join(&w));
 }
