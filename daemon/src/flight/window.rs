@@ -1,5 +1,5 @@
 //! A trigger window and the thread that persists it (`flight-W`): it copies each stream's
-//! steps in `[start_ns, end_ns]` out of the ring as the chunks appear ([`super::copy`]),
+//! steps in `[start_ns, end_ns]` out of the ring as the chunks appear (`copy`),
 //! the pre-window at once, the rest as the post-window is recorded; when every stream
 //! has reached its end (or ended), it copies the edge chunks, commits each stream's
 //! manifest and the index `complete` (marked `origin: flight_window`, with the triggers),
