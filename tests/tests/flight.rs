@@ -1,137 +1,16 @@
 //! The flight recorder against the real daemon over real sockets: streams opened in flight
 //! mode keep a bounded ring of chunks, and the control verb `trigger` persists a window of
 //! them as a new multi-stream episode, bit-exact against what was sent, edges to the step.
+//! (Crashes: `flight_sigkill.rs`; power cuts: `daemon/tests/flight_crash.rs`.)
 
-use std::io::{Read, Write};
-use std::os::unix::net::UnixStream;
-use std::path::Path;
 use std::process::Command;
-use std::time::Instant;
 
 use serde_json::{json, Value};
-use wshard::episode::Episode;
-use wshard::episode_dir::index::EpisodeStatus;
-use wshard::manifest::{read_episode_chunked, Manifest};
-use wshard_e2e::multi::{connect_v2, episode_close, producer, read_index, stream_spec};
+use wshard_e2e::flight::*;
+use wshard_e2e::multi::{episode_close, producer, stream_spec};
 use wshard_e2e::raw::RawConn;
 use wshard_e2e::{bins, data, Daemon, DaemonOptions, TIMEOUT};
-use wshard_ingest_proto::{AcceptedWhat, ChannelSpec, Durability, EpisodeOpen, Frame, Outcome};
-
-const NS_PER_MS: i64 = 1_000_000;
-/// The clock of the tests that choose their own `t_ns`.
-const T0: i64 = 1_700_000_000_000_000_000;
-/// How long a window may take to be persisted (debug builds, a shared machine).
-const WINDOW_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-
-fn daemon() -> Daemon {
-    Daemon::start(DaemonOptions::default().rotation(8))
-}
-
-fn control(d: &Daemon, request: &Value) -> Value {
-    let mut s = UnixStream::connect(d.root().join("wshardd-control.sock")).expect("control");
-    s.set_read_timeout(Some(TIMEOUT)).expect("timeout");
-    s.write_all(format!("{request}\n").as_bytes())
-        .expect("write");
-    let mut reply = String::new();
-    s.read_to_string(&mut reply).expect("read");
-    serde_json::from_str(reply.trim()).unwrap_or_else(|e| panic!("reply {reply:?}: {e}"))
-}
-
-fn trigger_ok(d: &Daemon, request: Value) -> Value {
-    let v = control(d, &request);
-    assert_eq!(v["ok"], json!(true), "{v}");
-    v["result"].clone()
-}
-
-fn open_flight(d: &Daemon, id: &str, flight: &Value) -> RawConn {
-    let mut c = RawConn::hello(&d.socket());
-    let mut spec = data::open_spec(id, &data::channels(), Durability::Ack);
-    spec.metadata_json = json!({ "wshard.flight": flight }).to_string();
-    c.open(&spec);
-    c
-}
-
-/// Wait for the window episode `w` to be in place and complete.
-fn wait_window(d: &Daemon, w: &str) -> wshard::episode_dir::index::EpisodeIndex {
-    let start = Instant::now();
-    loop {
-        if let Ok(index) = read_index(&d.data_dir(), w) {
-            if index.status == EpisodeStatus::Complete {
-                return index;
-            }
-        }
-        assert!(
-            start.elapsed() < WINDOW_TIMEOUT,
-            "window {w} not persisted: {}",
-            d.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
-fn window_stream(d: &Daemon, w: &str, stream: &str) -> Episode {
-    let m = d
-        .data_dir()
-        .join(w)
-        .join("streams")
-        .join(stream)
-        .join(format!("{stream}_manifest.wshard"));
-    read_episode_chunked(&m).unwrap_or_else(|e| panic!("{}: {e}", m.display()))
-}
-
-/// Check that `ep` holds exactly timesteps `seqs` of the generator, bit for bit.
-fn check_exact(ep: &Episode, channels: &[ChannelSpec], seqs: std::ops::RangeInclusive<u64>) {
-    check_exact_at(ep, channels, seqs, data::t_ns);
-}
-
-/// [`check_exact`] for a stream whose seq `s` was sent at `t(s)`.
-fn check_exact_at(
-    ep: &Episode,
-    channels: &[ChannelSpec],
-    seqs: std::ops::RangeInclusive<u64>,
-    t: impl Fn(u64) -> i64,
-) {
-    let want: Vec<u64> = seqs.collect();
-    let ts: Vec<i64> = want.iter().map(|&s| t(s)).collect();
-    assert_eq!(ep.timestamps_ns.as_deref(), Some(&ts[..]), "timestamps");
-    let rewards: Vec<f32> = want.iter().map(|&s| data::reward(s)).collect();
-    assert_eq!(ep.reward, rewards, "rewards");
-    for (i, ch) in ep.channels.iter().enumerate() {
-        let bytes: Vec<u8> = want
-            .iter()
-            .flat_map(|&s| data::step_payloads(s, channels)[i].clone())
-            .collect();
-        assert!(ch.data == bytes, "channel {} differs", ch.id);
-    }
-}
-
-fn verify(path: &Path) {
-    let o = Command::new(bins::wshard())
-        .arg("verify")
-        .arg(path)
-        .output()
-        .expect("wshard verify");
-    assert!(
-        o.status.success(),
-        "wshard verify {}: {}",
-        path.display(),
-        wshard_e2e::check::output_text(&o)
-    );
-}
-
-fn manifest_of(dir: &Path, id: &str) -> Manifest {
-    Manifest::read_file(dir.join(format!("{id}_manifest.wshard"))).expect("manifest")
-}
-
-/// The first seq whose `t_ns` is at least `t`.
-fn first_at(t: i64) -> u64 {
-    (0..).find(|&s| data::t_ns(s) >= t).unwrap_or(0)
-}
-
-/// The last seq whose `t_ns` is at most `t`.
-fn last_at(t: i64) -> u64 {
-    (0..).find(|&s| data::t_ns(s + 1) > t).unwrap_or(0)
-}
+use wshard_ingest_proto::{Durability, Frame, Outcome};
 
 #[test]
 fn flight_window_is_bit_exact_to_the_step_and_the_ring_stays_bounded() {
@@ -208,36 +87,6 @@ fn flight_ring_bytes_bound_holds_within_one_chunk() {
     assert!(m.ring_start().0 > 0, "nothing evicted");
     assert!(total >= 20_000 && total - first < 20_000, "{sizes:?}");
     verify(&src);
-}
-
-/// The data blocks of a chunk file as stored (name, flags, stored bytes), and its first
-/// `t_ns`.
-fn chunk_data_blocks(path: &Path) -> (Vec<(String, u16, Vec<u8>)>, i64) {
-    let bytes = std::fs::read(path).expect("chunk");
-    let r = wshard::read::ShardReader::from_bytes(bytes.clone()).expect("shard");
-    let ep = Episode::read(&r).expect("episode");
-    let index = r.index();
-    let blocks = index
-        .names()
-        .zip(index.entries())
-        .filter(|(n, _)| !n.starts_with("meta/"))
-        .map(|(n, e)| {
-            let a = usize::try_from(e.data_offset).expect("offset");
-            let b = a + usize::try_from(e.disk_size).expect("size");
-            (n.to_owned(), e.flags, bytes[a..b].to_vec())
-        })
-        .collect();
-    (blocks, ep.timestamps_ns.expect("timestamps")[0])
-}
-
-fn owner_flight(d: &Daemon, id: &str) -> RawConn {
-    let mut c = connect_v2(&d.socket());
-    c.send(&Frame::EpisodeOpen(
-        EpisodeOpen::new(id, data::ENV_ID)
-            .with_metadata_json(json!({"wshard.flight": true}).to_string()),
-    ));
-    assert_eq!(c.expect_accepted(AcceptedWhat::EpisodeOpen), 0);
-    c
 }
 
 #[test]
@@ -393,42 +242,6 @@ fn flight_bad_triggers_get_typed_errors_and_lose_nothing() {
 }
 
 #[test]
-fn flight_sigkill_with_a_window_pending_keeps_every_acknowledged_step() {
-    let mut d = daemon();
-    let ch = data::channels();
-    let mut c = open_flight(&d, "crashy", &json!({"ring_seconds": 1}));
-    c.timesteps(&ch, 0..200);
-    c.flush_until(200);
-    let r = trigger_ok(&d, json!({"verb":"trigger","pre_ms":500,"post_ms":5000}));
-    let w = r["episode"].as_str().expect("w").to_owned();
-    // Part of the post-window, acknowledged, then the daemon dies.
-    c.timesteps(&ch, 200..260);
-    let acked = c.flush_until(260);
-    let _ = d.kill9();
-    drop(c);
-    d.restart();
-    wait_window(&d, &w);
-    let t = data::t_ns(199);
-    check_exact(
-        &window_stream(&d, &w, "crashy"),
-        &ch,
-        first_at(t - 500 * NS_PER_MS)..=acked - 1,
-    );
-    verify(&d.data_dir().join(&w));
-    verify(&d.data_dir().join("crashy"));
-}
-
-fn wshard_cli(d: &Daemon, args: &[&str]) -> std::process::Output {
-    Command::new(bins::wshard())
-        .args(args)
-        .arg("--control")
-        .arg(d.root().join("wshardd-control.sock"))
-        .env_remove("WSHARDD_CONFIG")
-        .output()
-        .expect("wshard")
-}
-
-#[test]
 fn flight_cli_trigger_and_status_show_the_rings_and_windows() {
     let d = daemon();
     let o = wshard_cli(&d, &["trigger"]);
@@ -534,54 +347,6 @@ fn flight_rust_client_opens_a_stream_in_flight_mode() {
 }
 
 #[test]
-fn flight_sigkill_loop_with_triggers_in_flight_loses_no_acknowledged_window_step() {
-    let mut d = daemon();
-    let ch = data::channels();
-    // (window episode, episode, first seq of the window, last acked seq + 1, window end seq)
-    let mut windows: Vec<(String, String, u64, u64, u64)> = Vec::new();
-    for round in 0..4u64 {
-        let id = format!("loop{round}");
-        let mut c = open_flight(&d, &id, &json!({"ring_seconds": 1}));
-        c.timesteps(&ch, 0..120);
-        c.flush_until(120);
-        // Two triggers: the second, before the first window's post-window is recorded,
-        // extends it (merged); the window stays pending until the kill.
-        let a = trigger_ok(
-            &d,
-            json!({"verb":"trigger","pre_ms":300,"post_ms":200,"streams":[id]}),
-        );
-        c.timesteps(&ch, 120..125 + round);
-        let b = trigger_ok(
-            &d,
-            json!({"verb":"trigger","pre_ms":100,"post_ms":2000,"streams":[id]}),
-        );
-        assert_eq!(a["episode"], b["episode"], "{b}");
-        let sent = 140 + round * 13;
-        c.timesteps(&ch, 125 + round..sent);
-        let acked = c.flush_until(sent);
-        let t = data::t_ns(119);
-        let end_seq = last_at(data::t_ns(124 + round) + 2000 * NS_PER_MS);
-        windows.push((
-            a["episode"].as_str().expect("w").to_owned(),
-            id,
-            first_at(t - 300 * NS_PER_MS),
-            acked,
-            end_seq,
-        ));
-        let _ = d.kill9();
-        drop(c);
-        d.restart();
-    }
-    for (w, id, first, acked, end) in &windows {
-        wait_window(&d, w);
-        let ep = window_stream(&d, w, id);
-        // Every acknowledged step inside the window, exactly (and nothing past its end).
-        check_exact(&ep, &ch, *first..=(*acked - 1).min(*end));
-        verify(&d.data_dir().join(w));
-    }
-}
-
-#[test]
 fn flight_trigger_refused_for_a_non_admin_peer() {
     if let Err(why) =
         wshard_e2e::privileged::require_root("flight_trigger_refused_for_a_non_admin_peer")
@@ -629,21 +394,6 @@ fn flight_trigger_refused_for_a_non_admin_peer() {
     c.timesteps(&ch, 20..30);
     c.flush_until(30);
     c.close(Outcome::Completed, 30);
-}
-
-/// Push generator seqs `seqs` on `w`, seq `s` at `t(s)`.
-fn push_at(
-    w: &mut wshard_client::EpisodeWriter<'_>,
-    channels: &[ChannelSpec],
-    seqs: std::ops::Range<u64>,
-    t: impl Fn(u64) -> i64,
-) {
-    for s in seqs {
-        let p = data::step_payloads(s, channels);
-        let refs: Vec<&[u8]> = p.iter().map(Vec::as_slice).collect();
-        w.push(t(s), data::reward(s), data::done(s), &refs)
-            .expect("push");
-    }
 }
 
 #[test]
