@@ -36,7 +36,9 @@ record options:
   --cases LIST        comma-separated, from: joints, long (joints x10), latency, cameras
                       (= cameras-chunk,cameras-ack,cameras-lz4,cameras-zstd), or those four
                       one by one; default: all. Not in `all`, by name only: joints-single
-                      (joints pushed one timestep per frame/slot, min(--joints-steps, 200000))
+                      (joints pushed one timestep per frame/slot, min(--joints-steps, 200000)),
+                      flight-joints, flight-cameras (in flight mode, a 10 s ring), and flight
+                      (= joints,flight-joints,cameras-zstd,flight-cameras)
   --transport T       socket (default), shm (the client's shared-memory ring) or both (each
                       case over the socket, then over shm, compared in the same run)
   --reps N            repetitions of the joints case and its baselines (default 3)

@@ -630,7 +630,7 @@ pub fn run(args: &RecordArgs) -> Result<()> {
 
     // Joints: the data once for `joints` and `latency`, again (10x) for `long`.
     let peer_dir = scratch.file("peer");
-    if has("joints") || has("joints-single") || has("latency") {
+    if has("joints") || has("joints-single") || has("latency") || has("flight-joints") {
         let t = Instant::now();
         let jd = JointsData::build(args.joints_steps.max(args.latency_steps));
         header.notes.push(format!(
@@ -674,6 +674,21 @@ pub fn run(args: &RecordArgs) -> Result<()> {
                 args.reps,
                 &base,
                 CaseResult::speed_missed,
+            )?);
+        }
+        if has("flight-joints") {
+            eprintln!(
+                "record: flight-joints, {} steps x {}, in flight mode ({FLIGHT_RING_SECONDS} s ring)",
+                args.joints_steps, args.reps
+            );
+            results.extend(run_transports(
+                &ctx,
+                CaseDef::of("flight-joints"),
+                Source::Joints(&jd),
+                args.joints_steps,
+                args.reps,
+                &Baselines::default(),
+                |_| false,
             )?);
         }
         if has("joints-single") {
@@ -733,7 +748,7 @@ pub fn run(args: &RecordArgs) -> Result<()> {
         .cases
         .iter()
         .copied()
-        .filter(|c| c.starts_with("cameras-"))
+        .filter(|c| c.starts_with("cameras-") || *c == "flight-cameras")
         .collect();
     if !camera_cases.is_empty() {
         let steps_per_chunk = (args.chunk_mib << 20) / 2 / tw::CAMERAS_RECORD_BYTES as u64; // half the budget per chunk
