@@ -13,6 +13,7 @@
 pub(crate) mod daemon;
 pub(crate) mod data;
 pub(crate) mod drive;
+mod flight_trigger;
 mod peer;
 mod plain;
 mod report;
@@ -59,6 +60,10 @@ pub struct CaseDef {
 
 /// The ring of the `flight-*` cases, in seconds of `t_ns`.
 pub const FLIGHT_RING_SECONDS: u64 = 10;
+/// The trigger window `flight-cameras` times (pre, post seconds).
+pub const FLIGHT_WINDOW_S: (f64, f64) = (30.0, 10.0);
+/// Its `--quick` size.
+pub const FLIGHT_QUICK_WINDOW_S: (f64, f64) = (3.0, 1.0);
 
 impl CaseDef {
     pub fn of(name: &'static str) -> Self {
@@ -627,6 +632,7 @@ pub fn run(args: &RecordArgs) -> Result<()> {
         total_s: 0.0,
     };
     let mut results = Vec::new();
+    let mut flight_trigger_json = None;
 
     // Joints: the data once for `joints` and `latency`, again (10x) for `long`.
     let peer_dir = scratch.file("peer");
@@ -813,8 +819,36 @@ pub fn run(args: &RecordArgs) -> Result<()> {
             )?);
         }
         header.peers.push(("cameras".to_owned(), rows));
+        if has("flight-cameras") {
+            // 30 s pre / 10 s post (--quick: 3 s / 1 s).
+            let (pre, post) = if args.quick {
+                FLIGHT_QUICK_WINDOW_S
+            } else {
+                FLIGHT_WINDOW_S
+            };
+            eprintln!("record: flight-cameras trigger, {pre} s pre / {post} s post");
+            let t = flight_trigger::measure(
+                &ctx.wshardd,
+                &scratch.file("flight-trigger"),
+                config,
+                &cw,
+                pre,
+                post,
+            )?;
+            header.notes.push(format!(
+                "flight-cameras trigger: {} s pre / {} s post ({} steps, codec none, chunk): window episode complete {:.3} s after the post-window was DURABLE",
+                t.pre_s, t.post_s, t.steps, t.after_post_s
+            ));
+            flight_trigger_json = Some(t);
+        }
     }
     header.total_s = started.elapsed().as_secs_f64();
     report::print(&header, &results);
+    if let Some(t) = flight_trigger_json {
+        println!(
+            "{{\"bench\":\"record\",\"case\":\"flight-trigger\",\"workload\":\"cameras\",\"pre_s\":{},\"post_s\":{},\"steps\":{},\"trigger_to_durable_after_post_s\":{:.3}}}",
+            t.pre_s, t.post_s, t.steps, t.after_post_s
+        );
+    }
     Ok(())
 }
