@@ -453,3 +453,43 @@ fn flight_two_producers_at_different_rates_share_one_window() {
     episode_close(&mut o);
     verify(&d.data_dir().join(&w));
 }
+
+#[test]
+fn flight_back_to_back_windows_share_no_step_and_skip_none() {
+    let d = daemon();
+    let ch = data::channels();
+    let mut c = open_flight(&d, "b2b", &json!(true));
+    c.timesteps(&ch, 0..100);
+    c.flush_until(100);
+    let a = trigger_ok(&d, json!({"verb":"trigger","pre_ms":300,"post_ms":100}));
+    let wa = a["episode"].as_str().expect("w").to_owned();
+    c.timesteps(&ch, 100..140);
+    c.flush_until(140);
+    wait_window(&d, &wa);
+    // The next trigger's pre-window reaches into the first window: it starts after it.
+    let b = trigger_ok(&d, json!({"verb":"trigger","pre_ms":1000,"post_ms":100}));
+    assert_eq!(b["merged"], json!(false), "{b}");
+    let wb = b["episode"].as_str().expect("w").to_owned();
+    c.timesteps(&ch, 140..180);
+    c.flush_until(180);
+    let index = wait_window(&d, &wb);
+    assert_eq!(
+        index.metadata["follows"],
+        json!([wa]),
+        "{:?}",
+        index.metadata
+    );
+    let (ta, tb) = (data::t_ns(99), data::t_ns(139));
+    let a_end = last_at(ta + 100 * NS_PER_MS);
+    check_exact(
+        &window_stream(&d, &wa, "b2b"),
+        &ch,
+        first_at(ta - 300 * NS_PER_MS)..=a_end,
+    );
+    check_exact(
+        &window_stream(&d, &wb, "b2b"),
+        &ch,
+        a_end + 1..=last_at(tb + 100 * NS_PER_MS),
+    );
+    c.close(Outcome::Completed, 180);
+}

@@ -51,6 +51,7 @@ impl FlightRegistry {
                 settings,
                 shutdown,
                 counters: FlightCounters::default(),
+                persisted_ends: std::sync::Mutex::new(std::collections::HashMap::new()),
             }),
             defaults,
             rings: Mutex::new(Vec::new()),

@@ -133,6 +133,9 @@ fn window_index(
             }))
             .collect::<Vec<_>>()),
     );
+    if !record.follows.is_empty() {
+        meta.insert("follows".into(), json!(record.follows));
+    }
     let mut index = EpisodeIndex::new(record.episode.clone(), "", meta, record.created_unix_ns);
     index.streams = streams;
     index.status = EpisodeStatus::Complete;
@@ -229,6 +232,9 @@ pub(crate) fn run(registry: &FlightShared, window: &Window) {
         Ok(()) => {
             for r in st.rings.iter().flatten() {
                 r.unpin(window.id);
+            }
+            for s in &st.record.streams {
+                registry.note_persisted(&s.source, s.end_ns, &window.episode);
             }
             st.done = true;
             registry.counters.persisted.fetch_add(1, Ordering::Relaxed);
