@@ -30,6 +30,7 @@ pub mod check;
 pub mod daemon;
 pub mod data;
 pub mod fixtures;
+pub mod flight;
 pub mod multi;
 pub mod multirate_workload;
 pub mod parts;

@@ -110,7 +110,9 @@ pub(crate) fn run(
                             bytes,
                         });
                         manifest.push_chunk(chunk);
+                        let dropped_before = gaps::ring_dropped(&manifest);
                         evicted = manifest.evict_front(gone.len());
+                        gaps::note_evicted(&mut manifest, dropped_before, &evicted);
                     } else {
                         manifest.push_chunk(chunk);
                     }
