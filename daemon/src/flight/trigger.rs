@@ -149,6 +149,17 @@ fn bounds(record: &PendingRecord) -> (i64, i64) {
     (start, end)
 }
 
+/// Ask each ring's writer to seal its open chunk once it holds a timestep past the
+/// window's end for that stream (see [`FlightRing::seal_after`]).
+fn request_seals(rings: &[(Arc<FlightRing>, i64)], streams: &[WindowSource]) {
+    for (ring, _) in rings {
+        let name = ring.identity.name();
+        if let Some(s) = streams.iter().find(|s| s.source == name) {
+            ring.seal_after(s.end_ns);
+        }
+    }
+}
+
 /// Persist the window of `request`: a new window episode, or the pending one extended.
 /// Returns at once; the copy runs on the window's thread.
 ///
@@ -192,6 +203,7 @@ pub fn trigger(
         }
         record.triggers.push(note(first_t));
         pending::persist(&*registry.shared.fs, &registry.shared.data_dir, &record)?;
+        request_seals(&rings, &record.streams);
         st.record = record;
         st.rings.extend(new_rings);
         registry
@@ -243,6 +255,7 @@ pub fn trigger(
         }
         return Err(e.into());
     }
+    request_seals(&rings, &record.streams);
     let (start, end) = bounds(&record);
     let window = Arc::new(Window {
         id,

@@ -80,6 +80,9 @@ pub struct RingView {
     pub pins: u64,
 }
 
+/// `seal_after_ns` when no window waits for a seal.
+const NO_SEAL: i64 = i64::MAX;
+
 /// The ring of one flight stream (shared by its finisher and the trigger windows).
 #[derive(Debug)]
 pub struct FlightRing {
@@ -87,6 +90,10 @@ pub struct FlightRing {
     pub bounds: RingBounds,
     last_t_ns: AtomicI64,
     has_last: AtomicBool,
+    /// A pending window ends at this `t_ns` ([`NO_SEAL`] when none): the writer seals the
+    /// open chunk once it holds a timestep past it, so the window's last chunk is on disk
+    /// right after its post-window, not at the next rotation.
+    seal_after_ns: AtomicI64,
     ended: AtomicBool,
     bytes_held: AtomicU64,
     state: Mutex<RingState>,
@@ -100,6 +107,7 @@ impl FlightRing {
             bounds,
             last_t_ns: AtomicI64::new(0),
             has_last: AtomicBool::new(false),
+            seal_after_ns: AtomicI64::new(NO_SEAL),
             ended: AtomicBool::new(false),
             bytes_held: AtomicU64::new(0),
             state: Mutex::new(RingState::default()),
@@ -116,6 +124,24 @@ impl FlightRing {
     pub fn note_t_ns(&self, t_ns: i64) {
         self.last_t_ns.store(t_ns, Ordering::Release);
         self.has_last.store(true, Ordering::Release);
+    }
+
+    /// A window needs the timesteps up to `end_ns`: seal the chunk that first holds one
+    /// past it (the earliest such end wins while several windows are pending).
+    pub fn seal_after(&self, end_ns: i64) {
+        self.seal_after_ns.fetch_min(end_ns, Ordering::AcqRel);
+    }
+
+    /// Whether a chunk whose last timestep has `last_t_ns` must be sealed now for a
+    /// window; true once per [`FlightRing::seal_after`].
+    #[must_use]
+    pub fn take_seal(&self, last_t_ns: i64) -> bool {
+        let at = self.seal_after_ns.load(Ordering::Acquire);
+        last_t_ns > at
+            && self
+                .seal_after_ns
+                .compare_exchange(at, NO_SEAL, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
     }
 
     /// The latest `t_ns` received, `None` before the first timestep.
@@ -286,5 +312,28 @@ mod tests {
         assert_eq!(r.pin(1, 1000), 1);
         assert_eq!(r.pin(2, 10), 0);
         assert_eq!(ring(1, 1, false).pin(3, 0), 0);
+    }
+
+    #[test]
+    fn flight_ring_seal_after_fires_once_past_the_earliest_end() {
+        let ring = FlightRing::new(
+            RingIdentity {
+                episode_id: "e".into(),
+                stream: None,
+                dir: PathBuf::from("e"),
+                files_id: "e".into(),
+                latched: false,
+            },
+            RingBounds {
+                max_ns: 1,
+                max_bytes: 1,
+            },
+        );
+        assert!(!ring.take_seal(i64::MAX - 1));
+        ring.seal_after(100);
+        ring.seal_after(200);
+        assert!(!ring.take_seal(100), "not past the end yet");
+        assert!(ring.take_seal(101));
+        assert!(!ring.take_seal(300), "once per request");
     }
 }

@@ -261,6 +261,14 @@ impl Writer {
                 self.shared
                     .parts
                     .add_steps(n as u64, payload * n as u64, first, last);
+                // A pending trigger window ends before `last`: its last chunk goes to disk
+                // now, so the window is in place right after its post-window.
+                if self.shared.flight().is_some_and(|r| r.take_seal(last)) {
+                    self.rotate();
+                    if self.shared.is_failed() {
+                        return;
+                    }
+                }
             }
             rest = later;
         }
