@@ -108,7 +108,7 @@
 // - `multistream` (version 2: creating and joining multi-stream episodes) and `open_episode`
 //   (version 1 episodes): the `Client` methods that open something and return its handle;
 // - `episode`: `EpisodeWriter`, pushing one episode's (or stream's) timesteps;
-// - `events`: sending an `EVENT` on the connection;
+// - `events`: sending an `EVENT` on the connection; `trigger`: sending a `TRIGGER`;
 // - `client`: `Client`, the connection: handshake, sending frames, waiting for answers;
 // - `shm`: the producer side of the shared-memory ring; `transport`: the socket-or-ring
 //   choice;
@@ -125,6 +125,7 @@ mod reader;
 mod shm;
 mod socket_write;
 mod transport;
+mod trigger;
 
 pub use client::{Client, ClientOptions};
 pub use episode::{CloseSummary, EpisodeWriter, Step};
@@ -133,6 +134,7 @@ pub use flight::{FlightMode, FLIGHT_KEY, LATCHED_KEY};
 pub use multistream::MultiStreamEpisode;
 pub use reader::ServerInfo;
 pub use transport::Transport;
+pub use trigger::{FlightTrigger, TriggerWindow};
 pub use wshard_ingest_proto::{
     ChannelSpec, CodecChoice, Durability, EpisodeOpen, ErrorCode, Event, EventKind, OpenEpisode,
     Outcome, ProtocolVersion, RingPolicy, StreamOpen, TimebaseSpec,
