@@ -77,6 +77,12 @@
 //! durable when it returns its seq. The owner's [`MultiStreamEpisode::close`] ends the
 //! joins; the episode finalizes once every stream has ended.
 //!
+//! Flight triggers ([`Client::trigger`], [`EpisodeWriter::trigger`],
+//! [`MultiStreamEpisode::trigger`] with a [`FlightTrigger`]) have the daemon persist the
+//! window `[t - pre, t + post]` of its flight streams as an episode, named at once in the
+//! returned [`TriggerWindow`]; any version 2 connection may send one (docs/PROTOCOL.md,
+//! "TRIGGER").
+//!
 //! ```no_run
 //! # use wshard::episode::{DType, Lane};
 //! # use wshard_client::{ChannelSpec, Client, EpisodeOpen, Event, Outcome, StreamOpen, TimebaseSpec};
