@@ -52,7 +52,9 @@ def _ns(field: str, seconds: float) -> int:
     """Seconds to ns, clamped to i64 (the daemon then names the field of a window out of
     its range)."""
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or math.isnan(seconds):
-        raise TriggerRefused(ErrorCode.MALFORMED_FRAME, f"TRIGGER: field {field} must be a number of seconds, is {seconds!r}")
+        raise TriggerRefused(
+            ErrorCode.MALFORMED_FRAME, f"TRIGGER: field {field} must be a number of seconds, is {seconds!r}"
+        )
     if math.isinf(seconds):
         return _I64_MAX if seconds > 0 else _I64_MIN
     return max(_I64_MIN, min(_I64_MAX, int(round(seconds * NS_PER_S))))
@@ -76,7 +78,9 @@ def trigger_fields(
         names = tuple(streams)
         for i, s in enumerate(names):
             if not isinstance(s, str) or not s:
-                raise TriggerRefused(ErrorCode.MALFORMED_FRAME, f"TRIGGER: field streams[{i}] must be a non-empty str, is {s!r}")
+                raise TriggerRefused(
+                    ErrorCode.MALFORMED_FRAME, f"TRIGGER: field streams[{i}] must be a non-empty str, is {s!r}"
+                )
         if len(names) > MAX_TRIGGER_STREAMS:
             raise TriggerRefused(
                 ErrorCode.MALFORMED_FRAME,
