@@ -19,8 +19,8 @@ use wshard_e2e::multi::{read_events, read_index};
 use wshard_e2e::raw::{RawConn, Recv};
 use wshard_e2e::{bins, data, Daemon, DaemonOptions, TIMEOUT};
 use wshard_ingest_proto::{
-    is_trigger_refusal, AcceptedWhat, ChannelSpec, Durability, ErrorCode, Event, Frame, Outcome,
-    Trigger, Triggered,
+    is_trigger_refusal, AcceptedWhat, ChannelSpec, Durability, EpisodeOpen, ErrorCode, Event,
+    Frame, Outcome, Trigger, Triggered,
 };
 
 const NS_PER_MS: i64 = 1_000_000;
@@ -346,4 +346,45 @@ fn flight_client_trigger_from_the_writer_and_from_a_second_connection() {
         Err(ClientError::NeedsVersion { frame, .. }) => assert_eq!(frame, "TRIGGER"),
         other => panic!("expected NeedsVersion, got {other:?}"),
     }
+}
+
+#[test]
+fn flight_client_trigger_from_the_owner_of_a_multistream_episode() {
+    let d = daemon();
+    let ch = data::channels();
+    let mut owner = Client::connect_v2(d.socket(), "owner").expect("connect");
+    let mut ep = owner
+        .open_multistream_episode(EpisodeOpen::new("ms", "env").flight_ring(Some(2), None))
+        .expect("episode in flight mode");
+    let spec = wshard_e2e::multi::stream_spec("ms", "arm", &ch, 100.0, Durability::Ack);
+    let mut c = wshard_e2e::multi::producer(&d.socket(), &spec);
+    c.timesteps(&ch, 0..100);
+    c.flush_until(100);
+    let window = ep
+        .trigger(
+            &FlightTrigger::new(Duration::from_millis(100), Duration::ZERO, "owner")
+                .streams(["ms/arm"]),
+        )
+        .expect("trigger");
+    assert!(!window.merged);
+    c.timesteps(&ch, 100..120);
+    c.flush_until(120);
+    wait_window(&d, &window.episode);
+    let t = data::t_ns(99);
+    check_exact(
+        &window_stream(&d, &window.episode, "arm"),
+        &ch,
+        first_at(t - 100 * NS_PER_MS)..=99,
+    );
+    // A stream of the episode that is not there: typed, the episode carries on.
+    match ep.trigger(&FlightTrigger::default().streams(["ms/ghost"])) {
+        Err(ClientError::Server { code, message }) => {
+            assert_eq!(code, ErrorCode::UnknownEpisode);
+            assert!(message.contains("ms/ghost"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    c.close(Outcome::Completed, 120);
+    ep.close(Outcome::Completed).expect("close");
+    verify(&d.data_dir().join(&window.episode));
 }
