@@ -140,3 +140,32 @@ def test_flight_trigger_wire_and_refusal_rule() -> None:
     assert parse_server_frame(0x85, payload) == Triggered("abc", True, -1, 5)
     assert is_trigger_refusal("TRIGGER: trigger: no stream")
     assert not is_trigger_refusal("TRIGGERED") and not is_trigger_refusal("EVENT: x")
+
+
+def test_flight_trigger_event_labelled_trigger_fires_a_window(start_daemon) -> None:
+    daemon = start_daemon(rotation={"max_timesteps": 8})
+    with Recorder.connect(daemon.socket, protocol_version=2) as rec:
+        with rec.episode("pyev", CHANNELS, "", 100.0, flight=True) as ep:
+            for i in range(100):
+                ep.push(_t(i), 0.0, False, _step(i))
+            ep.flush()
+            seq = ep.send_event(_t(60), "trigger", {"pre_ms": 100, "post_ms": 50, "reason": "teleop"})
+            assert seq == 0
+            # a refused trigger does not refuse its event
+            assert ep.send_event(_t(60), "trigger", {"pre_ms": -1}) == 1
+            for i in range(100, 120):
+                ep.push(_t(i), 0.0, False, _step(i))
+            ep.flush()
+            windows = []
+
+            def persisted() -> bool:
+                windows[:] = [p.name for p in daemon.data_dir.iterdir() if p.name.startswith("flight-")]
+                return bool(windows) and bool(_wait_window(daemon, windows[0]))
+
+            deadline = time.monotonic() + 60
+            while not persisted():
+                assert time.monotonic() < deadline, daemon.log()
+                time.sleep(0.02)
+    assert len(windows) == 1
+    assert _timestamps(daemon, windows[0], "pyev") == [_t(i) for i in range(60 - 10, 60 + 5 + 1)]
+    assert "teleop" in (daemon.data_dir / windows[0] / f"{windows[0]}_events.jsonl").read_text()
