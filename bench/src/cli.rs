@@ -36,7 +36,9 @@ record options:
   --cases LIST        comma-separated, from: joints, long (joints x10), latency, cameras
                       (= cameras-chunk,cameras-ack,cameras-lz4,cameras-zstd), or those four
                       one by one; default: all. Not in `all`, by name only: joints-single
-                      (joints pushed one timestep per frame/slot, min(--joints-steps, 200000))
+                      (joints pushed one timestep per frame/slot, min(--joints-steps, 200000)),
+                      flight-joints, flight-cameras (in flight mode, a 10 s ring), and flight
+                      (= joints,flight-joints,cameras-zstd,flight-cameras)
   --transport T       socket (default), shm (the client's shared-memory ring) or both (each
                       case over the socket, then over shm, compared in the same run)
   --reps N            repetitions of the joints case and its baselines (default 3)
@@ -68,11 +70,14 @@ pub const RECORD_CASES: [&str; 7] = [
 ];
 
 /// Cases run only when named (not part of `all`), with their place in the run order.
-pub const RECORD_EXTRA_CASES: [&str; 1] = ["joints-single"];
+/// `flight` names the flight recorder's cases (`flight-joints`, `flight-cameras`): the same
+/// workloads as `joints` and `cameras-zstd`, opened in flight mode (a bounded ring).
+pub const RECORD_EXTRA_CASES: [&str; 3] = ["joints-single", "flight-joints", "flight-cameras"];
 
 /// Every case name in run order.
-const RECORD_ORDER: [&str; 8] = [
+const RECORD_ORDER: [&str; 10] = [
     "joints",
+    "flight-joints",
     "joints-single",
     "long",
     "latency",
@@ -80,6 +85,7 @@ const RECORD_ORDER: [&str; 8] = [
     "cameras-ack",
     "cameras-lz4",
     "cameras-zstd",
+    "flight-cameras",
 ];
 
 /// What to run.
@@ -320,11 +326,13 @@ fn record_cases(list: &str) -> Result<Vec<&'static str>> {
                 .filter(|c| c.starts_with("cameras-"))
                 .collect(),
             "joints-long" => vec!["long"],
+            // The flight recorder against normal recording of the same workloads.
+            "flight" => vec!["joints", "flight-joints", "cameras-zstd", "flight-cameras"],
             other => match RECORD_ORDER.iter().find(|c| **c == other) {
                 Some(c) => vec![*c],
                 None => {
                     return Err(fail(format!(
-                        "--cases: unknown case `{other}` (known: {}, {}, cameras, all)",
+                        "--cases: unknown case `{other}` (known: {}, {}, cameras, flight, all)",
                         RECORD_CASES.join(", "),
                         RECORD_EXTRA_CASES.join(", ")
                     )))

@@ -53,7 +53,7 @@ pub use load::{
 pub use octal::{format_mode, parse_mode, ModeTextError, MAX_MODE};
 pub use publish::{PublishConfig, MAX_PUBLISH_PART_BYTES, MAX_ROBOT_BYTES, MIN_PUBLISH_PART_BYTES};
 pub use reload::{schema_keys, ReloadClass};
-pub use rolling::RollingConfig;
+pub use rolling::{QuotaPolicy, RollingConfig};
 pub use schema::{
     Config, DurabilityConfig, FsyncConfig, LimitsConfig, LogConfig, QueuesConfig, RecoveryConfig,
     RotationConfig, SocketConfig,

@@ -49,6 +49,7 @@ static KEYS: &[KeyDiff] = &[
     key!(Applied, rotation.max_seconds),
     key!(Applied, rolling.max_bytes),
     key!(Applied, rolling.max_duration_ms),
+    key!(Restart, rolling.quota_policy),
     key!(Applied, codecs.default),
     key!(Applied, codecs.channels),
     key!(Applied, fsync.policy),

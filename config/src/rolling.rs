@@ -15,6 +15,35 @@ pub struct RollingConfig {
     /// Time a part spans, by the timesteps' `t_ns` (first to last), in milliseconds.
     /// 0 (off) or at least 1, default 0.
     pub max_duration_ms: u64,
+    /// What the daemon does while what it must keep (open, not yet uploaded or protected
+    /// episodes) alone exceeds `publish.quota_bytes`. Default `alert`.
+    pub quota_policy: QuotaPolicy,
+}
+
+/// `rolling.quota_policy`: what happens while the episodes that may not be evicted alone
+/// exceed `publish.quota_bytes` (eviction has nothing left to free).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuotaPolicy {
+    /// Say so (status, metrics, the log); recording goes on.
+    #[default]
+    Alert,
+    /// Also stop cutting episodes by `[rolling]` (the part recording goes on growing).
+    StopRolling,
+    /// Also refuse new trigger windows (the flight recorder asks `windows_refused`).
+    RefuseWindows,
+}
+
+impl QuotaPolicy {
+    /// The name as written in the file.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Alert => "alert",
+            Self::StopRolling => "stop_rolling",
+            Self::RefuseWindows => "refuse_windows",
+        }
+    }
 }
 
 impl RollingConfig {

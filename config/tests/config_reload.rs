@@ -82,7 +82,7 @@ fn config_reload_classes_match_the_documented_rule() {
     for (key, class) in schema_keys() {
         let applied = key.starts_with("fsync.")
             || key.starts_with("rotation.")
-            || key.starts_with("rolling.")
+            || (key.starts_with("rolling.") && key != "rolling.quota_policy")
             || key.starts_with("codecs.")
             || key == "log.level"
             || key == "limits.max_connections"

@@ -2,7 +2,8 @@
 //! and by the `split` request) is cut at every operation that changes state, recovery runs
 //! on what the file system kept, and then the parts (`ep`, `ep.0001`, ...) concatenate to
 //! a prefix of the stream sent, bit-exact, with no timestep missing or repeated between
-//! parts, holding every timestep acknowledged DURABLE before the cut.
+//! parts, holding every timestep acknowledged DURABLE before the cut. And faults while the
+//! next part is created: the split is refused with a typed error, recording goes on.
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
@@ -15,11 +16,11 @@ use sim_harness::{data_dir, fresh_sim, modes, records, recover, schema, Client, 
 use wshard::manifest::{read_episode_chunked, Manifest};
 use wshard::read::ShardReader;
 use wshard_recorder::episode::Durability;
-use wshard_recorder::session::parts::part_id;
+use wshard_recorder::session::parts::{part_id, SplitError};
 use wshard_recorder::session::{
     FinalStatus, FsyncPolicy, Rolling, Rotation, Session, SessionSettings,
 };
-use wshard_storage::fsio::sim::{PowerLoss, SimFs};
+use wshard_storage::fsio::sim::{FaultKind, OpKind, PowerLoss, SimFs};
 use wshard_storage::fsio::Fs;
 use wshard_storage::layout::EpisodeLayout;
 
@@ -297,4 +298,134 @@ fn split_crash_point_every_operation_rolling_ack_never() {
         FsyncPolicy::Never,
         Cut::Rolling,
     );
+}
+
+/// A split request served after `session`'s next message.
+fn request_split(session: &Session) -> wshard_recorder::session::parts::SplitReply {
+    let reply = session.shared().parts.request_split();
+    session.flush();
+    reply
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the writer answers")
+}
+
+/// The timesteps and status of part `id` on `fs`.
+fn part_state(fs: &SimFs, id: &str) -> (u64, Option<String>) {
+    let m = manifest(fs, id).unwrap();
+    (m.total_timesteps, m.status)
+}
+
+#[test]
+fn split_fault_creating_the_next_part_is_refused_and_recording_goes_on() {
+    let sim = fresh_sim();
+    // The next part's directory cannot be created once (ENOSPC).
+    sim.inject_on(OpKind::Create, "/data/ep.0001", 1, FaultKind::Enospc);
+    let client = Arc::new(Client::new(&sim));
+    let session = Session::open(
+        Arc::new(sim.clone()),
+        &data_dir(),
+        schema(Durability::Ack),
+        settings(FsyncPolicy::Always, Cut::Request),
+        client.clone(),
+    )
+    .unwrap();
+    assert!(session.submit(records(0, 10), 10));
+    match request_split(&session) {
+        Err(SplitError::Storage { episode, reason }) => {
+            assert_eq!(episode, EP);
+            assert!(reason.contains("creating part `ep.0001`"), "{reason}");
+        }
+        other => panic!("expected a storage refusal, got {other:?}"),
+    }
+    assert!(!session.shared().is_failed());
+    assert_eq!(session.shared().parts.current(), EP);
+    // Recording goes on in the same part; the next request succeeds.
+    assert!(session.submit(records(10, 10), 10));
+    let done = request_split(&session).unwrap();
+    assert_eq!(
+        (done.finished.as_str(), done.recording.as_str()),
+        (EP, "ep.0001")
+    );
+    assert!(session.submit(records(20, 5), 5));
+    let summary = session.close(FinalStatus::Complete);
+    assert_eq!((summary.timesteps, summary.failure), (25, None));
+    assert_eq!(client.acked(), 25);
+    assert_eq!(part_state(&sim, EP), (20, Some("complete".into())));
+    assert_eq!(part_state(&sim, "ep.0001"), (5, Some("complete".into())));
+}
+
+#[test]
+fn split_fault_committing_the_next_part_leaves_it_for_recovery_then_part_exists() {
+    let sim = fresh_sim();
+    // The next part's first manifest cannot be renamed into place (EIO).
+    sim.inject_on(OpKind::Rename, "ep.0001_manifest", 1, FaultKind::Eio);
+    let client = Arc::new(Client::new(&sim));
+    let session = Session::open(
+        Arc::new(sim.clone()),
+        &data_dir(),
+        schema(Durability::Ack),
+        settings(FsyncPolicy::Always, Cut::Request),
+        client,
+    )
+    .unwrap();
+    assert!(session.submit(records(0, 10), 10));
+    assert!(matches!(
+        request_split(&session),
+        Err(SplitError::Storage { .. })
+    ));
+    // The directory stays (what a failed creation left is for recovery): the next
+    // split is refused with a typed error, and recording goes on.
+    assert!(session.submit(records(10, 10), 10));
+    match request_split(&session) {
+        Err(SplitError::PartExists { episode, part }) => {
+            assert_eq!((episode.as_str(), part.as_str()), (EP, "ep.0001"));
+        }
+        other => panic!("expected PartExists, got {other:?}"),
+    }
+    let summary = session.close(FinalStatus::Complete);
+    assert_eq!((summary.timesteps, summary.failure), (20, None));
+    assert_eq!(part_state(&sim, EP), (20, Some("complete".into())));
+}
+
+#[test]
+fn split_gap_right_after_the_cut_goes_with_the_next_part() {
+    for power_cut in [false, true] {
+        let sim = fresh_sim();
+        let session = Session::open(
+            Arc::new(sim.clone()),
+            &data_dir(),
+            schema(Durability::Ack),
+            settings(FsyncPolicy::Always, Cut::Request),
+            Arc::new(Client::new(&sim)),
+        )
+        .unwrap();
+        assert!(session.submit(records(0, 10), 10));
+        assert!(request_split(&session).is_ok());
+        // Seqs 10..15 were dropped by the producer (a ring's drop policy) right at the cut.
+        assert!(session.submit(records(15, 10), 10));
+        let summary = session.close(FinalStatus::Complete);
+        assert_eq!((summary.timesteps, summary.failure), (20, None));
+        let img = if power_cut {
+            // The same on what a power cut after CLOSE keeps (recovery has nothing to do).
+            let img = sim.power_cut_image(PowerLoss::DropUnsynced);
+            assert!(recover(&img, &settings(FsyncPolicy::Always, Cut::Request)).is_empty());
+            img
+        } else {
+            sim.clone()
+        };
+        let m = manifest(&img, "ep.0001").unwrap();
+        assert_eq!(m.total_timesteps, 10);
+        assert_eq!(
+            m.extra["split"]["first_seq"], 10,
+            "the part's seq 0 is seq 10"
+        );
+        assert_eq!(m.extra["dropped_steps"], 5, "{:?}", m.extra);
+        let real = tempfile::tempdir().unwrap();
+        img.export_to(&data_dir(), real.path()).unwrap();
+        let ep =
+            read_episode_chunked(&EpisodeLayout::new(real.path(), "ep.0001").manifest()).unwrap();
+        let want = records_episode(15, 10);
+        assert!(ep.channel("state").unwrap().data == want.0);
+        assert_eq!(ep.timestamps_ns.as_deref().unwrap(), &want.2[..]);
+    }
 }

@@ -1,35 +1,19 @@
-//! `wshard split` and `[rolling]` against the real daemon with real clients: the parts of a
-//! split episode concatenate to exactly the stream the producer sent (values, seqs, t_ns),
-//! each part is a normal `complete` episode linked to its neighbours, the producer notices
-//! nothing; typed refusals; a SIGKILL right after a split.
+//! `wshard split` against the real daemon with real clients: the parts of a split episode
+//! concatenate to exactly the stream the producer sent (values, seqs, t_ns), each part is
+//! a normal `complete` episode linked to its neighbours, the producer notices nothing;
+//! typed refusals; a SIGKILL right after a split. `[rolling]` is in `rolling.rs`.
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use wshard::manifest::{read_episode_chunked, Manifest};
-use wshard_client::{ChannelSpec, Durability, Outcome};
-use wshard_e2e::check::{assert_verify_ok, manifest_path, read_manifest, wait_final};
+use wshard_client::{Durability, Outcome, Transport};
+use wshard_e2e::check::{assert_verify_ok, read_manifest, wait_final};
+use wshard_e2e::parts::{check_part, check_parts, control_socket, wshard};
 use wshard_e2e::{bins, data, Daemon, DaemonOptions, TIMEOUT};
-
-fn control_socket(d: &Daemon) -> PathBuf {
-    d.root().join("wshardd-control.sock")
-}
-
-/// Run `wshard ARGS --control <socket>`.
-fn wshard(d: &Daemon, args: &[&str]) -> Output {
-    Command::new(bins::wshard())
-        .args(args)
-        .arg("--control")
-        .arg(control_socket(d))
-        .env_remove("WSHARDD_CONFIG")
-        .output()
-        .expect("cannot run wshard")
-}
 
 fn text(o: &Output) -> String {
     wshard_e2e::check::output_text(o)
@@ -63,93 +47,33 @@ fn split_refused(d: &Daemon, ep: &str) -> Value {
     v["error"].clone()
 }
 
-/// Check that part `id` holds exactly the generator's timesteps from producer seq
-/// `first_seq` on (channels, reward, done, t_ns, bit for bit); returns its manifest.
-fn check_part(data_dir: &Path, id: &str, ch: &[ChannelSpec], first_seq: u64) -> Manifest {
-    let m = read_manifest(data_dir, id).unwrap();
-    m.validate_continuity().unwrap();
-    assert_eq!(m.episode_id, id);
-    if m.chunks.is_empty() {
-        return m;
-    }
-    let ep = read_episode_chunked(&manifest_path(data_dir, id)).unwrap();
-    assert_eq!(ep.length, m.total_timesteps, "{id}");
-    let ts = ep.timestamps_ns.as_ref().unwrap();
-    for (i, (got, spec)) in ep.channels.iter().zip(ch).enumerate() {
-        let n = data::elements(&spec.shape);
-        let sz = n * spec.dtype.size();
-        assert_eq!(got.data.len() as u64, sz as u64 * ep.length, "{id}");
-        for (k, chunk) in (0u64..).zip(got.data.chunks_exact(sz)) {
-            let seq = first_seq + k;
-            assert!(
-                chunk == data::channel_payload(seq, i, spec.dtype, n).as_slice(),
-                "{id}: channel {} differs at producer seq {seq}",
-                got.id
-            );
-        }
-    }
-    for k in 0..ep.length {
-        let seq = first_seq + k;
-        let i = usize::try_from(k).unwrap();
-        assert_eq!(
-            ep.reward[i].to_bits(),
-            data::reward(seq).to_bits(),
-            "{id} seq {seq}"
-        );
-        assert_eq!(ep.done[i], data::done(seq), "{id} seq {seq}");
-        assert_eq!(ts[i], data::t_ns(seq), "{id} seq {seq}");
-    }
-    m
-}
-
-/// The parts of `ep` in order, following the manifests' `split` links from `ep`; checks
-/// each part against the generator and the links both ways; returns the part ids and
-/// the timesteps they hold together.
-fn check_parts(data_dir: &Path, ep: &str, ch: &[ChannelSpec]) -> (Vec<String>, u64) {
-    let mut ids = vec![ep.to_owned()];
-    let mut first_seq = 0;
-    let mut previous: Option<String> = None;
-    loop {
-        let id = ids.last().unwrap().clone();
-        let m = check_part(data_dir, &id, ch, first_seq);
-        let links = m.extra.get("split").cloned();
-        let Some(links) = links else {
-            // Never split: only the episode itself.
-            assert_eq!(ids.len(), 1, "part {id} has no split links");
-            return (ids, m.total_timesteps);
-        };
-        assert_eq!(links["episode"], ep, "{id}: {links}");
-        assert_eq!(links["part"], ids.len() as u64 - 1, "{id}: {links}");
-        assert_eq!(links["first_seq"], first_seq, "{id}: {links}");
-        assert_eq!(
-            links["previous"].as_str(),
-            previous.as_deref(),
-            "{id}: {links}"
-        );
-        first_seq += m.total_timesteps;
-        match links["next"].as_str() {
-            Some(next) => {
-                assert_eq!(m.status.as_deref(), Some("complete"), "{id}");
-                previous = Some(id);
-                ids.push(next.to_owned());
-            }
-            None => return (ids, first_seq),
-        }
-    }
+#[test]
+fn split_under_load_parts_concatenate_to_the_stream() {
+    split_under_load("load-1", Durability::Ack, Transport::Socket);
 }
 
 #[test]
-fn split_under_load_parts_concatenate_to_the_stream() {
+fn split_under_load_over_the_shared_memory_ring() {
+    split_under_load("load-shm", Durability::Ack, Transport::shm());
+}
+
+#[test]
+fn split_under_load_durability_chunk() {
+    split_under_load("load-chunk", Durability::Chunk, Transport::Socket);
+}
+
+/// A producer streams batches of 1 to 13 timesteps (a FLUSH now and then) while `wshard
+/// split` is called four times; then the parts must be the stream sent, exactly.
+fn split_under_load(ep: &str, durability: Durability, transport: Transport) {
     let d = Daemon::start(DaemonOptions::default().rotation(64));
     let ch = data::channels();
-    let ep = "load-1";
     let stop = std::sync::atomic::AtomicBool::new(false);
     let mut splits = Vec::new();
     let (summary, total) = std::thread::scope(|s| {
         let producer = s.spawn(|| {
             let mut client = d.client("e2e/split");
             let mut w = client
-                .open_episode(data::open_spec(ep, &ch, Durability::Ack))
+                .open_episode_with(data::open_spec(ep, &ch, durability), transport)
                 .unwrap();
             let mut sent = 0;
             // Streams until the splits are done, then 500 more timesteps.
@@ -384,67 +308,53 @@ fn split_then_sigkill_keeps_every_acknowledged_step_once() {
     assert_verify_ok(&data_dir);
 }
 
-/// `[rolling]` with `extra` as its keys: `n` timesteps in batches of 10, closed.
-fn roll(extra: &str, ep: &str, n: u64) -> (Daemon, Vec<String>) {
-    let opts = DaemonOptions {
-        extra_toml: format!("[rolling]\n{extra}"),
-        ..DaemonOptions::default().rotation(32)
-    };
-    let d = Daemon::start(opts);
+#[test]
+fn split_then_close_and_episodes_name_the_part_recording() {
+    let d = Daemon::start(DaemonOptions::default());
     let ch = data::channels();
-    let mut client = d.client("e2e/rolling");
+    let mut client = d.client("e2e/split-close");
     let mut w = client
-        .open_episode(data::open_spec(ep, &ch, Durability::Ack))
+        .open_episode(data::open_spec("sc-1", &ch, Durability::Ack))
         .unwrap();
-    for _ in 0..n / 10 {
-        data::push_steps(&mut w, &ch, 10).unwrap();
-    }
+    data::push_steps(&mut w, &ch, 30).unwrap();
     w.flush().unwrap();
-    let o = wshard(&d, &["status", "--json"]);
-    let st: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(st["result"]["daemon"]["rolling"]["enabled"], true, "{st}");
-    let live = &st["result"]["episodes"][0];
-    assert_eq!(live["episode"], ep, "{live}");
-    let rolled = live["parts"]["parts_rolled"].as_u64().unwrap();
-    assert!(rolled >= 1, "{live}");
-    assert_eq!(live["parts"]["part"], format!("{ep}.{rolled:04}"), "{live}");
-    let o = wshard(&d, &["metrics"]);
-    let metrics = String::from_utf8_lossy(&o.stdout);
-    assert!(metrics.contains("wshardd_rolling_enabled 1"), "{metrics}");
-    let series = format!(
-        "wshardd_episode_parts_rolled_total{{episode=\"{ep}\",part=\"{ep}.{rolled:04}\"}} {rolled}"
+    split_ok(&d, "sc-1");
+    data::push_steps(&mut w, &ch, 20).unwrap();
+    w.flush().unwrap();
+    // `episodes`: the finished part from its manifest, the part recording as open.
+    wait_final(&d.data_dir(), "sc-1", TIMEOUT).unwrap();
+    let o = wshard(&d, &["episodes", "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let list = v["result"]["episodes"].as_array().unwrap().clone();
+    let find = |id: &str| list.iter().find(|e| e["episode"] == id).cloned().unwrap();
+    assert_eq!(find("sc-1")["open"], false, "{list:?}");
+    assert_eq!(find("sc-1")["status"], "complete", "{list:?}");
+    assert_eq!(find("sc-1.0001")["open"], true, "{list:?}");
+    assert_eq!(find("sc-1.0001")["part_of"], "sc-1", "{list:?}");
+    // A directory named as the next part: the split is refused, nothing is cut.
+    std::fs::create_dir(d.data_dir().join("sc-1.0002")).unwrap();
+    let e = split_refused(&d, "sc-1");
+    assert_eq!(e["code"], "PART_EXISTS", "{e}");
+    assert_eq!(e["part"], "sc-1.0002", "{e}");
+    std::fs::remove_dir(d.data_dir().join("sc-1.0002")).unwrap();
+    // The part recording may be named too.
+    assert_eq!(
+        split_ok(&d, "sc-1.0001"),
+        ("sc-1.0001".to_owned(), "sc-1.0002".to_owned())
     );
-    assert!(metrics.contains(&series), "{series} not in {metrics}");
-    assert_eq!(w.close(Outcome::Completed).unwrap().timesteps, n);
-    let (ids, steps) = check_parts(&d.data_dir(), ep, &ch);
-    assert_eq!(steps, n);
-    wait_final(&d.data_dir(), ids.last().unwrap(), TIMEOUT).unwrap();
-    assert_verify_ok(&d.data_dir());
-    (d, ids)
-}
-
-#[test]
-fn rolling_by_duration_cuts_every_part_at_the_bound() {
-    // 100 Hz timesteps: a part spans 0.5 s, i.e. 51 timesteps, cut after the batch of 10
-    // that reaches it: 60 timesteps per part.
-    let (d, ids) = roll("max_duration_ms = 500\n", "roll-t", 1000);
-    assert_eq!(ids.len(), 17, "{ids:?}");
-    for id in &ids[..ids.len() - 1] {
-        let m = read_manifest(&d.data_dir(), id).unwrap();
-        assert_eq!(m.total_timesteps, 60, "{id}");
-        assert_eq!(m.status.as_deref(), Some("complete"), "{id}");
-    }
-}
-
-#[test]
-fn rolling_by_size_cuts_every_part_at_the_bound() {
-    let step = data::step_bytes(&data::channels()) as u64;
-    // Reached by the 25th timestep: the batch of 10 that gets there ends the part (30).
-    let extra = format!("max_bytes = {}\n", step * 25);
-    let (d, ids) = roll(&extra, "roll-b", 600);
-    assert_eq!(ids.len(), 20, "{ids:?}");
-    for id in &ids {
-        let m = read_manifest(&d.data_dir(), id).unwrap();
-        assert_eq!(m.total_timesteps, 30, "{id}");
-    }
+    data::push_steps(&mut w, &ch, 20).unwrap();
+    w.flush().unwrap();
+    // `close` names the producer's id (or the part) and finalizes the part recording.
+    let o = wshard(&d, &["close", "sc-1.0002", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = &v["result"];
+    assert_eq!(r["part"], "sc-1.0002", "{r}");
+    assert_eq!(r["status"], "interrupted", "{r}");
+    assert_eq!(r["timesteps"], 20, "{r}");
+    drop(w);
+    let m = read_manifest(&d.data_dir(), "sc-1.0002").unwrap();
+    assert_eq!(m.status.as_deref(), Some("interrupted"));
+    assert_eq!(m.extra["split"]["previous"], "sc-1.0001");
+    assert_eq!(check_parts(&d.data_dir(), "sc-1", &ch).1, 70);
 }

@@ -28,7 +28,7 @@ impl Source<'_> {
     }
 
     #[inline]
-    fn push(&self, w: &mut EpisodeWriter<'_>, i: u64, done: bool) -> Result<u64> {
+    pub(crate) fn push(&self, w: &mut EpisodeWriter<'_>, i: u64, done: bool) -> Result<u64> {
         Ok(match self {
             Self::Joints(d) => {
                 let (t, p) = d.step(i);

@@ -13,6 +13,7 @@
 pub(crate) mod daemon;
 pub(crate) mod data;
 pub(crate) mod drive;
+mod flight_trigger;
 mod peer;
 mod plain;
 mod report;
@@ -23,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use teleop_workload as tw;
-use wshard_client::{ClientOptions, CodecChoice, Durability, RingPolicy, Transport};
+use wshard_client::{ClientOptions, CodecChoice, Durability, FlightMode, RingPolicy, Transport};
 
 use crate::cli::RecordArgs;
 use crate::error::{io_ctx, Result};
@@ -53,13 +54,22 @@ pub struct CaseDef {
     pub single: bool,
     /// Over the client's shared-memory ring instead of the socket.
     pub shm: bool,
+    /// Opened in flight mode: the daemon keeps a ring of `FLIGHT_RING_SECONDS` (`flight-*`).
+    pub flight: bool,
 }
+
+/// The ring of the `flight-*` cases, in seconds of `t_ns`.
+pub const FLIGHT_RING_SECONDS: u64 = 10;
+/// The trigger window `flight-cameras` times (pre, post seconds).
+pub const FLIGHT_WINDOW_S: (f64, f64) = (30.0, 10.0);
+/// Its `--quick` size.
+pub const FLIGHT_QUICK_WINDOW_S: (f64, f64) = (3.0, 1.0);
 
 impl CaseDef {
     pub fn of(name: &'static str) -> Self {
         let zstd3 = CodecChoice::Zstd { level: 3 };
         let (workload, codec, codec_name, durability, latency) = match name {
-            "joints" | "joints-single" | "long" => {
+            "joints" | "joints-single" | "long" | "flight-joints" => {
                 ("joints", zstd3, "zstd-3", Durability::Ack, false)
             }
             "latency" => ("joints", zstd3, "zstd-3", Durability::Ack, true),
@@ -83,6 +93,7 @@ impl CaseDef {
             latency,
             single: name == "joints-single",
             shm: false,
+            flight: name.starts_with("flight-"),
         }
     }
 
@@ -368,13 +379,16 @@ fn run_rep(
         Source::Joints(_) => JointsData::channels(def.codec),
         Source::Cameras(_) => CameraWindow::channels(def.codec),
     };
-    let spec = drive::open_spec(
+    let mut spec = drive::open_spec(
         &episode,
         &format!("teleop-workload/{}", def.workload),
         &source,
         channels,
         def.durability,
     );
+    if def.flight {
+        spec = spec.flight_ring(Some(FLIGHT_RING_SECONDS), None);
+    }
     let options = client_options(def);
     let (rec, ack) = if def.latency {
         let poll = Duration::from_micros(50);
@@ -618,10 +632,11 @@ pub fn run(args: &RecordArgs) -> Result<()> {
         total_s: 0.0,
     };
     let mut results = Vec::new();
+    let mut flight_trigger_json = None;
 
     // Joints: the data once for `joints` and `latency`, again (10x) for `long`.
     let peer_dir = scratch.file("peer");
-    if has("joints") || has("joints-single") || has("latency") {
+    if has("joints") || has("joints-single") || has("latency") || has("flight-joints") {
         let t = Instant::now();
         let jd = JointsData::build(args.joints_steps.max(args.latency_steps));
         header.notes.push(format!(
@@ -665,6 +680,21 @@ pub fn run(args: &RecordArgs) -> Result<()> {
                 args.reps,
                 &base,
                 CaseResult::speed_missed,
+            )?);
+        }
+        if has("flight-joints") {
+            eprintln!(
+                "record: flight-joints, {} steps x {}, in flight mode ({FLIGHT_RING_SECONDS} s ring)",
+                args.joints_steps, args.reps
+            );
+            results.extend(run_transports(
+                &ctx,
+                CaseDef::of("flight-joints"),
+                Source::Joints(&jd),
+                args.joints_steps,
+                args.reps,
+                &Baselines::default(),
+                |_| false,
             )?);
         }
         if has("joints-single") {
@@ -724,7 +754,7 @@ pub fn run(args: &RecordArgs) -> Result<()> {
         .cases
         .iter()
         .copied()
-        .filter(|c| c.starts_with("cameras-"))
+        .filter(|c| c.starts_with("cameras-") || *c == "flight-cameras")
         .collect();
     if !camera_cases.is_empty() {
         let steps_per_chunk = (args.chunk_mib << 20) / 2 / tw::CAMERAS_RECORD_BYTES as u64; // half the budget per chunk
@@ -789,8 +819,36 @@ pub fn run(args: &RecordArgs) -> Result<()> {
             )?);
         }
         header.peers.push(("cameras".to_owned(), rows));
+        if has("flight-cameras") {
+            // 30 s pre / 10 s post (--quick: 3 s / 1 s).
+            let (pre, post) = if args.quick {
+                FLIGHT_QUICK_WINDOW_S
+            } else {
+                FLIGHT_WINDOW_S
+            };
+            eprintln!("record: flight-cameras trigger, {pre} s pre / {post} s post");
+            let t = flight_trigger::measure(
+                &ctx.wshardd,
+                &scratch.file("flight-trigger"),
+                config,
+                &cw,
+                pre,
+                post,
+            )?;
+            header.notes.push(format!(
+                "flight-cameras trigger: {} s pre / {} s post ({} steps, codec none, chunk): window episode complete {:.3} s after the post-window was DURABLE",
+                t.pre_s, t.post_s, t.steps, t.after_post_s
+            ));
+            flight_trigger_json = Some(t);
+        }
     }
     header.total_s = started.elapsed().as_secs_f64();
     report::print(&header, &results);
+    if let Some(t) = flight_trigger_json {
+        println!(
+            "{{\"bench\":\"record\",\"case\":\"flight-trigger\",\"workload\":\"cameras\",\"pre_s\":{},\"post_s\":{},\"steps\":{},\"trigger_to_durable_after_post_s\":{:.3}}}",
+            t.pre_s, t.post_s, t.steps, t.after_post_s
+        );
+    }
     Ok(())
 }

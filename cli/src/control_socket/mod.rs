@@ -13,3 +13,4 @@ pub mod call;
 pub mod client;
 pub mod connect;
 pub mod render;
+pub mod render_parts;

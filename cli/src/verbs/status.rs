@@ -9,6 +9,7 @@ use wshard_recorder::control::protocol::Request;
 use crate::control_socket::args::ControlArgs;
 use crate::control_socket::call::run_json_verb;
 use crate::control_socket::render::render_status;
+use crate::control_socket::render_parts;
 
 /// A running wshardd's version, uptime, disk, counters and open episodes
 ///
@@ -27,5 +28,16 @@ pub struct StatusArgs {
 pub fn run(args: StatusArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     let opts = &args.control.options();
     let t = Duration::from_secs(10);
-    run_json_verb("status", opts, &Request::Status, t, render_status, out, err)
+    run_json_verb(
+        "status",
+        opts,
+        &Request::Status,
+        t,
+        |r, out| {
+            render_status(r, out)?;
+            render_parts::render(r, out)
+        },
+        out,
+        err,
+    )
 }

@@ -276,6 +276,31 @@ pub(crate) fn write_and_finalize_chunk(
     workers: usize,
     preallocate: bool,
 ) -> Result<ChunkRef, StorageError> {
+    write_and_finalize_chunk_known(
+        fs,
+        layout,
+        ep,
+        opts,
+        workers,
+        preallocate,
+        &BlockCrcs::none(),
+    )
+}
+
+/// [`write_and_finalize_chunk`] with blocks `known` already (their CRC, or their stored
+/// bytes: a chunk copied block by block without compressing again).
+///
+/// # Errors
+/// The failing step, naming the file.
+pub(crate) fn write_and_finalize_chunk_known(
+    fs: &dyn Fs,
+    layout: &EpisodeLayout,
+    ep: &mut Episode,
+    opts: &EpisodeWriteOptions,
+    workers: usize,
+    preallocate: bool,
+    known: &BlockCrcs,
+) -> Result<ChunkRef, StorageError> {
     let to = ChunkTarget {
         fs,
         layout,
@@ -283,7 +308,7 @@ pub(crate) fn write_and_finalize_chunk(
         workers,
         preallocate,
     };
-    let written = write_partial_chunk(&to, ep, &BlockCrcs::none(), &mut |_| {})?;
+    let written = write_partial_chunk(&to, ep, known, &mut |_| {})?;
     finalize_chunk(fs, layout, written)
 }
 

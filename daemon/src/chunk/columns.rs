@@ -155,13 +155,17 @@ impl ChunkColumns {
             .filter(|(c, (_, covered))| c.data.len() == *covered)
             .map(|(c, (crc, _))| (c.block_name(), crc))
             .collect();
-        (ep, BlockCrcs(known))
+        (ep, BlockCrcs(known, HashMap::new()))
     }
 }
 
-/// CRC32C values of blocks already computed, by block name.
+/// CRC32C values of blocks already computed, by block name; and blocks already stored
+/// elsewhere (a flight ring's chunk copied into a window), taken as they are.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct BlockCrcs(HashMap<String, u32>);
+pub(crate) struct BlockCrcs(
+    HashMap<String, u32>,
+    HashMap<String, wshard::write::PreparedBlock<'static>>,
+);
 
 impl BlockCrcs {
     /// None known.
@@ -170,10 +174,32 @@ impl BlockCrcs {
         Self::default()
     }
 
+    /// Blocks whose stored bytes (compressed or not), codec and CRC32C are known: written
+    /// as they are, without compressing again, when their original length is the block's.
+    #[must_use]
+    pub(crate) fn stored(blocks: Vec<wshard::write::PreparedBlock<'static>>) -> Self {
+        Self(
+            HashMap::new(),
+            blocks.into_iter().map(|b| (b.name.clone(), b)).collect(),
+        )
+    }
+
     /// The CRC32C of block `name`, if known.
     #[must_use]
     pub(crate) fn get(&self, name: &str) -> Option<u32> {
         self.0.get(name).copied()
+    }
+
+    /// Block `name` as stored elsewhere, if it is known and `orig_len` bytes long.
+    #[must_use]
+    pub(crate) fn stored_block(
+        &self,
+        name: &str,
+        orig_len: usize,
+    ) -> Option<&wshard::write::PreparedBlock<'static>> {
+        self.1
+            .get(name)
+            .filter(|b| b.meta.orig_size == orig_len as u64)
     }
 }
 

@@ -52,7 +52,11 @@ pub(crate) fn prepare_blocks<'a>(
     let work = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some(p) = plan.get(i) else { break };
-        let r = prepare_block_with_crc(&p.name, &p.data, p.opts, policy, known.get(&p.name));
+        let r = match known.stored_block(&p.name, p.data.len()) {
+            // Copied as stored elsewhere: not compressed again.
+            Some(b) => Ok(b.clone()),
+            None => prepare_block_with_crc(&p.name, &p.data, p.opts, policy, known.get(&p.name)),
+        };
         if let Ok(mut slot) = slots[i].lock() {
             *slot = Some(r);
         }

@@ -43,7 +43,32 @@ pub(crate) fn manifest_dropped(m: &Manifest) -> u64 {
     m.chunks
         .iter()
         .map(chunk_dropped)
-        .fold(0, u64::saturating_add)
+        .fold(ring_dropped(m), u64::saturating_add)
+}
+
+/// Seqs dropped inside the chunks a flight ring evicted (kept in the manifest's
+/// `ring_start`, so that the seq a journal continues at stays right).
+#[must_use]
+pub(crate) fn ring_dropped(m: &Manifest) -> u64 {
+    m.extra
+        .get(wshard::manifest::RING_START_KEY)
+        .and_then(|v| v.get(MANIFEST_KEY))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+}
+
+/// The chunks `evicted` left the ring, which had evicted `before` dropped seqs until now:
+/// count theirs in `ring_start` (after [`Manifest::evict_front`] rewrote it).
+pub(crate) fn note_evicted(m: &mut Manifest, before: u64, evicted: &[ChunkRef]) {
+    let total = evicted
+        .iter()
+        .map(chunk_dropped)
+        .fold(before, u64::saturating_add);
+    if total > 0 {
+        if let Some(Value::Object(o)) = m.extra.get_mut(wshard::manifest::RING_START_KEY) {
+            o.insert(MANIFEST_KEY.into(), json!(total));
+        }
+    }
 }
 
 /// Set the manifest's top-level `dropped_steps` to the sum over its chunks, when it is
@@ -201,6 +226,33 @@ impl SeqGaps {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flight_ring_keeps_the_seqs_dropped_in_evicted_chunks() {
+        let mut m = Manifest::new("ep", "");
+        for (k, d) in [(0u64, 2u64), (1, 0), (2, 3)] {
+            let mut c = ChunkRef {
+                chunk_index: k,
+                uri: format!("ep_chunk_{k:04}.wshard"),
+                sha256: String::new(),
+                timestep_range: [k * 4, k * 4 + 3],
+                length_t: 4,
+                extra: serde_json::Map::new(),
+            };
+            set_chunk_dropped(&mut c, d);
+            m.push_chunk(c);
+        }
+        assert_eq!(manifest_dropped(&m), 5);
+        let before = ring_dropped(&m);
+        let gone = m.evict_front(1);
+        note_evicted(&mut m, before, &gone);
+        assert_eq!((ring_dropped(&m), manifest_dropped(&m)), (2, 5));
+        let before = ring_dropped(&m);
+        let gone = m.evict_front(1);
+        note_evicted(&mut m, before, &gone);
+        assert_eq!((ring_dropped(&m), manifest_dropped(&m)), (2, 5));
+        m.validate_continuity().expect("continuous");
+    }
 
     #[test]
     fn gaps_push_merge_and_reject() {

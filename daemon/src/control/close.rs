@@ -2,7 +2,8 @@
 //! finalize it (`interrupted`, `complete` or `aborted`: the [`Ending`]), then wait
 //! (bounded) until it has left the registry. A multi-stream episode is closed with the same
 //! status and each of its streams stopped; it finalizes when the last one has. The three
-//! differ only by the stop reason they hand the registry, and so by the final status.
+//! differ only by the stop reason they hand the registry, and so by the final status. A
+//! split episode is named by the producer's id or by its part recording now.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -83,7 +84,7 @@ pub fn end(
     if let Some(ep) = reg.multi(episode) {
         return end_multi(st, &ep, uid, timeout, ending);
     }
-    let Some(live) = reg.episode(episode) else {
+    let Some(live) = reg.episode_or_part(episode) else {
         let layout = EpisodeLayout::new(&st.ctx.data_dir, episode);
         // A multi-stream episode's status is its index's.
         let on_disk = match read_index(st.ctx.fs.as_ref(), &layout.dir, episode) {
@@ -115,7 +116,7 @@ pub fn end(
     let deadline = Instant::now() + timeout;
     loop {
         let still_open = reg
-            .episode(episode)
+            .episode(&live.episode_id)
             .is_some_and(|now| Arc::ptr_eq(&now, &live));
         if !still_open {
             break;

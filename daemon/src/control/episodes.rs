@@ -37,6 +37,8 @@ fn from_manifest(data_dir: &Path, id: &str) -> Value {
                 "reason": m.extra.get("reason").cloned().unwrap_or(Value::Null),
                 "timesteps": m.total_timesteps,
                 "chunks": m.chunks.len(),
+                // A flight ring's: the chunks and timesteps it evicted (no longer on disk).
+                "ring_start": m.extra.get(wshard::manifest::RING_START_KEY).cloned().unwrap_or(Value::Null),
                 "received_bytes": Value::Null,
                 "on_disk_bytes": on_disk,
                 // Deprecated alias of on_disk_bytes (protocol version 1).
@@ -70,11 +72,15 @@ fn from_index(data_dir: &Path, index: &EpisodeIndex) -> Value {
             Some(chunk_files_bytes(&layout, &m))
         })
         .sum();
+    let window = crate::episode_files::is_flight_window(index);
     json!({
         "episode": id,
         "open": false,
         "status": index.status.as_str(),
         "reason": Value::Null,
+        // A trigger window of the flight recorder: its triggers (never evicted).
+        "origin": index.metadata.get(crate::flight::ORIGIN_KEY).cloned().unwrap_or(Value::Null),
+        "triggers": if window { index.metadata.get("triggers").cloned().unwrap_or(Value::Null) } else { Value::Null },
         "timesteps": index.streams.iter().map(|s| s.steps).sum::<u64>(),
         "chunks": index.streams.iter().map(|s| s.chunks).sum::<u64>(),
         "streams": index.streams.len(),
@@ -161,6 +167,21 @@ pub fn list(st: &ControlState) -> Value {
         }
     }
     let kept = keep::kept(st.ctx.fs.as_ref(), &st.ctx.data_dir);
+    // A stream recording in flight mode: its ring.
+    for ring in st.ctx.flight.live_rings() {
+        if let Some(v) = all.get_mut(&ring.identity.name()) {
+            let r = ring.view();
+            v["flight"] = json!({
+                "ring_seconds": ring.bounds.max_ns as f64 / 1e9,
+                "ring_bytes": ring.bounds.max_bytes,
+                "held_bytes": r.bytes,
+                "held_chunks": r.chunks,
+                "oldest_t_ns": r.oldest_t_ns,
+                "newest_t_ns": r.newest_t_ns,
+                "latched": ring.identity.latched,
+            });
+        }
+    }
     for (id, v) in &mut all {
         v["upload"] = super::upload::episode_upload(&up, id);
         // A stream (`EP/STREAM`) is kept with its episode.

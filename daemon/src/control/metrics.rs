@@ -181,6 +181,7 @@ fn daemon(st: &ControlState, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
     )?;
     disk(st, enc)?;
     super::upload::metrics(st, enc)?;
+    super::flight_metrics::metrics(st, enc)?;
     recovery(st, enc)
 }
 

@@ -17,6 +17,7 @@
 //! - [`trigger`]: `trigger` (the flight recorder's windows), with its arguments in
 //!   [`trigger_request`].
 //! - [`upload`]: the robot's uploader in `status`, `episodes` and the metrics.
+//!   [`flight_metrics`]: the flight recorder's rings and triggers in the metrics.
 //! - [`unix_time`]: times as seconds since the epoch, and [`families`]: writing one metric
 //!   family; two leaves the JSON views and the metrics share.
 //! - [`rates`]: per-episode rates, from samples taken every second.
@@ -36,6 +37,7 @@ pub mod annotate_request;
 pub mod close;
 pub mod episodes;
 pub mod families;
+pub mod flight_metrics;
 pub mod http;
 pub mod keep;
 pub mod metrics;

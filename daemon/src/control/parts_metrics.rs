@@ -31,6 +31,25 @@ pub fn encode(
         "1 while [rolling] cuts new episodes into parts by size or duration.",
         &ConstGauge::new(u64::from(rolling.is_on())),
     )?;
+    let quota = &st.ctx.upload.quota;
+    single(
+        enc,
+        "wshardd_quota_exceeded",
+        "1 while the episodes that may not be evicted (open, not yet uploaded, protected) alone exceed publish.quota_bytes.",
+        &ConstGauge::new(u64::from(quota.exceeded())),
+    )?;
+    single(
+        enc,
+        "wshardd_quota_kept_bytes",
+        "Bytes of the data directory after the last eviction pass (with publish.quota_bytes).",
+        &ConstGauge::new(quota.kept_bytes()),
+    )?;
+    single(
+        enc,
+        "wshardd_quota_rolling_suspended",
+        "1 while rolling.quota_policy = stop_rolling holds [rolling] cuts back.",
+        &ConstGauge::new(u64::from(quota.rolling_suspended())),
+    )?;
     let parts: Vec<(&LiveEpisode, &PartControl)> = open
         .iter()
         .filter_map(|e| {

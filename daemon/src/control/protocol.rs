@@ -159,6 +159,8 @@ pub enum ErrorKind {
     UnknownStream,
     /// `trigger`: no flight stream has a timestep yet and no `at_ns` was given.
     NothingRecorded,
+    /// `trigger` while `rolling.quota_policy = "refuse_windows"` is in force.
+    QuotaExceeded,
 }
 
 impl ErrorKind {
@@ -184,6 +186,7 @@ impl ErrorKind {
             Self::NoFlightStream => "NO_FLIGHT_STREAM",
             Self::UnknownStream => "UNKNOWN_STREAM",
             Self::NothingRecorded => "NOTHING_RECORDED",
+            Self::QuotaExceeded => "QUOTA_EXCEEDED",
         }
     }
 }

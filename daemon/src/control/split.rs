@@ -40,7 +40,7 @@ pub fn split(st: &ControlState, episode: &str, uid: u32) -> Result<Value, Contro
             ),
         ));
     }
-    let Some(live) = reg.episode(episode) else {
+    let Some(live) = reg.episode_or_part(episode) else {
         let on_disk = Manifest::read_file(EpisodeLayout::new(&st.ctx.data_dir, episode).manifest())
             .ok()
             .map(|m| m.status.unwrap_or_else(|| "unknown".into()));

@@ -209,6 +209,8 @@ pub fn snapshot(st: &ControlState) -> Value {
             // Episodes marked kept (`wshard keep`), open or not: never evicted.
             "kept_episodes": keep::kept(st.ctx.fs.as_ref(), &st.ctx.data_dir),
             "rolling": rolling_json(st),
+            // The quota beyond eviction (`rolling.quota_policy`), after the last pass.
+            "quota": st.ctx.upload.quota.to_json(),
         },
         "upload": super::upload::status_json(st),
         "flight": st.ctx.flight.status_json(),

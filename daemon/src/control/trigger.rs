@@ -16,8 +16,27 @@ use crate::flight::{TriggerError, TriggerRequest};
 ///
 /// # Errors
 /// The typed refusal: `BAD_REQUEST` (negative or too long a window), `NO_FLIGHT_STREAM`,
-/// `UNKNOWN_STREAM`, `NOTHING_RECORDED`, `STORAGE`.
+/// `UNKNOWN_STREAM`, `NOTHING_RECORDED`, `STORAGE`; `QUOTA_EXCEEDED` while
+/// `rolling.quota_policy = "refuse_windows"` is in force (what may not be evicted alone
+/// exceeds `publish.quota_bytes`).
 pub fn trigger(st: &ControlState, req: &TriggerRequest) -> Result<Value, ControlError> {
+    let quota = &st.ctx.upload.quota;
+    if quota.windows_refused() {
+        tracing::warn!(reason = %req.reason, "trigger refused: the quota is exceeded");
+        return Err(ControlError::new(
+            ErrorKind::QuotaExceeded,
+            Some("trigger"),
+            format!(
+                "trigger refused: {} bytes the daemon may not evict exceed publish.quota_bytes \
+                 ({}); rolling.quota_policy = \"refuse_windows\" refuses new windows until \
+                 the quota allows",
+                quota.kept_bytes(),
+                quota.quota_bytes()
+            ),
+        )
+        .with("kept_bytes", json!(quota.kept_bytes()))
+        .with("quota_bytes", json!(quota.quota_bytes())));
+    }
     match crate::flight::trigger(&st.ctx.flight, req) {
         Ok(r) => Ok(json!({
             "episode": r.episode,

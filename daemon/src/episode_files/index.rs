@@ -75,3 +75,21 @@ pub const ORIGIN_FLIGHT_WINDOW: &str = "flight_window";
 pub fn is_flight_window(index: &EpisodeIndex) -> bool {
     index.metadata.get(ORIGIN_KEY).and_then(|v| v.as_str()) == Some(ORIGIN_FLIGHT_WINDOW)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::{json, Map};
+
+    use super::*;
+
+    #[test]
+    fn flight_window_predicate_reads_the_index_origin() {
+        let mut meta = Map::new();
+        let plain = EpisodeIndex::new("ep", "", meta.clone(), 0);
+        assert!(!is_flight_window(&plain));
+        meta.insert(ORIGIN_KEY.into(), json!(ORIGIN_FLIGHT_WINDOW));
+        assert!(is_flight_window(&EpisodeIndex::new("w", "", meta, 0)));
+    }
+}

@@ -1,6 +1,7 @@
 //! Copying one flight stream's window out of its ring: the source chunks (read from the
 //! committed source manifest) whose steps fall in `[start_ns, end_ns]` are decoded, cut to
-//! exactly those steps and written as the window stream's chunks through the daemon's
+//! exactly those steps (a chunk wholly inside keeps its data blocks as stored, without
+//! compressing again) and written as the window stream's chunks through the daemon's
 //! chunk file path (`.partial`, fsync, rename, directory fsync); the window stream's
 //! manifest lists them and is committed once, when the window is final.
 //!
@@ -8,18 +9,22 @@
 //! trigger may still extend it). A latched stream also gets the last step before
 //! `start_ns`.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use serde_json::json;
+use wshard::codec::{Codec, StoredCodec};
 use wshard::episode::Timebase;
 use wshard::episode::{ChunkInfo, Episode};
 use wshard::episode_dir::index::{ChannelEntry, EpisodeStatus, StreamEntry};
 use wshard::episode_dir::index::{TIMEBASE_TICKS, TIMEBASE_TIMESTAMPS};
 use wshard::manifest::{manifest_file_name, ChunkRef, Manifest};
 use wshard::read::ShardReader;
+use wshard::write::{Precompressed, PreparedBlock};
 
 use super::pending::WindowSource;
-use crate::chunk::chunk_file::write_and_finalize_chunk;
+use crate::chunk::chunk_file::write_and_finalize_chunk_known;
+use crate::chunk::columns::BlockCrcs;
 use crate::chunk::manifest_commit::commit_manifest;
 use crate::chunk::{META_EPISODE_KEY, META_STREAM_KEY};
 use crate::error::StorageError;
@@ -27,6 +32,9 @@ use crate::session::finisher::CHUNK_T_NS_KEY;
 use crate::session::SessionSettings;
 use wshard_storage::fsio::Fs;
 use wshard_storage::layout::{EpisodeLayout, STREAMS_DIR};
+
+/// Blocks under this prefix describe the chunk (its id, range, channels): written anew.
+const META_PREFIX: &str = "meta/";
 
 /// Manifest statuses after which a source stream gets no more chunks.
 const FINAL_STATUSES: [&str; 4] = ["complete", "aborted", "interrupted", "recovered"];
@@ -67,13 +75,54 @@ fn t_range_of(fs: &dyn Fs, dir: &Path, c: &ChunkRef) -> Result<(i64, i64), Stora
 }
 
 fn read_chunk(fs: &dyn Fs, dir: &Path, c: &ChunkRef) -> Result<Episode, StorageError> {
+    read_chunk_blocks(fs, dir, c).map(|(ep, _)| ep)
+}
+
+/// A source chunk, decoded, and its data blocks as stored (codec, CRC32C, bytes): what a
+/// window chunk holding the same steps takes without compressing again.
+fn read_chunk_blocks(
+    fs: &dyn Fs,
+    dir: &Path,
+    c: &ChunkRef,
+) -> Result<(Episode, Vec<PreparedBlock<'static>>), StorageError> {
     let path = dir.join(&c.uri);
     let bytes = fs
         .read(&path)
         .map_err(|e| StorageError::io("read source chunk", &path, e))?;
-    ShardReader::from_bytes(bytes)
-        .and_then(|r| Episode::read(&r))
-        .map_err(|e| StorageError::format(format!("source chunk {}", path.display()), e))
+    let bad = |e| StorageError::format(format!("source chunk {}", path.display()), e);
+    let r = ShardReader::from_bytes(bytes).map_err(bad)?;
+    let ep = Episode::read(&r).map_err(bad)?;
+    let index = r.index();
+    let src: &[u8] = r.source();
+    let mut blocks = Vec::new();
+    for (i, (name, e)) in index.names().zip(index.entries()).enumerate() {
+        if name.starts_with(META_PREFIX) || !index.crc_checked(i) {
+            continue;
+        }
+        let codec = match index.stored_codec(i) {
+            Some(StoredCodec::Raw) => Codec::None,
+            Some(StoredCodec::Zstd) => Codec::zstd(),
+            Some(StoredCodec::Lz4) => Codec::Lz4,
+            None => continue,
+        };
+        let range = usize::try_from(e.data_offset)
+            .ok()
+            .zip(usize::try_from(e.data_offset.saturating_add(e.disk_size)).ok());
+        let Some(stored) = range.and_then(|(a, b)| src.get(a..b)) else {
+            continue;
+        };
+        blocks.push(PreparedBlock {
+            name: name.to_owned(),
+            stored: Cow::Owned(stored.to_vec()),
+            meta: Precompressed {
+                codec,
+                orig_size: e.orig_size,
+                crc32c: e.checksum,
+                content_type: e.content_type,
+            },
+        });
+    }
+    Ok((ep, blocks))
 }
 
 /// The committed manifest of a source stream.
@@ -155,6 +204,7 @@ impl StreamCopy {
         ep: &Episode,
         a: usize,
         b: usize,
+        stored: Vec<PreparedBlock<'static>>,
     ) -> Result<(), StorageError> {
         if a >= b {
             return Ok(());
@@ -193,13 +243,20 @@ impl StreamCopy {
             &window,
             &self.src.name,
         );
-        let chunk = write_and_finalize_chunk(
+        // A whole source chunk keeps its data blocks as stored; a cut one is encoded anew.
+        let known = if a == 0 && b as u64 == ep.length {
+            BlockCrcs::stored(stored)
+        } else {
+            BlockCrcs::none()
+        };
+        let chunk = write_and_finalize_chunk_known(
             fs,
             &self.layout,
             &mut part,
             &settings.write_options,
             settings.compression_workers,
             false,
+            &known,
         )?;
         if self.manifest.env_id.is_empty() {
             self.manifest.env_id.clone_from(&ep.env_id);
@@ -256,7 +313,7 @@ impl StreamCopy {
                 stopped = true;
                 break;
             }
-            let ep = read_chunk(fs, &dir, c)?;
+            let (ep, stored) = read_chunk_blocks(fs, &dir, c)?;
             let ts = ep.timestamps_ns.clone().unwrap_or_default();
             let mut a = ts.partition_point(|&t| t < start);
             let b = ts.partition_point(|&t| t <= end);
@@ -266,10 +323,10 @@ impl StreamCopy {
                 } else if let Some(prev) = self.before.take() {
                     let pe = read_chunk(fs, &dir, &prev)?;
                     let n = pe.length as usize;
-                    self.write(fs, settings, &pe, n.saturating_sub(1), n)?;
+                    self.write(fs, settings, &pe, n.saturating_sub(1), n, Vec::new())?;
                 }
             }
-            self.write(fs, settings, &ep, a, b)?;
+            self.write(fs, settings, &ep, a, b, stored)?;
             self.next_src = c.chunk_index + 1;
             if tl >= end {
                 self.reached = true;
@@ -280,7 +337,7 @@ impl StreamCopy {
             if let Some(prev) = self.before.take() {
                 let pe = read_chunk(fs, &dir, &prev)?;
                 let n = pe.length as usize;
-                self.write(fs, settings, &pe, n.saturating_sub(1), n)?;
+                self.write(fs, settings, &pe, n.saturating_sub(1), n, Vec::new())?;
             }
         }
         Ok(())

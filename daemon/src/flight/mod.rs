@@ -3,9 +3,9 @@
 //! window `[t - pre, t + post]` of every flight stream as a new multi-stream episode.
 //!
 //! - [`options`]: how an open asks for flight mode and `latched`;
-//! - [`trigger`]: the one entry every front end calls ([`trigger::trigger`]);
+//! - [`mod@trigger`]: the one entry every front end calls ([`trigger()`]);
 //! - [`pending`]: the durable record of a window until its episode is in place;
-//! - [`window`]: the window thread; [`copy`]: copying one stream out of its ring;
+//! - [`window`]: the window thread; `copy`: copying one stream out of its ring;
 //! - [`resume`]: at start, windows a crash left pending are built from the rings' files;
 //! - [`registry`]: the flight streams and pending windows ([`FlightRegistry`]);
 //!   [`shared`]: what the window threads need of it ([`FlightShared`]).

@@ -55,6 +55,9 @@ pub struct PendingRecord {
     pub created_unix_ns: u64,
     pub triggers: Vec<TriggerNote>,
     pub streams: Vec<WindowSource>,
+    /// Earlier windows this one continues (a stream's start was moved past their end).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub follows: Vec<String>,
 }
 
 /// `data_dir/.flight/pending`.

@@ -51,6 +51,7 @@ impl FlightRegistry {
                 settings,
                 shutdown,
                 counters: FlightCounters::default(),
+                persisted_ends: std::sync::Mutex::new(std::collections::HashMap::new()),
             }),
             defaults,
             rings: Mutex::new(Vec::new()),
@@ -101,6 +102,12 @@ impl FlightRegistry {
             tracing::error!(episode = %window.episode, "cannot start the window thread: {e}; the window is built at the next start");
             window.lock().failed = Some(e.to_string());
         }
+    }
+
+    /// Windows not yet persisted.
+    #[must_use]
+    pub fn pending_windows(&self) -> u64 {
+        self.windows().iter().filter(|w| !w.lock().done).count() as u64
     }
 
     /// Status: flight streams and triggers.

@@ -1,9 +1,10 @@
 //! What the window threads need: the file system, the data directory, the chunk settings,
 //! the shutdown flag and the counters.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::session::SessionSettings;
 use wshard_storage::fsio::Fs;
@@ -27,6 +28,35 @@ pub struct FlightShared {
     pub(crate) settings: SessionSettings,
     pub(crate) shutdown: Arc<AtomicBool>,
     pub counters: FlightCounters,
+    /// Per flight stream (`EPISODE` or `EPISODE/STREAM`): the end (`t_ns`) of the last
+    /// window persisted, and its episode. A later window starts after it: no step is
+    /// copied twice.
+    pub(crate) persisted_ends: Mutex<HashMap<String, (i64, String)>>,
+}
+
+impl FlightShared {
+    /// Window `episode` holding `[.., end_ns]` of `source` is in place.
+    pub(crate) fn note_persisted(&self, source: &str, end_ns: i64, episode: &str) {
+        let mut m = self
+            .persisted_ends
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let e = m
+            .entry(source.to_owned())
+            .or_insert((end_ns, episode.to_owned()));
+        if end_ns >= e.0 {
+            *e = (end_ns, episode.to_owned());
+        }
+    }
+
+    /// The end of the last window persisted of `source`, and its episode.
+    pub(crate) fn persisted_end(&self, source: &str) -> Option<(i64, String)> {
+        self.persisted_ends
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(source)
+            .cloned()
+    }
 }
 
 impl std::fmt::Debug for FlightShared {

@@ -6,7 +6,9 @@
 //! `at_ns` it is that value on every stream. Each stream's window is `[t - pre, t + post]`.
 //! A trigger while a window is still pending (its post-window recording, or its copy not
 //! final) extends that window (`merged`): its end becomes the later one, its streams the
-//! union. The window is durable (pending record) before the reply.
+//! union. The window is durable (pending record) before the reply. A trigger after a
+//! window of the same stream was persisted starts that stream after the earlier window's
+//! end (`follows` in the new index): no step is copied twice, none is skipped.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -212,8 +214,19 @@ pub fn trigger(
     let created = unix_ns();
     let episode = format!("{WINDOW_ID_PREFIX}{}-{id}", created / 1_000_000);
     let mut streams: Vec<WindowSource> = Vec::new();
+    let mut follows: Vec<String> = Vec::new();
     for (ring, t) in &rings {
-        let s = source_of(registry, ring, *t, request, &streams);
+        let mut s = source_of(registry, ring, *t, request, &streams);
+        // A window persisted already holds this stream up to its end: start after it (a
+        // latched stream's last value goes into every window all the same).
+        if let Some((end, earlier)) = registry.shared.persisted_end(&s.source) {
+            if !s.latched && s.start_ns <= end {
+                s.start_ns = end.saturating_add(1);
+                if !follows.contains(&earlier) {
+                    follows.push(earlier);
+                }
+            }
+        }
         ring.pin(id, s.start_ns);
         streams.push(s);
     }
@@ -222,6 +235,7 @@ pub fn trigger(
         created_unix_ns: created,
         triggers: vec![note(first_t)],
         streams,
+        follows,
     };
     if let Err(e) = pending::persist(&*registry.shared.fs, &registry.shared.data_dir, &record) {
         for (ring, _) in &rings {

@@ -1,5 +1,5 @@
 //! A trigger window and the thread that persists it (`flight-W`): it copies each stream's
-//! steps in `[start_ns, end_ns]` out of the ring as the chunks appear ([`super::copy`]),
+//! steps in `[start_ns, end_ns]` out of the ring as the chunks appear (`copy`),
 //! the pre-window at once, the rest as the post-window is recorded; when every stream
 //! has reached its end (or ended), it copies the edge chunks, commits each stream's
 //! manifest and the index `complete` (marked `origin: flight_window`, with the triggers),
@@ -133,6 +133,9 @@ fn window_index(
             }))
             .collect::<Vec<_>>()),
     );
+    if !record.follows.is_empty() {
+        meta.insert("follows".into(), json!(record.follows));
+    }
     let mut index = EpisodeIndex::new(record.episode.clone(), "", meta, record.created_unix_ns);
     index.streams = streams;
     index.status = EpisodeStatus::Complete;
@@ -225,20 +228,28 @@ pub(crate) fn run(registry: &FlightShared, window: &Window) {
         finish(&fs, &data_dir, &record, &mut copies, &dir)
     })();
     let mut st = window.lock();
-    for r in st.rings.iter().flatten() {
-        r.unpin(window.id);
-    }
     match result {
         Ok(()) => {
+            for r in st.rings.iter().flatten() {
+                r.unpin(window.id);
+            }
+            for s in &st.record.streams {
+                registry.note_persisted(&s.source, s.end_ns, &window.episode);
+            }
             st.done = true;
             registry.counters.persisted.fetch_add(1, Ordering::Relaxed);
             tracing::info!(episode = %window.episode, "trigger window persisted");
         }
         Err(e) => {
-            // The pending record stays: the next start builds the window again.
-            tracing::error!(episode = %window.episode, "trigger window not persisted: {e}");
+            // The pending record stays, and so do the pins (the chunks it names are kept):
+            // the next start builds the window again.
             st.failed = Some(e.to_string());
-            registry.counters.failed.fetch_add(1, Ordering::Relaxed);
+            if registry.shutdown.load(Ordering::Acquire) {
+                tracing::info!(episode = %window.episode, "trigger window left pending at shutdown: {e}");
+            } else {
+                tracing::error!(episode = %window.episode, "trigger window not persisted: {e}");
+                registry.counters.failed.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 }

@@ -45,7 +45,7 @@ pub(super) fn settle_listed(
         .iter()
         .filter(|c| c.chunk_index < k)
         .map(gaps::chunk_dropped)
-        .fold(0, u64::saturating_add);
+        .fold(gaps::ring_dropped(&run.manifest), u64::saturating_add);
     let first = entry.timestep_range[0];
     let replayed = seg
         .header

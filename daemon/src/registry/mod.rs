@@ -40,6 +40,8 @@ pub(crate) enum StopReason {
     OperatorStop { uid: u32 },
     /// `wshard abort EPISODE` from an operator with this uid: finalized `aborted`.
     OperatorAbort { uid: u32 },
+    /// `rolling.quota_policy = "stop_rolling"`: what may not be evicted exceeds the quota.
+    Quota { kept_bytes: u64, quota_bytes: u64 },
 }
 
 impl StopReason {
@@ -48,7 +50,9 @@ impl StopReason {
     #[must_use]
     pub(crate) fn outcome(&self) -> EpisodeStatus {
         match self {
-            Self::Operator { .. } | Self::Disk { .. } => EpisodeStatus::Interrupted,
+            Self::Operator { .. } | Self::Disk { .. } | Self::Quota { .. } => {
+                EpisodeStatus::Interrupted
+            }
             Self::OperatorStop { .. } => EpisodeStatus::Complete,
             Self::OperatorAbort { .. } => EpisodeStatus::Aborted,
         }
@@ -67,6 +71,13 @@ impl StopReason {
                 watermark,
             } => format!(
                 "disk: {free_bytes} bytes free, below disk.high_watermark_free_bytes ({watermark})"
+            ),
+            Self::Quota {
+                kept_bytes,
+                quota_bytes,
+            } => format!(
+                "quota: {kept_bytes} bytes that may not be evicted exceed publish.quota_bytes \
+                 ({quota_bytes}); rolling.quota_policy = stop_rolling"
             ),
         }
     }
@@ -369,5 +380,18 @@ impl Registry {
     #[must_use]
     pub(crate) fn episode(&self, id: &str) -> Option<Arc<LiveEpisode>> {
         self.episodes.lock().ok().and_then(|m| m.get(id).cloned())
+    }
+
+    /// The open episode `id`, or the split episode whose part recording now is `id`
+    /// (`EP.0002`: the registry keeps the episode under the producer's id `EP`).
+    #[must_use]
+    pub(crate) fn episode_or_part(&self, id: &str) -> Option<Arc<LiveEpisode>> {
+        self.episode(id).or_else(|| {
+            self.episodes().into_iter().find(|e| {
+                e.parts
+                    .as_ref()
+                    .is_some_and(|p| p.number() > 0 && p.current() == id)
+            })
+        })
     }
 }

@@ -65,6 +65,8 @@ impl ServerContext {
     #[must_use]
     pub(crate) fn new(cfg: &Config, fs: Arc<dyn Fs>, shutdown: Arc<AtomicBool>) -> Self {
         let registry = Arc::new(Registry::default());
+        let upload = Arc::new(UploadShared::new(cfg.publish.enabled));
+        upload.quota.set_policy(cfg.rolling.quota_policy);
         let disk = DiskMonitor::new(
             Box::new(Statvfs(cfg.data_dir.clone())),
             cfg.disk.clone(),
@@ -93,7 +95,6 @@ impl ServerContext {
             registry,
             access: RwLock::new(AccessPolicy::from_config(cfg)),
             disk,
-            upload: Arc::new(UploadShared::new(cfg.publish.enabled)),
             flight: Arc::new(crate::flight::FlightRegistry::new(
                 fs_for_flight,
                 &cfg.data_dir,
@@ -107,6 +108,7 @@ impl ServerContext {
                 },
                 shutdown_for_flight,
             )),
+            upload,
         }
     }
 

@@ -12,8 +12,8 @@ use wshard::manifest::Manifest;
 
 use super::failure::SessionFailure;
 use super::finisher::{self, Handoff};
+use super::parts::NextPart;
 use super::shared::{FinalStatus, SessionShared};
-use super::split::NextPart;
 use crate::chunk::chunk_file::{write_partial_chunk, ChunkTarget};
 use crate::chunk::ChunkColumns;
 use wshard_storage::layout::EpisodeLayout;

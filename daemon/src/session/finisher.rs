@@ -19,9 +19,8 @@ use wshard::manifest::Manifest;
 
 use super::failure::SessionFailure;
 use super::flight_ring::RingChunk;
-use super::parts::SPLIT_MANIFEST_KEY;
+use super::parts::{NextPart, SPLIT_MANIFEST_KEY};
 use super::shared::{FinalStatus, SessionShared};
-use super::split::NextPart;
 use crate::chunk::chunk_file::{finalize_chunk, PartialChunk};
 use crate::chunk::gaps;
 use crate::chunk::manifest_commit::commit_manifest;
@@ -111,7 +110,9 @@ pub(crate) fn run(
                             bytes,
                         });
                         manifest.push_chunk(chunk);
+                        let dropped_before = gaps::ring_dropped(&manifest);
                         evicted = manifest.evict_front(gone.len());
+                        gaps::note_evicted(&mut manifest, dropped_before, &evicted);
                     } else {
                         manifest.push_chunk(chunk);
                     }

@@ -14,6 +14,10 @@
 //! - `chunk_writer`: the thread `chunk-EPISODE` compressing and writing each sealed chunk's
 //!   file; `finisher`: its thread `fin-EPISODE` making each one durable, in order, and
 //!   committing the manifest.
+//! - `split`: cutting the episode into parts while it records (`wshard split`,
+//!   `[rolling]`): the writer creates the next part and seals the open chunk as the finished
+//!   part's last; `parts`: what the threads, the registry and the control socket share
+//!   about the parts (the part recording now, split requests, part ids).
 //! - `memory` (the chunk memory budget), `queue_budget` (the queue's bytes), `recycle`
 //!   (record buffers), `shared` (what the threads and the connection share: the durable
 //!   watermark, the failure), `stats`, `settings`, `failure`.

@@ -70,6 +70,17 @@ pub enum SplitError {
     Finalized { episode: String },
 }
 
+/// What the chunk writer and the finisher switch to after a part's last chunk (made by
+/// `super::split`).
+pub(crate) struct NextPart {
+    /// The finished part's `split` object, written into its final manifest.
+    pub(crate) finished_links: Value,
+    /// The next part's directory.
+    pub(crate) layout: wshard_storage::layout::EpisodeLayout,
+    /// The next part's manifest as committed at its creation.
+    pub(crate) manifest: wshard::manifest::Manifest,
+}
+
 /// The writer's answer to a split request.
 pub type SplitReply = Result<SplitDone, SplitError>;
 
@@ -97,6 +108,8 @@ pub struct PartControl {
     max_id_bytes: usize,
     state: Mutex<PartState>,
     requests: Mutex<Vec<Sender<SplitReply>>>,
+    /// Set while `requests` holds any: the writer's check without the lock.
+    pending: std::sync::atomic::AtomicBool,
     /// Timestep record payload bytes in the current part.
     pub(crate) part_bytes: AtomicU64,
     /// Timesteps in the current part.
@@ -122,6 +135,7 @@ impl PartControl {
                 ..PartState::default()
             }),
             requests: Mutex::new(Vec::new()),
+            pending: std::sync::atomic::AtomicBool::new(false),
             part_bytes: AtomicU64::new(0),
             part_steps: AtomicU64::new(0),
             part_first_t_ns: std::sync::atomic::AtomicI64::new(i64::MIN),
@@ -191,30 +205,29 @@ impl PartControl {
     pub fn request_split(&self) -> crossbeam_channel::Receiver<SplitReply> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.requests().push(tx);
+        self.pending.store(true, Ordering::Release);
         rx
     }
 
     /// The pending split requests, taken (for the writer).
     pub(crate) fn take_requests(&self) -> Vec<Sender<SplitReply>> {
-        let mut r = self.requests();
-        if r.is_empty() {
-            Vec::new()
-        } else {
-            std::mem::take(&mut *r)
+        if !self.pending.load(Ordering::Acquire) {
+            return Vec::new();
         }
+        let mut r = self.requests();
+        self.pending.store(false, Ordering::Release);
+        std::mem::take(&mut *r)
     }
 
-    /// Account one timestep of `bytes` payload bytes at `t_ns` to the current part.
-    pub(crate) fn add_step(&self, bytes: u64, t_ns: i64) {
+    /// Account `steps` timesteps of `bytes` payload bytes in all, their `t_ns` from
+    /// `first` to `last`, to the current part (once per run of records the writer takes).
+    pub(crate) fn add_steps(&self, steps: u64, bytes: u64, first: i64, last: i64) {
         self.part_bytes.fetch_add(bytes, Ordering::Relaxed);
-        self.part_steps.fetch_add(1, Ordering::Relaxed);
-        let _ = self.part_first_t_ns.compare_exchange(
-            i64::MIN,
-            t_ns,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
-        self.part_last_t_ns.store(t_ns, Ordering::Relaxed);
+        self.part_steps.fetch_add(steps, Ordering::Relaxed);
+        if self.part_first_t_ns.load(Ordering::Relaxed) == i64::MIN {
+            self.part_first_t_ns.store(first, Ordering::Relaxed);
+        }
+        self.part_last_t_ns.store(last, Ordering::Relaxed);
     }
 
     /// Nanoseconds between the current part's first and last timestep.
@@ -272,7 +285,7 @@ impl PartControl {
 }
 
 /// The `split` object of a part's manifest: the episode it is a part of, its number, the
-/// producer's seq of its first timestep, and the parts before and after it.
+/// producer's seq that is its seq 0, and the parts before and after it.
 #[must_use]
 pub fn manifest_links(
     base: &str,

@@ -1,15 +1,16 @@
 //! Splitting a recording episode at a step boundary (see [`super::parts`]): the writer
 //! syncs the journal, creates the next part durably (directory, `recording` manifest linked
 //! to the part before, journal segment 0), then seals the open chunk as the finished part's
-//! last chunk with status `complete` and a [`NextPart`] for the chunk writer and the
+//! last chunk with status `complete` and a `NextPart` (`super::parts`) for the chunk writer and the
 //! finisher, which switch to the next part's layout and manifest after it. Chunks of both
 //! parts go through the same chunk writer and finisher, strictly in order, so the DURABLE
 //! watermark never moves backwards across the cut.
 //!
 //! Seqs: a part is a normal episode whose seqs start at 0. The writer rebases each record's
-//! seq by the part's `first_seq` (the producer's seq of the part's first timestep, kept in
-//! the manifest's `split` object) before the journal and the columns see it; DURABLE stays
-//! in the producer's seqs.
+//! seq by the part's `first_seq` (kept in the manifest's `split` object: the producer's seq
+//! that is the part's seq 0, the one after the part before's last; seqs a ring dropped
+//! right at the cut are the part's gap) before the journal and the columns see it; DURABLE
+//! stays in the producer's seqs.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -35,7 +36,8 @@ pub(crate) struct PartTarget {
     pub(crate) layout: EpisodeLayout,
     /// The episode's schema under the part's id.
     pub(crate) schema: Arc<EpisodeSchema>,
-    /// The producer's seq of the part's first timestep.
+    /// The producer's seq that is the part's seq 0 (its first timestep's, unless the
+    /// producer dropped seqs right at the cut).
     pub(crate) first_seq: u64,
     /// The part before this one.
     pub(crate) previous: Option<String>,
@@ -70,16 +72,6 @@ impl PartTarget {
     }
 }
 
-/// What the chunk writer and the finisher switch to after a part's last chunk.
-pub(crate) struct NextPart {
-    /// The finished part's `split` object, written into its final manifest.
-    pub(crate) finished_links: Value,
-    /// The next part's directory.
-    pub(crate) layout: EpisodeLayout,
-    /// The next part's manifest as committed at its creation.
-    pub(crate) manifest: Manifest,
-}
-
 /// A part created on disk, ready to record into.
 pub(crate) struct CreatedPart {
     pub(crate) target: PartTarget,
@@ -87,7 +79,7 @@ pub(crate) struct CreatedPart {
     pub(crate) manifest: Manifest,
 }
 
-/// Create part `number` (`id`) after `previous`, its first timestep at producer seq
+/// Create part `number` (`id`) after `previous`, its seq 0 being producer seq
 /// `first_seq`: the directory (and a parent fsync), the `recording` manifest with its
 /// `split` links, and journal segment 0 for durability `ack`. Crash-safe in this order:
 /// an empty part left by a power cut is recovered like any episode with no timestep.

@@ -20,11 +20,12 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use super::chunk_writer::SealedChunk;
 use super::failure::SessionFailure;
 use super::group_commit::GroupCommit;
+use super::parts::NextPart;
 use super::parts::{SplitCause, SplitDone, SplitError, SplitReply};
 use super::recycle::RecordPool;
 use super::rotation::ChunkRotation;
 use super::shared::{FinalStatus, SessionShared};
-use super::split::{self, NextPart, PartTarget};
+use super::split::{self, PartTarget};
 use super::stats::HEARTBEAT_EVERY;
 use crate::chunk::{ChunkColumns, SeqGaps};
 use crate::error::StorageError;
@@ -248,11 +249,18 @@ impl Writer {
                 }
                 self.group_commit.appended(arrived);
             }
+            let mut t_range = None;
             for s in iter_records(now, self.shared.schema.step_payload_bytes) {
                 self.columns.push(&s);
                 self.received_end = s.seq.saturating_add(1).saturating_add(first_seq);
                 self.timesteps += 1;
-                self.shared.parts.add_step(s.payload.len() as u64, s.t_ns);
+                t_range = Some((t_range.map_or(s.t_ns, |(first, _)| first), s.t_ns));
+            }
+            if let Some((first, last)) = t_range {
+                let payload = (rec_len - RECORD_HEADER_BYTES) as u64;
+                self.shared
+                    .parts
+                    .add_steps(n as u64, payload * n as u64, first, last);
             }
             rest = later;
         }

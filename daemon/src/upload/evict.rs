@@ -95,16 +95,6 @@ fn free_bytes_of(path: &Path) -> io::Result<u64> {
     Ok(avail.saturating_mul(frag))
 }
 
-/// Whether episode `id` of `data_dir` may ever be evicted: never a trigger window of the
-/// flight recorder (its index says `origin: flight_window`).
-#[must_use]
-pub fn may_evict(fs: &dyn Fs, data_dir: &Path, id: &str) -> bool {
-    !matches!(
-        crate::episode_files::read_index(fs, &data_dir.join(id), id),
-        Ok(Some(index)) if crate::episode_files::is_flight_window(&index)
-    )
-}
-
 /// Bytes of the files under `dir` (not following links).
 #[must_use]
 pub fn tree_bytes(dir: &Path) -> u64 {

@@ -24,6 +24,7 @@ use wshard_publish::{Credentials, DatasetId, PublishError, Publisher, Store};
 use super::error::{CycleError, EpisodeError};
 use super::evict::{tree_bytes, EvictionNeed, LocalCopies};
 use super::pace::Pacer;
+use super::protected::protection;
 use super::queue::UploadQueue;
 use super::queue_hooks::QueueHooks;
 use super::queue_log::QueueLogError;
@@ -400,17 +401,30 @@ impl Uploader {
         self.local_copies().delete_leftovers()
     }
 
-    /// Evict what the policy asks for (`evict`), oldest published episode first; a kept
-    /// episode (its keep mark, `data_dir/.keep/EP`) is passed over, whatever the need.
+    /// Evict what the policy asks for (`evict`), oldest published episode first.
+    /// Never an episode [`protection`] names (kept, a trigger window), whatever the need; after the pass, the quota's state is
+    /// recorded ([`QuotaWatch`](super::quota::QuotaWatch): what is left over the quota
+    /// can no longer be evicted).
     fn evict(&mut self) -> Result<(), CycleError> {
+        let data_dir = self.settings.data_dir.clone();
         let published: Vec<String> = self
             .state()
             .in_order()
             .into_iter()
             .filter(|(_, e)| e.stage == EpisodeUpload::Published)
             .map(|(id, _)| id.clone())
-            .filter(|id| super::evict::may_evict(&*self.fs, &self.settings.data_dir, id))
+            .filter(|id| protection(self.fs.as_ref(), &data_dir, id).is_none())
             .collect();
+        let result = self.evict_published(published);
+        let quota = self.settings.evict.quota_bytes;
+        if quota > 0 {
+            self.shared.quota.record(tree_bytes(&data_dir), quota);
+        }
+        result
+    }
+
+    /// Evict `published` (oldest first) while the policy asks for it.
+    fn evict_published(&mut self, published: Vec<String>) -> Result<(), CycleError> {
         if published.is_empty() {
             return Ok(());
         }

@@ -123,6 +123,8 @@ pub struct UploadShared {
     /// episode to making its mark: a `keep` answered before an eviction began is honoured
     /// by it, one after finds the episode gone.
     eviction: Mutex<()>,
+    /// The quota's state after the last eviction pass, and `rolling.quota_policy`.
+    pub quota: std::sync::Arc<super::quota::QuotaWatch>,
 }
 
 impl UploadShared {
@@ -131,6 +133,7 @@ impl UploadShared {
         Self {
             view: Mutex::new(UploadView::new(enabled)),
             eviction: Mutex::new(()),
+            quota: std::sync::Arc::default(),
         }
     }
 

@@ -80,7 +80,8 @@ impl Client {
     /// about something sent before, the end of the connection, the timeout); the inner
     /// one the server's refusal of this trigger alone ([`ClientError::Server`] with
     /// `LIMIT` for a negative or too long a window, `NOT_OPEN` when no stream records in
-    /// flight mode, `UNKNOWN_EPISODE` for a named stream that does not, `STORAGE`), its
+    /// flight mode, `UNKNOWN_EPISODE` for a named stream that does not, `DISK_LOW` while the
+    /// quota refuses new windows, `STORAGE`), its
     /// message starting `TRIGGER:`; the connection and its recording carry on.
     pub(crate) fn send_trigger(
         &mut self,

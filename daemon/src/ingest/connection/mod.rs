@@ -262,7 +262,10 @@ impl Connection {
         let State::Recording(rec) = &mut self.state else {
             return;
         };
-        let Some(reason) = rec.take_stop_request() else {
+        let Some(reason) = rec
+            .take_stop_request()
+            .or_else(|| rec.quota_stop(&self.link))
+        else {
             return;
         };
         // What the producer published before the request is kept.

@@ -73,6 +73,10 @@ pub(super) fn open(open: OpenEpisode, link: &Link) -> Option<Recording> {
         );
         return None;
     }
+    if let Some(refused) = quota_refusal(ctx, &open.episode_id) {
+        link.error(ErrorCode::DiskLow, refused);
+        return None;
+    }
     let step_payload = schema.step_payload_bytes;
     let id = schema.episode_id.clone();
     let durability = schema.durability;
@@ -132,6 +136,23 @@ pub(super) fn attach_flight(
     ));
     shared.set_flight(ring.clone());
     ctx.flight.register(ring);
+}
+
+/// Under `[rolling]` with `rolling.quota_policy = "stop_rolling"`, while what the daemon
+/// may not evict alone exceeds `publish.quota_bytes`: why an OPEN is refused.
+fn quota_refusal(ctx: &ServerContext, episode: &str) -> Option<String> {
+    let quota = &ctx.upload.quota;
+    if !ctx.settings().rolling.is_on() || !quota.rolling_suspended() {
+        return None;
+    }
+    tracing::warn!(episode, "OPEN refused: rolling stopped by the quota");
+    Some(format!(
+        "OPEN `{episode}`: rolling recording is stopped: {} bytes the daemon may not evict \
+         (open, not yet uploaded, protected) exceed publish.quota_bytes ({}); \
+         rolling.quota_policy = \"stop_rolling\" refuses new episodes until the quota allows",
+        quota.kept_bytes(),
+        quota.quota_bytes()
+    ))
 }
 
 /// What the registry and the intake need of a session that just opened.

@@ -283,6 +283,18 @@ impl Recording {
         self.intake.registration().live.take_stop()
     }
 
+    /// `rolling.quota_policy = "stop_rolling"` while the quota is exceeded: an episode
+    /// recorded under `[rolling]` is stopped (a stream of a multi-stream episode is not).
+    pub(super) fn quota_stop(&self, link: &Link) -> Option<StopReason> {
+        let shared = self.intake.session().shared();
+        let quota = &link.ctx.upload.quota;
+        let rolling = shared.settings.rolling.is_on() && shared.parts.splittable();
+        (rolling && quota.rolling_suspended()).then(|| StopReason::Quota {
+            kept_bytes: quota.kept_bytes(),
+            quota_bytes: quota.quota_bytes(),
+        })
+    }
+
     /// End the recording as a request decided.
     pub(super) fn end(self, ending: Ending, link: &Link) {
         match ending {
@@ -424,6 +436,7 @@ impl Recording {
         };
         let advice = match reason {
             StopReason::Disk { .. } => "; new episodes are refused until space returns",
+            StopReason::Quota { .. } => "; new episodes are refused until the quota allows",
             _ => "",
         };
         link.error(

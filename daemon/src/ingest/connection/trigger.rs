@@ -23,10 +23,10 @@ const EVENT_DEFAULT_PRE_MS: i64 = 30_000;
 const EVENT_DEFAULT_POST_MS: i64 = 10_000;
 const NS_PER_MS: i64 = 1_000_000;
 
-/// The `ERROR` code of a refusal: the window's fields (`LIMIT`: negative or longer than
-/// allowed), which streams (`NOT_OPEN`: no flight stream, none named, nothing recorded;
-/// `UNKNOWN_EPISODE`: a named stream that does not record in flight mode), the disk
-/// (`STORAGE`).
+/// The `ERROR` code of a refusal of `flight::trigger`: the window's fields (`LIMIT`:
+/// negative or longer than allowed), which streams (`NOT_OPEN`: no flight stream, nothing
+/// recorded; `UNKNOWN_EPISODE`: a named stream that does not record in flight mode), the
+/// disk (`STORAGE`).
 fn code_of(e: &TriggerError) -> ErrorCode {
     match e {
         TriggerError::Negative { .. } | TriggerError::TooLong { .. } => ErrorCode::Limit,
@@ -36,9 +36,29 @@ fn code_of(e: &TriggerError) -> ErrorCode {
     }
 }
 
-/// The flight trigger of `request` (its `TriggerError` text already starts `trigger:`).
-fn fire(link: &Link, request: &TriggerRequest) -> Result<TriggerReply, TriggerError> {
-    crate::flight::trigger(&link.ctx.flight, request)
+/// The flight trigger of `request`, or its refusal as an `ERROR`'s code and message (the
+/// message starts `trigger`): the quota first (`rolling.quota_policy = "refuse_windows"` in
+/// force: `DISK_LOW`, as the control verb's `QUOTA_EXCEEDED`), then [`code_of`].
+fn fire(link: &Link, request: &TriggerRequest) -> Result<TriggerReply, (ErrorCode, String)> {
+    let quota = &link.ctx.upload.quota;
+    if quota.windows_refused() {
+        return Err((
+            ErrorCode::DiskLow,
+            format!(
+                "trigger refused: {} bytes the daemon may not evict exceed publish.quota_bytes \
+                 ({}); rolling.quota_policy = \"refuse_windows\" refuses new windows until the \
+                 quota allows",
+                quota.kept_bytes(),
+                quota.quota_bytes()
+            ),
+        ));
+    }
+    crate::flight::trigger(&link.ctx.flight, request).map_err(|e| {
+        if matches!(e, TriggerError::Storage(_)) {
+            tracing::error!(peer = %link.peer, "trigger not persisted: {e}");
+        }
+        (code_of(&e), e.to_string())
+    })
 }
 
 /// `TRIGGER`: answered by `TRIGGERED` or an `ERROR` whose message starts `TRIGGER:`.
@@ -62,11 +82,8 @@ pub(super) fn on_trigger(frame: Trigger, link: &Link) {
                 window_end_ns: r.window_end_ns,
             }));
         }
-        Err(e) => {
-            if matches!(e, TriggerError::Storage(_)) {
-                tracing::error!(peer = %link.peer, "trigger not persisted: {e}");
-            }
-            link.error(code_of(&e), format!("{}: {e}", FrameType::Trigger.name()));
+        Err((code, message)) => {
+            link.error(code, format!("{}: {message}", FrameType::Trigger.name()));
         }
     }
 }
@@ -111,7 +128,7 @@ fn request_of(t_ns: i64, json: Option<&str>, text: Option<&str>) -> Result<Trigg
 /// (`flight.triggers.event_refused` in status).
 pub(super) fn on_trigger_event(t_ns: i64, json: Option<&str>, text: Option<&str>, link: &Link) {
     let outcome =
-        request_of(t_ns, json, text).and_then(|r| fire(link, &r).map_err(|e| e.to_string()));
+        request_of(t_ns, json, text).and_then(|r| fire(link, &r).map_err(|(_, message)| message));
     match outcome {
         Ok(r) => tracing::info!(peer = %link.peer, episode = %r.episode, merged = r.merged,
             "trigger from an EVENT"),

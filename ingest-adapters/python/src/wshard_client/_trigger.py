@@ -38,7 +38,7 @@ class TriggerRefused(ServerError):
     """The daemon refused a trigger (its message starts ``TRIGGER:`` and names the field
     or the stream): ``LIMIT`` for a negative or too long a window, ``NOT_OPEN`` when no
     stream records in flight mode, ``UNKNOWN_EPISODE`` for a named stream that does not,
-    ``STORAGE``. The connection and what it records carry on."""
+    ``DISK_LOW`` while the quota refuses new windows, ``STORAGE``. The connection and what it records carry on."""
 
 
 def is_trigger_refusal(message: str) -> bool:

@@ -90,6 +90,9 @@ pub struct DirInspection {
     pub env_id: Option<String>,
     /// From the index (multi-stream): no more streams may join.
     pub closed: Option<bool>,
+    /// From the index's metadata: `flight_window` for a trigger window of the flight
+    /// recorder.
+    pub origin: Option<String>,
     pub streams: Vec<StreamRow>,
     pub events: Vec<EventRow>,
     /// Bytes of a torn last events line (ignored).
@@ -164,6 +167,11 @@ impl DirInspection {
             status: dir.status().map(|s| s.as_str().to_owned()),
             env_id: dir.index().map(|i| i.env_id.clone()),
             closed: dir.index().map(|i| i.closed),
+            origin: dir
+                .index()
+                .and_then(|i| i.metadata.get("origin"))
+                .and_then(|v| v.as_str())
+                .map(str::to_owned),
             streams: dir.streams().iter().map(stream_row).collect(),
             events,
             torn_event_bytes: dir.torn_event_bytes(),

@@ -120,6 +120,9 @@ pub fn write_text(ins: &DirInspection, out: &mut dyn Write) -> io::Result<()> {
             "yes (a keep mark in its data directory: never evicted)",
         )?;
     }
+    if let Some(origin) = &ins.origin {
+        field(out, "origin", origin)?;
+    }
     field(out, "streams", ins.streams.len())?;
     let annotations = ins
         .events
@@ -203,6 +206,7 @@ pub fn write_json(ins: &DirInspection, out: &mut dyn Write) -> io::Result<()> {
         "env_id": ins.env_id,
         "status": ins.status,
         "closed": ins.closed,
+        "origin": ins.origin,
         "streams": streams,
         "events": events,
         "torn_event_bytes": ins.torn_event_bytes,
