@@ -161,6 +161,7 @@ impl FlightRegistry {
                 "merged": c.merged.load(Ordering::Relaxed),
                 "persisted": c.persisted.load(Ordering::Relaxed),
                 "failed": c.failed.load(Ordering::Relaxed),
+                "event_refused": c.event_refused.load(Ordering::Relaxed),
                 "pending": pending,
             },
         })

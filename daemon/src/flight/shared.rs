@@ -16,6 +16,8 @@ pub struct FlightCounters {
     pub merged: AtomicU64,
     pub persisted: AtomicU64,
     pub failed: AtomicU64,
+    /// `EVENT`s labelled `trigger` recorded whose trigger was refused.
+    pub event_refused: AtomicU64,
 }
 
 /// Shared by the flight registry and its window threads.

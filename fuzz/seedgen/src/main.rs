@@ -16,7 +16,7 @@ use wshard::episode::{Channel, DType, Episode, EpisodeWriteOptions, Lane, Timeba
 use wshard::manifest::{ChunkRef, Manifest};
 use wshard_ingest_proto::{
     encode, AcceptedWhat, BatchEncoder, ChannelSpec, CodecChoice, Durability, ErrorCode, Frame,
-    OpenEpisode, Outcome, TimebaseSpec, Timestep, Counters, NEWEST_PROTOCOL_VERSION, PROTOCOL_VERSION,
+    OpenEpisode, Outcome, TimebaseSpec, Timestep, Counters, Trigger, Triggered, NEWEST_PROTOCOL_VERSION, PROTOCOL_VERSION,
 };
 use wshard_recorder::episode::{self as rec_episode, EpisodeSchema};
 use wshard_recorder::journal::format::JournalWriter;
@@ -311,6 +311,20 @@ fn protocol_seeds(dir: &Path) -> Result<()> {
         },
         Frame::Counters(Counters::new([("received", 120), ("dropped", 3), ("late", 0)])),
         Frame::Counters(Counters::default()),
+        Frame::Trigger(Trigger {
+            pre_ns: 30_000_000_000,
+            post_ns: 10_000_000_000,
+            reason: "teleop button".into(),
+            streams: vec!["ep/cam".into()],
+            at_ns: Some(1_700_000_000_000_000_000),
+        }),
+        Frame::Trigger(Trigger::default()),
+        Frame::Triggered(Triggered {
+            episode: "flight-1700000000000-1".into(),
+            merged: false,
+            window_start_ns: 1,
+            window_end_ns: 2,
+        }),
     ] {
         encode(&f, &mut counters)?;
     }

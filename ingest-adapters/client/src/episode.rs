@@ -17,6 +17,7 @@ use crate::transport::Transport;
 mod counters;
 mod event;
 mod pending;
+mod trigger;
 
 /// Most slots of a ring when [`Transport::Shm`] leaves it to the client.
 pub const DEFAULT_SHM_SLOTS: u32 = 64;

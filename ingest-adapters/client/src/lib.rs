@@ -77,6 +77,12 @@
 //! durable when it returns its seq. The owner's [`MultiStreamEpisode::close`] ends the
 //! joins; the episode finalizes once every stream has ended.
 //!
+//! Flight triggers ([`Client::trigger`], [`EpisodeWriter::trigger`],
+//! [`MultiStreamEpisode::trigger`] with a [`FlightTrigger`]) have the daemon persist the
+//! window `[t - pre, t + post]` of its flight streams as an episode, named at once in the
+//! returned [`TriggerWindow`]; any version 2 connection may send one (docs/PROTOCOL.md,
+//! "TRIGGER").
+//!
 //! ```no_run
 //! # use wshard::episode::{DType, Lane};
 //! # use wshard_client::{ChannelSpec, Client, EpisodeOpen, Event, Outcome, StreamOpen, TimebaseSpec};
@@ -108,7 +114,7 @@
 // - `multistream` (version 2: creating and joining multi-stream episodes) and `open_episode`
 //   (version 1 episodes): the `Client` methods that open something and return its handle;
 // - `episode`: `EpisodeWriter`, pushing one episode's (or stream's) timesteps;
-// - `events`: sending an `EVENT` on the connection;
+// - `events`: sending an `EVENT` on the connection; `trigger`: sending a `TRIGGER`;
 // - `client`: `Client`, the connection: handshake, sending frames, waiting for answers;
 // - `shm`: the producer side of the shared-memory ring; `transport`: the socket-or-ring
 //   choice;
@@ -125,6 +131,7 @@ mod reader;
 mod shm;
 mod socket_write;
 mod transport;
+mod trigger;
 
 pub use client::{Client, ClientOptions};
 pub use episode::{CloseSummary, EpisodeWriter, Step};
@@ -133,6 +140,7 @@ pub use flight::{FlightMode, FLIGHT_KEY, LATCHED_KEY};
 pub use multistream::MultiStreamEpisode;
 pub use reader::ServerInfo;
 pub use transport::Transport;
+pub use trigger::{FlightTrigger, TriggerWindow};
 pub use wshard_ingest_proto::{
     ChannelSpec, CodecChoice, Durability, EpisodeOpen, ErrorCode, Event, EventKind, OpenEpisode,
     Outcome, ProtocolVersion, RingPolicy, StreamOpen, TimebaseSpec,

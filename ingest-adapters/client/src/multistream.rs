@@ -6,6 +6,8 @@ use std::sync::atomic::Ordering;
 
 use wshard_ingest_proto::{EpisodeOpen, Event, Frame, FrameType, Outcome, StreamOpen};
 
+use crate::trigger::{FlightTrigger, TriggerWindow};
+
 use crate::client::Client;
 use crate::episode::EpisodeWriter;
 use crate::error::{ClientError, Result};
@@ -125,6 +127,15 @@ impl MultiStreamEpisode<'_> {
     /// [`ClientError::Timeout`].
     pub fn send_event(&mut self, event: Event) -> Result<u64> {
         self.client.send_event(event)?
+    }
+
+    /// Send a flight trigger (`TRIGGER`) and wait for the window episode's name
+    /// (`TRIGGERED`), as [`Client::trigger`].
+    ///
+    /// # Errors
+    /// As [`Client::trigger`].
+    pub fn trigger(&mut self, trigger: &FlightTrigger) -> Result<TriggerWindow> {
+        self.client.send_trigger(trigger)?
     }
 
     /// Join this episode with a stream on the owner's own connection (see

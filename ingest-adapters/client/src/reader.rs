@@ -61,6 +61,8 @@ pub(crate) struct State {
     pub(crate) last_episode_close: u64,
     /// The answers to `EVENT` frames, in order (see [`EventAnswers`]).
     pub(crate) events: EventAnswers,
+    /// The answers to `TRIGGER` frames, in order (as [`EventAnswers`]).
+    pub(crate) triggers: TriggerAnswers,
     /// `ACCEPTED{SHM_ATTACH}` frames seen.
     pub(crate) shm_attaches: u64,
     /// `ACCEPTED{CLOSE}` frames seen, and the last one's `up_to_seq`.
@@ -100,6 +102,33 @@ impl EventAnswers {
     }
 
     fn answer(&mut self, answer: EventAnswer) {
+        self.answers.push_back((self.answered, answer));
+        self.answered += 1;
+    }
+}
+
+/// Every `TRIGGER` is answered by exactly one frame, in the order sent: `TRIGGERED` or an
+/// `ERROR` whose message starts with `TRIGGER` (docs/PROTOCOL.md, "TRIGGER").
+#[derive(Debug, Default)]
+pub(crate) struct TriggerAnswers {
+    /// `TRIGGER` frames sent (the caller counts them before sending).
+    pub(crate) sent: u64,
+    /// Answers received.
+    pub(crate) answered: u64,
+    /// Answers not yet taken by their sender: (index, answer).
+    pub(crate) answers: VecDeque<(u64, TriggerAnswer)>,
+}
+
+/// The answer to one `TRIGGER`: the window, or the server's refusal (code, message).
+pub(crate) type TriggerAnswer = Result<wshard_ingest_proto::Triggered, (ErrorCode, String)>;
+
+impl TriggerAnswers {
+    /// Whether an `ERROR` with `message` answers a `TRIGGER` sent earlier.
+    fn takes_error(&self, message: &str) -> bool {
+        self.answered < self.sent && wshard_ingest_proto::is_trigger_refusal(message)
+    }
+
+    fn answer(&mut self, answer: TriggerAnswer) {
         self.answers.push_back((self.answered, answer));
         self.answered += 1;
     }
@@ -201,7 +230,10 @@ pub(crate) fn end_error(end: &End) -> ClientError {
 
 /// Body of the reader thread: read, decode, update, notify; until EOF or an error.
 pub(crate) fn run(mut stream: UnixStream, shared: Arc<Shared>) {
-    let mut dec = FrameDecoder::new(MAX_SERVER_FRAME_BYTES);
+    // Every server frame of every version is known: a server sends only the frames of the
+    // version its HELLO_OK answered (`TRIGGERED` only after a version 2 `TRIGGER`).
+    let mut dec = FrameDecoder::new(MAX_SERVER_FRAME_BYTES)
+        .with_protocol_version(wshard_ingest_proto::ProtocolVersion::V2);
     let end = loop {
         let n = match stream.read(dec.buffer_mut()) {
             Ok(0) => break End::Eof,
@@ -285,6 +317,10 @@ fn apply(st: &mut State, shared: &Shared, frame: Frame) -> Result<(), End> {
         } => st.events.answer(Ok(up_to_seq)),
         Frame::Error { code, message } if st.events.takes_error(&message) => {
             st.events.answer(Err((code, message)));
+        }
+        Frame::Triggered(t) => st.triggers.answer(Ok(t)),
+        Frame::Error { code, message } if st.triggers.takes_error(&message) => {
+            st.triggers.answer(Err((code, message)));
         }
         Frame::Accepted {
             what: AcceptedWhat::ShmAttach,

@@ -13,6 +13,7 @@ use crate::schema::{
     TimebaseSpec,
 };
 use crate::timestep::{Timestep, TimestepBatch};
+use crate::trigger::{Trigger, Triggered};
 use crate::version::ProtocolVersion;
 use crate::wire::Reader;
 
@@ -227,6 +228,8 @@ pub fn parse_payload(ty: FrameType, payload: &[u8]) -> Result<Frame, ProtoError>
             outcome: parse_outcome(&mut r)?,
         },
         FrameType::Counters => Frame::Counters(Counters::parse(&mut r)?),
+        FrameType::Trigger => Frame::Trigger(Trigger::parse(&mut r)?),
+        FrameType::Triggered => Frame::Triggered(Triggered::parse(&mut r)?),
         FrameType::Accepted => {
             let c = r.u8("what")?;
             let what = AcceptedWhat::from_code(c)

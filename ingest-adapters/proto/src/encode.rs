@@ -77,6 +77,8 @@ fn encode_inner(frame: &Frame, out: &mut Vec<u8>, start: usize) -> Result<(), Pr
         }
         Frame::EpisodeClose { outcome } => out.push(outcome.code()),
         Frame::Counters(c) => c.encode(out)?,
+        Frame::Trigger(t) => t.encode(out)?,
+        Frame::Triggered(t) => t.encode(out)?,
         Frame::Timestep(s) => {
             push_step_record(out, s.seq, s.t_ns, s.reward, s.done, &[&s.payload]);
         }

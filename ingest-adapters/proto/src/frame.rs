@@ -10,6 +10,7 @@ use crate::multistream::{EpisodeOpen, StreamOpen};
 use crate::ring::RingPolicy;
 use crate::schema::OpenEpisode;
 use crate::timestep::{Timestep, TimestepBatch};
+use crate::trigger::{Trigger, Triggered};
 use crate::wire::truncate_utf8;
 
 /// `CLOSE.outcome` and `EPISODE_CLOSE.outcome`.
@@ -151,6 +152,11 @@ pub enum Frame {
     /// Version 2: the producer counters of the stream (or episode) the connection records;
     /// no answer.
     Counters(Counters),
+    /// Version 2: persist the flight recorder's window (answered by `TRIGGERED` or an
+    /// `ERROR` starting `TRIGGER:`).
+    Trigger(Trigger),
+    /// Version 2: the answer to `TRIGGER`, naming the window episode.
+    Triggered(Triggered),
     Accepted {
         what: AcceptedWhat,
         up_to_seq: u64,
@@ -182,6 +188,8 @@ impl Frame {
             Self::Event(_) => FrameType::Event,
             Self::EpisodeClose { .. } => FrameType::EpisodeClose,
             Self::Counters(_) => FrameType::Counters,
+            Self::Trigger(_) => FrameType::Trigger,
+            Self::Triggered(_) => FrameType::Triggered,
             Self::Accepted { .. } => FrameType::Accepted,
             Self::Durable { .. } => FrameType::Durable,
             Self::Error { .. } => FrameType::Error,

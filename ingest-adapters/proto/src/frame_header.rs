@@ -26,13 +26,15 @@ pub mod code {
     pub const EVENT: u8 = 0x0A;
     pub const EPISODE_CLOSE: u8 = 0x0B;
     pub const COUNTERS: u8 = 0x0C;
+    pub const TRIGGER: u8 = 0x0D;
     pub const HELLO_OK: u8 = 0x81;
     pub const ACCEPTED: u8 = 0x82;
     pub const DURABLE: u8 = 0x83;
     pub const ERROR: u8 = 0x84;
+    pub const TRIGGERED: u8 = 0x85;
 }
 
-/// The frame types: the eleven of protocol v1 and the five version 2 adds
+/// The frame types: the eleven of protocol v1 and the seven version 2 adds
 /// ([`crate::ProtocolVersion::knows`] says which a connection knows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FrameType {
@@ -48,10 +50,12 @@ pub enum FrameType {
     Event,
     EpisodeClose,
     Counters,
+    Trigger,
     HelloOk,
     Accepted,
     Durable,
     Error,
+    Triggered,
 }
 
 impl FrameType {
@@ -71,6 +75,8 @@ impl FrameType {
             code::EVENT => Self::Event,
             code::EPISODE_CLOSE => Self::EpisodeClose,
             code::COUNTERS => Self::Counters,
+            code::TRIGGER => Self::Trigger,
+            code::TRIGGERED => Self::Triggered,
             code::HELLO_OK => Self::HelloOk,
             code::ACCEPTED => Self::Accepted,
             code::DURABLE => Self::Durable,
@@ -95,6 +101,8 @@ impl FrameType {
             Self::Event => code::EVENT,
             Self::EpisodeClose => code::EPISODE_CLOSE,
             Self::Counters => code::COUNTERS,
+            Self::Trigger => code::TRIGGER,
+            Self::Triggered => code::TRIGGERED,
             Self::HelloOk => code::HELLO_OK,
             Self::Accepted => code::ACCEPTED,
             Self::Durable => code::DURABLE,
@@ -118,6 +126,8 @@ impl FrameType {
             Self::Event => "EVENT",
             Self::EpisodeClose => "EPISODE_CLOSE",
             Self::Counters => "COUNTERS",
+            Self::Trigger => "TRIGGER",
+            Self::Triggered => "TRIGGERED",
             Self::HelloOk => "HELLO_OK",
             Self::Accepted => "ACCEPTED",
             Self::Durable => "DURABLE",

@@ -17,6 +17,8 @@
 //! - [`event`] (version 2): [`Event`], [`EventKind`], [`DEFAULT_MAX_EVENT_BYTES`];
 //!   [`event_json`]: the limits of a json event's data and its compact text.
 //! - [`counters`] (version 2): [`Counters`], a stream's producer counters (`COUNTERS`).
+//! - [`trigger`] (version 2): [`Trigger`] and its answer [`Triggered`], the flight
+//!   recorder's trigger from a producer (`TRIGGER`, `TRIGGERED`).
 //! - [`values`]: [`StepValues`], the checks of values inside timesteps (`bool` elements,
 //!   `t_ns` order).
 //! - [`timestep`]: decoded timesteps, [`TimestepBatch`] (one buffer per batch) and
@@ -56,6 +58,7 @@ pub mod ring;
 pub mod schema;
 pub mod schema_diff;
 pub mod timestep;
+pub mod trigger;
 pub mod validate;
 pub mod values;
 pub mod version;
@@ -84,6 +87,7 @@ pub use ring::{RingHeader, RingPolicy, SlotHeader};
 pub use schema::{ChannelSpec, CodecChoice, Durability, OpenEpisode, TimebaseSpec};
 pub use schema_diff::SchemaDifference;
 pub use timestep::{check_sequence, iter_records, Steps, Timestep, TimestepBatch, TimestepRef};
+pub use trigger::{is_trigger_refusal, Trigger, Triggered, MAX_TRIGGER_STREAMS};
 pub use validate::{SchemaLimits, DEFAULT_MAX_EPISODE_ID_BYTES, MAX_EPISODE_ID_BYTES, MAX_NDIM};
 pub use values::{StepMark, StepValues};
 pub use version::{ProtocolVersion, NEWEST_PROTOCOL_VERSION, PROTOCOL_VERSION};

@@ -63,7 +63,9 @@ impl ProtocolVersion {
             | FrameType::StreamOpen
             | FrameType::Event
             | FrameType::EpisodeClose
-            | FrameType::Counters => Self::V2,
+            | FrameType::Counters
+            | FrameType::Trigger
+            | FrameType::Triggered => Self::V2,
             _ => Self::V1,
         }
     }

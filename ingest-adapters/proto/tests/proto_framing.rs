@@ -175,7 +175,7 @@ fn proto_zero_length_is_fatal_malformed() {
 
 #[test]
 fn proto_unknown_type_is_fatal_from_fifth_byte() {
-    for t in [0x00u8, 0x0D, 0x80, 0x85, 0xFF] {
+    for t in [0x00u8, 0x0E, 0x80, 0x86, 0xFF] {
         // body not buffered yet: decided from the type byte alone
         let err = check(&[100, 0, 0, 0, t], 1 << 20).unwrap_err();
         assert_eq!(err, ProtoError::UnknownFrame { frame_type: t });

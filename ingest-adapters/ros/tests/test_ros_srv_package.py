@@ -41,4 +41,4 @@ def test_ros_srv_package_built_with_its_srv_files(tmp_path: Path) -> None:
     built, source = _files(out / "wshard_ros_msgs"), _files(PACKAGE_DIR)
     assert sorted(built) == sorted(source)
     assert built == source
-    assert sum(name.endswith(".srv") for name in built) == 8
+    assert sum(name.endswith(".srv") for name in built) == 10

@@ -84,7 +84,18 @@ def test_ros_live_srv_classes_match_srv_files() -> None:
     import wshard_ros_msgs.srv as srv
 
     defs = srv_definitions()
-    assert sorted(defs) == ["Abort", "AbortEpisode", "Annotate", "Keep", "Start", "Status", "Stop", "StopEpisode"]
+    assert sorted(defs) == [
+        "Abort",
+        "AbortEpisode",
+        "Annotate",
+        "FlightTrigger",
+        "Keep",
+        "SplitEpisode",
+        "Start",
+        "Status",
+        "Stop",
+        "StopEpisode",
+    ]
     assert sorted(_type_of(s) for s in SERVICE_NAMES) == sorted(defs), "a service of the bridge without its .srv"
     assert sorted(srv.__all__) == sorted(n + part for n in defs for part in ("", "Request", "Response"))
     for name, d in defs.items():
@@ -129,7 +140,18 @@ def test_ros_live_srv_advertised_types_match_srv_files(
 def test_ros_live_service_types_found_by_ros_tools() -> None:
     import roslib.message
 
-    for name in ("Start", "Stop", "Abort", "Annotate", "Status", "StopEpisode", "AbortEpisode", "Keep"):
+    for name in (
+        "Start",
+        "Stop",
+        "Abort",
+        "Annotate",
+        "Status",
+        "StopEpisode",
+        "AbortEpisode",
+        "Keep",
+        "SplitEpisode",
+        "FlightTrigger",
+    ):
         cls = roslib.message.get_service_class(f"wshard_ros_msgs/{name}")
         assert cls is not None, name
         assert cls._type == f"wshard_ros_msgs/{name}"

@@ -2,7 +2,8 @@
 //! episode's events file before `ACCEPTED{EVENT, seq}`. Its episode is the one the
 //! connection records (a stream's multi-stream episode, or a version 1 episode), else the
 //! one it owns, else the one it closed (`EPISODE_CLOSE`) while streams still record: the
-//! owner's events are taken until the episode is finalized.
+//! owner's events are taken until the episode is finalized. An event labelled `trigger`
+//! also fires the flight recorder's trigger once recorded (`super::trigger`).
 
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use wshard_ingest_proto::{
 };
 
 use super::link::{Closing, Link};
+use super::trigger::{on_trigger_event, TRIGGER_EVENT_LABEL};
 use crate::episode_files::{EventError, EventsLog, NewEvent, NewEventData};
 use crate::multi::MultiEpisode;
 
@@ -56,8 +58,18 @@ fn refusal(e: &EventError) -> (ErrorCode, String) {
 pub(super) fn on_event(target: Option<Target<'_>>, event: Event, link: &Link) {
     let t_ns = event.t_ns;
     let label = event.label.clone();
+    let mut fires: Option<(Option<String>, Option<String>)> = None;
     let data = match event.into_checked_data(link.ctx.limits.max_event_bytes) {
-        Ok(d) => data_of(d),
+        Ok(d) => {
+            if label == TRIGGER_EVENT_LABEL {
+                fires = Some(match &d {
+                    CheckedEventData::Json(j) => (Some(j.clone()), None),
+                    CheckedEventData::Text(t) => (None, Some(t.clone())),
+                    CheckedEventData::Binary(_) => (None, None),
+                });
+            }
+            data_of(d)
+        }
         Err(e) => {
             link.responder.send(&e.to_error_frame());
             return;
@@ -108,10 +120,16 @@ pub(super) fn on_event(target: Option<Target<'_>>, event: Event, link: &Link) {
         }
     };
     match recorded {
-        Ok(seq) => link.responder.send(&Frame::Accepted {
-            what: AcceptedWhat::Event,
-            up_to_seq: seq,
-        }),
+        Ok(seq) => {
+            link.responder.send(&Frame::Accepted {
+                what: AcceptedWhat::Event,
+                up_to_seq: seq,
+            });
+            // The event is recorded and answered; its trigger follows, never refusing it.
+            if let Some((json, text)) = fires {
+                on_trigger_event(t_ns, json.as_deref(), text.as_deref(), link);
+            }
+        }
         Err(e) => {
             if matches!(e, EventError::Storage(_)) {
                 tracing::error!(peer = %link.peer, episode = %episode, "event not recorded: {e}");

@@ -11,6 +11,7 @@ use super::owner::{episode_close, episode_open};
 use super::recording::{Recording, Stopped};
 use super::request::Request;
 use super::stream_open::join;
+use super::trigger::on_trigger;
 
 /// Where a request without an open episode leads.
 pub(super) enum Next {
@@ -39,6 +40,10 @@ pub(super) fn on_request(stopped: Option<Stopped>, request: Request, link: &mut 
         }
         (_, Request::Event(e)) => {
             on_event(None, e, link);
+            Next::Stay
+        }
+        (_, Request::Trigger(t)) => {
+            on_trigger(t, link);
             Next::Stay
         }
         (_, Request::ShmAttach { .. }) => {

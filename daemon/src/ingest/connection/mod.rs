@@ -27,6 +27,7 @@ mod recording;
 mod request;
 mod stream_of;
 mod stream_open;
+mod trigger;
 
 use std::io::ErrorKind;
 use std::os::unix::net::UnixStream;

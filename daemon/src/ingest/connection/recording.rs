@@ -135,6 +135,7 @@ impl Recording {
             Request::EpisodeOpen(open) => episode_open(open, link),
             Request::EpisodeClose(outcome) => episode_close(outcome, link),
             Request::Event(event) => self.event(event, link),
+            Request::Trigger(t) => super::trigger::on_trigger(t, link),
             Request::Counters(counters) => {
                 // Checked when parsed; only the per-stream limit is left. Never touches
                 // the timesteps.

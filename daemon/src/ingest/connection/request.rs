@@ -3,7 +3,7 @@
 
 use wshard_ingest_proto::{
     Counters, EpisodeOpen, Event, Frame, FrameType, OpenEpisode, Outcome, RingPolicy, StreamOpen,
-    Timestep, TimestepBatch,
+    Timestep, TimestepBatch, Trigger,
 };
 
 /// A frame as the connection's states see it.
@@ -39,6 +39,8 @@ pub(super) enum Request {
     EpisodeClose(Outcome),
     /// Version 2: the producer counters of the stream (or episode) the connection records.
     Counters(Counters),
+    /// Version 2: persist the flight recorder's window.
+    Trigger(Trigger),
 }
 
 impl Incoming {
@@ -71,12 +73,14 @@ impl Incoming {
             other @ (Frame::HelloOk { .. }
             | Frame::Accepted { .. }
             | Frame::Durable { .. }
-            | Frame::Error { .. }) => return Self::ServerFrame(other.frame_type()),
+            | Frame::Error { .. }
+            | Frame::Triggered(_)) => return Self::ServerFrame(other.frame_type()),
             Frame::EpisodeOpen(o) => Request::EpisodeOpen(o),
             Frame::StreamOpen(o) => Request::StreamOpen(o),
             Frame::Event(e) => Request::Event(e),
             Frame::EpisodeClose { outcome } => Request::EpisodeClose(outcome),
             Frame::Counters(c) => Request::Counters(c),
+            Frame::Trigger(t) => Request::Trigger(t),
         };
         Self::Request(request)
     }
@@ -106,6 +110,7 @@ impl Request {
             Self::Event(_) => FrameType::Event,
             Self::EpisodeClose(_) => FrameType::EpisodeClose,
             Self::Counters(_) => FrameType::Counters,
+            Self::Trigger(_) => FrameType::Trigger,
         }
     }
 }

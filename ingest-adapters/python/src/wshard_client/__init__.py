@@ -31,6 +31,7 @@ from ._ring import RingPolicy
 from ._schema import DTYPES, Channel, Codec, DType, DTypeInfo, Durability, Lane, Timebase
 from ._shm import ShmInfo
 from ._transport import Transport, UnixSocketTransport
+from ._trigger import TriggerRefused, TriggerWindow
 from ._wire import NEWEST_PROTOCOL_VERSION, PROTOCOL_VERSION, Outcome
 from .client import DEFAULT_CLIENT_NAME, Client, ClientOptions, Recorder
 from .episode import CloseSummary, EpisodeWriter, Step
@@ -72,6 +73,8 @@ __all__ = [
     # protocol version 2
     "MultiStreamEpisode",
     "EventKind",
+    "TriggerWindow",
+    "TriggerRefused",
     # schema
     "Channel",
     "EpisodeSpec",

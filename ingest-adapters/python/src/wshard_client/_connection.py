@@ -20,12 +20,13 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass, replace
-from typing import Any, Optional, Tuple, Type, TypeVar, Union, cast
+from typing import Any, Optional, Sequence, Tuple, Type, TypeVar, Union, cast
 
 from ._events import EventKind, event_data
 from ._reader import ServerInfo, SharedState, start_reader
 from ._transport import Buffer, Transport, UnixSocketTransport
-from ._wire import NEWEST_PROTOCOL_VERSION, PROTOCOL_VERSION, FrameType, encode_event, encode_hello
+from ._trigger import TriggerWindow, trigger_fields
+from ._wire import NEWEST_PROTOCOL_VERSION, PROTOCOL_VERSION, FrameType, encode_event, encode_hello, encode_trigger
 from .errors import ErrorCode, NeedsVersion, ProtocolError, SchemaError, ServerError, TransportError, WshardError
 
 __all__ = ["Connection", "ClientOptions", "DEFAULT_CLIENT_NAME"]
@@ -266,6 +267,67 @@ class Connection:
             # Answers of earlier events whose senders gave up waiting go with it.
             for i in [i for i in state.event_answers if i <= mine]:
                 del state.event_answers[i]
+        return answer
+
+    def _send_trigger(
+        self,
+        pre_s: float,
+        post_s: float,
+        reason: str,
+        streams: Optional[Sequence[str]],
+        at_ns: Optional[int],
+    ) -> Union[TriggerWindow, ServerError]:
+        """Send one ``TRIGGER``, wait for its answer: the window, or the server's refusal
+        of this trigger alone (returned, not raised: the recording carries on). Raises
+        what fails the connection or its recording, as :meth:`_send_event`."""
+        self._require_version(FrameType.TRIGGER)
+        self._check_usable()
+        pre_ns, post_ns, names = trigger_fields(pre_s, post_s, streams)
+        frame = encode_trigger(pre_ns, post_ns, str(reason), names, None if at_ns is None else int(at_ns))
+        state = self._state
+        with state.cond:
+            mine = state.triggers_sent
+            state.triggers_sent += 1
+        try:
+            self._write(frame)
+        except BaseException:
+            with state.cond:
+                state.triggers_sent = min(state.triggers_sent, mine)
+            raise
+        answer = cast(
+            Union[TriggerWindow, ServerError],
+            state.wait("TRIGGERED", self.options.timeout, lambda st: st.trigger_answers.get(mine)),
+        )
+        with state.cond:
+            for i in [i for i in state.trigger_answers if i <= mine]:
+                del state.trigger_answers[i]
+        return answer
+
+    def trigger(
+        self,
+        pre_s: float = 30.0,
+        post_s: float = 10.0,
+        reason: str = "",
+        streams: Optional[Sequence[str]] = None,
+        at_ns: Optional[int] = None,
+    ) -> TriggerWindow:
+        """Send a flight trigger (``TRIGGER``, protocol version 2) on this connection,
+        recording or not, and wait for the window episode's name (``TRIGGERED``): the
+        daemon persists ``[t - pre_s, t + post_s]`` of its flight streams (``streams``:
+        ``EPISODE`` or ``EPISODE/STREAM`` names, ``None`` = every one; ``t``: each
+        stream's latest ``t_ns``, or ``at_ns``) as an episode, with ``reason`` as its
+        ``trigger`` event; the copy runs after the answer.
+
+        Raises:
+            NeedsVersion: the connection speaks version 1.
+            TriggerRefused: the daemon refused the trigger (``LIMIT``, ``NOT_OPEN``,
+                ``UNKNOWN_EPISODE``, ``STORAGE``; the message names the field or stream;
+                the connection carries on), or the window is not a number (nothing sent).
+            ServerError: an earlier ``ERROR``. Timeout, TransportError.
+        """
+        answer = self._send_trigger(pre_s, post_s, reason, streams, at_ns)
+        if isinstance(answer, ServerError):
+            raise answer
         return answer
 
     # ------------------------------------------------------------------ closing

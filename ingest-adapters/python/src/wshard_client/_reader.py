@@ -17,8 +17,19 @@ from dataclasses import dataclass
 from typing import Callable, Deque, Dict, Optional, Tuple, TypeVar, Union
 
 from ._events import is_event_refusal
+from ._trigger import TriggerRefused, TriggerWindow, is_trigger_refusal
 from ._transport import Transport
-from ._wire import Accepted, AcceptedWhat, ClientFrame, Durable, ErrorFrame, FrameDecoder, HelloOk, ServerFrame
+from ._wire import (
+    Accepted,
+    AcceptedWhat,
+    ClientFrame,
+    Durable,
+    ErrorFrame,
+    FrameDecoder,
+    HelloOk,
+    ServerFrame,
+    Triggered,
+)
 from .errors import ErrorCode, ProtocolError, ServerError, Timeout, TransportError, WshardError
 
 __all__ = ["ServerInfo", "SharedState", "run_reader"]
@@ -82,6 +93,11 @@ class SharedState:
         self.events_sent = 0
         self.events_answered = 0
         self.event_answers: Dict[int, Union[int, ServerError]] = {}
+        # Every TRIGGER is answered by exactly one frame, in order: TRIGGERED or an ERROR
+        # whose message starts with TRIGGER (docs/PROTOCOL.md "TRIGGER"), kept by index.
+        self.triggers_sent = 0
+        self.triggers_answered = 0
+        self.trigger_answers: Dict[int, Union[TriggerWindow, ServerError]] = {}
         self.errors: Deque[Tuple[ErrorCode, str]] = deque()
         self.ended: Optional[WshardError] = None
         self.error_pending = False
@@ -166,6 +182,8 @@ class SharedState:
         elif isinstance(frame, ErrorFrame):
             if self.events_answered < self.events_sent and is_event_refusal(frame.message):
                 self._answer_event(ServerError(frame.code, frame.message))
+            elif self.triggers_answered < self.triggers_sent and is_trigger_refusal(frame.message):
+                self._answer_trigger(TriggerRefused(frame.code, frame.message))
             else:
                 self.errors.append((frame.code, frame.message))
                 self.error_pending = True
@@ -189,6 +207,8 @@ class SharedState:
                 self.last_episode_close = frame.up_to_seq
             else:  # EVENT
                 self._answer_event(frame.up_to_seq)
+        elif isinstance(frame, Triggered):
+            self._answer_trigger(TriggerWindow(frame.episode, frame.merged, frame.window_start_ns, frame.window_end_ns))
         elif isinstance(frame, HelloOk):
             self.hello = ServerInfo(frame.version, frame.server_name, frame.max_frame_bytes)
         elif isinstance(frame, ClientFrame):
@@ -198,6 +218,10 @@ class SharedState:
     def _answer_event(self, answer: Union[int, ServerError]) -> None:
         self.event_answers[self.events_answered] = answer
         self.events_answered += 1
+
+    def _answer_trigger(self, answer: Union[TriggerWindow, ServerError]) -> None:
+        self.trigger_answers[self.triggers_answered] = answer
+        self.triggers_answered += 1
 
 
 def _copy(e: WshardError) -> WshardError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import struct
 from dataclasses import dataclass
-from typing import List, Optional, Union
+from typing import List, Optional, Sequence, Union
 
 from ._episode_spec import EpisodeSpec
 from ._transport import Buffer
@@ -28,6 +28,7 @@ __all__ = [
     "Durable",
     "ErrorFrame",
     "ClientFrame",
+    "Triggered",
     "ServerFrame",
     "FrameDecoder",
     "encode_hello",
@@ -38,6 +39,7 @@ __all__ = [
     "encode_episode_open",
     "encode_stream_open",
     "encode_event",
+    "encode_trigger",
     "encode_episode_close",
     "encode_timestep",
     "encode_timestep_batch",
@@ -74,6 +76,9 @@ _OPEN_TIMEBASE = struct.Struct("<BdBH")
 _CHANNEL_HEAD = struct.Struct("<BBB")
 _CHANNEL_CODEC = struct.Struct("<Bb")
 _EVENT_HEAD = struct.Struct("<qB")
+_I64 = struct.Struct("<q")
+#: ``pre_ns i64 | post_ns i64`` of ``TRIGGER``.
+_TRIGGER_WINDOW = struct.Struct("<qq")
 
 
 class FrameType(enum.IntEnum):
@@ -97,10 +102,14 @@ class FrameType(enum.IntEnum):
     EPISODE_CLOSE = 0x0B
     #: Version 2: the producer counters of the stream the connection records (no answer).
     COUNTERS = 0x0C
+    #: Version 2: persist the flight recorder's window (answered by ``TRIGGERED``).
+    TRIGGER = 0x0D
     HELLO_OK = 0x81
     ACCEPTED = 0x82
     DURABLE = 0x83
     ERROR = 0x84
+    #: Version 2: the answer to ``TRIGGER``, naming the window episode.
+    TRIGGERED = 0x85
 
     @property
     def is_client_to_server(self) -> bool:
@@ -188,7 +197,17 @@ class ClientFrame:
     payload: bytes
 
 
-ServerFrame = Union[HelloOk, Accepted, Durable, ErrorFrame, ClientFrame]
+@dataclass(frozen=True)
+class Triggered:
+    """``TRIGGERED`` (version 2): the window episode of a ``TRIGGER``."""
+
+    episode: str
+    merged: bool
+    window_start_ns: int
+    window_end_ns: int
+
+
+ServerFrame = Union[HelloOk, Accepted, Durable, ErrorFrame, ClientFrame, Triggered]
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -278,6 +297,24 @@ def encode_event(t_ns: int, kind: int, label: str, data: Buffer) -> bytes:
     _str(out, label, _U16, "label")
     out += _U32.pack(len(data))
     out += data
+    return _finish(out)
+
+
+def encode_trigger(
+    pre_ns: int, post_ns: int, reason: str, streams: Sequence[str], at_ns: Optional[int] = None
+) -> bytes:
+    """``TRIGGER`` (version 2): ``pre_ns i64 | post_ns i64 | reason str16 | count u16 |
+    count x stream str16 | has_at u8 | at_ns i64 (when has_at = 1)``."""
+    out = _start(FrameType.TRIGGER)
+    out += _TRIGGER_WINDOW.pack(pre_ns, post_ns)
+    _str(out, reason, _U16, "reason")
+    out += _U16.pack(len(streams))
+    for i, name in enumerate(streams):
+        _str(out, name, _U16, f"streams[{i}]")
+    if at_ns is None:
+        out += _U8.pack(0)
+    else:
+        out += _U8.pack(1) + _I64.pack(at_ns)
     return _finish(out)
 
 
@@ -396,6 +433,12 @@ def parse_server_frame(frame_type: int, payload: bytes) -> ServerFrame:
         frame = Accepted(AcceptedWhat(what), r.unpack(_U64, "up_to_seq"))
     elif ty == FrameType.DURABLE:
         frame = Durable(r.unpack(_U64, "up_to_seq"))
+    elif ty == FrameType.TRIGGERED:
+        episode = r.string16("episode")
+        merged = r.unpack(_U8, "merged")
+        if merged > 1:
+            raise ProtocolError(f"TRIGGERED: field merged has value {merged}, expected 0 or 1")
+        frame = Triggered(episode, bool(merged), r.unpack(_I64, "window_start_ns"), r.unpack(_I64, "window_end_ns"))
     else:
         code = r.unpack(_U16, "code")
         try:

@@ -17,6 +17,7 @@ from ._episode_shm import ShmEpisodeMixin
 from ._episode_spec import EpisodeSpec
 from ._payload import Payloads, column_payload, layouts_of, order_payloads, step_payload
 from ._shm import ShmRing
+from ._trigger import TriggerRefused, TriggerWindow
 from ._wire import BATCH_HEADER_BYTES, RECORD_HEADER_BYTES, FrameType, Outcome, encode_close, encode_flush
 from .errors import EpisodeFailed, ErrorCode, NotPushed, SchemaError, ServerError, WshardError
 
@@ -374,6 +375,37 @@ class EpisodeWriter(ShmEpisodeMixin, ClosesOnExit):
         self._check_usable()
         try:
             answer = self._client._send_event(t_ns, label, data, kind)
+        except ServerError:
+            self._failed = True
+            raise
+        if isinstance(answer, ServerError):
+            raise answer
+        return answer
+
+    def trigger(
+        self,
+        pre_s: float = 30.0,
+        post_s: float = 10.0,
+        reason: str = "",
+        streams: Optional[Sequence[str]] = None,
+        at_ns: Optional[int] = None,
+    ) -> TriggerWindow:
+        """Send a flight trigger (``TRIGGER``, protocol version 2) beside this stream or
+        episode and wait for the window episode's name, as
+        :meth:`~wshard_client.Recorder.trigger`. Pending timesteps are not sent by it:
+        :meth:`flush` first what the window must hold.
+
+        Raises:
+            NeedsVersion: the connection speaks version 1.
+            TriggerRefused: the daemon refused the trigger (the recording carries on).
+            ServerError: an ``ERROR`` about the timesteps, which fails the episode as in
+                :meth:`push`. EpisodeFailed, Timeout, TransportError.
+        """
+        self._check_usable()
+        try:
+            answer = self._client._send_trigger(pre_s, post_s, reason, streams, at_ns)
+        except TriggerRefused:
+            raise  # refused before sending: the episode carries on
         except ServerError:
             self._failed = True
             raise

@@ -22,6 +22,7 @@ from ._connection import Connection
 from ._episode_spec import EpisodeSpec
 from ._flight import Flight
 from ._events import EventKind
+from ._trigger import TriggerWindow
 from ._ring import RingPolicy
 from ._schema import Channel, Durability, Timebase
 from ._validate import validate_episode_open, validate_stream
@@ -210,6 +211,26 @@ class MultiStreamEpisode(ClosesOnExit):
         if isinstance(answer, ServerError):
             raise answer
         return answer
+
+    def trigger(
+        self,
+        pre_s: float = 30.0,
+        post_s: float = 10.0,
+        reason: str = "",
+        streams: Optional[Sequence[str]] = None,
+        at_ns: Optional[int] = None,
+    ) -> TriggerWindow:
+        """Send a flight trigger and wait for the window episode's name, as
+        :meth:`~wshard_client.Recorder.trigger`.
+
+        Raises:
+            TriggerRefused: the daemon refused the trigger (the episode carries on).
+            WshardError: the episode is closed. NeedsVersion, ServerError, Timeout,
+                TransportError.
+        """
+        if self._closed:
+            raise WshardError(f"episode {self._episode_id!r} is closed")
+        return self._recorder.trigger(pre_s, post_s, reason, streams, at_ns)
 
     def join_stream(
         self, stream: str, channels: Sequence[Channel], tick_hz: float = 0.0, **kwargs: Any

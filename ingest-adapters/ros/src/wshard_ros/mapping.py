@@ -27,9 +27,15 @@ ZSTD_LEVELS = range(1, 23)
 
 TIME_SOURCES = ("header", "receive")
 COMPRESSED_MODES = ("bytes", "decode")
-TOP_LEVEL_KEYS = ("topics", "events")
+TOP_LEVEL_KEYS = ("topics", "events", "flight_triggers")
 TOPIC_KEYS = ("type", "stream", "time", "codec", "prefix", "tick_hz", "compressed", "max_bytes")
 EVENT_KEYS = ("type", "label")
+FLIGHT_TRIGGER_KEYS = ("pre_s", "post_s")
+#: A mapped trigger topic's window when the entry names none (the daemon's defaults), and
+#: the longest one (the daemon's one hour).
+DEFAULT_TRIGGER_PRE_S = 30.0
+DEFAULT_TRIGGER_POST_S = 10.0
+MAX_TRIGGER_WINDOW_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -59,12 +65,24 @@ class EventSpec:
 
 
 @dataclass(frozen=True)
+class FlightTriggerSpec:
+    """A topic whose every message (any type) fires the daemon's flight trigger with the
+    window ``[t - pre_s, t + post_s]``, its reason the topic name (and the text of a
+    ``std_msgs/String``)."""
+
+    topic: str
+    pre_s: float
+    post_s: float
+
+
+@dataclass(frozen=True)
 class BridgeMapping:
     """A parsed, checked mapping file."""
 
     file: str
     topics: Tuple[TopicSpec, ...]
     events: Tuple[EventSpec, ...]
+    flight_triggers: Tuple[FlightTriggerSpec, ...] = ()
 
     def streams(self) -> Dict[str, List[TopicSpec]]:
         """The streams by name, each with its topics in file order."""
@@ -109,14 +127,19 @@ def parse_mapping(data: Mapping[str, Any], file: str = "<string>") -> BridgeMapp
             raise MappingError(file, None, key, f"unknown key (expected {', '.join(TOP_LEVEL_KEYS)})")
     topics = _table(file, data, "topics")
     events = _table(file, data, "events")
-    if not topics and not events:
+    triggers = _table(file, data, "flight_triggers")
+    if not topics and not events and not triggers:
         raise MappingError(file, None, "topics", "no topics and no events to record")
     specs = tuple(_topic(file, topic, entry) for topic, entry in topics.items())
     event_specs = tuple(_event(file, topic, entry) for topic, entry in events.items())
     for ev in event_specs:
         if ev.topic in topics:
             raise MappingError(file, ev.topic, None, "listed both in [topics] and in [events]")
-    mapping = BridgeMapping(file, specs, event_specs)
+    trigger_specs = tuple(_flight_trigger(file, topic, entry) for topic, entry in triggers.items())
+    for tr in trigger_specs:
+        if tr.topic in topics or tr.topic in events:
+            raise MappingError(file, tr.topic, None, "listed both in [flight_triggers] and in [topics] or [events]")
+    mapping = BridgeMapping(file, specs, event_specs, trigger_specs)
     _check_streams(file, mapping)
     return mapping
 
@@ -225,6 +248,23 @@ def _event(file: str, topic: str, raw: Any) -> EventSpec:
     if not label:
         raise MappingError(file, topic, "label", "must not be empty")
     return EventSpec(topic, msg_type, label)
+
+
+def _flight_trigger(file: str, topic: str, raw: Any) -> FlightTriggerSpec:
+    if not topic.startswith("/") or len(topic) < 2:
+        raise MappingError(file, topic, None, "a topic name is absolute: it starts with '/'")
+    if not isinstance(raw, dict):
+        raise MappingError(file, topic, None, "must be a table (e.g. { pre_s = 30, post_s = 10 })")
+    for key in raw:
+        if key not in FLIGHT_TRIGGER_KEYS:
+            raise MappingError(file, topic, key, f"unknown key (expected {', '.join(FLIGHT_TRIGGER_KEYS)})")
+    window = []
+    for key, default in (("pre_s", DEFAULT_TRIGGER_PRE_S), ("post_s", DEFAULT_TRIGGER_POST_S)):
+        value = float(_get(file, topic, raw, key, (int, float), default))
+        if not 0.0 <= value <= MAX_TRIGGER_WINDOW_S:
+            raise MappingError(file, topic, key, f"must be 0..={MAX_TRIGGER_WINDOW_S:g} seconds, got {value!r}")
+        window.append(value)
+    return FlightTriggerSpec(topic, window[0], window[1])
 
 
 def _check_streams(file: str, mapping: BridgeMapping) -> None:

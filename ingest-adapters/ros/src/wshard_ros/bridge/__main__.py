@@ -27,7 +27,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m wshard_ros.bridge", description=__doc__.split("\n\n")[0])
     p.add_argument("--mapping", required=True, help="the mapping file (TOML)")
     p.add_argument("--socket", required=True, help="the daemon's ingest socket")
-    p.add_argument("--control-socket", help="the daemon's control socket (annotate, stop_episode, abort_episode, keep)")
+    p.add_argument(
+        "--control-socket",
+        help="the daemon's control socket (annotate, stop_episode, abort_episode, keep, split_episode, flight_trigger)",
+    )
     p.add_argument("--bridge-socket", required=True, help="where to serve the bridge control socket")
     p.add_argument("--client-name", default="wshard-ros-bridge")
     args = p.parse_args(argv)

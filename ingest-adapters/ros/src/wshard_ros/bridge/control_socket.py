@@ -1,7 +1,8 @@
 """The bridge control socket: a Unix socket, one JSON request line per connection, one
 JSON reply line (``{"ok": true, "result": ...}`` or ``{"ok": false, "error": {"code",
 "message"}}``). Commands: ``start``, ``stop``, ``abort``, ``annotate``, ``status``, and the
-daemon's ``stop_episode``, ``abort_episode``, ``keep`` (ingest-adapters/ros/README.md, "The
+daemon's ``stop_episode``, ``abort_episode``, ``keep``, ``split_episode``, ``flight_trigger``
+(ingest-adapters/ros/README.md, "The
 bridge control socket")."""
 
 import json
@@ -10,9 +11,9 @@ import os
 import socket
 import stat
 import threading
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple, Union
 
-from .core import Bridge
+from .core import DEFAULT_TRIGGER_POST_S, DEFAULT_TRIGGER_PRE_S, Bridge
 from .errors import BAD_REQUEST, BridgeError, ControlSocketError
 from .options import MAX_REQUEST_BYTES
 
@@ -22,21 +23,36 @@ log = logging.getLogger("wshard_ros.bridge")
 REQUEST_TIMEOUT_S = 5.0
 #: Default permission bits of the socket file.
 DEFAULT_MODE = 0o660
-COMMANDS = ("start", "stop", "abort", "annotate", "status", "stop_episode", "abort_episode", "keep")
+COMMANDS = (
+    "start",
+    "stop",
+    "abort",
+    "annotate",
+    "status",
+    "stop_episode",
+    "abort_episode",
+    "keep",
+    "split_episode",
+    "flight_trigger",
+)
 
 
 def _error(code: str, message: str) -> Dict[str, Any]:
     return {"ok": False, "error": {"code": code, "message": message}}
 
 
-def _field(request: Dict[str, Any], key: str, kind: type, required: bool, default: Any = None) -> Any:
+def _field(
+    request: Dict[str, Any], key: str, kind: Union[type, Tuple[type, ...]], required: bool, default: Any = None
+) -> Any:
     if key not in request:
         if required:
             raise BridgeError(BAD_REQUEST, f"{request.get('cmd')}: field {key!r} missing")
         return default
     value = request[key]
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise BridgeError(BAD_REQUEST, f"{request.get('cmd')}: field {key!r}: {value!r} is not a {kind.__name__}")
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or (int in kinds and isinstance(value, bool)):
+        names = " or ".join(k.__name__ for k in kinds)
+        raise BridgeError(BAD_REQUEST, f"{request.get('cmd')}: field {key!r}: {value!r} is not a {names}")
     return value
 
 
@@ -75,6 +91,15 @@ def handle_request(bridge: Bridge, request: Any) -> Dict[str, Any]:
             result = end(_field(request, "episode", str, False), _field(request, "timeout_ms", int, False, 10_000))
         elif cmd == "keep":
             result = bridge.keep(_field(request, "episode", str, False), _field(request, "release", bool, False, False))
+        elif cmd == "split_episode":
+            result = bridge.split_episode(_field(request, "episode", str, False))
+        elif cmd == "flight_trigger":
+            result = bridge.flight_trigger(
+                _field(request, "pre_s", (int, float), False, DEFAULT_TRIGGER_PRE_S),
+                _field(request, "post_s", (int, float), False, DEFAULT_TRIGGER_POST_S),
+                _field(request, "reason", str, False, ""),
+                _field(request, "streams", list, False),
+            )
         else:
             return _error(BAD_REQUEST, f"unknown cmd {cmd!r} (one of {', '.join(COMMANDS)})")
     except BridgeError as e:

@@ -17,7 +17,7 @@ not import this module.
 import logging
 import threading
 import time
-from typing import Any, Dict, Mapping, Optional, Set, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple, Union
 
 from wshard_client import ErrorCode, Outcome, Recorder, SchemaError, ServerError, WshardError
 
@@ -38,6 +38,12 @@ log = logging.getLogger("wshard_ros.bridge")
 
 #: Server refusals of one event alone (the episode records on): the event is dropped.
 _EVENT_ONLY_ERRORS = (ErrorCode.LIMIT, ErrorCode.MALFORMED_FRAME)
+#: A flight trigger's window when none is given (the daemon's ``trigger`` defaults).
+DEFAULT_TRIGGER_PRE_S = 30.0
+DEFAULT_TRIGGER_POST_S = 10.0
+#: The longest ``pre_s`` or ``post_s`` (the daemon's one hour); a negative one is the
+#: daemon's to refuse.
+MAX_TRIGGER_WINDOW_S = 3600.0
 
 
 class Bridge:
@@ -192,6 +198,59 @@ class Bridge:
             target, _ = self._target("keep", episode)
             path = self._control_path("keep")
             return daemon_control.keep(path, target, release, self.options.timeout)
+
+    def split_episode(self, episode: Optional[str] = None) -> Dict[str, Any]:
+        """The daemon's ``split`` of an open single-stream episode (docs/CONTROL.md): what
+        it recorded so far becomes a finished ``complete`` part, recording goes on into the
+        next. Default: the episode this bridge records, which the daemon refuses
+        (``NOT_SPLITTABLE``: the bridge records multi-stream episodes); name a producer's
+        single-stream episode. Returns the daemon's result (``finished``, ``recording``,
+        ``part``).
+
+        Raises:
+            BridgeError: as :meth:`stop_episode`.
+        """
+        with self._op_lock:
+            target, _ = self._target("split_episode", episode)
+            path = self._control_path("split_episode")
+            return daemon_control.split(path, target, self.options.timeout)
+
+    def flight_trigger(
+        self,
+        pre_s: float = DEFAULT_TRIGGER_PRE_S,
+        post_s: float = DEFAULT_TRIGGER_POST_S,
+        reason: str = "",
+        streams: Optional[List[str]] = None,
+    ) -> Dict[str, Any]:
+        """The daemon's flight ``trigger`` (docs/CONTROL.md): the window
+        ``[t - pre_s, t + post_s]`` of its flight streams (``streams``: ``EPISODE`` or
+        ``EPISODE/STREAM`` names, ``None`` or empty = every one) persisted as an episode
+        with ``reason`` as its event. Returns the daemon's result at once (``episode``,
+        ``merged``, ``window_start_ns``, ``window_end_ns``).
+
+        Raises:
+            BridgeError: ``BAD_REQUEST`` (a window that is not a number, a stream name
+                that is not a string); ``DAEMON`` (no ``control_path``, the control socket
+                cannot be reached, or the daemon refused: ``NO_FLIGHT_STREAM``,
+                ``UNKNOWN_STREAM``, ``BAD_REQUEST`` for a negative window, ...).
+        """
+        window = {}
+        for field, value in (("pre_s", pre_s), ("post_s", post_s)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+                raise BridgeError(BAD_REQUEST, f"flight_trigger: {field} {value!r}: a number of seconds")
+            if abs(value) > MAX_TRIGGER_WINDOW_S:
+                raise BridgeError(BAD_REQUEST, f"flight_trigger: {field} {value!r}: at most {MAX_TRIGGER_WINDOW_S} s")
+            window[field] = int(round(value * 1000))
+        if not isinstance(reason, str):
+            raise BridgeError(BAD_REQUEST, f"flight_trigger: reason {reason!r}: a string")
+        names = list(streams or [])
+        for i, name in enumerate(names):
+            if not isinstance(name, str) or not name:
+                raise BridgeError(BAD_REQUEST, f"flight_trigger: streams[{i}] {name!r}: a non-empty string")
+        path = self._control_path("flight_trigger")
+        return daemon_control.trigger(
+            path, window["pre_s"], window["post_s"], reason, names or None, self.options.timeout
+        )
 
     def _control_path(self, what: str) -> str:
         path = self.options.control_path

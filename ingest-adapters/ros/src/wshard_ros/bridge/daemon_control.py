@@ -1,9 +1,9 @@
-"""The daemon's control socket, for ``annotate``, ``stop``, ``abort`` and ``keep``
+"""The daemon's control socket, for ``annotate``, ``stop``, ``abort``, ``keep``, ``split`` and ``trigger``
 (docs/CONTROL.md): one JSON request line per connection, one JSON reply."""
 
 import json
 import socket
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from .errors import BAD_REQUEST, DAEMON, BridgeError
 
@@ -109,3 +109,33 @@ def keep(path: str, episode: str, release: bool, timeout: float) -> Dict[str, An
         BridgeError: as :func:`control_request` (``UNKNOWN_EPISODE``, ``BAD_REQUEST``).
     """
     return control_request(path, {"verb": "keep", "episode": episode, "release": bool(release)}, timeout)
+
+
+def split(path: str, episode: str, timeout: float) -> Dict[str, Any]:
+    """``split`` of the open single-stream episode ``episode``: what it recorded so far
+    becomes a finished ``complete`` part; returns the daemon's result (``finished``,
+    ``recording``, ``part``).
+
+    Raises:
+        BridgeError: as :func:`control_request` (``UNKNOWN_EPISODE``, ``NOT_SPLITTABLE`` for
+            a multi-stream episode such as the bridge's own, ``EMPTY_PART``).
+    """
+    return control_request(path, {"verb": "split", "episode": episode}, timeout)
+
+
+def trigger(
+    path: str, pre_ms: int, post_ms: int, reason: str, streams: Optional[List[str]], timeout: float
+) -> Dict[str, Any]:
+    """``trigger`` of the flight recorder: the window ``[t - pre, t + post]`` of the flight
+    streams (``streams``: ``EPISODE`` or ``EPISODE/STREAM`` names, ``None`` = every one)
+    persisted as an episode; returns the daemon's result (``episode``, ``merged``,
+    ``window_start_ns``, ``window_end_ns``), at once.
+
+    Raises:
+        BridgeError: as :func:`control_request` (``NO_FLIGHT_STREAM``, ``UNKNOWN_STREAM``,
+            ``NOTHING_RECORDED``, ``BAD_REQUEST`` for a negative or too long a window).
+    """
+    request: Dict[str, Any] = {"verb": "trigger", "pre_ms": int(pre_ms), "post_ms": int(post_ms), "reason": reason}
+    if streams:
+        request["streams"] = list(streams)
+    return control_request(path, request, timeout)

@@ -26,12 +26,15 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="wshard-ros-bridge",
         description="Record ROS 1 topics through wshardd as multi-stream episodes "
-        "(services ~start ~stop ~abort ~annotate ~status, topic ~trigger).",
+        "(services ~start ~stop ~abort ~annotate ~status ~stop_episode ~abort_episode ~keep ~split_episode "
+        "~flight_trigger, topic ~trigger, mapped [flight_triggers] topics).",
     )
     p.add_argument("--mapping", required=True, help="the mapping file (TOML): topics, streams, events")
     p.add_argument("--socket", required=True, help="wshardd's ingest socket")
     p.add_argument(
-        "--control-socket", help="wshardd's control socket (~annotate, ~stop_episode, ~abort_episode, ~keep)"
+        "--control-socket",
+        help="wshardd's control socket (~annotate, ~stop_episode, ~abort_episode, ~keep, ~split_episode, "
+        "~flight_trigger, [flight_triggers] topics)",
     )
     p.add_argument("--bridge-socket", help="serve the bridge control socket (wshard bridge ...) here")
     p.add_argument("--queue-steps", type=int, default=4096, help="steps each stream's queue holds (default 4096)")

@@ -1,7 +1,8 @@
 """The ROS 1 node of the bridge: one ``rospy.Subscriber`` per topic of the mapping, whose
 callback hands the message to :meth:`~wshard_ros.bridge.Bridge.on_message` with the receive
 time ``rospy.get_rostime()`` (ROS time: ``/clock`` under ``use_sim_time``), the services of
-:mod:`~wshard_ros.ros1.services`, and the ``~trigger`` topic."""
+:mod:`~wshard_ros.ros1.services`, the ``~trigger`` topic, and the mapped flight-trigger topics
+(:mod:`~wshard_ros.ros1.flight_topics`)."""
 
 import logging
 import threading
@@ -14,6 +15,7 @@ from std_msgs.msg import String
 from ..bridge import Bridge, handle_request
 from ..mapping import BridgeMapping
 from .errors import BadTrigger
+from .flight_topics import trigger_request
 from .msgclasses import message_classes
 from .services import register_services
 from .trigger import parse_trigger
@@ -75,6 +77,12 @@ class Ros1Node:
             )
         self._services = register_services(self.run, self.status)
         self._trigger_sub = rospy.Subscriber("~trigger", String, self._on_trigger, queue_size=10)
+        # Mapped flight-trigger topics: any type (rospy.AnyMsg: the raw bytes and the type).
+        self._flight: Dict[str, Any] = {"received": 0, "refused": 0, "last_reply": None}
+        for spec in mapping.flight_triggers:
+            self._subs.append(
+                rospy.Subscriber(spec.topic, rospy.AnyMsg, self._on_flight_topic, callback_args=spec, queue_size=10)
+            )
 
     # -- callbacks ------------------------------------------------------------------------
     def _on_message(self, msg: Any, topic: str) -> None:
@@ -100,6 +108,19 @@ class Ros1Node:
                 self._trigger["refused"] += 1
             self._trigger["last_reply"] = {k: v for k, v in reply.items() if k != "result"}
 
+    def _on_flight_topic(self, msg: Any, spec: Any) -> None:
+        msg_type = str(getattr(msg, "_connection_header", {}).get("type", ""))
+        reply = self.run(trigger_request(spec, msg_type, bytes(getattr(msg, "_buff", b"") or b"")))
+        if reply.get("ok"):
+            rospy.loginfo("flight trigger from %s: episode %s", spec.topic, reply.get("result", {}).get("episode"))
+        else:
+            rospy.logwarn("flight trigger from %s refused: %s", spec.topic, reply.get("error"))
+        with self._trigger_lock:
+            self._flight["received"] += 1
+            if not reply.get("ok"):
+                self._flight["refused"] += 1
+            self._flight["last_reply"] = reply
+
     # -- operations ---------------------------------------------------------------------
     def run(self, request: Dict[str, Any]) -> Reply:
         """Execute one bridge-socket request (services, trigger), one at a time."""
@@ -114,12 +135,14 @@ class Ros1Node:
         out = dict(self.bridge.status())
         with self._trigger_lock:
             trigger = dict(self._trigger)
+            flight = dict(self._flight)
         out["ros"] = {
             "node": rospy.get_name(),
             "ros_time_ns": ros_now_ns(),
             "use_sim_time": bool(rospy.get_param("/use_sim_time", False)),
             "publishers": {s.resolved_name: s.get_num_connections() for s in self._subs},
             "trigger": trigger,
+            "flight_triggers": flight,
         }
         return out
 

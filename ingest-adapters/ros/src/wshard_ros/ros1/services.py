@@ -1,5 +1,6 @@
 """The node's services ``~start``, ``~stop``, ``~abort``, ``~annotate``, ``~status`` and the
-daemon's episode control ``~stop_episode``, ``~abort_episode``, ``~keep`` (types of the package
+daemon's episode control ``~stop_episode``, ``~abort_episode``, ``~keep``, ``~split_episode``
+and its flight recorder's ``~flight_trigger`` (types of the package
 ``wshard_ros_msgs``, made from the .srv files in wshard_ros_msgs/srv), each a thin translation
 of the request into the bridge socket's request (:func:`~wshard_ros.bridge.handle_request`)."""
 
@@ -15,8 +16,12 @@ from wshard_ros_msgs.srv import (
     AbortResponse,
     Annotate,
     AnnotateResponse,
+    FlightTrigger,
+    FlightTriggerResponse,
     Keep,
     KeepResponse,
+    SplitEpisode,
+    SplitEpisodeResponse,
     Start,
     StartResponse,
     Status,
@@ -28,7 +33,18 @@ from wshard_ros_msgs.srv import (
 )
 
 #: The services, under the node's private namespace.
-SERVICE_NAMES = ("~start", "~stop", "~abort", "~annotate", "~status", "~stop_episode", "~abort_episode", "~keep")
+SERVICE_NAMES = (
+    "~start",
+    "~stop",
+    "~abort",
+    "~annotate",
+    "~status",
+    "~stop_episode",
+    "~abort_episode",
+    "~keep",
+    "~split_episode",
+    "~flight_trigger",
+)
 
 Reply = Dict[str, Any]
 Run = Callable[[Dict[str, Any]], Reply]
@@ -101,6 +117,30 @@ def register_services(run: Run, status: Callable[[], Dict[str, Any]]) -> List[An
         kept = bool(reply.get("result", {}).get("kept", False)) if reply.get("ok") else False
         return KeepResponse(kept=kept, **_outcome(reply))
 
+    def split_episode(req: Any) -> Any:
+        request: Dict[str, Any] = {"cmd": "split_episode"}
+        if req.episode_id:
+            request["episode"] = req.episode_id
+        reply = run(request)
+        result = reply.get("result", {}) if reply.get("ok") else {}
+        return SplitEpisodeResponse(
+            finished=str(result.get("finished", "")), recording=str(result.get("recording", "")), **_outcome(reply)
+        )
+
+    def flight_trigger(req: Any) -> Any:
+        request: Dict[str, Any] = {
+            "cmd": "flight_trigger",
+            "pre_s": float(req.pre_s),
+            "post_s": float(req.post_s),
+            "reason": req.reason,
+            "streams": list(req.streams),
+        }
+        reply = run(request)
+        result = reply.get("result", {}) if reply.get("ok") else {}
+        return FlightTriggerResponse(
+            episode=str(result.get("episode", "")), merged=bool(result.get("merged", False)), **_outcome(reply)
+        )
+
     def get_status(req: Any) -> Any:
         return StatusResponse(status_json=json.dumps(status(), sort_keys=True, default=str))
 
@@ -113,4 +153,6 @@ def register_services(run: Run, status: Callable[[], Dict[str, Any]]) -> List[An
         rospy.Service("~stop_episode", StopEpisode, stop_episode),
         rospy.Service("~abort_episode", AbortEpisode, abort_episode),
         rospy.Service("~keep", Keep, keep),
+        rospy.Service("~split_episode", SplitEpisode, split_episode),
+        rospy.Service("~flight_trigger", FlightTrigger, flight_trigger),
     ]

@@ -40,7 +40,10 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--mapping", required=True, help="the mapping file (TOML), see the README")
     p.add_argument("--socket", required=True, help="wshardd's ingest socket")
-    p.add_argument("--control-socket", help="wshardd's control socket (annotate, stop_episode, abort_episode, keep)")
+    p.add_argument(
+        "--control-socket",
+        help="wshardd's control socket (annotate, stop_episode, abort_episode, keep, split_episode, flight_trigger)",
+    )
     p.add_argument("--bridge-socket", help="serve the bridge socket (JSON control) at this path")
     p.add_argument("--domain-id", type=int, help="DDS / ROS 2 domain id (default $ROS_DOMAIN_ID or 0)")
     p.add_argument(

@@ -1,5 +1,6 @@
 """The service types of the wshardd ROS bridge (``wshard_ros_msgs/Start``, ``Stop``,
-``Abort``, ``Annotate``, ``Status``, ``StopEpisode``, ``AbortEpisode``, ``Keep``): for every
+``Abort``, ``Annotate``, ``Status``, ``StopEpisode``, ``AbortEpisode``, ``Keep``,
+``SplitEpisode``, ``FlightTrigger``): for every
 ``NAME.srv`` in this directory, the classes ``NAME``, ``NAMERequest`` and ``NAMEResponse``,
 made by genpy from the ``.srv`` file when this package is imported (in memory, see
 :mod:`wshard_ros_msgs.generate`), as a catkin build of a ROS package would have generated
