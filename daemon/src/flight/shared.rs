@@ -35,7 +35,8 @@ pub struct FlightShared {
 }
 
 impl FlightShared {
-    /// Window `episode` holding `[.., end_ns]` of `source` is in place.
+    /// Window `episode` holding `[.., end_ns]` of `source` has its final bounds (it is
+    /// in place, or being finished: a failure leaves it pending with these bounds).
     pub(crate) fn note_persisted(&self, source: &str, end_ns: i64, episode: &str) {
         let mut m = self
             .persisted_ends

@@ -214,7 +214,16 @@ pub(crate) fn run(registry: &FlightShared, window: &Window) {
             {
                 let mut st = window.lock();
                 if st.record == record {
+                    // From here on the window's bounds are final (a trigger no longer
+                    // merges into it): a later window of these streams starts after it, even
+                    // one triggered before this one is in place. Noted under the window's
+                    // lock, so no trigger sees it neither mergeable nor persisted. Should
+                    // finishing fail, the pending record keeps these bounds and the next
+                    // start builds the window with them.
                     st.finalizing = true;
+                    for s in &st.record.streams {
+                        registry.note_persisted(&s.source, s.end_ns, &window.episode);
+                    }
                     break;
                 }
                 continue;
@@ -232,9 +241,6 @@ pub(crate) fn run(registry: &FlightShared, window: &Window) {
         Ok(()) => {
             for r in st.rings.iter().flatten() {
                 r.unpin(window.id);
-            }
-            for s in &st.record.streams {
-                registry.note_persisted(&s.source, s.end_ns, &window.episode);
             }
             st.done = true;
             registry.counters.persisted.fetch_add(1, Ordering::Relaxed);
