@@ -48,12 +48,21 @@ pub struct TriggerArgs {
     pub control: ControlArgs,
 }
 
+/// A `--pre`/`--post` value that is not a duration.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("`{0}` is not a duration (30s, 500ms, 2m, 1h)")]
+    NotADuration(String),
+    #[error("`{0}` is too long")]
+    TooLong(String),
+}
+
 /// `30s`, `500ms`, `2m`, `1h` or a bare number of seconds, in milliseconds (may be
 /// negative: the daemon refuses it with a typed error).
 ///
 /// # Errors
-/// The text is none of those.
-pub fn parse_duration_ms(text: &str) -> Result<i64, String> {
+/// The text is none of those, or too long to count in milliseconds.
+pub fn parse_duration_ms(text: &str) -> Result<i64, DurationError> {
     let t = text.trim();
     let (num, unit_ms) = if let Some(n) = t.strip_suffix("ms") {
         (n, 1)
@@ -69,9 +78,9 @@ pub fn parse_duration_ms(text: &str) -> Result<i64, String> {
     let n: i64 = num
         .trim()
         .parse()
-        .map_err(|_| format!("`{text}` is not a duration (30s, 500ms, 2m, 1h)"))?;
+        .map_err(|_| DurationError::NotADuration(text.to_owned()))?;
     n.checked_mul(unit_ms)
-        .ok_or_else(|| format!("`{text}` is too long"))
+        .ok_or_else(|| DurationError::TooLong(text.to_owned()))
 }
 
 fn render(r: &Value, out: &mut dyn Write) -> io::Result<()> {

@@ -317,7 +317,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ControlError> {
         },
         "trigger" => super::trigger_request::parse(&obj)
             .map(Request::Trigger)
-            .map_err(|e| bad(Some(verb), e)),
+            .map_err(|e| bad(Some(verb), e.to_string())),
         "annotate" => AnnotateRequest::parse(&obj)
             .map(Request::Annotate)
             .map_err(|e| bad(Some(verb), e.to_string())),

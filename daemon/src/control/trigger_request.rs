@@ -4,6 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::flight::field_error::TriggerFieldError;
 use crate::flight::TriggerRequest;
 
 /// `pre_ms` when the request names none.
@@ -12,17 +13,20 @@ pub const DEFAULT_PRE_MS: i64 = 30_000;
 pub const DEFAULT_POST_MS: i64 = 10_000;
 const NS_PER_MS: i64 = 1_000_000;
 
-fn ms_field(obj: &Map<String, Value>, key: &str, default: i64) -> Result<i64, String> {
+fn ms_field(obj: &Map<String, Value>, key: &str, default: i64) -> Result<i64, TriggerFieldError> {
     let ms = match obj.get(key) {
         None | Some(Value::Null) => default,
-        Some(v) => v
-            .as_i64()
-            .ok_or_else(|| format!("`{key}` must be an integer of milliseconds, is {v}"))?,
+        Some(v) => v.as_i64().ok_or_else(|| {
+            TriggerFieldError::new(key, format!("must be an integer of milliseconds, is {v}"))
+        })?,
     };
     ms.checked_mul(NS_PER_MS).ok_or_else(|| {
-        format!(
-            "`{key}` is {ms} ms, more than the {} ms allowed",
-            crate::flight::trigger::MAX_WINDOW_NS / NS_PER_MS
+        TriggerFieldError::new(
+            key,
+            format!(
+                "is {ms} ms, more than the {} ms allowed",
+                crate::flight::trigger::MAX_WINDOW_NS / NS_PER_MS
+            ),
         )
     })
 }
@@ -30,12 +34,17 @@ fn ms_field(obj: &Map<String, Value>, key: &str, default: i64) -> Result<i64, St
 /// The request's fields.
 ///
 /// # Errors
-/// The message of a `BAD_REQUEST`, naming the field.
-pub fn parse(obj: &Map<String, Value>) -> Result<TriggerRequest, String> {
+/// The field of a `BAD_REQUEST` and what is wrong with it.
+pub fn parse(obj: &Map<String, Value>) -> Result<TriggerRequest, TriggerFieldError> {
     let reason = match obj.get("reason") {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
-        Some(v) => return Err(format!("`reason` must be a string, is {v}")),
+        Some(v) => {
+            return Err(TriggerFieldError::new(
+                "reason",
+                format!("must be a string, is {v}"),
+            ))
+        }
     };
     let streams = match obj.get("streams") {
         None | Some(Value::Null) => None,
@@ -45,22 +54,27 @@ pub fn parse(obj: &Map<String, Value>) -> Result<TriggerRequest, String> {
                 match v.as_str() {
                     Some(s) if !s.is_empty() => out.push(s.to_owned()),
                     _ => {
-                        return Err(format!(
-                            "`streams` entries must be non-empty strings, found {v}"
+                        return Err(TriggerFieldError::new(
+                            "streams",
+                            format!("entries must be non-empty strings, found {v}"),
                         ))
                     }
                 }
             }
             Some(out)
         }
-        Some(v) => return Err(format!("`streams` must be an array of names, is {v}")),
+        Some(v) => {
+            return Err(TriggerFieldError::new(
+                "streams",
+                format!("must be an array of names, is {v}"),
+            ))
+        }
     };
     let at_ns = match obj.get("at_ns") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(
-            v.as_i64()
-                .ok_or_else(|| format!("`at_ns` must be an integer, is {v}"))?,
-        ),
+        Some(v) => Some(v.as_i64().ok_or_else(|| {
+            TriggerFieldError::new("at_ns", format!("must be an integer, is {v}"))
+        })?),
     };
     Ok(TriggerRequest {
         pre_ns: ms_field(obj, "pre_ms", DEFAULT_PRE_MS)?,

@@ -3,6 +3,7 @@
 //! window `[t - pre, t + post]` of every flight stream as a new multi-stream episode.
 //!
 //! - [`options`]: how an open asks for flight mode and `latched`;
+//! - [`field_error`]: a trigger argument that is wrong, naming the field;
 //! - [`mod@trigger`]: the one entry every front end calls ([`trigger()`]);
 //! - [`pending`]: the durable record of a window until its episode is in place;
 //! - [`window`]: the window thread; `copy`: copying one stream out of its ring;
@@ -15,6 +16,7 @@
 //! It may call `session`, `episode_files`, `chunk`, `error` and `fsio`.
 
 pub(crate) mod copy;
+pub mod field_error;
 pub mod options;
 pub mod pending;
 pub mod registry;

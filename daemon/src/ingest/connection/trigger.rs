@@ -13,6 +13,7 @@ use serde_json::Value;
 use wshard_ingest_proto::{ErrorCode, Frame, FrameType, Trigger, Triggered};
 
 use super::link::Link;
+use crate::flight::field_error::TriggerFieldError;
 use crate::flight::{TriggerError, TriggerReply, TriggerRequest};
 
 /// The label of an `EVENT` that also fires a trigger.
@@ -89,30 +90,42 @@ pub(super) fn on_trigger(frame: Trigger, link: &Link) {
 }
 
 /// A number of milliseconds of an event's json data, or the default.
-fn ms_of(data: Option<&Value>, key: &str, default: i64) -> Result<i64, String> {
+fn ms_of(data: Option<&Value>, key: &str, default: i64) -> Result<i64, TriggerFieldError> {
     let ms = match data.and_then(|d| d.get(key)) {
         None | Some(Value::Null) => default,
-        Some(v) => v
-            .as_i64()
-            .ok_or_else(|| format!("`{key}` must be an integer of milliseconds, is {v}"))?,
+        Some(v) => v.as_i64().ok_or_else(|| {
+            TriggerFieldError::new(key, format!("must be an integer of milliseconds, is {v}"))
+        })?,
     };
     ms.checked_mul(NS_PER_MS)
-        .ok_or_else(|| format!("`{key}` is {ms} ms, too long a window"))
+        .ok_or_else(|| TriggerFieldError::new(key, format!("is {ms} ms, too long a window")))
 }
 
 /// The trigger an `EVENT` labelled `trigger` asks for: at the event's `t_ns`, its window
 /// from a json event's `{"pre_ms","post_ms","reason"}` (defaults otherwise), its reason
 /// the json's `reason`, else a text event's text, else `event trigger`.
-fn request_of(t_ns: i64, json: Option<&str>, text: Option<&str>) -> Result<TriggerRequest, String> {
+fn request_of(
+    t_ns: i64,
+    json: Option<&str>,
+    text: Option<&str>,
+) -> Result<TriggerRequest, TriggerFieldError> {
     let value: Option<Value> = match json {
-        Some(j) => Some(serde_json::from_str(j).map_err(|e| format!("data: {e}"))?),
+        Some(j) => Some(
+            serde_json::from_str(j)
+                .map_err(|e| TriggerFieldError::new("data", format!("is not JSON: {e}")))?,
+        ),
         None => None,
     };
     let obj = value.as_ref().filter(|v| v.is_object());
     let reason = match obj.and_then(|o| o.get("reason")) {
         None | Some(Value::Null) => text.map_or_else(|| "event trigger".to_owned(), str::to_owned),
         Some(Value::String(s)) => s.clone(),
-        Some(v) => return Err(format!("`reason` must be a string, is {v}")),
+        Some(v) => {
+            return Err(TriggerFieldError::new(
+                "reason",
+                format!("must be a string, is {v}"),
+            ))
+        }
     };
     Ok(TriggerRequest {
         pre_ns: ms_of(obj, "pre_ms", EVENT_DEFAULT_PRE_MS)?,
@@ -127,8 +140,10 @@ fn request_of(t_ns: i64, json: Option<&str>, text: Option<&str>) -> Result<Trigg
 /// refuse the event (its `ACCEPTED{EVENT}` stands): it is logged and counted
 /// (`flight.triggers.event_refused` in status).
 pub(super) fn on_trigger_event(t_ns: i64, json: Option<&str>, text: Option<&str>, link: &Link) {
-    let outcome =
-        request_of(t_ns, json, text).and_then(|r| fire(link, &r).map_err(|(_, message)| message));
+    let outcome = match request_of(t_ns, json, text) {
+        Ok(r) => fire(link, &r).map_err(|(_, message)| message),
+        Err(e) => Err(e.to_string()),
+    };
     match outcome {
         Ok(r) => tracing::info!(peer = %link.peer, episode = %r.episode, merged = r.merged,
             "trigger from an EVENT"),
