@@ -340,7 +340,7 @@ impl Recording {
         };
         drop(registration);
         if let Some(s) = &stream {
-            s.ended(&status, &summary, times, link);
+            s.ended(&status, &summary, times, Some(&shared.parts), link);
         }
         Finalized {
             what,
