@@ -50,6 +50,8 @@ const STEP_PAYLOAD: usize = 22;
 struct Acked {
     streams: BTreeMap<String, u64>,
     splits: usize,
+    /// Why splits were refused.
+    refused: Vec<String>,
 }
 
 /// Record the scenario on `sim` (a crash may be armed); never panics on storage errors.
@@ -90,6 +92,16 @@ fn record(sim: &SimFs) -> Acked {
             s.flush();
         }
         if SPLIT_AFTER.contains(&round) {
+            // The writers took this round's timesteps (a split needs one in each stream).
+            let t = Instant::now();
+            while !sessions.iter().all(|(_, s, _, _)| {
+                let sh = s.shared();
+                sh.parts.part_steps() > 0 || sh.is_failed()
+            }) && !sim.is_crashed()
+                && t.elapsed() < Duration::from_secs(20)
+            {
+                std::thread::sleep(Duration::from_micros(200));
+            }
             let parts: Vec<_> = sessions
                 .iter()
                 .map(|(name, s, _, _)| (name.to_owned(), s.shared().parts.clone()))
@@ -115,12 +127,14 @@ fn record(sim: &SimFs) -> Acked {
                 done.store(true, Ordering::Release);
                 r
             });
-            if cut.is_ok() {
-                acked.splits += 1;
+            match cut {
+                Ok(_) => acked.splits += 1,
+                Err(e) => acked.refused.push(e.to_string()),
             }
         }
     }
     for (name, s, client, _) in sessions {
+        let parts = s.shared().parts.clone();
         let summary = s.close(FinalStatus::Complete);
         acked.streams.insert(name.to_owned(), client.acked());
         let status = if summary.failure.is_some() {
@@ -128,10 +142,7 @@ fn record(sim: &SimFs) -> Acked {
         } else {
             EpisodeStatus::Complete
         };
-        let (steps, chunks) = s
-            .shared()
-            .parts
-            .part_counts(summary.timesteps, summary.chunks);
+        let (steps, chunks) = parts.part_counts(summary.timesteps, summary.chunks);
         let _ = ep.end_stream(name, ended(status, steps, chunks));
     }
     let _ = ep.close(EpisodeStatus::Complete);

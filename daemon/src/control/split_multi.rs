@@ -82,7 +82,10 @@ pub fn cut_streams(
         if !cut.iter().any(|(c, _, _)| c == name) {
             continue;
         }
-        while parts.parts_finalized() <= *before && Instant::now() < deadline {
+        while parts.parts_finalized() <= *before
+            && !parts.session_failed()
+            && Instant::now() < deadline
+        {
             std::thread::sleep(FINAL_POLL);
         }
     }

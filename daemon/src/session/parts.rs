@@ -142,6 +142,8 @@ pub struct PartControl {
     pub(crate) finished_chunks: AtomicU64,
     /// Parts whose final manifest the finisher committed.
     pub(crate) parts_finalized: AtomicU64,
+    /// The session failed (no part of it is finalized any more).
+    pub(crate) failed: std::sync::atomic::AtomicBool,
 }
 
 impl PartControl {
@@ -165,6 +167,7 @@ impl PartControl {
             finished_steps: AtomicU64::new(0),
             finished_chunks: AtomicU64::new(0),
             parts_finalized: AtomicU64::new(0),
+            failed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -297,6 +300,12 @@ impl PartControl {
             steps.saturating_sub(self.finished_steps.load(Ordering::Relaxed)),
             chunks.saturating_sub(self.finished_chunks.load(Ordering::Relaxed)),
         )
+    }
+
+    /// Whether the session failed: no further part of it is finalized.
+    #[must_use]
+    pub fn session_failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
     }
 
     /// Parts whose final manifest is committed.
