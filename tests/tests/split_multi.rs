@@ -342,3 +342,68 @@ fn split_multi_stream_alone_is_refused_and_empty_stream_named() {
     );
     assert_eq!(ids, [EP]);
 }
+
+#[test]
+fn split_multi_then_sigkill_keeps_every_acknowledged_step_once() {
+    const EP: &str = "msplit-kill";
+    let mut d = Daemon::start(DaemonOptions::default().rotation(40));
+    let ch = data::channels();
+    let small = data::small_channels();
+    let (a_acked, b_acked);
+    {
+        let mut o = owner(&d.socket(), EP);
+        let mut a = producer(
+            &d.socket(),
+            &stream_spec(EP, "joints", &ch, 1000.0, Durability::Ack),
+        );
+        let mut b = producer(
+            &d.socket(),
+            &stream_spec(EP, "imu", &small, 200.0, Durability::Ack),
+        );
+        a.timesteps(&ch, 0..130);
+        b.timesteps(&small, 0..26);
+        a.flush_until(130);
+        b.flush_until(26);
+        split_ok(&d, EP);
+        a.timesteps(&ch, 130..200);
+        b.timesteps(&small, 26..40);
+        a.flush_until(200);
+        b.flush_until(40);
+        split_ok(&d, EP);
+        event(&mut o, data::t_ns(1), "cut", "in the last part");
+        a.timesteps(&ch, 200..255);
+        b.timesteps(&small, 40..51);
+        a_acked = a.flush_until(255);
+        b_acked = b.flush_until(51);
+        d.kill9();
+    }
+    d.restart();
+    // Recovery settles every part; each stream's parts hold its acknowledged timesteps
+    // exactly once; the last part keeps its event and its link back.
+    let dd = d.data_dir();
+    let mut next = [0u64; 2];
+    for n in 0..3u64 {
+        let id = part_id(EP, n);
+        let index = wait_index_final(&dd, &id, TIMEOUT).unwrap();
+        let index = check_index_consistent(&dd, &index.episode_id).unwrap();
+        assert!(
+            matches!(
+                index.status,
+                EpisodeStatus::Complete | EpisodeStatus::Recovered
+            ),
+            "{id}: {}",
+            index.status
+        );
+        let streams = dd.join(&id).join("streams");
+        for (k, (name, channels)) in [("joints", &ch), ("imu", &small)].into_iter().enumerate() {
+            let m = check_part(&streams, name, channels, next[k]);
+            next[k] += m.total_timesteps;
+        }
+        assert_verify_ok(&streams);
+    }
+    assert!(!dd.join(part_id(EP, 3)).exists());
+    assert_eq!(next, [a_acked, b_acked]);
+    let last = wshard_e2e::multi::read_index(&dd, &part_id(EP, 2)).unwrap();
+    assert_eq!(last.metadata["split"]["previous"], part_id(EP, 1));
+    assert_eq!(read_events(&dd, &part_id(EP, 2)).unwrap().len(), 1);
+}
