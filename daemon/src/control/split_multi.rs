@@ -18,7 +18,9 @@ use super::split::{refused, SPLIT_WAIT};
 use super::state::ControlState;
 use crate::multi::parts::CutPlan;
 use crate::multi::MultiEpisode;
+use crate::runtime::context::ServerContext;
 use crate::session::parts::{PartControl, SplitError, StreamCut};
+use crate::session::Rolling;
 
 /// How often the cut looks whether a stream's finished part is final.
 const FINAL_POLL: Duration = Duration::from_millis(5);
@@ -144,4 +146,63 @@ pub fn split_multi(
         "not_cut": stayed.iter().map(|(n, why)| json!({"stream": n, "reason": why})).collect::<Vec<_>>(),
         "uid": uid,
     }))
+}
+
+/// `[rolling]` for multi-stream episode `ep` (`rolling`: the bounds): when the part
+/// recording now holds `max_bytes` of timestep payload over all its streams, or one of
+/// its streams spans `max_duration_ms`, every stream is cut (as `split EP`) on a thread of
+/// its own; the caller (a stream's connection) goes on. A stream with no timestep yet
+/// defers the cut; any other refusal stops rolling for the episode (logged). No cut while
+/// `rolling.quota_policy = "stop_rolling"` holds rolling back.
+pub(crate) fn roll_if_due(ctx: &Arc<ServerContext>, ep: &Arc<MultiEpisode>, rolling: Rolling) {
+    // `rolling.quota_policy = "stop_rolling"` while the quota is exceeded: no cut.
+    if !rolling.is_on() || ctx.upload.quota.rolling_suspended() {
+        return;
+    }
+    let streams: Vec<Arc<PartControl>> = ctx
+        .registry
+        .streams_of(ep.id())
+        .into_iter()
+        .filter_map(|l| l.stream_parts.clone())
+        .collect();
+    let bytes: u64 = streams
+        .iter()
+        .map(|p| p.part_bytes.load(std::sync::atomic::Ordering::Relaxed))
+        .sum();
+    let span = streams.iter().map(|p| p.part_span_ns()).max().unwrap_or(0);
+    if !rolling.is_due(bytes, span) || !ep.begin_roll() {
+        return;
+    }
+    let (ctx, ep) = (ctx.clone(), ep.clone());
+    let name = format!("roll-{}", ep.id());
+    let spawned = std::thread::Builder::new().name(name).spawn(move || {
+        let streams = ctx.registry.streams_of(ep.id());
+        let parts_of = |name: &str| {
+            streams
+                .iter()
+                .find(|l| l.episode_id.rsplit('/').next() == Some(name))
+                .and_then(|l| l.stream_parts.clone())
+        };
+        let r = cut_streams(
+            &ep,
+            &parts_of,
+            ctx.limits.max_episode_id_bytes,
+            &ctx.data_dir,
+        );
+        let stop = match r {
+            Ok(c) => {
+                tracing::info!(episode = %ep.id(), finished = %c.plan.finished, recording = %c.plan.part, "rolling: multi-stream part finished");
+                None
+            }
+            Err(SplitError::EmptyPart { .. }) => None,
+            Err(e) => {
+                tracing::warn!(episode = %ep.id(), "rolling stopped for this episode: {e}");
+                Some(e.to_string())
+            }
+        };
+        ep.end_roll(stop);
+    });
+    if let Err(e) = spawned {
+        tracing::warn!("rolling: cannot start the cut's thread: {e}");
+    }
 }

@@ -110,6 +110,9 @@ pub struct MultiEpisode {
     /// Set when someone other than the owner closed the episode (an operator, the disk,
     /// the daemon's shutdown): the reason, for the owner's `ERROR{STOPPED}`.
     stopped: Mutex<Option<(String, EpisodeStatus)>>,
+    /// `[rolling]`: a cut is being made (`Some(false)`), or rolling stopped for the
+    /// episode after a refused cut (the reason).
+    rolling: parts::RollingState,
 }
 
 impl std::fmt::Debug for MultiEpisode {
@@ -198,6 +201,7 @@ impl MultiEpisode {
             fs,
             finalized: AtomicBool::new(false),
             stopped: Mutex::new(None),
+            rolling: parts::RollingState::default(),
         }))
     }
 

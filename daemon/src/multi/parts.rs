@@ -24,6 +24,14 @@ use crate::episode_files::{commit_index, EventsLog};
 use crate::session::parts::{part_id, PartControl, SplitError, SPLIT_MANIFEST_KEY};
 use wshard_storage::layout::{validate_episode_id, EpisodeLayout, STREAMS_DIR};
 
+/// `[rolling]` of a multi-stream episode: whether a cut is under way, and why rolling
+/// stopped (a refused cut other than a stream with no timestep yet).
+#[derive(Debug, Default)]
+pub(crate) struct RollingState {
+    cutting: std::sync::atomic::AtomicBool,
+    stopped: std::sync::Mutex<Option<String>>,
+}
+
 /// The part of a multi-stream episode recording now.
 #[derive(Clone, Debug)]
 pub(crate) struct PartNow {
@@ -59,6 +67,34 @@ fn links(base: &str, number: u64, previous: Option<&str>, next: Option<&str>) ->
 }
 
 impl MultiEpisode {
+    /// `[rolling]`: take the right to make a cut (false when one is under way, or rolling
+    /// stopped for the episode).
+    pub fn begin_roll(&self) -> bool {
+        if lock(&self.rolling.stopped).is_some() {
+            return false;
+        }
+        !self
+            .rolling
+            .cutting
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+    }
+
+    /// `[rolling]`: the cut is over; `stop` says why rolling stops for the episode.
+    pub fn end_roll(&self, stop: Option<String>) {
+        if let Some(why) = stop {
+            *lock(&self.rolling.stopped) = Some(why);
+        }
+        self.rolling
+            .cutting
+            .store(false, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Why `[rolling]` stopped for the episode, if it did.
+    #[must_use]
+    pub fn rolling_error(&self) -> Option<String> {
+        lock(&self.rolling.stopped).clone()
+    }
+
     /// The part recording now.
     #[must_use]
     pub fn current_part(&self) -> String {
