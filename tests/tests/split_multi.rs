@@ -266,7 +266,15 @@ fn split_multi_stream_opened_after_a_cut_joins_the_current_part() {
     a.timesteps(&ch, 0..20);
     a.flush_until(20);
     assert_eq!(split_ok(&d, EP), (EP.to_owned(), format!("{EP}.0001")));
-    // Named by the part recording now, the episode is split as well.
+    // `episodes`: the finished part from its index, the part recording as open.
+    let listed = wshard(&d, &["episodes", "--json"]);
+    let v: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let list = v["result"]["episodes"].as_array().unwrap().clone();
+    let find = |id: &str| list.iter().find(|e| e["episode"] == id).cloned().unwrap();
+    assert_eq!(find(EP)["open"], false, "{list:?}");
+    assert_eq!(find(EP)["status"], "complete", "{list:?}");
+    assert_eq!(find(&format!("{EP}.0001"))["open"], true, "{list:?}");
+    assert_eq!(find(&format!("{EP}.0001"))["part_of"], EP, "{list:?}");
     let mut b = producer(
         &d.socket(),
         &stream_spec(EP, "imu", &small, 200.0, Durability::Ack),
@@ -277,6 +285,7 @@ fn split_multi_stream_opened_after_a_cut_joins_the_current_part() {
     b.timesteps(&small, 0..9);
     a.flush_until(35);
     b.flush_until(9);
+    // Named by the part recording now, the episode is split as well.
     assert_eq!(
         split_ok(&d, &format!("{EP}.0001")),
         (format!("{EP}.0001"), format!("{EP}.0002"))
