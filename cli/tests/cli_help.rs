@@ -127,8 +127,9 @@ fn cli_help_of_each_command_carries_its_details() {
         ("keep", "--release removes it"),
         (
             "split",
-            "1 the daemon refused (unknown episode, multi-stream episode",
+            "1 the daemon refused (unknown episode, a stream alone",
         ),
+        ("split", "a multi-stream episode: every stream"),
         ("split", "EPISODE.0001"),
         ("bridge", "1 the bridge refused or failed"),
         ("import", "the bag importer's code"),

@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 /// `[rolling]`: every single-stream episode the daemon records is split (as `wshard split`
 /// does) when its current part reaches either bound; each part is finalized `complete`
-/// and linked to the one before. 0 turns a bound off; both 0 (the default): rolling is off.
+/// and linked to the one before. A multi-stream episode is cut whole: by the payload
+/// bytes of all its streams in the part, or by its longest stream's span. 0 turns a bound off; both 0 (the default): rolling is off.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RollingConfig {

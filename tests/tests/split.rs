@@ -211,16 +211,6 @@ fn split_part_id_too_long_is_refused() {
 }
 
 #[test]
-fn split_multi_stream_is_refused() {
-    let d = Daemon::start(DaemonOptions::default());
-    let mut owner = wshard_e2e::multi::owner(&d.socket(), "multi-1");
-    let e = split_refused(&d, "multi-1");
-    assert_eq!(e["code"], "NOT_SPLITTABLE", "{e}");
-    assert_eq!(e["episode"], "multi-1", "{e}");
-    wshard_e2e::multi::episode_close(&mut owner);
-}
-
-#[test]
 fn split_refused_for_non_admin_peer() {
     if let Err(why) = wshard_e2e::privileged::require_root("split_refused_for_non_admin_peer") {
         println!("skipped: {why}");

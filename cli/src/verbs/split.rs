@@ -15,7 +15,9 @@ use crate::control_socket::call::run_json_verb;
 
 /// Cut an open episode into a finished part and the next part, recording on
 ///
-/// Cut an open single-stream episode at its next timestep: everything recorded so far is
+/// Cut an open episode at its next timestep (a multi-stream episode: every stream, each at
+/// its own next timestep, into the next part's streams/; one stream alone is not split):
+/// everything recorded so far is
 /// finalized `complete` as a part of its own (the first part keeps the episode id), and
 /// recording goes on into the next part, `EPISODE.0001`, `EPISODE.0002`, ...; the producer
 /// keeps its connection, its seqs and its DURABLE acknowledgements. Parts are linked in
@@ -23,7 +25,7 @@ use crate::control_socket::call::run_json_verb;
 /// control verbs keep naming the episode by the producer's id. Needs root, the daemon's uid
 /// or gid, or control.admin_uids/admin_gids.
 ///
-/// Exit codes: 0 done, 1 the daemon refused (unknown episode, multi-stream episode, empty
+/// Exit codes: 0 done, 1 the daemon refused (unknown episode, a stream alone, empty
 /// part, part id too long, permission denied), 2 it cannot be reached (no daemon, bad
 /// config) or its reply is bad.
 #[derive(Debug, clap::Args)]
@@ -56,5 +58,16 @@ pub fn render_split(r: &Value, out: &mut dyn Write) -> io::Result<()> {
         s(&r["episode"]),
         s(&r["finished"]),
         s(&r["recording"])
-    )
+    )?;
+    // A multi-stream episode: a stream its producer ended before its cut.
+    for n in r["not_cut"].as_array().into_iter().flatten() {
+        writeln!(
+            out,
+            "  stream `{}` not cut (it ends in `{}`): {}",
+            s(&n["stream"]),
+            s(&r["finished"]),
+            s(&n["reason"])
+        )?;
+    }
+    Ok(())
 }

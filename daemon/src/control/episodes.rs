@@ -112,9 +112,15 @@ pub fn list(st: &ControlState) -> Value {
         all.insert(id, v);
     }
     // An open multi-stream episode: its streams follow as `EP/STREAM`.
+    // After a split, the part recording now is the open one (the finished parts are
+    // listed from their indexes).
     for m in st.ctx.registry.multis() {
-        if let Some(v) = all.get_mut(m.id()) {
+        let part = m.current_part();
+        if let Some(v) = all.get_mut(&part) {
             v["open"] = json!(true);
+            if part != m.id() {
+                v["part_of"] = json!(m.id());
+            }
         }
     }
     for e in st.ctx.registry.episodes() {

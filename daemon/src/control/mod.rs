@@ -48,6 +48,7 @@ pub mod rates;
 pub mod request_io;
 pub mod server;
 pub mod split;
+pub mod split_multi;
 pub mod state;
 pub mod status;
 pub mod trigger;

@@ -1,4 +1,5 @@
-//! `split EPISODE`: cut an open single-stream episode while it records. Everything recorded
+//! `split EPISODE`: cut an open episode while it records (a multi-stream one in
+//! `super::split_multi`). Everything recorded
 //! so far becomes a finalized `complete` episode (the part), recording goes on into the
 //! next part (`EP.0001`, `EP.0002`, ...), its producer unaware. The request goes to the
 //! episode's writer (see `session::parts`), which makes the cut at its next step boundary
@@ -23,22 +24,23 @@ pub const SPLIT_WAIT: Duration = Duration::from_secs(10);
 /// Split `episode` on behalf of `uid` (the caller checked the allowlist).
 ///
 /// # Errors
-/// `UNKNOWN_EPISODE` when it is not open, `NOT_SPLITTABLE` for a multi-stream episode or
-/// one of its streams, `EMPTY_PART` when the current part holds no timestep,
+/// `UNKNOWN_EPISODE` when it is not open, `NOT_SPLITTABLE` for a stream of a
+/// multi-stream episode (`EP/STREAM`; a multi-stream episode is split whole, see
+/// `super::split_multi`), `EMPTY_PART` when the current part holds no timestep,
 /// `PART_ID_TOO_LONG`, `PART_EXISTS`, `STORAGE`, `TIMEOUT`.
 pub fn split(st: &ControlState, episode: &str, uid: u32) -> Result<Value, ControlError> {
     let reg = &st.ctx.registry;
     let err = |kind: ErrorKind, msg: String| {
         ControlError::new(kind, Some("split"), msg).with("episode", json!(episode))
     };
-    if reg.multi(episode).is_some() {
-        return Err(err(
-            ErrorKind::NotSplittable,
-            format!(
-                "episode `{episode}` is a multi-stream episode: split cuts single-stream \
-                 episodes only"
-            ),
-        ));
+    // A multi-stream episode, named by its producer's id or by the part recording now.
+    let multi = reg.multi(episode).or_else(|| {
+        reg.multis()
+            .into_iter()
+            .find(|m| m.current_part() == episode)
+    });
+    if let Some(m) = multi {
+        return super::split_multi::split_multi(st, &m, episode, uid);
     }
     let Some(live) = reg.episode_or_part(episode) else {
         let on_disk = Manifest::read_file(EpisodeLayout::new(&st.ctx.data_dir, episode).manifest())
@@ -59,8 +61,8 @@ pub fn split(st: &ControlState, episode: &str, uid: u32) -> Result<Value, Contro
             return Err(err(
                 ErrorKind::NotSplittable,
                 format!(
-                    "`{episode}` is a stream of a multi-stream episode: split cuts \
-                     single-stream episodes only"
+                    "`{episode}` is a stream of a multi-stream episode: a stream is not \
+                     split alone, split its episode (every stream is cut)"
                 ),
             ))
         }
@@ -99,7 +101,7 @@ pub fn split(st: &ControlState, episode: &str, uid: u32) -> Result<Value, Contro
 }
 
 /// The typed error of a refused split.
-fn refused(episode: &str, e: &SplitError) -> ControlError {
+pub(crate) fn refused(episode: &str, e: &SplitError) -> ControlError {
     let (kind, part) = match e {
         SplitError::PartIdTooLong { part, .. } => (ErrorKind::PartIdTooLong, Some(part)),
         SplitError::EmptyPart { part, .. } => (ErrorKind::EmptyPart, Some(part)),

@@ -1,7 +1,8 @@
 //! A multi-stream episode while it is open: its index, the streams recording in it, its
 //! events log, and the rules of protocol v2 (join, end, close, finalize).
-//! It may call `episode_files`, `episode`, `fsio` and `error`; the registry holds the open
-//! ones, ingest and control drive them.
+//! It may call `episode_files`, `episode`, `fsio`, `error` and `session::parts` (part ids,
+//! the streams' parts, for a split); the registry holds the open ones, ingest and control
+//! drive them.
 //!
 //! Each stream is recorded by its own `Session` in its folder; this object only keeps the
 //! index (`{EP}_index.json`) in step, committed atomically at the points of
@@ -11,7 +12,9 @@
 //! stream ended).
 //!
 //! - [`schema`]: a stream's index entry from its schema.
+//! - [`parts`]: a split (`split EP`): the next part and its index, the finished part's.
 
+pub mod parts;
 pub mod schema;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -107,6 +110,9 @@ pub struct MultiEpisode {
     /// Set when someone other than the owner closed the episode (an operator, the disk,
     /// the daemon's shutdown): the reason, for the owner's `ERROR{STOPPED}`.
     stopped: Mutex<Option<(String, EpisodeStatus)>>,
+    /// `[rolling]`: a cut is being made (`Some(false)`), or rolling stopped for the
+    /// episode after a refused cut (the reason).
+    rolling: parts::RollingState,
 }
 
 impl std::fmt::Debug for MultiEpisode {
@@ -118,6 +124,10 @@ impl std::fmt::Debug for MultiEpisode {
 }
 
 struct State {
+    /// The part recording now (the episode itself until a split, see [`parts`]).
+    part: parts::PartNow,
+    /// Finished parts some stream of which still records (its cut was refused).
+    left_behind: Vec<parts::LeftBehind>,
     index: EpisodeIndex,
     /// Streams recording now.
     recording: BTreeSet<String>,
@@ -169,11 +179,18 @@ impl MultiEpisode {
         // Its directory fsync makes `streams/` durable too.
         commit_index(&*fs, &dir, &index)?;
         let events = EventsLog::new(fs.clone(), &dir, &new.episode_id);
+        let part = parts::PartNow {
+            number: 0,
+            id: new.episode_id.clone(),
+            dir: dir.clone(),
+        };
         Ok(Arc::new(Self {
             id: new.episode_id,
             data_dir: data_dir.to_path_buf(),
             dir,
             state: Mutex::new(State {
+                part,
+                left_behind: Vec::new(),
                 index,
                 recording: BTreeSet::new(),
                 schemas: BTreeMap::new(),
@@ -184,6 +201,7 @@ impl MultiEpisode {
             fs,
             finalized: AtomicBool::new(false),
             stopped: Mutex::new(None),
+            rolling: parts::RollingState::default(),
         }))
     }
 
@@ -225,7 +243,7 @@ impl MultiEpisode {
                 self.id
             )));
         }
-        commit_index(&*self.fs, &self.dir, &st.index).inspect_err(|e| {
+        commit_index(&*self.fs, &st.part.dir, &st.index).inspect_err(|e| {
             tracing::error!(episode = %self.id, "index commit failed: {e}");
             st.failed = Some(e.to_string());
         })
@@ -300,7 +318,7 @@ impl MultiEpisode {
             }
             return Err(e.into());
         }
-        Ok(EpisodeLayout::stream(&self.data_dir, &self.id, &name))
+        Ok(EpisodeLayout::stream(&self.data_dir, &st.part.id, &name))
     }
 
     /// Stream `name` ended (its session is finalized): its final counts and status are
@@ -309,6 +327,13 @@ impl MultiEpisode {
     /// final all the same).
     pub fn end_stream(&self, name: &str, end: StreamEnd) -> Progress {
         let mut st = lock(&self.state);
+        if self.end_left_behind(&mut st, name, end) {
+            return Progress {
+                recording: st.recording.len() as u64,
+                finalized: false,
+                index_error: None,
+            };
+        }
         if let Some(s) = st.index.stream_mut(name) {
             s.status = end.status;
             s.steps = end.steps;

@@ -138,6 +138,8 @@ pub struct LiveEpisode {
     /// The episode's parts (`split`, `[rolling]`): the part recording now. The registry
     /// keeps the episode under the producer's id whatever part records.
     pub(crate) parts: Option<Arc<PartControl>>,
+    /// A stream's parts: it is cut with its multi-stream episode (`control::split_multi`).
+    pub(crate) stream_parts: Option<Arc<PartControl>>,
     transport: AtomicU8,
     stop_requested: AtomicBool,
     stop: Mutex<Option<StopReason>>,
@@ -314,6 +316,8 @@ pub(crate) struct NewEpisode {
     pub(crate) durability: Durability,
     pub(crate) stats: Arc<EpisodeStats>,
     pub(crate) parts: Option<Arc<PartControl>>,
+    /// A stream's parts (`None` for an episode of its own).
+    pub(crate) stream_parts: Option<Arc<PartControl>>,
 }
 
 /// Removes its episode from the registry when dropped.
@@ -350,6 +354,7 @@ impl Registry {
             opened: Instant::now(),
             stats: e.stats,
             parts: e.parts,
+            stream_parts: e.stream_parts,
             transport: AtomicU8::new(TransportKind::Socket as u8),
             stop_requested: AtomicBool::new(false),
             stop: Mutex::new(None),

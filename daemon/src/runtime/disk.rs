@@ -264,6 +264,7 @@ mod tests {
             durability: Durability::Ack,
             stats: Arc::default(),
             parts: None,
+            stream_parts: None,
         })
     }
 

@@ -198,6 +198,7 @@ pub(crate) fn run(
             parts
                 .finished_chunks
                 .fetch_add(manifest.chunks.len() as u64, Ordering::Relaxed);
+            parts.parts_finalized.fetch_add(1, Ordering::Release);
             let NextPart {
                 layout: next_layout,
                 manifest: next_manifest,

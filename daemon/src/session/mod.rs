@@ -166,11 +166,19 @@ impl Session {
         fs.sync_dir(parent)
             .map_err(|e| StorageError::io("fsync directory", parent, e))?;
         let schema = Arc::new(schema);
-        let parts = Arc::new(parts::PartControl::new(
-            &schema.episode_id,
-            splittable,
-            settings.max_episode_id_bytes,
-        ));
+        let parts = Arc::new(match schema.stream_of() {
+            // A stream is cut with its multi-stream episode, in the part it records in.
+            Some(part) => parts::PartControl::for_stream(
+                &schema.episode_id,
+                part,
+                settings.max_episode_id_bytes,
+            ),
+            None => parts::PartControl::new(
+                &schema.episode_id,
+                splittable,
+                settings.max_episode_id_bytes,
+            ),
+        });
         let shared = Arc::new(SessionShared::new(
             fs.clone(),
             layout,

@@ -44,7 +44,27 @@ pub enum SplitCause {
 pub struct SplitDone {
     pub finished: String,
     pub recording: String,
+    /// `t_ns` of the finished part's first and last timestep.
+    pub first_t_ns: Option<i64>,
+    pub last_t_ns: Option<i64>,
 }
+
+/// A cut of one stream of a multi-stream episode, asked by the episode's split
+/// (`control::split_multi`): the stream goes on in `EpisodeLayout::stream(data_dir, part,
+/// STREAM)`, whose episode directory and index exist already.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamCut {
+    /// The multi-stream episode as its producer opened it (part 0).
+    pub episode: String,
+    /// The next part's number and id (`EP.000N`).
+    pub number: u64,
+    pub part: String,
+    /// The data directory.
+    pub data_dir: std::path::PathBuf,
+}
+
+/// A pending split request: `None` for a single-stream episode's own next part.
+pub(crate) type SplitRequest = (Option<StreamCut>, Sender<SplitReply>);
 
 /// Why a split was refused; nothing was cut, recording goes on in the same part.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -107,7 +127,7 @@ pub struct PartControl {
     /// `limits.max_episode_id_bytes`, which a part id must fit.
     max_id_bytes: usize,
     state: Mutex<PartState>,
-    requests: Mutex<Vec<Sender<SplitReply>>>,
+    requests: Mutex<Vec<SplitRequest>>,
     /// Set while `requests` holds any: the writer's check without the lock.
     pending: std::sync::atomic::AtomicBool,
     /// Timestep record payload bytes in the current part.
@@ -120,6 +140,10 @@ pub struct PartControl {
     /// Timesteps and chunks of the parts already finalized (for CLOSE's count).
     pub(crate) finished_steps: AtomicU64,
     pub(crate) finished_chunks: AtomicU64,
+    /// Parts whose final manifest the finisher committed.
+    pub(crate) parts_finalized: AtomicU64,
+    /// The session failed (no part of it is finalized any more).
+    pub(crate) failed: std::sync::atomic::AtomicBool,
 }
 
 impl PartControl {
@@ -142,14 +166,25 @@ impl PartControl {
             part_last_t_ns: std::sync::atomic::AtomicI64::new(i64::MIN),
             finished_steps: AtomicU64::new(0),
             finished_chunks: AtomicU64::new(0),
+            parts_finalized: AtomicU64::new(0),
+            failed: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// The parts of stream `stream` of a multi-stream episode, recording now in part
+    /// `part` of it: not split on its own, but cut with its episode ([`StreamCut`]).
+    #[must_use]
+    pub fn for_stream(stream: &str, part: &str, max_id_bytes: usize) -> Self {
+        let p = Self::new(stream, false, max_id_bytes);
+        p.state().current = part.to_owned();
+        p
     }
 
     fn state(&self) -> MutexGuard<'_, PartState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn requests(&self) -> MutexGuard<'_, Vec<Sender<SplitReply>>> {
+    fn requests(&self) -> MutexGuard<'_, Vec<SplitRequest>> {
         self.requests.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -203,14 +238,24 @@ impl PartControl {
     /// Ask the writer for a split; the answer comes on the returned channel.
     #[must_use]
     pub fn request_split(&self) -> crossbeam_channel::Receiver<SplitReply> {
+        self.request(None)
+    }
+
+    /// Ask the writer of a stream to cut it into the next part of its episode.
+    #[must_use]
+    pub fn request_stream_cut(&self, cut: StreamCut) -> crossbeam_channel::Receiver<SplitReply> {
+        self.request(Some(cut))
+    }
+
+    fn request(&self, cut: Option<StreamCut>) -> crossbeam_channel::Receiver<SplitReply> {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        self.requests().push(tx);
+        self.requests().push((cut, tx));
         self.pending.store(true, Ordering::Release);
         rx
     }
 
     /// The pending split requests, taken (for the writer).
-    pub(crate) fn take_requests(&self) -> Vec<Sender<SplitReply>> {
+    pub(crate) fn take_requests(&self) -> Vec<SplitRequest> {
         if !self.pending.load(Ordering::Acquire) {
             return Vec::new();
         }
@@ -228,6 +273,45 @@ impl PartControl {
             self.part_first_t_ns.store(first, Ordering::Relaxed);
         }
         self.part_last_t_ns.store(last, Ordering::Relaxed);
+    }
+
+    /// `t_ns` of the current part's first and last timestep (`None` before one).
+    #[must_use]
+    pub fn part_t_range(&self) -> (Option<i64>, Option<i64>) {
+        let first = self.part_first_t_ns.load(Ordering::Relaxed);
+        let last = self.part_last_t_ns.load(Ordering::Relaxed);
+        if first == i64::MIN {
+            return (None, None);
+        }
+        (Some(first), Some(last))
+    }
+
+    /// Timesteps in the current part.
+    #[must_use]
+    pub fn part_steps(&self) -> u64 {
+        self.part_steps.load(Ordering::Relaxed)
+    }
+
+    /// Of a stream's whole count (`steps` timesteps in `chunks` chunks, what its session's
+    /// summary says), those in the part recording now (the finished parts' are theirs).
+    #[must_use]
+    pub fn part_counts(&self, steps: u64, chunks: u64) -> (u64, u64) {
+        (
+            steps.saturating_sub(self.finished_steps.load(Ordering::Relaxed)),
+            chunks.saturating_sub(self.finished_chunks.load(Ordering::Relaxed)),
+        )
+    }
+
+    /// Whether the session failed: no further part of it is finalized.
+    #[must_use]
+    pub fn session_failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
+    }
+
+    /// Parts whose final manifest is committed.
+    #[must_use]
+    pub fn parts_finalized(&self) -> u64 {
+        self.parts_finalized.load(Ordering::Acquire)
     }
 
     /// Nanoseconds between the current part's first and last timestep.

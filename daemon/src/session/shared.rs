@@ -204,6 +204,8 @@ impl SessionShared {
         // The failure is in place before the flag is raised: whoever sees `is_failed()`
         // (e.g. the connection refusing the next frame) also sees why.
         let message = failure.to_string();
+        // A cut of a multi-stream episode waiting for this stream's part stops waiting.
+        self.parts.failed.store(true, Ordering::Release);
         let first = match self.failure.lock() {
             Ok(mut f) if f.is_none() => {
                 *f = Some(failure);

@@ -31,6 +31,8 @@ use wshard_storage::layout::EpisodeLayout;
 /// The part the writer records into.
 #[derive(Clone, Debug)]
 pub(crate) struct PartTarget {
+    /// The part's episode id (`EP`, `EP.0001`, ...; for a stream, its episode's part).
+    pub(crate) name: String,
     /// Part number: 0 for the producer's episode id, then 1, 2, ...
     pub(crate) number: u64,
     pub(crate) layout: EpisodeLayout,
@@ -47,6 +49,7 @@ impl PartTarget {
     /// Part 0: the episode as opened.
     pub(crate) fn first(shared: &SessionShared) -> Self {
         Self {
+            name: shared.parts.current(),
             number: 0,
             layout: shared.layout.clone(),
             schema: shared.schema.clone(),
@@ -57,7 +60,7 @@ impl PartTarget {
 
     /// The part's id.
     pub(crate) fn id(&self) -> &str {
-        &self.schema.episode_id
+        &self.name
     }
 
     /// This part's `split` object, linked to `next`.
@@ -79,8 +82,17 @@ pub(crate) struct CreatedPart {
     pub(crate) manifest: Manifest,
 }
 
-/// Create part `number` (`id`) after `previous`, its seq 0 being producer seq
-/// `first_seq`: the directory (and a parent fsync), the `recording` manifest with its
+/// Where a part goes: its number and id, its directory, and the episode it is a part of
+/// (the producer's episode id; for a stream, its multi-stream episode's).
+pub(crate) struct PartPlace {
+    pub(crate) number: u64,
+    pub(crate) id: String,
+    pub(crate) layout: EpisodeLayout,
+    pub(crate) base: String,
+}
+
+/// Create part `place` after `previous`, its seq 0 being producer seq `first_seq`: the
+/// directory (and a parent fsync), the `recording` manifest with its
 /// `split` links, and journal segment 0 for durability `ack`. Crash-safe in this order:
 /// an empty part left by a power cut is recovered like any episode with no timestep.
 ///
@@ -90,17 +102,24 @@ pub(crate) struct CreatedPart {
 pub(crate) fn create_part(
     shared: &SessionShared,
     previous: &PartTarget,
-    number: u64,
-    id: &str,
+    place: PartPlace,
     first_seq: u64,
 ) -> Result<CreatedPart, SplitError> {
-    let base = shared.parts.base().to_owned();
+    let PartPlace {
+        number,
+        id,
+        layout,
+        base,
+    } = place;
+    let id = id.as_str();
     let storage = |what: &str, path: &Path, e: &dyn std::fmt::Display| SplitError::Storage {
         episode: base.clone(),
         reason: format!("creating part `{id}`: {what} {}: {e}", path.display()),
     };
-    let data_dir = shared.layout.dir.parent().unwrap_or_else(|| Path::new("."));
-    let layout = EpisodeLayout::new(data_dir, id);
+    let data_dir = layout
+        .dir
+        .parent()
+        .map_or_else(|| std::path::PathBuf::from("."), Path::to_path_buf);
     match shared.fs.create_dir(&layout.dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -113,11 +132,17 @@ pub(crate) fn create_part(
     }
     shared
         .fs
-        .sync_dir(data_dir)
-        .map_err(|e| storage("fsync directory", data_dir, &e))?;
+        .sync_dir(&data_dir)
+        .map_err(|e| storage("fsync directory", &data_dir, &e))?;
     let mut schema = (*previous.schema).clone();
-    schema.episode_id = id.to_owned();
+    if schema.stream_of().is_some() {
+        // A stream keeps its name; it belongs to the episode's next part now.
+        schema = schema.in_episode(id);
+    } else {
+        schema.episode_id = id.to_owned();
+    }
     let target = PartTarget {
+        name: id.to_owned(),
         number,
         layout,
         schema: Arc::new(schema),

@@ -11,6 +11,7 @@
 //! the batch's first timestep. Timesteps keep contiguous global indices (`timesteps`);
 //! DURABLE counts in seqs (`received_end`).
 
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,16 +22,17 @@ use super::chunk_writer::SealedChunk;
 use super::failure::SessionFailure;
 use super::group_commit::GroupCommit;
 use super::parts::NextPart;
-use super::parts::{SplitCause, SplitDone, SplitError, SplitReply};
+use super::parts::{SplitCause, SplitDone, SplitError, SplitReply, StreamCut};
 use super::recycle::RecordPool;
 use super::rotation::ChunkRotation;
 use super::shared::{FinalStatus, SessionShared};
-use super::split::{self, PartTarget};
+use super::split::{self, PartPlace, PartTarget};
 use super::stats::HEARTBEAT_EVERY;
 use crate::chunk::{ChunkColumns, SeqGaps};
 use crate::error::StorageError;
 use crate::journal::segment::JournalSegment;
 use wshard_ingest_proto::{iter_records, RECORD_HEADER_BYTES};
+use wshard_storage::layout::EpisodeLayout;
 
 /// A message from the connection to the writer.
 pub(crate) enum WriterMsg {
@@ -325,15 +327,22 @@ impl Writer {
         if requests.is_empty() {
             return;
         }
-        let reply = self.split(SplitCause::Operator);
-        for r in requests {
-            let _ = r.send(reply.clone());
+        let mut own: Option<SplitReply> = None;
+        for (cut, r) in requests {
+            let reply = match cut {
+                // A stream's cut: one per request (its episode serializes them).
+                Some(cut) => self.split(SplitCause::Operator, Some(&cut)),
+                None => own
+                    .get_or_insert_with(|| self.split(SplitCause::Operator, None))
+                    .clone(),
+            };
+            let _ = r.send(reply);
         }
     }
 
     /// The episode finalizes: a pending split request is answered with that.
     fn refuse_splits(&self) {
-        for r in self.shared.parts.take_requests() {
+        for (_, r) in self.shared.parts.take_requests() {
             let _ = r.send(Err(SplitError::Finalized {
                 episode: self.shared.parts.base().to_owned(),
             }));
@@ -352,7 +361,7 @@ impl Writer {
         if !rolling.is_due(bytes, parts.part_span_ns()) {
             return;
         }
-        match self.split(SplitCause::Rolling) {
+        match self.split(SplitCause::Rolling, None) {
             Ok(done) => {
                 tracing::info!(episode = %parts.base(), finished = %done.finished, recording = %done.recording, "rolling: part finished");
             }
@@ -366,7 +375,7 @@ impl Writer {
     /// Cut the episode here (see `super::split`): sync the journal, create the next part,
     /// seal the open chunk as the finished part's last (`complete`), record on in the next
     /// part. Nothing is cut when it is refused.
-    fn split(&mut self, cause: SplitCause) -> SplitReply {
+    fn split(&mut self, cause: SplitCause, cut: Option<&StreamCut>) -> SplitReply {
         let parts = self.shared.parts.clone();
         let episode = parts.base().to_owned();
         let failed = |shared: &SessionShared| SplitError::Storage {
@@ -385,15 +394,48 @@ impl Writer {
                 part: self.part.id().to_owned(),
             });
         }
-        let (number, id) = parts.next_id()?;
+        let place = match cut {
+            None => {
+                let (number, id) = parts.next_id()?;
+                let data_dir = self
+                    .shared
+                    .layout
+                    .dir
+                    .parent()
+                    .unwrap_or_else(|| Path::new("."));
+                PartPlace {
+                    number,
+                    layout: EpisodeLayout::new(data_dir, &id),
+                    id,
+                    base: episode.clone(),
+                }
+            }
+            Some(c) => PartPlace {
+                number: c.number,
+                id: c.part.clone(),
+                layout: EpisodeLayout::stream(&c.data_dir, &c.part, self.shared.layout.id()),
+                base: c.episode.clone(),
+            },
+        };
+        let (number, id, link_base) = (place.number, place.id.clone(), place.base.clone());
         self.sync_now();
         if self.shared.is_failed() {
             return Err(failed(&self.shared));
         }
-        let created = split::create_part(&self.shared, &self.part, number, &id, self.received_end)?;
-        let finished = std::mem::replace(&mut self.part, created.target);
+        let created = split::create_part(&self.shared, &self.part, place, self.received_end)?;
+        let (first_t_ns, last_t_ns) = parts.part_t_range();
+        let mut finished = std::mem::replace(&mut self.part, created.target);
+        if let Some(c) = cut {
+            // A stream is cut from its episode's part before `c.number` (the one it
+            // records in, also when it joined after earlier cuts).
+            finished.number = c.number.saturating_sub(1);
+            finished.previous = finished
+                .number
+                .checked_sub(1)
+                .map(|n| super::parts::part_id(&c.episode, n));
+        }
         let next = Box::new(NextPart {
-            finished_links: finished.links(&episode, Some(&id)),
+            finished_links: finished.links(&link_base, Some(&id)),
             layout: self.part.layout.clone(),
             manifest: created.manifest,
         });
@@ -415,6 +457,8 @@ impl Writer {
         Ok(SplitDone {
             finished: finished.id().to_owned(),
             recording: id,
+            first_t_ns,
+            last_t_ns,
         })
     }
 

@@ -262,6 +262,7 @@ impl Connection {
         let State::Recording(rec) = &mut self.state else {
             return;
         };
+        rec.roll_multi(&self.link);
         let Some(reason) = rec
             .take_stop_request()
             .or_else(|| rec.quota_stop(&self.link))

@@ -175,6 +175,7 @@ pub(super) fn start(
     what: AcceptedWhat,
 ) -> Recording {
     let ctx = &link.ctx;
+    let stream_parts = Some(session.shared().parts.clone()).filter(|_| started.multi.is_some());
     let registration = ctx.registry.register(NewEpisode {
         episode_id: started.registry_id,
         multi: started.multi,
@@ -185,6 +186,7 @@ pub(super) fn start(
         stats: session.shared().stats.clone(),
         // A stream of a multi-stream episode is not split: no parts in the registry.
         parts: Some(session.shared().parts.clone()).filter(|p| p.splittable()),
+        stream_parts,
     });
     link.responder.send(&Frame::Accepted { what, up_to_seq: 0 });
     Recording::new(Intake::new(

@@ -295,6 +295,16 @@ impl Recording {
         })
     }
 
+    /// `[rolling]` of the multi-stream episode this stream records in (see
+    /// `control::split_multi::roll_if_due`); nothing for an episode of its own, whose
+    /// writer rolls it.
+    pub(super) fn roll_multi(&self, link: &Link) {
+        if let Some(s) = &self.stream {
+            let rolling = self.intake.session().shared().settings.rolling;
+            crate::control::split_multi::roll_if_due(&link.ctx, &s.episode, rolling);
+        }
+    }
+
     /// End the recording as a request decided.
     pub(super) fn end(self, ending: Ending, link: &Link) {
         match ending {
@@ -341,7 +351,7 @@ impl Recording {
         };
         drop(registration);
         if let Some(s) = &stream {
-            s.ended(&status, &summary, times, link);
+            s.ended(&status, &summary, times, Some(&shared.parts), link);
         }
         Finalized {
             what,

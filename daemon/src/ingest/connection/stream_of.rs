@@ -7,6 +7,7 @@ use wshard::episode_dir::index::EpisodeStatus;
 
 use super::link::Link;
 use crate::multi::{MultiEpisode, StreamEnd};
+use crate::session::parts::PartControl;
 use crate::session::{FinalStatus, SessionSummary};
 
 /// The stream a connection records, and its episode.
@@ -33,20 +34,30 @@ impl StreamOf {
         status: &FinalStatus,
         summary: &SessionSummary,
         times: (Option<i64>, Option<i64>),
+        parts: Option<&PartControl>,
         link: &Link,
     ) {
+        // After a split, the index entry is the part recording now: the finished parts'
+        // timesteps and chunks are in theirs.
+        let (steps, chunks, times) = match parts {
+            Some(p) if p.number() > 0 => {
+                let (steps, chunks) = p.part_counts(summary.timesteps, summary.chunks);
+                (steps, chunks, p.part_t_range())
+            }
+            _ => (summary.timesteps, summary.chunks, times),
+        };
         let status = match status {
             FinalStatus::Complete => EpisodeStatus::Complete,
             FinalStatus::Aborted => EpisodeStatus::Aborted,
             FinalStatus::Interrupted(_) => EpisodeStatus::Interrupted,
         };
-        let recorded = summary.timesteps > 0;
+        let recorded = steps > 0;
         let progress = self.episode.end_stream(
             &self.name,
             StreamEnd {
                 status,
-                steps: summary.timesteps,
-                chunks: summary.chunks,
+                steps,
+                chunks,
                 first_t_ns: times.0.filter(|_| recorded),
                 last_t_ns: times.1.filter(|_| recorded),
             },

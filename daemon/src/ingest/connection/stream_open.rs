@@ -90,6 +90,17 @@ pub(super) fn join(request: StreamOpen, link: &Link) -> Option<Recording> {
             return None;
         }
     };
+    // The part of the episode recording now (after a split, `EP.000N`).
+    let schema = match layout
+        .dir
+        .parent()
+        .and_then(std::path::Path::parent)
+        .and_then(std::path::Path::file_name)
+        .and_then(|n| n.to_str())
+    {
+        Some(part) => schema.in_episode(part),
+        None => schema,
+    };
     let step_payload = schema.step_payload_bytes;
     let durability = schema.durability;
     let stream = StreamOf {
@@ -119,6 +130,7 @@ pub(super) fn join(request: StreamOpen, link: &Link) -> Option<Recording> {
                 &FinalStatus::Interrupted(e.to_string()),
                 &nothing,
                 (None, None),
+                None,
                 link,
             );
             return None;
