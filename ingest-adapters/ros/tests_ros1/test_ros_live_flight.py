@@ -105,8 +105,11 @@ def test_flight_ros_live_trigger_service_mapped_topic_and_split(  # type: ignore
     assert "/fault: gripper jam" in (data / w2 / f"{w2}_events.jsonl").read_text()
     assert (data / "arm.0001").is_dir()
     daemon.assert_verified(data / w1, data / w2, data / "arm", data / "arm.0001")
-    # the bridge's own episode is multi-stream: split is refused, named
+    # the bridge's own multi-stream episode, just started: split when no stream holds a
+    # timestep yet is refused, named (EMPTY_PART); a multi-stream episode is otherwise split
+    # whole (tests/tests/split_multi.rs)
     assert bridge.call("start", episode_id="own", env_id="", metadata_json="").ok
     r = bridge.call("split_episode", episode_id="")
-    assert (r.ok, r.code) == (False, "DAEMON") and "NOT_SPLITTABLE" in r.message, r
+    assert r.ok or ((r.code == "DAEMON") and "EMPTY_PART" in r.message), r
+    assert r.ok or not (data / "own.0001").exists(), r
     assert bridge.call("stop").ok

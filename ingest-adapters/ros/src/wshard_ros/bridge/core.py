@@ -200,12 +200,11 @@ class Bridge:
             return daemon_control.keep(path, target, release, self.options.timeout)
 
     def split_episode(self, episode: Optional[str] = None) -> Dict[str, Any]:
-        """The daemon's ``split`` of an open single-stream episode (docs/CONTROL.md): what
-        it recorded so far becomes a finished ``complete`` part, recording goes on into the
-        next. Default: the episode this bridge records, which the daemon refuses
-        (``NOT_SPLITTABLE``: the bridge records multi-stream episodes); name a producer's
-        single-stream episode. Returns the daemon's result (``finished``, ``recording``,
-        ``part``).
+        """The daemon's ``split`` of an open episode (docs/CONTROL.md): what it recorded so
+        far becomes a finished ``complete`` part, recording goes on into the next. Default:
+        the episode this bridge records (multi-stream: every stream is cut; ``EMPTY_PART``
+        while a stream holds no timestep yet); or name a producer's episode. Returns the
+        daemon's result (``finished``, ``recording``, ``part``).
 
         Raises:
             BridgeError: as :meth:`stop_episode`.

@@ -118,7 +118,7 @@ def split(path: str, episode: str, timeout: float) -> Dict[str, Any]:
 
     Raises:
         BridgeError: as :func:`control_request` (``UNKNOWN_EPISODE``, ``NOT_SPLITTABLE`` for
-            a multi-stream episode such as the bridge's own, ``EMPTY_PART``).
+            one stream ``EP/STREAM``, ``EMPTY_PART``).
     """
     return control_request(path, {"verb": "split", "episode": episode}, timeout)
 
