@@ -27,6 +27,7 @@ pub mod abuse;
 pub mod azurite;
 pub mod bins;
 pub mod check;
+pub mod control_cli;
 pub mod daemon;
 pub mod data;
 pub mod fixtures;

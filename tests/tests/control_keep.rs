@@ -10,42 +10,15 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 use wshard_client::Durability;
 use wshard_e2e::check::check_episode;
+use wshard_e2e::control_cli::{control_socket, json_ok, text, wshard};
 use wshard_e2e::multi::{episode_close, owner, producer, stream_spec};
 use wshard_e2e::{bins, data, Daemon, DaemonOptions, TIMEOUT};
 use wshard_ingest_proto::Durability as WireDurability;
-
-fn control_socket(d: &Daemon) -> PathBuf {
-    d.root().join("wshardd-control.sock")
-}
-
-/// Run `wshard ARGS --control <socket>`.
-fn wshard(d: &Daemon, args: &[&str]) -> Output {
-    Command::new(bins::wshard())
-        .args(args)
-        .arg("--control")
-        .arg(control_socket(d))
-        .env_remove("WSHARDD_CONFIG")
-        .output()
-        .expect("cannot run wshard")
-}
-
-fn text(o: &Output) -> String {
-    wshard_e2e::check::output_text(o)
-}
-
-fn json_ok(d: &Daemon, args: &[&str]) -> Value {
-    let o = wshard(d, args);
-    assert_eq!(o.status.code(), Some(0), "wshard {args:?}: {}", text(&o));
-    let v: Value = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("wshard {args:?}: not JSON ({e}): {}", text(&o)));
-    assert_eq!(v["ok"], Value::Bool(true), "{v}");
-    v["result"].clone()
-}
 
 /// `wshard ARGS --json`, which must fail: the reply's `error`. A refusal
 /// (`UNKNOWN_EPISODE`, `PERMISSION_DENIED`) exits 1, a bad request 2.

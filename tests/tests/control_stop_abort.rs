@@ -10,46 +10,17 @@
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wshard::episode_dir::index::EpisodeStatus;
 use wshard_client::{ClientError, Durability, ErrorCode, Outcome, Transport};
 use wshard_e2e::check::{assert_verify_ok, check_episode, read_manifest};
+use wshard_e2e::control_cli::{control_socket, json_ok, text, wshard};
 use wshard_e2e::multi::{check_index_consistent, check_stream, owner, producer, stream_spec};
 use wshard_e2e::{bins, data, Daemon, DaemonOptions, TIMEOUT};
 use wshard_ingest_proto::{ChannelSpec, Durability as WireDurability, StreamOpen};
-
-fn control_socket(d: &Daemon) -> PathBuf {
-    d.root().join("wshardd-control.sock")
-}
-
-/// Run `wshard ARGS --control <socket>`.
-fn wshard(d: &Daemon, args: &[&str]) -> Output {
-    Command::new(bins::wshard())
-        .args(args)
-        .arg("--control")
-        .arg(control_socket(d))
-        .env_remove("WSHARDD_CONFIG")
-        .output()
-        .expect("cannot run wshard")
-}
-
-fn text(o: &Output) -> String {
-    wshard_e2e::check::output_text(o)
-}
-
-/// `wshard ARGS --json`, which must succeed: its `result`.
-fn json_ok(d: &Daemon, args: &[&str]) -> Value {
-    let o = wshard(d, args);
-    assert_eq!(o.status.code(), Some(0), "wshard {args:?}: {}", text(&o));
-    let v: Value = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("wshard {args:?}: not JSON ({e}): {}", text(&o)));
-    assert_eq!(v["ok"], Value::Bool(true), "{v}");
-    v["result"].clone()
-}
 
 /// `wshard ARGS --json`, which must fail with exit 1: the reply's `error`.
 fn json_err(d: &Daemon, args: &[&str]) -> Value {
