@@ -16,7 +16,14 @@ from typing import Any, Callable, Dict, List
 
 import bridgekit as K
 import dds_workload as W
+from cyclonedds.pub import DataWriter
+from cyclonedds.sub import DataReader
+from cyclonedds.topic import Topic
 from daemon_harness import Daemon
+
+from wshard_ros.ros2dds.command import reply_qos
+from wshard_ros.ros2dds.idl import String_
+from wshard_ros.ros2dds.participant import DdsOptions, Participant, writer_qos
 
 HERE = Path(__file__).resolve().parent
 ROS = HERE.parent
@@ -146,6 +153,39 @@ class Publisher:
                 f.close()
 
 
+class Commander:
+    """A DDS participant in the test process: writes commands, reads replies."""
+
+    def __init__(self, domain: int, node: str = "wshard_ros_bridge") -> None:
+        self.part = Participant(DdsOptions(domain_id=domain, loopback=True))
+        cmd = Topic(self.part.dp, f"rt/{node}/command", String_)
+        rep = Topic(self.part.dp, f"rt/{node}/reply", String_)
+        self.writer = DataWriter(self.part.dp, cmd, qos=writer_qos())
+        self.reader = DataReader(self.part.dp, rep, qos=reply_qos())
+        wait_for("the bridge's command reader", lambda: bool(self.writer.get_matched_subscriptions()))
+        self.replies: Dict[Any, Dict[str, Any]] = {}
+
+    def send(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        """Write ``request`` (with an id) and wait for its reply."""
+        req_id = f"r{len(self.replies)}-{time.monotonic_ns()}"
+        self.writer.write(String_(data=json.dumps({**request, "id": req_id})))
+
+        def got() -> bool:
+            for s in self.reader.take(N=16):
+                reply = json.loads(s.data)
+                self.replies[reply.get("id")] = reply
+            return req_id in self.replies
+
+        wait_for(f"the reply to {request}", got)
+        return self.replies[req_id]
+
+    def send_raw(self, text: str) -> None:
+        self.writer.write(String_(data=text))
+
+    def close(self) -> None:
+        self.part.close()
+
+
 def run_all(pubs: List["Publisher"], counts: List[int]) -> None:
     """Wait for every publisher's ``matched`` and ``done N``, then its exit 0."""
     for p in pubs:
@@ -198,3 +238,13 @@ def check_joints(daemon: Daemon, episode: str, first: int, n: int) -> None:
     assert s.channel("signal/effort") == b"".join(f64s(v[2]) for v in vals)
     recv = struct.unpack(f"<{n}q", s.channel("signal/receive_t_ns"))
     assert list(recv) == sorted(recv) and recv[0] > W.BASE_NS  # wall clock, after the stamps' base
+
+
+def publish_triggers(domain: int, topic: str, kind: str, text: str = "", count: int = 1) -> None:
+    """Run tests/dds_trigger_publisher.py: ``count`` messages of ``kind`` (``string``:
+    std_msgs/String ``text``; ``fault``: a type the bridge has no IDL of) on ``topic``,
+    each acknowledged by the bridge's reader."""
+    cmd = [sys.executable, str(HERE / "dds_trigger_publisher.py"), "--domain", str(domain), "--topic", topic]
+    cmd += ["--kind", kind, "--text", text, "--count", str(count)]
+    r = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and f"done {count}" in r.stdout, f"exit {r.returncode}: {r.stdout}\n{r.stderr}"

@@ -2,53 +2,13 @@
 std_msgs/String JSON), replies on ``rt/wshard_ros_bridge/reply``: start, stop, refusals."""
 
 import json
-import time
 from pathlib import Path
-from typing import Any, Dict, Iterator
+from typing import Any, Iterator
 
 import bridgekit as K
 import ddskit as D
 import pytest
-from cyclonedds.pub import DataWriter
-from cyclonedds.sub import DataReader
-from cyclonedds.topic import Topic
-
-from wshard_ros.ros2dds.command import reply_qos
-from wshard_ros.ros2dds.idl import String_
-from wshard_ros.ros2dds.participant import DdsOptions, Participant, writer_qos
-
-
-class Commander:
-    """A DDS participant in the test process: writes commands, reads replies."""
-
-    def __init__(self, domain: int, node: str = "wshard_ros_bridge") -> None:
-        self.part = Participant(DdsOptions(domain_id=domain, loopback=True))
-        cmd = Topic(self.part.dp, f"rt/{node}/command", String_)
-        rep = Topic(self.part.dp, f"rt/{node}/reply", String_)
-        self.writer = DataWriter(self.part.dp, cmd, qos=writer_qos())
-        self.reader = DataReader(self.part.dp, rep, qos=reply_qos())
-        D.wait_for("the bridge's command reader", lambda: bool(self.writer.get_matched_subscriptions()))
-        self.replies: Dict[Any, Dict[str, Any]] = {}
-
-    def send(self, request: Dict[str, Any]) -> Dict[str, Any]:
-        """Write ``request`` (with an id) and wait for its reply."""
-        req_id = f"r{len(self.replies)}-{time.monotonic_ns()}"
-        self.writer.write(String_(data=json.dumps({**request, "id": req_id})))
-
-        def got() -> bool:
-            for s in self.reader.take(N=16):
-                reply = json.loads(s.data)
-                self.replies[reply.get("id")] = reply
-            return req_id in self.replies
-
-        D.wait_for(f"the reply to {request}", got)
-        return self.replies[req_id]
-
-    def send_raw(self, text: str) -> None:
-        self.writer.write(String_(data=text))
-
-    def close(self) -> None:
-        self.part.close()
+from ddskit import Commander
 
 
 @pytest.fixture

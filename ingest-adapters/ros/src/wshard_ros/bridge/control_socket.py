@@ -11,7 +11,7 @@ import os
 import socket
 import stat
 import threading
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 from .core import DEFAULT_TRIGGER_POST_S, DEFAULT_TRIGGER_PRE_S, Bridge
 from .errors import BAD_REQUEST, BridgeError, ControlSocketError
@@ -23,6 +23,9 @@ log = logging.getLogger("wshard_ros.bridge")
 REQUEST_TIMEOUT_S = 5.0
 #: Default permission bits of the socket file.
 DEFAULT_MODE = 0o660
+#: ``handle(request) -> reply``: a front end's own request handler (it adds to the core's
+#: replies, e.g. its counters to ``status``); never raises.
+Handler = Callable[[Any], Dict[str, Any]]
 COMMANDS = (
     "start",
     "stop",
@@ -118,8 +121,8 @@ def _read_line(conn: socket.socket) -> bytes:
 
 
 class ControlServer:
-    """Serves :func:`handle_request` on the Unix socket ``path`` (mode ``mode``), one
-    thread per connection; a client has ``request_timeout`` seconds to send its line
+    """Serves :func:`handle_request` (or ``handler``, a front end's own) on the Unix socket
+    ``path`` (mode ``mode``), one thread per connection; a client has ``request_timeout`` seconds to send its line
     (else ``BAD_REQUEST``) and to take the reply. :meth:`close` stops it and removes the socket file.
 
     Raises (constructor):
@@ -127,9 +130,15 @@ class ControlServer:
     """
 
     def __init__(
-        self, bridge: Bridge, path: str, mode: int = DEFAULT_MODE, request_timeout: float = REQUEST_TIMEOUT_S
+        self,
+        bridge: Bridge,
+        path: str,
+        mode: int = DEFAULT_MODE,
+        request_timeout: float = REQUEST_TIMEOUT_S,
+        handler: Optional[Handler] = None,
     ) -> None:
         self.bridge = bridge
+        self._handler: Handler = handler or (lambda request: handle_request(bridge, request))
         self.path = path
         self.request_timeout = request_timeout
         _remove_stale(path)
@@ -175,7 +184,7 @@ class ControlServer:
                         reply = _error(BAD_REQUEST, f"not JSON: {e}")
                     else:
                         conn.settimeout(None)  # stop drains: no bound but the daemon's timeouts
-                        reply = handle_request(self.bridge, request)
+                        reply = self._handler(request)
                 conn.settimeout(self.request_timeout)
                 conn.sendall(json.dumps(reply, separators=(",", ":")).encode("utf-8") + b"\n")
             except OSError as e:
@@ -225,8 +234,11 @@ def _remove_stale(path: str) -> None:
     raise ControlSocketError(f"bridge control socket {path}: in use by a running process")
 
 
-def serve_control(bridge: Bridge, path: Optional[str] = None, mode: int = DEFAULT_MODE) -> ControlServer:
-    """Start the bridge control socket at ``path`` (default ``bridge.options.bridge_socket``).
+def serve_control(
+    bridge: Bridge, path: Optional[str] = None, mode: int = DEFAULT_MODE, handler: Optional[Handler] = None
+) -> ControlServer:
+    """Start the bridge control socket at ``path`` (default ``bridge.options.bridge_socket``),
+    answering with ``handler`` when given (else :func:`handle_request`).
 
     Raises:
         ControlSocketError: as :class:`ControlServer`; ``ValueError`` when no path is given
@@ -235,4 +247,4 @@ def serve_control(bridge: Bridge, path: Optional[str] = None, mode: int = DEFAUL
     where = path or bridge.options.bridge_socket
     if not where:
         raise ValueError("no bridge socket path: give one or set BridgeOptions.bridge_socket")
-    return ControlServer(bridge, where, mode)
+    return ControlServer(bridge, where, mode, handler=handler)

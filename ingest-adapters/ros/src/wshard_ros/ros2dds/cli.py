@@ -116,8 +116,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return EXIT_USAGE
         topics: List[str] = [t.topic for t in mapping.topics] + [e.topic for e in mapping.events]
         log.info(
-            "ready: %d topics on DDS domain %d%s; commands on %s",
+            "ready: %d topics, %d flight trigger topics on DDS domain %d%s; commands on %s",
             len(topics),
+            len(mapping.flight_triggers),
             opts.dds.domain_id,
             " (loopback)" if opts.dds.loopback else "",
             bridge.command_topic_name,

@@ -1,7 +1,8 @@
 """Episode control over DDS: the topic ``/<node>/command`` (DDS ``rt/<node>/command``,
 ``std_msgs/String``) carries one JSON request per message, the same requests as the bridge
 socket's (``{"cmd": "start", "episode_id": "ep1"}``, ``stop``, ``abort``, ``annotate``,
-``status``), plus an optional ``"id"`` echoed in the reply. Each reply (the bridge socket's
+``status``, and the daemon's episode control ``stop_episode``, ``abort_episode``, ``keep``,
+``split_episode``, ``flight_trigger``), plus an optional ``"id"`` echoed in the reply. Each reply (the bridge socket's
 JSON reply, with ``"id"`` when the request had one) is published on ``/<node>/reply``
 (``rt/<node>/reply``, ``std_msgs/String``, reliable, transient-local: a reader that joins
 after the reply was written still gets the last ones)."""

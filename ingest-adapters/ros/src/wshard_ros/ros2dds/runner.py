@@ -1,6 +1,6 @@
 """The ROS 2 front end put together: the recording core (:class:`wshard_ros.bridge.Bridge`)
-fed by DDS readers of the mapping's topics, controlled by the bridge socket and the DDS
-command topic."""
+fed by DDS readers of the mapping's topics, controlled by the bridge socket, the DDS
+command topic and the mapped flight-trigger topics."""
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..bridge import Bridge, BridgeOptions, ControlServer, handle_request, serve_control
 from ..mapping import BridgeMapping
 from .command import CommandTopic, command_topic
+from .flight_topics import FlightTriggerTopics
 from .names import dds_topic_name, dds_type_for
 from .participant import DdsOptions, Participant
 from .subscriber import DdsSubscriber, make_readers
@@ -67,6 +68,9 @@ class DdsBridge:
             readers = make_readers(self.participant, subs, opts.dds.best_effort)
             self.subscriber = DdsSubscriber(self.participant, readers, self.bridge.on_message)
             self.commands = CommandTopic(self.participant, opts.node_name, self.handle_request)
+            self.flight_triggers = FlightTriggerTopics(
+                self.participant, mapping.flight_triggers, self.handle_request, opts.dds.best_effort
+            )
         except BaseException:
             self.participant.close()
             self.bridge.close()
@@ -74,9 +78,19 @@ class DdsBridge:
         self.command_topic_name = dds_topic_name(command_topic(opts.node_name))
         self.control: Optional[ControlServer] = None
 
-    def handle_request(self, request: Dict[str, Any]) -> Dict[str, Any]:
-        """One control request (the bridge socket's JSON) -> its reply; never raises."""
-        return handle_request(self.bridge, request)
+    def handle_request(self, request: Any) -> Dict[str, Any]:
+        """One control request (the bridge socket's JSON) -> its reply; never raises. The
+        reply to ``status`` has ``dds`` too: the domain, samples taken per topic, and the
+        mapped flight-trigger topics' counters (:meth:`FlightTriggerTopics.status`)."""
+        reply = handle_request(self.bridge, request)
+        if reply.get("ok") and isinstance(request, dict) and request.get("cmd") == "status":
+            reply["result"] = dict(reply["result"])
+            reply["result"]["dds"] = {
+                "domain_id": self.opts.dds.domain_id,
+                "taken": self.subscriber.taken(),
+                "flight_triggers": self.flight_triggers.status(),
+            }
+        return reply
 
     def start(self) -> None:
         """Serve the bridge socket (if configured), start taking samples and serving the
@@ -86,9 +100,10 @@ class DdsBridge:
             ControlSocketError: the bridge socket path is in use or cannot be bound.
         """
         if self.opts.bridge_socket:
-            self.control = serve_control(self.bridge, self.opts.bridge_socket)
+            self.control = serve_control(self.bridge, self.opts.bridge_socket, handler=self.handle_request)
         self.subscriber.start()
         self.commands.start()
+        self.flight_triggers.start()
 
     def close(self) -> None:
         """Stop commands and readers, stop a recording episode (completed), disconnect,
@@ -96,6 +111,7 @@ class DdsBridge:
         if self.control is not None:
             self.control.close()
         self.commands.close()
+        self.flight_triggers.close()
         self.subscriber.close()
         try:
             self.bridge.close()
