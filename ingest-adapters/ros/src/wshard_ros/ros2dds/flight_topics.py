@@ -30,6 +30,7 @@ from cyclonedds.topic import Topic
 from cyclonedds.util import duration
 
 from ..mapping import FlightTriggerSpec
+from ..ros1.flight_topics import MAX_REASON_TEXT_BYTES  # the same cut as ROS 1 (imports no rospy)
 from .errors import DdsSetupError
 from .names import DDS_TYPES, dds_topic_name, dds_type_name
 from .participant import Participant, reader_qos
@@ -40,9 +41,6 @@ log = logging.getLogger(__name__)
 Handler = Callable[[Dict[str, Any]], Dict[str, Any]]
 #: The DDS type whose text goes into the reason.
 STRING_TYPE = dds_type_name("std_msgs/String")
-#: The longest text of a message taken into a reason, in UTF-8 bytes (the rest is cut), as
-#: the ROS 1 front end.
-MAX_REASON_TEXT_BYTES = 1024
 #: How long the discovery thread waits for a writer's type description (XTypes type lookup).
 TYPE_LOOKUP_TIMEOUT_S = 5.0
 #: How long the thread waits for discovery or data before checking whether it should stop.
