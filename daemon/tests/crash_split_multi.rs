@@ -28,6 +28,7 @@ use wshard_recorder::control::split_multi::cut_streams;
 use wshard_recorder::episode::Durability;
 use wshard_recorder::multi::schema::stream_entry;
 use wshard_recorder::multi::{MultiEpisode, NewMulti, StreamEnd};
+use wshard_recorder::session::cut_reason::CutReason;
 use wshard_recorder::session::parts::part_id;
 use wshard_recorder::session::{FinalStatus, Session};
 use wshard_storage::fsio::sim::{PowerLoss, SimFs};
@@ -123,7 +124,7 @@ fn record(sim: &SimFs) -> Acked {
                         std::thread::sleep(Duration::from_millis(1));
                     }
                 });
-                let r = cut_streams(&ep, &parts_of, MAX_ID, &data_dir());
+                let r = cut_streams(&ep, &parts_of, MAX_ID, &data_dir(), CutReason::Split);
                 done.store(true, Ordering::Release);
                 r
             });

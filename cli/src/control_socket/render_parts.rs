@@ -1,7 +1,8 @@
 //! The rolling state in `wshard status`'s text, after the rest ([`super::render`]):
 //! `[rolling]` and the quota beyond eviction (`status.daemon.rolling`,
 //! `status.daemon.quota`), and for each open episode that was split or rolls, the part
-//! recording now (`status.episodes[].parts`).
+//! recording now and the last cut (`status.episodes[].parts`, and
+//! `status.multi_episodes[].parts` for a multi-stream episode).
 
 use std::io::{self, Write};
 
@@ -24,14 +25,22 @@ fn count(v: &Value) -> u64 {
 pub fn render(r: &Value, out: &mut dyn Write) -> io::Result<()> {
     let d = &r["daemon"];
     let eps = r["episodes"].as_array().map_or(&[][..], Vec::as_slice);
+    // Multi-stream episodes have their parts beside their streams (`multi_episodes`).
+    let multi = r["multi_episodes"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
     let rolling = d["rolling"]["enabled"] == Value::Bool(true);
-    let split = eps.iter().any(|e| count(&e["parts"]["part_number"]) > 0);
+    let split = eps
+        .iter()
+        .chain(multi)
+        .any(|e| count(&e["parts"]["part_number"]) > 0);
     let quota = count(&d["quota"]["quota_bytes"]) > 0;
     if rolling || split || quota {
         writeln!(out)?;
     }
     render_daemon(d, out)?;
-    render_episodes(eps, rolling, out)
+    render_episodes(eps, rolling, out)?;
+    render_episodes(multi, rolling, out)
 }
 
 /// The daemon's lines: `[rolling]` when it is on, the quota when one is set.
@@ -87,9 +96,19 @@ pub fn render_episodes(eps: &[Value], rolling: bool, out: &mut dyn Write) -> io:
         if p.is_null() || (!rolling && count(&p["part_number"]) == 0) {
             continue;
         }
+        let last = &p["last_cut"];
+        let cut = if last.is_object() {
+            format!(
+                "; last cut: {} by {}",
+                text(&last["finished"]),
+                text(&last["reason"])
+            )
+        } else {
+            String::new()
+        };
         writeln!(
             out,
-            "parts of {}: recording {} ({} finished, {} by rolling), {} in {:.1} s{}",
+            "parts of {}: recording {} ({} finished, {} by rolling), {} in {:.1} s{cut}{}",
             text(&e["episode"]),
             text(&p["part"]),
             count(&p["parts_finished"]),
