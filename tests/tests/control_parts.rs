@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use wshard::episode_dir::index::EpisodeStatus;
 use wshard_client::{ClientError, Durability, ErrorCode};
 use wshard_e2e::check::read_manifest;
-use wshard_e2e::control_cli::{json_ok, text, wshard};
+use wshard_e2e::control_cli::{json_err, json_ok, text, wshard};
 use wshard_e2e::flight::{open_flight, trigger_ok, wait_window};
 use wshard_e2e::multi::{check_index_consistent, owner, producer, stream_spec};
 use wshard_e2e::parts::check_part;
@@ -21,16 +21,6 @@ use wshard_e2e::{data, Daemon, DaemonOptions, TIMEOUT};
 use wshard_ingest_proto::{ChannelSpec, Durability as WireDurability};
 
 const EP: &str = "parts-ep";
-
-/// `wshard ARGS --json`, which must be refused (exit 1): the reply's `error`.
-fn json_err(d: &Daemon, args: &[&str]) -> Value {
-    let o = wshard(d, args);
-    assert_eq!(o.status.code(), Some(1), "wshard {args:?}: {}", text(&o));
-    let v: Value = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("wshard {args:?}: not JSON ({e}): {}", text(&o)));
-    assert_eq!(v["ok"], Value::Bool(false), "{v}");
-    v["error"].clone()
-}
 
 /// `wshard split EP --json`, retried while a stream holds no timestep of the part yet:
 /// (finished, recording).

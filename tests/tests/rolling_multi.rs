@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wshard_e2e::control_cli::{json_ok, wshard};
-use wshard_e2e::multi::{episode_close, owner, producer, stream_spec};
+use wshard_e2e::multi::{episode_close, rolling_pair, RollingPair};
 use wshard_e2e::parts::part_id;
-use wshard_e2e::{data, Daemon, DaemonOptions, TIMEOUT};
+use wshard_e2e::raw::RawConn;
+use wshard_e2e::{data, Daemon, TIMEOUT};
 use wshard_ingest_proto::{Durability, Outcome};
 
 const EP: &str = "mroll-status";
@@ -27,6 +28,16 @@ fn multi_status(d: &Daemon, ep: &str) -> Value {
         .unwrap_or_else(|| panic!("{ep} not in multi_episodes: {st}"))
 }
 
+/// Send the next `n.0` timesteps of `joints` on `a` and `n.1` of `imu` on `b` (`sent`
+/// so far, counted on), each acknowledged.
+fn push(a: &mut RawConn, b: &mut RawConn, sent: &mut (u64, u64), n: (u64, u64)) {
+    a.timesteps(&data::channels(), sent.0..sent.0 + n.0);
+    b.timesteps(&data::small_channels(), sent.1..sent.1 + n.1);
+    *sent = (sent.0 + n.0, sent.1 + n.1);
+    a.flush_until(sent.0);
+    b.flush_until(sent.1);
+}
+
 fn stdout(d: &Daemon, args: &[&str]) -> String {
     let o = wshard(d, args);
     assert_eq!(o.status.code(), Some(0), "wshard {args:?}");
@@ -35,26 +46,16 @@ fn stdout(d: &Daemon, args: &[&str]) -> String {
 
 #[test]
 fn rolling_multi_status_metrics_episodes_inspect_show_parts_and_cut_reason() {
-    let ch = data::channels();
-    let small = data::small_channels();
-    let step = data::packed_payload(0, &ch).len() as u64;
-    let d = Daemon::start(DaemonOptions {
-        extra_toml: format!("[rolling]\nmax_bytes = {}\n", step * 60),
-        ..DaemonOptions::default().rotation(16)
-    });
+    let RollingPair {
+        d,
+        owner: mut o,
+        joints: mut a,
+        imu: mut b,
+    } = rolling_pair(EP, 60, Durability::Ack);
     let dd = d.data_dir();
-    let mut o = owner(&d.socket(), EP);
-    let mut a = producer(
-        &d.socket(),
-        &stream_spec(EP, "joints", &ch, 1000.0, Durability::Ack),
-    );
-    let mut b = producer(
-        &d.socket(),
-        &stream_spec(EP, "imu", &small, 200.0, Durability::Ack),
-    );
+    let mut sent = (0, 0);
     // Before any cut: part 0, nothing rolled.
-    a.timesteps(&ch, 0..10);
-    a.flush_until(10);
+    push(&mut a, &mut b, &mut sent, (10, 0));
     let m = multi_status(&d, EP);
     assert_eq!(m["parts"]["part"], EP, "{m}");
     assert_eq!(m["parts"]["part_number"], 0, "{m}");
@@ -63,15 +64,9 @@ fn rolling_multi_status_metrics_episodes_inspect_show_parts_and_cut_reason() {
     streams.sort_by_key(|s| s.to_string());
     assert_eq!(streams, ["imu", "joints"], "{m}");
     // Record until rolling made two parts.
-    let (mut sa, mut sb) = (10u64, 0u64);
     let deadline = Instant::now() + TIMEOUT;
     let m = loop {
-        a.timesteps(&ch, sa..sa + 10);
-        b.timesteps(&small, sb..sb + 2);
-        sa += 10;
-        sb += 2;
-        a.flush_until(sa);
-        b.flush_until(sb);
+        push(&mut a, &mut b, &mut sent, (10, 2));
         let m = multi_status(&d, EP);
         if m["parts"]["parts_rolled"].as_u64().unwrap() >= 2 {
             break m;
@@ -99,12 +94,7 @@ fn rolling_multi_status_metrics_episodes_inspect_show_parts_and_cut_reason() {
         let o_split = wshard(&d, &["split", EP, "--json"]);
         let v: Value = serde_json::from_slice(&o_split.stdout).unwrap();
         if v["error"]["code"] == "EMPTY_PART" && Instant::now() < deadline {
-            a.timesteps(&ch, sa..sa + 1);
-            b.timesteps(&small, sb..sb + 1);
-            sa += 1;
-            sb += 1;
-            a.flush_until(sa);
-            b.flush_until(sb);
+            push(&mut a, &mut b, &mut sent, (1, 1));
             continue;
         }
         assert_eq!(o_split.status.code(), Some(0), "{v}");
@@ -156,7 +146,7 @@ fn rolling_multi_status_metrics_episodes_inspect_show_parts_and_cut_reason() {
         "{shown}"
     );
 
-    a.close(Outcome::Completed, sa);
-    b.close(Outcome::Completed, sb);
+    a.close(Outcome::Completed, sent.0);
+    b.close(Outcome::Completed, sent.1);
     assert_eq!(episode_close(&mut o), 0);
 }
