@@ -122,3 +122,38 @@ pub fn render_episodes(eps: &[Value], rolling: bool, out: &mut dyn Write) -> io:
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn control_render_parts_of_single_and_multi_stream_episodes_with_the_last_cut() {
+        let parts = |part: &str, n: u64, rolled: u64, cut: Value| {
+            json!({"part": part, "part_number": n, "parts_finished": n, "parts_rolled": rolled,
+                   "part_bytes": 2048, "part_seconds": 1.5, "rolling_error": null,
+                   "last_cut": cut})
+        };
+        let r = json!({
+            "daemon": {"rolling": {"enabled": false}, "quota": {"quota_bytes": 0}},
+            "episodes": [{"episode": "cam", "parts": parts("cam.0002", 2, 0,
+                json!({"finished": "cam.0001", "reason": "split"}))},
+                         {"episode": "run/imu", "parts": null}],
+            "multi_episodes": [{"episode": "run", "parts": parts("run.0003", 3, 2,
+                json!({"finished": "run.0002", "reason": "max_bytes"}))}],
+        });
+        let mut out = Vec::new();
+        render(&r, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("parts of cam: recording cam.0002 (2 finished, 0 by rolling), 2.0 KiB in 1.5 s; last cut: cam.0001 by split"),
+            "{text}"
+        );
+        assert!(
+            text.contains("parts of run: recording run.0003 (3 finished, 2 by rolling), 2.0 KiB in 1.5 s; last cut: run.0002 by max_bytes"),
+            "{text}"
+        );
+        assert!(!text.contains("run/imu"), "{text}");
+    }
+}

@@ -48,3 +48,33 @@ impl LastCut {
         json!({"finished": self.finished, "reason": self.reason.as_str()})
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Rolling;
+
+    #[test]
+    fn rolling_due_names_the_bound_reached() {
+        let both = Rolling {
+            max_bytes: 100,
+            max_duration_ns: 1_000,
+        };
+        assert_eq!(both.due(99, 999), None);
+        assert_eq!(both.due(100, 0), Some(CutReason::MaxBytes));
+        assert_eq!(both.due(0, 1_000), Some(CutReason::MaxDuration));
+        // Both reached: the size bound is named.
+        assert_eq!(both.due(100, 1_000), Some(CutReason::MaxBytes));
+        let off = Rolling::default();
+        assert_eq!(off.due(u64::MAX, u64::MAX), None);
+        assert_eq!(
+            LastCut {
+                finished: "ep.0001".into(),
+                reason: CutReason::MaxDuration
+            }
+            .to_json(),
+            serde_json::json!({"finished": "ep.0001", "reason": "max_duration_ms"})
+        );
+        assert!(!CutReason::Split.is_rolling() && CutReason::MaxBytes.is_rolling());
+    }
+}
