@@ -76,8 +76,15 @@ pub struct RollingPair {
 pub fn rolling_pair(ep: &str, bound_steps: u64, imu: Durability) -> RollingPair {
     let ch = crate::data::channels();
     let step = crate::data::packed_payload(0, &ch).len() as u64;
+    rolling_pair_with(ep, &format!("max_bytes = {}", step * bound_steps), imu)
+}
+
+/// A [`RollingPair`] under `[rolling]` with the key line `rolling`.
+#[must_use]
+pub fn rolling_pair_with(ep: &str, rolling: &str, imu: Durability) -> RollingPair {
+    let ch = crate::data::channels();
     let d = crate::Daemon::start(crate::DaemonOptions {
-        extra_toml: format!("[rolling]\nmax_bytes = {}\n", step * bound_steps),
+        extra_toml: format!("[rolling]\n{rolling}\n"),
         ..crate::DaemonOptions::default().rotation(16)
     });
     let owner = owner(&d.socket(), ep);

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wshard_e2e::control_cli::{json_ok, wshard};
-use wshard_e2e::multi::{episode_close, rolling_pair, RollingPair};
+use wshard_e2e::multi::{episode_close, rolling_pair, rolling_pair_with, RollingPair};
 use wshard_e2e::parts::part_id;
 use wshard_e2e::raw::RawConn;
 use wshard_e2e::{data, Daemon, TIMEOUT};
@@ -146,6 +146,46 @@ fn rolling_multi_status_metrics_episodes_inspect_show_parts_and_cut_reason() {
         "{shown}"
     );
 
+    a.close(Outcome::Completed, sent.0);
+    b.close(Outcome::Completed, sent.1);
+    assert_eq!(episode_close(&mut o), 0);
+}
+
+/// `max_duration_ms`: the episode is cut when one of its streams spans it (`t_ns` 10 ms
+/// apart: 20 joints timesteps span 190 ms), and status and the metrics say so.
+#[test]
+fn rolling_multi_by_duration_names_the_bound_in_status_and_metrics() {
+    const EP: &str = "mroll-span";
+    let RollingPair {
+        d,
+        owner: mut o,
+        joints: mut a,
+        imu: mut b,
+    } = rolling_pair_with(EP, "max_duration_ms = 200", Durability::Ack);
+    let mut sent = (0, 0);
+    let deadline = Instant::now() + TIMEOUT;
+    let m = loop {
+        push(&mut a, &mut b, &mut sent, (5, 1));
+        let m = multi_status(&d, EP);
+        if m["parts"]["parts_rolled"].as_u64().unwrap() >= 1 {
+            break m;
+        }
+        assert!(Instant::now() < deadline, "no rolling cut: {m}");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let p = &m["parts"];
+    let n = p["part_number"].as_u64().unwrap();
+    assert_eq!(p["last_cut"]["reason"], "max_duration_ms", "{m}");
+    assert_eq!(p["last_cut"]["finished"], part_id(EP, n - 1), "{m}");
+    // The finished part spans the bound (the cut comes after the step that reached it).
+    let first = wshard_e2e::multi::wait_index_final(&d.data_dir(), EP, TIMEOUT).unwrap();
+    let joints = first.stream("joints").unwrap();
+    let span = joints.last_t_ns.unwrap() - joints.first_t_ns.unwrap();
+    assert!(span >= 200_000_000, "{span} ns: {first:?}");
+    let metrics = stdout(&d, &["metrics"]);
+    let part = p["part"].as_str().unwrap();
+    let series = format!("wshardd_episode_part_seconds{{episode=\"{EP}\",part=\"{part}\"}}");
+    assert!(metrics.contains(&series), "{series} not in {metrics}");
     a.close(Outcome::Completed, sent.0);
     b.close(Outcome::Completed, sent.1);
     assert_eq!(episode_close(&mut o), 0);
