@@ -38,6 +38,31 @@ fn push(a: &mut RawConn, b: &mut RawConn, sent: &mut (u64, u64), n: (u64, u64)) 
     b.flush_until(sent.1);
 }
 
+/// [`push`] batches of `n` until `ep`'s status counts `rolled` parts cut by rolling; its
+/// `status` entry then.
+fn record_until_rolled(
+    d: &Daemon,
+    ep: &str,
+    (a, b): (&mut RawConn, &mut RawConn),
+    sent: &mut (u64, u64),
+    n: (u64, u64),
+    rolled: u64,
+) -> Value {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        push(a, b, sent, n);
+        let m = multi_status(d, ep);
+        if m["parts"]["parts_rolled"].as_u64().unwrap() >= rolled {
+            return m;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "fewer than {rolled} rolling cuts: {m}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 fn stdout(d: &Daemon, args: &[&str]) -> String {
     let o = wshard(d, args);
     assert_eq!(o.status.code(), Some(0), "wshard {args:?}");
@@ -65,15 +90,7 @@ fn rolling_multi_status_metrics_episodes_inspect_show_parts_and_cut_reason() {
     assert_eq!(streams, ["imu", "joints"], "{m}");
     // Record until rolling made two parts.
     let deadline = Instant::now() + TIMEOUT;
-    let m = loop {
-        push(&mut a, &mut b, &mut sent, (10, 2));
-        let m = multi_status(&d, EP);
-        if m["parts"]["parts_rolled"].as_u64().unwrap() >= 2 {
-            break m;
-        }
-        assert!(Instant::now() < deadline, "no two rolling cuts: {m}");
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let m = record_until_rolled(&d, EP, (&mut a, &mut b), &mut sent, (10, 2), 2);
     let p = &m["parts"];
     let n = p["part_number"].as_u64().unwrap();
     let rolled = p["parts_rolled"].as_u64().unwrap();
@@ -163,16 +180,7 @@ fn rolling_multi_by_duration_names_the_bound_in_status_and_metrics() {
         imu: mut b,
     } = rolling_pair_with(EP, "max_duration_ms = 200", Durability::Ack);
     let mut sent = (0, 0);
-    let deadline = Instant::now() + TIMEOUT;
-    let m = loop {
-        push(&mut a, &mut b, &mut sent, (5, 1));
-        let m = multi_status(&d, EP);
-        if m["parts"]["parts_rolled"].as_u64().unwrap() >= 1 {
-            break m;
-        }
-        assert!(Instant::now() < deadline, "no rolling cut: {m}");
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let m = record_until_rolled(&d, EP, (&mut a, &mut b), &mut sent, (5, 1), 1);
     let p = &m["parts"];
     let n = p["part_number"].as_u64().unwrap();
     assert_eq!(p["last_cut"]["reason"], "max_duration_ms", "{m}");
