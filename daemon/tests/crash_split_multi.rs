@@ -13,23 +13,17 @@ mod sim_harness;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use multirate_harness::{settings, stream_schema, MEP};
-use serde_json::Map;
-use sim_harness::{data_dir, fresh_sim, modes, records, recover, Client};
-use wshard::episode_dir::index::{EpisodeIndex, EpisodeStatus};
-use wshard::episode_dir::names::index_file_name;
-use wshard::manifest::{read_episode_chunked, Manifest};
-use wshard::read::ShardReader;
-use wshard_ingest_proto::{OpenEpisode, TimebaseSpec};
+use multirate_harness::{ended, manifest, open_multi, read_index_of as read_index, settings, MEP};
+use sim_harness::{data_dir, fresh_sim, modes, records, recover};
+use wshard::episode_dir::index::EpisodeStatus;
+use wshard::manifest::read_episode_chunked;
 use wshard_recorder::control::split_multi::cut_streams;
 use wshard_recorder::episode::Durability;
-use wshard_recorder::multi::schema::stream_entry;
-use wshard_recorder::multi::{MultiEpisode, NewMulti, StreamEnd};
+use wshard_recorder::session::cut_reason::CutReason;
 use wshard_recorder::session::parts::part_id;
-use wshard_recorder::session::{FinalStatus, Session};
+use wshard_recorder::session::FinalStatus;
 use wshard_storage::fsio::sim::{PowerLoss, SimFs};
 use wshard_storage::fsio::Fs;
 use wshard_storage::layout::EpisodeLayout;
@@ -56,33 +50,19 @@ struct Acked {
 
 /// Record the scenario on `sim` (a crash may be armed); never panics on storage errors.
 fn record(sim: &SimFs) -> Acked {
-    let fs: Arc<dyn Fs> = Arc::new(sim.clone());
     let mut acked = Acked::default();
-    let new = NewMulti {
-        episode_id: MEP.into(),
-        env_id: "SimEnv-v0".into(),
-        metadata: Map::new(),
-        created_unix_ns: 1,
-    };
-    let Ok(ep) = MultiEpisode::create(fs.clone(), &data_dir(), new) else {
+    let classes: Vec<_> = STREAMS
+        .iter()
+        .map(|&(name, class, _)| (name, class))
+        .collect();
+    let Some((ep, open)) = open_multi(sim, &classes) else {
         return acked;
     };
-    let mut sessions = Vec::new();
-    for (name, durability, per_round) in STREAMS {
-        let schema = stream_schema(name, durability);
-        let entry = stream_entry(&schema, 100.0, "sim");
-        let requested = OpenEpisode::new(name, "", TimebaseSpec::Ticks { tick_hz: 100.0 });
-        let Ok(layout) = ep.join(entry, requested) else {
-            continue;
-        };
-        let client = Arc::new(Client::new(sim));
-        match Session::open_at(fs.clone(), layout, schema, settings(), client.clone()) {
-            Ok(s) => sessions.push((name, s, client, per_round)),
-            Err(_) => {
-                let _ = ep.end_stream(name, ended(EpisodeStatus::Interrupted, 0, 0));
-            }
-        }
-    }
+    let per_round = |name: &str| STREAMS.iter().find(|s| s.0 == name).map_or(0, |s| s.2);
+    let sessions: Vec<_> = open
+        .into_iter()
+        .map(|(name, s, client)| (name, s, client, per_round(name)))
+        .collect();
     let mut sent = vec![0u64; sessions.len()];
     for round in 0..ROUNDS {
         for (i, (_, s, _, n)) in sessions.iter().enumerate() {
@@ -123,7 +103,7 @@ fn record(sim: &SimFs) -> Acked {
                         std::thread::sleep(Duration::from_millis(1));
                     }
                 });
-                let r = cut_streams(&ep, &parts_of, MAX_ID, &data_dir());
+                let r = cut_streams(&ep, &parts_of, MAX_ID, &data_dir(), CutReason::Split);
                 done.store(true, Ordering::Release);
                 r
             });
@@ -147,30 +127,6 @@ fn record(sim: &SimFs) -> Acked {
     }
     let _ = ep.close(EpisodeStatus::Complete);
     acked
-}
-
-fn ended(status: EpisodeStatus, steps: u64, chunks: u64) -> StreamEnd {
-    StreamEnd {
-        status,
-        steps,
-        chunks,
-        first_t_ns: None,
-        last_t_ns: None,
-    }
-}
-
-fn read_index(fs: &SimFs, id: &str) -> Option<EpisodeIndex> {
-    let path = data_dir().join(id).join(index_file_name(id));
-    let bytes = fs.read(&path).ok()?;
-    Some(
-        EpisodeIndex::from_json_bytes(&bytes, &path)
-            .unwrap_or_else(|e| panic!("{id}: index unreadable after recovery: {e}")),
-    )
-}
-
-fn manifest(fs: &SimFs, layout: &EpisodeLayout) -> Option<Manifest> {
-    let bytes = fs.read(&layout.manifest()).ok()?;
-    Some(Manifest::read(&ShardReader::from_bytes(bytes).ok()?).expect("manifest"))
 }
 
 /// The channels `state`, `cmd` and the `t_ns` of the `n` timesteps from seq `from`, taken

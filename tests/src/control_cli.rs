@@ -47,3 +47,16 @@ pub fn json_ok(d: &Daemon, args: &[&str]) -> Value {
     assert_eq!(v["ok"], Value::Bool(true), "{v}");
     v["result"].clone()
 }
+
+/// `wshard ARGS --json`, which must be refused with exit 1: the reply's `error`.
+///
+/// # Panics
+/// When it exits other than 1, prints no JSON, or the reply is `ok`.
+pub fn json_err(d: &Daemon, args: &[&str]) -> Value {
+    let o = wshard(d, args);
+    assert_eq!(o.status.code(), Some(1), "wshard {args:?}: {}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("wshard {args:?}: not JSON ({e}): {}", text(&o)));
+    assert_eq!(v["ok"], Value::Bool(false), "{v}");
+    v["error"].clone()
+}

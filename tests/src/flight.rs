@@ -47,10 +47,23 @@ pub fn trigger_ok(d: &Daemon, request: Value) -> Value {
 
 pub fn open_flight(d: &Daemon, id: &str, flight: &Value) -> RawConn {
     let mut c = RawConn::hello(&d.socket());
+    c.open(&flight_spec(id, flight));
+    c
+}
+
+/// [`open_flight`] on a connection asking for protocol `version`: the connection and the
+/// version the daemon speaks.
+pub fn open_flight_version(d: &Daemon, id: &str, flight: &Value, version: u16) -> (RawConn, u16) {
+    let (mut c, spoken) = RawConn::hello_version(&d.socket(), version);
+    c.open(&flight_spec(id, flight));
+    (c, spoken)
+}
+
+/// The OPEN of `id` in flight mode (`flight`: the `wshard.flight` metadata).
+fn flight_spec(id: &str, flight: &Value) -> wshard_ingest_proto::OpenEpisode {
     let mut spec = data::open_spec(id, &data::channels(), Durability::Ack);
     spec.metadata_json = json!({ "wshard.flight": flight }).to_string();
-    c.open(&spec);
-    c
+    spec
 }
 
 /// Wait for the window episode `w` to be in place and complete.
@@ -93,11 +106,22 @@ pub fn check_exact_at(
     seqs: std::ops::RangeInclusive<u64>,
     t: impl Fn(u64) -> i64,
 ) {
+    let want: Vec<u64> = seqs.clone().collect();
+    check_steps_at(ep, channels, seqs, t);
+    let rewards: Vec<f32> = want.iter().map(|&s| data::reward(s)).collect();
+    assert_eq!(ep.reward, rewards, "rewards");
+}
+
+/// The timestamps and channel bytes of [`check_exact_at`] (not the rewards).
+pub fn check_steps_at(
+    ep: &Episode,
+    channels: &[ChannelSpec],
+    seqs: std::ops::RangeInclusive<u64>,
+    t: impl Fn(u64) -> i64,
+) {
     let want: Vec<u64> = seqs.collect();
     let ts: Vec<i64> = want.iter().map(|&s| t(s)).collect();
     assert_eq!(ep.timestamps_ns.as_deref(), Some(&ts[..]), "timestamps");
-    let rewards: Vec<f32> = want.iter().map(|&s| data::reward(s)).collect();
-    assert_eq!(ep.reward, rewards, "rewards");
     for (i, ch) in ep.channels.iter().enumerate() {
         let bytes: Vec<u8> = want
             .iter()

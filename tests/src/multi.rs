@@ -60,6 +60,48 @@ pub fn producer(socket: &Path, spec: &StreamOpen) -> RawConn {
     c
 }
 
+/// A daemon under `[rolling] max_bytes` of `bound_steps` timesteps of
+/// [`crate::data::channels`] (chunks of 16), recording multi-stream episode `ep`: its
+/// owner, the producer of `joints` (those channels, class `ack`, 1000 Hz) and of `imu`
+/// ([`crate::data::small_channels`], class `imu`, 200 Hz).
+pub struct RollingPair {
+    pub d: crate::Daemon,
+    pub owner: RawConn,
+    pub joints: RawConn,
+    pub imu: RawConn,
+}
+
+/// Start a [`RollingPair`].
+#[must_use]
+pub fn rolling_pair(ep: &str, bound_steps: u64, imu: Durability) -> RollingPair {
+    let ch = crate::data::channels();
+    let step = crate::data::packed_payload(0, &ch).len() as u64;
+    rolling_pair_with(ep, &format!("max_bytes = {}", step * bound_steps), imu)
+}
+
+/// A [`RollingPair`] under `[rolling]` with the key line `rolling`.
+#[must_use]
+pub fn rolling_pair_with(ep: &str, rolling: &str, imu: Durability) -> RollingPair {
+    let ch = crate::data::channels();
+    let d = crate::Daemon::start(crate::DaemonOptions {
+        extra_toml: format!("[rolling]\n{rolling}\n"),
+        ..crate::DaemonOptions::default().rotation(16)
+    });
+    let owner = owner(&d.socket(), ep);
+    let joints = producer(
+        &d.socket(),
+        &stream_spec(ep, "joints", &ch, 1000.0, Durability::Ack),
+    );
+    let small = crate::data::small_channels();
+    let imu = producer(&d.socket(), &stream_spec(ep, "imu", &small, 200.0, imu));
+    RollingPair {
+        d,
+        owner,
+        joints,
+        imu,
+    }
+}
+
 /// Send a text `EVENT` and expect its `ACCEPTED`; returns its seq.
 pub fn event(c: &mut RawConn, t_ns: i64, label: &str, text: &str) -> u64 {
     c.send(&Frame::Event(Event::text(t_ns, label, text)));

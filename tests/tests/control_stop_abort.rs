@@ -17,20 +17,10 @@ use serde_json::Value;
 use wshard::episode_dir::index::EpisodeStatus;
 use wshard_client::{ClientError, Durability, ErrorCode, Outcome, Transport};
 use wshard_e2e::check::{assert_verify_ok, check_episode, read_manifest};
-use wshard_e2e::control_cli::{control_socket, json_ok, text, wshard};
+use wshard_e2e::control_cli::{control_socket, json_err, json_ok, text, wshard};
 use wshard_e2e::multi::{check_index_consistent, check_stream, owner, producer, stream_spec};
 use wshard_e2e::{bins, data, Daemon, DaemonOptions, TIMEOUT};
 use wshard_ingest_proto::{ChannelSpec, Durability as WireDurability, StreamOpen};
-
-/// `wshard ARGS --json`, which must fail with exit 1: the reply's `error`.
-fn json_err(d: &Daemon, args: &[&str]) -> Value {
-    let o = wshard(d, args);
-    assert_eq!(o.status.code(), Some(1), "wshard {args:?}: {}", text(&o));
-    let v: Value = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("wshard {args:?}: not JSON ({e}): {}", text(&o)));
-    assert_eq!(v["ok"], Value::Bool(false), "{v}");
-    v["error"].clone()
-}
 
 fn uid() -> u32 {
     nix::unistd::getuid().as_raw()

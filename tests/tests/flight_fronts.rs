@@ -3,118 +3,37 @@
 //! `trigger`, and the Rust client's `trigger()`; windows bit-exact to the step, bad input
 //! refused with typed errors while the stream records on.
 
-use std::io::{Read, Write};
-use std::os::unix::net::UnixStream;
-use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use wshard::episode::Episode;
 use wshard::episode_dir::events::EventData;
-use wshard::episode_dir::index::{EpisodeIndex, EpisodeStatus};
 use wshard::manifest::read_episode_chunked;
 use wshard_client::{Client, ClientError, FlightMode, FlightTrigger};
-use wshard_e2e::multi::{read_events, read_index};
+use wshard_e2e::flight::{
+    check_steps_at, control, daemon, first_at, last_at, open_flight_version, verify, wait_window,
+    window_stream, NS_PER_MS, WINDOW_TIMEOUT,
+};
+use wshard_e2e::multi::read_events;
 use wshard_e2e::raw::{RawConn, Recv};
-use wshard_e2e::{bins, data, Daemon, DaemonOptions, TIMEOUT};
+use wshard_e2e::{data, Daemon};
 use wshard_ingest_proto::{
     is_trigger_refusal, AcceptedWhat, ChannelSpec, Durability, EpisodeOpen, ErrorCode, Event,
     Frame, Outcome, Trigger, Triggered,
 };
 
-const NS_PER_MS: i64 = 1_000_000;
-/// How long a window may take to be persisted (debug builds, a shared machine).
-const WINDOW_TIMEOUT: Duration = Duration::from_secs(60);
 const V2: u16 = 2;
-
-fn daemon() -> Daemon {
-    Daemon::start(DaemonOptions::default().rotation(8))
-}
-
-fn control(d: &Daemon, request: &Value) -> Value {
-    let mut s = UnixStream::connect(d.root().join("wshardd-control.sock")).expect("control");
-    s.set_read_timeout(Some(TIMEOUT)).expect("timeout");
-    s.write_all(format!("{request}\n").as_bytes())
-        .expect("write");
-    let mut reply = String::new();
-    s.read_to_string(&mut reply).expect("read");
-    serde_json::from_str(reply.trim()).unwrap_or_else(|e| panic!("reply {reply:?}: {e}"))
-}
 
 /// A version 2 raw connection recording `id` in flight mode.
 fn open_flight(d: &Daemon, id: &str, flight: &Value) -> RawConn {
-    let (mut c, spoken) = RawConn::hello_version(&d.socket(), V2);
+    let (c, spoken) = open_flight_version(d, id, flight, V2);
     assert_eq!(spoken, V2);
-    let mut spec = data::open_spec(id, &data::channels(), Durability::Ack);
-    spec.metadata_json = json!({ "wshard.flight": flight }).to_string();
-    c.open(&spec);
     c
-}
-
-fn wait_window(d: &Daemon, w: &str) -> EpisodeIndex {
-    let start = Instant::now();
-    loop {
-        if let Ok(index) = read_index(&d.data_dir(), w) {
-            if index.status == EpisodeStatus::Complete {
-                return index;
-            }
-        }
-        assert!(
-            start.elapsed() < WINDOW_TIMEOUT,
-            "window {w} not persisted: {}",
-            d.log()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn window_stream(d: &Daemon, w: &str, stream: &str) -> Episode {
-    let m = d
-        .data_dir()
-        .join(w)
-        .join("streams")
-        .join(stream)
-        .join(format!("{stream}_manifest.wshard"));
-    read_episode_chunked(&m).unwrap_or_else(|e| panic!("{}: {e}", m.display()))
 }
 
 /// Check that `ep` holds exactly timesteps `seqs` of the generator, bit for bit.
 fn check_exact(ep: &Episode, channels: &[ChannelSpec], seqs: std::ops::RangeInclusive<u64>) {
-    let want: Vec<u64> = seqs.collect();
-    let ts: Vec<i64> = want.iter().map(|&s| data::t_ns(s)).collect();
-    assert_eq!(ep.timestamps_ns.as_deref(), Some(&ts[..]), "timestamps");
-    for (i, ch) in ep.channels.iter().enumerate() {
-        let bytes: Vec<u8> = want
-            .iter()
-            .flat_map(|&s| data::step_payloads(s, channels)[i].clone())
-            .collect();
-        assert!(ch.data == bytes, "channel {} differs", ch.id);
-    }
-}
-
-fn verify(path: &Path) {
-    let o = Command::new(bins::wshard())
-        .arg("verify")
-        .arg(path)
-        .output()
-        .expect("wshard verify");
-    assert!(
-        o.status.success(),
-        "wshard verify {}: {}",
-        path.display(),
-        wshard_e2e::check::output_text(&o)
-    );
-}
-
-/// The first seq whose `t_ns` is at least `t`.
-fn first_at(t: i64) -> u64 {
-    (0..).find(|&s| data::t_ns(s) >= t).unwrap_or(0)
-}
-
-/// The last seq whose `t_ns` is at most `t`.
-fn last_at(t: i64) -> u64 {
-    (0..).find(|&s| data::t_ns(s + 1) > t).unwrap_or(0)
+    check_steps_at(ep, channels, seqs, data::t_ns);
 }
 
 fn reasons(d: &Daemon, w: &str) -> Vec<String> {

@@ -16,8 +16,8 @@ use serde_json::Value;
 use wshard::episode_dir::index::EpisodeStatus;
 use wshard_e2e::check::assert_verify_ok;
 use wshard_e2e::multi::{
-    check_index_consistent, episode_close, event, owner, producer, read_events, stream_spec,
-    wait_index_final,
+    check_index_consistent, episode_close, event, owner, producer, read_events, rolling_pair,
+    stream_spec, wait_index_final, RollingPair,
 };
 use wshard_e2e::parts::{check_part, part_id, wshard};
 use wshard_e2e::{data, Daemon, DaemonOptions, TIMEOUT};
@@ -428,21 +428,13 @@ fn rolling_multi_cuts_every_stream_by_the_episode_total() {
     const EP: &str = "mroll-1";
     let ch = data::channels();
     let small = data::small_channels();
-    let step = data::packed_payload(0, &ch).len() as u64;
-    let d = Daemon::start(DaemonOptions {
-        extra_toml: format!("[rolling]\nmax_bytes = {}\n", step * 60),
-        ..DaemonOptions::default().rotation(16)
-    });
+    let RollingPair {
+        d,
+        owner: mut o,
+        joints: mut a,
+        imu: mut b,
+    } = rolling_pair(EP, 60, Durability::Chunk);
     let dd = d.data_dir();
-    let mut o = owner(&d.socket(), EP);
-    let mut a = producer(
-        &d.socket(),
-        &stream_spec(EP, "joints", &ch, 1000.0, Durability::Ack),
-    );
-    let mut b = producer(
-        &d.socket(),
-        &stream_spec(EP, "imu", &small, 200.0, Durability::Chunk),
-    );
     for k in 0..40u64 {
         a.timesteps(&ch, k * 10..k * 10 + 10);
         b.timesteps(&small, k * 2..k * 2 + 2);

@@ -382,9 +382,14 @@ pub fn render_episodes(r: &Value, out: &mut dyn Write) -> io::Result<()> {
 /// # Errors
 /// Errors writing to `out`.
 pub fn render_close(r: &Value, out: &mut dyn Write) -> io::Result<()> {
+    // A split episode: the part the verb finalized, when another id named it.
+    let part = match r["part"].as_str() {
+        Some(p) if r["episode"].as_str() != Some(p) => format!(" (part `{p}`)"),
+        _ => String::new(),
+    };
     writeln!(
         out,
-        "episode `{}` finalized as {} ({}): {} timesteps in {} chunks",
+        "episode `{}`{part} finalized as {} ({}): {} timesteps in {} chunks",
         num(&r["episode"]),
         num(&r["status"]),
         num(&r["reason"]),
@@ -406,7 +411,13 @@ pub fn render_keep(r: &Value, out: &mut dyn Write) -> io::Result<()> {
         (false, true) => "is no longer kept: it may be evicted once published",
         (false, false) => "was not kept",
     };
-    writeln!(out, "episode `{}` {what}", num(&r["episode"]))
+    writeln!(out, "episode `{}` {what}", num(&r["episode"]))?;
+    // The producer's id of an open split episode: the part recording now too.
+    if let Some(part) = r["part"].as_str() {
+        let also = if kept { "kept too" } else { "released too" };
+        writeln!(out, "part `{part}` (recording now) {also}")?;
+    }
+    Ok(())
 }
 
 /// The `annotate` result.

@@ -1,7 +1,8 @@
 //! The rolling state in `wshard status`'s text, after the rest ([`super::render`]):
 //! `[rolling]` and the quota beyond eviction (`status.daemon.rolling`,
 //! `status.daemon.quota`), and for each open episode that was split or rolls, the part
-//! recording now (`status.episodes[].parts`).
+//! recording now and the last cut (`status.episodes[].parts`, and
+//! `status.multi_episodes[].parts` for a multi-stream episode).
 
 use std::io::{self, Write};
 
@@ -24,14 +25,22 @@ fn count(v: &Value) -> u64 {
 pub fn render(r: &Value, out: &mut dyn Write) -> io::Result<()> {
     let d = &r["daemon"];
     let eps = r["episodes"].as_array().map_or(&[][..], Vec::as_slice);
+    // Multi-stream episodes have their parts beside their streams (`multi_episodes`).
+    let multi = r["multi_episodes"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
     let rolling = d["rolling"]["enabled"] == Value::Bool(true);
-    let split = eps.iter().any(|e| count(&e["parts"]["part_number"]) > 0);
+    let split = eps
+        .iter()
+        .chain(multi)
+        .any(|e| count(&e["parts"]["part_number"]) > 0);
     let quota = count(&d["quota"]["quota_bytes"]) > 0;
     if rolling || split || quota {
         writeln!(out)?;
     }
     render_daemon(d, out)?;
-    render_episodes(eps, rolling, out)
+    render_episodes(eps, rolling, out)?;
+    render_episodes(multi, rolling, out)
 }
 
 /// The daemon's lines: `[rolling]` when it is on, the quota when one is set.
@@ -87,9 +96,19 @@ pub fn render_episodes(eps: &[Value], rolling: bool, out: &mut dyn Write) -> io:
         if p.is_null() || (!rolling && count(&p["part_number"]) == 0) {
             continue;
         }
+        let last = &p["last_cut"];
+        let cut = if last.is_object() {
+            format!(
+                "; last cut: {} by {}",
+                text(&last["finished"]),
+                text(&last["reason"])
+            )
+        } else {
+            String::new()
+        };
         writeln!(
             out,
-            "parts of {}: recording {} ({} finished, {} by rolling), {} in {:.1} s{}",
+            "parts of {}: recording {} ({} finished, {} by rolling), {} in {:.1} s{cut}{}",
             text(&e["episode"]),
             text(&p["part"]),
             count(&p["parts_finished"]),
@@ -102,4 +121,39 @@ pub fn render_episodes(eps: &[Value], rolling: bool, out: &mut dyn Write) -> io:
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn control_render_parts_of_single_and_multi_stream_episodes_with_the_last_cut() {
+        let parts = |part: &str, n: u64, rolled: u64, cut: Value| {
+            json!({"part": part, "part_number": n, "parts_finished": n, "parts_rolled": rolled,
+                   "part_bytes": 2048, "part_seconds": 1.5, "rolling_error": null,
+                   "last_cut": cut})
+        };
+        let r = json!({
+            "daemon": {"rolling": {"enabled": false}, "quota": {"quota_bytes": 0}},
+            "episodes": [{"episode": "cam", "parts": parts("cam.0002", 2, 0,
+                json!({"finished": "cam.0001", "reason": "split"}))},
+                         {"episode": "run/imu", "parts": null}],
+            "multi_episodes": [{"episode": "run", "parts": parts("run.0003", 3, 2,
+                json!({"finished": "run.0002", "reason": "max_bytes"}))}],
+        });
+        let mut out = Vec::new();
+        render(&r, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("parts of cam: recording cam.0002 (2 finished, 0 by rolling), 2.0 KiB in 1.5 s; last cut: cam.0001 by split"),
+            "{text}"
+        );
+        assert!(
+            text.contains("parts of run: recording run.0003 (3 finished, 2 by rolling), 2.0 KiB in 1.5 s; last cut: run.0002 by max_bytes"),
+            "{text}"
+        );
+        assert!(!text.contains("run/imu"), "{text}");
+    }
 }

@@ -3,7 +3,8 @@
 //! (bounded) until it has left the registry. A multi-stream episode is closed with the same
 //! status and each of its streams stopped; it finalizes when the last one has. The three
 //! differ only by the stop reason they hand the registry, and so by the final status. A
-//! split episode is named by the producer's id or by its part recording now.
+//! split episode (single- or multi-stream) is named by the producer's id or by its part
+//! recording now (`super::part_target`); a finished part of it is `PART_FINISHED`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use wshard::manifest::Manifest;
 
+use super::part_target::{finished_error, resolve, window_error, Target};
 use super::protocol::{ControlError, ErrorKind};
 use super::state::ControlState;
 use crate::episode_files::read_index;
@@ -81,10 +83,14 @@ pub fn end(
 ) -> Result<Value, ControlError> {
     let verb = ending.verb();
     let reg = &st.ctx.registry;
-    if let Some(ep) = reg.multi(episode) {
-        return end_multi(st, &ep, uid, timeout, ending);
-    }
-    let Some(live) = reg.episode_or_part(episode) else {
+    let live = match resolve(st, episode) {
+        Target::Multi(ep) => return end_multi(st, &ep, episode, uid, timeout, ending),
+        Target::FinishedPart(f) => return Err(finished_error(verb, &f)),
+        Target::PendingWindow => return Err(window_error(verb, episode)),
+        Target::Live(live) => Some(live),
+        Target::NotOpen => None,
+    };
+    let Some(live) = live else {
         let layout = EpisodeLayout::new(&st.ctx.data_dir, episode);
         // A multi-stream episode's status is its index's.
         let on_disk = match read_index(st.ctx.fs.as_ref(), &layout.dir, episode) {
@@ -134,12 +140,19 @@ pub fn end(
         }
         std::thread::sleep(POLL);
     }
-    // A stream (`EP/STREAM`) keeps its manifest in its episode's `streams/` folder; a
-    // split episode's last part is the one the close finalized.
+    // A stream (`EP/STREAM`) keeps its manifest in the `streams/` folder of its
+    // episode's part recording now; a split episode's last part is the one the close
+    // finalized.
     let part = live.parts.as_ref().map(|p| p.current());
-    let layout = match (&live.multi, episode.rsplit_once('/')) {
-        (Some(multi), Some((_, stream))) => EpisodeLayout::stream(&st.ctx.data_dir, multi, stream),
-        _ => EpisodeLayout::new(&st.ctx.data_dir, part.as_deref().unwrap_or(episode)),
+    let layout = match (&live.multi, &live.stream_parts) {
+        (Some(_), Some(sp)) => {
+            let (_, stream) = live.episode_and_stream();
+            EpisodeLayout::stream(&st.ctx.data_dir, &sp.current(), stream)
+        }
+        _ => EpisodeLayout::new(
+            &st.ctx.data_dir,
+            part.as_deref().unwrap_or(&live.episode_id),
+        ),
     };
     let m = Manifest::read_file(layout.manifest()).ok();
     Ok(json!({
@@ -153,11 +166,13 @@ pub fn end(
     }))
 }
 
-/// [`end`] of a multi-stream episode: closed with the ending's status, every stream
-/// stopped (`ERROR{STOPPED}` to each producer, and to the owner); wait until it finalized.
+/// [`end`] of a multi-stream episode (`named` by its id or its part recording now):
+/// closed with the ending's status, every stream stopped (`ERROR{STOPPED}` to each
+/// producer, and to the owner); wait until it finalized.
 fn end_multi(
     st: &ControlState,
     ep: &Arc<MultiEpisode>,
+    named: &str,
     uid: u32,
     timeout: Duration,
     ending: Ending,
@@ -165,6 +180,8 @@ fn end_multi(
     let verb = ending.verb();
     let reg = &st.ctx.registry;
     let episode = ep.id();
+    // The part the stop finalizes (the episode itself until a split).
+    let part = ep.current_part();
     let reason = ending.reason(uid);
     tracing::warn!(
         episode,
@@ -191,12 +208,13 @@ fn end_multi(
     }
     let index = ep.index();
     Ok(json!({
-        "episode": episode,
+        "episode": named,
         "status": index.status.as_str(),
         "reason": reason.manifest_reason(),
         "timesteps": index.streams.iter().map(|s| s.steps).sum::<u64>(),
         "chunks": index.streams.iter().map(|s| s.chunks).sum::<u64>(),
         "streams": index.streams.iter().map(|s| json!({"stream": s.name, "status": s.status.as_str(), "timesteps": s.steps, "chunks": s.chunks})).collect::<Vec<_>>(),
+        "part": part,
         "uid": uid,
     }))
 }

@@ -10,10 +10,12 @@ use std::sync::atomic::Ordering;
 use serde_json::{json, Value};
 use wshard::manifest::Manifest;
 
+use super::multi_parts::MultiParts;
 use super::on_disk::{chunk_files_bytes, on_disk_bytes};
 use super::state::ControlState;
 use super::unix_time::unix_seconds;
 use crate::episode_files::read_index;
+use crate::session::parts::SPLIT_MANIFEST_KEY;
 use wshard::episode_dir::index::EpisodeIndex;
 use wshard_storage::fsio::RealFs;
 use wshard_storage::keep;
@@ -43,6 +45,8 @@ fn from_manifest(data_dir: &Path, id: &str) -> Value {
                 "on_disk_bytes": on_disk,
                 // Deprecated alias of on_disk_bytes (protocol version 1).
                 "bytes": on_disk,
+                // A part of a split episode: its links (`episode`, `part`, `previous`, `next`).
+                "split": m.extra.get(SPLIT_MANIFEST_KEY).cloned().unwrap_or(Value::Null),
             })
         }
         Err(e) => json!({
@@ -84,6 +88,8 @@ fn from_index(data_dir: &Path, index: &EpisodeIndex) -> Value {
         "timesteps": index.streams.iter().map(|s| s.steps).sum::<u64>(),
         "chunks": index.streams.iter().map(|s| s.chunks).sum::<u64>(),
         "streams": index.streams.len(),
+        // A part of a split episode: its links (`episode`, `part`, `previous`, `next`).
+        "split": index.metadata.get(SPLIT_MANIFEST_KEY).cloned().unwrap_or(Value::Null),
         "received_bytes": Value::Null,
         "on_disk_bytes": on_disk,
         "bytes": on_disk,
@@ -115,12 +121,14 @@ pub fn list(st: &ControlState) -> Value {
     // After a split, the part recording now is the open one (the finished parts are
     // listed from their indexes).
     for m in st.ctx.registry.multis() {
-        let part = m.current_part();
-        if let Some(v) = all.get_mut(&part) {
+        let parts = MultiParts::of(&st.ctx.registry, &m);
+        if let Some(v) = all.get_mut(&parts.part) {
             v["open"] = json!(true);
-            if part != m.id() {
+            if parts.part != m.id() {
                 v["part_of"] = json!(m.id());
             }
+            // The parts so far and the last cut, as `status` shows them.
+            v["parts"] = parts.to_json();
         }
     }
     for e in st.ctx.registry.episodes() {
@@ -148,6 +156,8 @@ pub fn list(st: &ControlState) -> Value {
                 "bytes": on_disk,
                 "client": e.client_name,
                 "opened_at_unix_s": unix_seconds(e.opened_at),
+                // The parts so far and the last cut (`null` for a stream), as in `status`.
+                "parts": e.parts.as_ref().filter(|p| p.splittable()).map(|p| p.to_json()),
             }),
         );
     }

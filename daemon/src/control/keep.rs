@@ -3,7 +3,8 @@
 //! is `data_dir/.keep/EP`, made durable before the reply (`wshard_storage::keep`).
 //!
 //! Any episode of the data directory may be kept: open or finished, single- or
-//! multi-stream, recorded or imported. The uploader's eviction lock is held from finding
+//! multi-stream, recorded or imported, a part of a split episode (the producer's id of an
+//! open split episode marks the part recording now too), a trigger window. The uploader's eviction lock is held from finding
 //! the episode to making its mark, so an eviction either happened before (the episode is
 //! gone: `UNKNOWN_EPISODE`) or sees the mark.
 
@@ -11,6 +12,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use super::part_target::{resolve, Target};
 use super::protocol::{ControlError, ErrorKind};
 use super::state::ControlState;
 use crate::episode_files::index_path;
@@ -24,7 +26,10 @@ const VERB: &str = "keep";
 /// multi-stream), or a directory holding its manifest or its index.
 fn exists(st: &ControlState, episode: &str) -> bool {
     let reg = &st.ctx.registry;
-    if reg.episode(episode).is_some() || reg.multi(episode).is_some() {
+    if reg.episode(episode).is_some()
+        || reg.multi(episode).is_some()
+        || st.ctx.flight.is_pending_window(episode)
+    {
         return true;
     }
     let data_dir: &Path = &st.ctx.data_dir;
@@ -34,8 +39,21 @@ fn exists(st: &ControlState, episode: &str) -> bool {
         && (fs.exists(&layout.manifest()) || fs.exists(&index_path(&layout.dir, episode)))
 }
 
+/// The part recording now when `episode` is the producer's id of an open split episode
+/// (single- or multi-stream): `keep EP` marks it too.
+fn recording_part(st: &ControlState, episode: &str) -> Option<String> {
+    let current = match resolve(st, episode) {
+        Target::Multi(m) if m.id() == episode => m.current_part(),
+        Target::Live(l) if l.episode_id == episode => l.parts.as_ref()?.current(),
+        _ => return None,
+    };
+    (current != episode).then_some(current)
+}
+
 /// Mark `episode` kept (`release`: remove the mark) on behalf of `uid` (the caller checked
-/// the allowlist). The reply: `{"episode", "kept", "changed", "uid"}`.
+/// the allowlist); the producer's id of an open split episode marks (releases) the part
+/// recording now too, named in the reply's `part`. A finished part is marked alone. The
+/// reply: `{"episode", "kept", "changed", "part", "uid"}`.
 ///
 /// # Errors
 /// `BAD_REQUEST` for an id that is no episode id (a stream `EP/STREAM` included: a whole
@@ -80,11 +98,16 @@ pub fn keep(
         )
         .with("episode", json!(episode)));
     }
-    let done = if release {
-        keep::release(fs, data_dir, episode).map(|_| ())
-    } else {
-        keep::mark(fs, data_dir, episode)
-    };
+    let part = recording_part(st, episode);
+    let done = std::iter::once(episode)
+        .chain(part.as_deref())
+        .try_for_each(|id| {
+            if release {
+                keep::release(fs, data_dir, id).map(|_| ())
+            } else {
+                keep::mark(fs, data_dir, id)
+            }
+        });
     drop(guard);
     if let Err(e) = done {
         tracing::error!(episode, uid, release, "control: keep failed: {e}");
@@ -105,6 +128,7 @@ pub fn keep(
         "episode": episode,
         "kept": kept,
         "changed": was_kept != kept,
+        "part": part,
         "uid": uid,
     }))
 }

@@ -12,6 +12,9 @@
 //! - [`on_disk`]: an episode's chunk-file bytes and length from its manifest, for both.
 //! - [`close`]: `close`, `stop` and `abort EPISODE` (they differ by the final status).
 //! - [`keep`]: `keep EPISODE` (the keep mark that exempts it from eviction).
+//! - [`part_target`]: what an episode id names for `close`, `stop`, `abort`, `keep` and
+//!   `split` (an open episode by its id or its part recording now, a finished part).
+//! - [`multi_parts`]: a multi-stream episode's parts in `status`, `episodes`, the metrics.
 //! - [`metrics`]: the exposition (prometheus-client).
 //! - [`annotate`]: `annotate EPISODE`, with its arguments in [`annotate_request`].
 //! - [`trigger`]: `trigger` (the flight recorder's windows), with its arguments in
@@ -41,7 +44,9 @@ pub mod flight_metrics;
 pub mod http;
 pub mod keep;
 pub mod metrics;
+pub mod multi_parts;
 pub mod on_disk;
+pub mod part_target;
 pub mod parts_metrics;
 pub mod protocol;
 pub mod rates;

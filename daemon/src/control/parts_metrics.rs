@@ -1,5 +1,5 @@
-//! The rolling state in the metrics: `[rolling]` on or off, and per open single-stream
-//! episode the part recording now (labels `episode`, the producer's id, and `part`), its
+//! The rolling state in the metrics: `[rolling]` on or off, and per open episode, single-
+//! or multi-stream, the part recording now (labels `episode`, the producer's id, and `part`), its
 //! payload bytes and `t_ns` span, and the parts cut by `[rolling]` so far.
 
 use std::fmt;
@@ -11,6 +11,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 
 use super::families::{family, single};
+use super::multi_parts::MultiParts;
 use super::state::ControlState;
 use crate::registry::LiveEpisode;
 use crate::session::parts::PartControl;
@@ -50,52 +51,87 @@ pub fn encode(
         "1 while rolling.quota_policy = stop_rolling holds [rolling] cuts back.",
         &ConstGauge::new(u64::from(quota.rolling_suspended())),
     )?;
-    let parts: Vec<(&LiveEpisode, &PartControl)> = open
+    let mut rows: Vec<PartRow> = open
         .iter()
-        .filter_map(|e| {
-            e.parts
-                .as_deref()
-                .filter(|p| p.splittable())
-                .map(|p| (&**e, p))
-        })
+        .filter_map(|e| e.parts.as_deref().filter(|p| p.splittable()))
+        .map(PartRow::single)
         .collect();
-    if parts.is_empty() {
+    rows.extend(
+        st.ctx
+            .registry
+            .multis()
+            .iter()
+            .map(|m| PartRow::multi(&MultiParts::of(&st.ctx.registry, m))),
+    );
+    if rows.is_empty() {
         return Ok(());
     }
-    let labels = |p: &PartControl| [("episode", p.base().to_owned()), ("part", p.current())];
     family(
         enc,
         "wshardd_episode_part",
         "Number of the part recording now (0: the episode itself; also the parts finished).",
-        parts
-            .iter()
-            .map(|(_, p)| (labels(p), ConstGauge::new(p.number()))),
+        rows.iter().map(|r| (r.labels(), ConstGauge::new(r.number))),
     )?;
     family(
         enc,
         "wshardd_episode_part_bytes",
-        "Timestep payload bytes in the part recording now.",
-        parts.iter().map(|(_, p)| {
-            (
-                labels(p),
-                ConstGauge::new(p.part_bytes.load(Ordering::Relaxed)),
-            )
-        }),
+        "Timestep payload bytes in the part recording now (a multi-stream episode: over its streams).",
+        rows.iter().map(|r| (r.labels(), ConstGauge::new(r.bytes))),
     )?;
     family(
         enc,
         "wshardd_episode_part_seconds",
-        "Time the part recording now spans, by its timesteps' t_ns.",
-        parts
-            .iter()
-            .map(|(_, p)| (labels(p), ConstGauge::new(p.part_span_ns() as f64 / 1e9))),
+        "Time the part recording now spans, by its timesteps' t_ns (a multi-stream episode: its longest stream).",
+        rows.iter()
+            .map(|r| (r.labels(), ConstGauge::new(r.span_ns as f64 / 1e9))),
     )?;
     family(
         enc,
         "wshardd_episode_parts_rolled",
         "Parts cut by [rolling] so far.",
-        parts
-            .iter()
-            .map(|(_, p)| (labels(p), ConstCounter::new(p.rolled()))),
+        rows.iter()
+            .map(|r| (r.labels(), ConstCounter::new(r.rolled))),
     )
+}
+
+/// One split (or rolling) episode's series: single- or multi-stream.
+struct PartRow {
+    episode: String,
+    part: String,
+    number: u64,
+    bytes: u64,
+    span_ns: u64,
+    rolled: u64,
+}
+
+impl PartRow {
+    fn single(p: &PartControl) -> Self {
+        Self {
+            episode: p.base().to_owned(),
+            part: p.current(),
+            number: p.number(),
+            bytes: p.part_bytes.load(Ordering::Relaxed),
+            span_ns: p.part_span_ns(),
+            rolled: p.rolled(),
+        }
+    }
+
+    fn multi(m: &MultiParts) -> Self {
+        Self {
+            episode: m.episode.clone(),
+            part: m.part.clone(),
+            number: m.number,
+            bytes: m.bytes,
+            span_ns: m.span_ns,
+            rolled: m.rolled,
+        }
+    }
+
+    /// `episode` (the producer's id) and `part` (the part recording now).
+    fn labels(&self) -> [(&'static str, String); 2] {
+        [
+            ("episode", self.episode.clone()),
+            ("part", self.part.clone()),
+        ]
+    }
 }

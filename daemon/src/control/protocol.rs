@@ -161,6 +161,11 @@ pub enum ErrorKind {
     NothingRecorded,
     /// `trigger` while `rolling.quota_policy = "refuse_windows"` is in force.
     QuotaExceeded,
+    /// `close`, `stop`, `abort`, `split` of a finished part (`EP.0001`) of an episode that
+    /// records on in a later part.
+    PartFinished,
+    /// `close`, `stop`, `abort`, `split` of a trigger window still being persisted.
+    WindowPending,
 }
 
 impl ErrorKind {
@@ -187,6 +192,8 @@ impl ErrorKind {
             Self::UnknownStream => "UNKNOWN_STREAM",
             Self::NothingRecorded => "NOTHING_RECORDED",
             Self::QuotaExceeded => "QUOTA_EXCEEDED",
+            Self::PartFinished => "PART_FINISHED",
+            Self::WindowPending => "WINDOW_PENDING",
         }
     }
 }

@@ -12,6 +12,7 @@ use crossbeam_channel::RecvTimeoutError;
 use serde_json::{json, Value};
 use wshard::manifest::Manifest;
 
+use super::part_target::{finished_error, resolve, window_error, Target};
 use super::protocol::{ControlError, ErrorKind};
 use super::state::ControlState;
 use crate::session::parts::SplitError;
@@ -24,25 +25,25 @@ pub const SPLIT_WAIT: Duration = Duration::from_secs(10);
 /// Split `episode` on behalf of `uid` (the caller checked the allowlist).
 ///
 /// # Errors
-/// `UNKNOWN_EPISODE` when it is not open, `NOT_SPLITTABLE` for a stream of a
+/// `UNKNOWN_EPISODE` when it is not open, `PART_FINISHED` for a finished part of an open
+/// episode, `WINDOW_PENDING` for a trigger window being built, `NOT_SPLITTABLE` for a stream of a
 /// multi-stream episode (`EP/STREAM`; a multi-stream episode is split whole, see
 /// `super::split_multi`), `EMPTY_PART` when the current part holds no timestep,
 /// `PART_ID_TOO_LONG`, `PART_EXISTS`, `STORAGE`, `TIMEOUT`.
 pub fn split(st: &ControlState, episode: &str, uid: u32) -> Result<Value, ControlError> {
-    let reg = &st.ctx.registry;
     let err = |kind: ErrorKind, msg: String| {
         ControlError::new(kind, Some("split"), msg).with("episode", json!(episode))
     };
-    // A multi-stream episode, named by its producer's id or by the part recording now.
-    let multi = reg.multi(episode).or_else(|| {
-        reg.multis()
-            .into_iter()
-            .find(|m| m.current_part() == episode)
-    });
-    if let Some(m) = multi {
-        return super::split_multi::split_multi(st, &m, episode, uid);
-    }
-    let Some(live) = reg.episode_or_part(episode) else {
+    // An episode named by its producer's id or by the part recording now (a multi-stream
+    // one is split whole).
+    let live = match resolve(st, episode) {
+        Target::Multi(m) => return super::split_multi::split_multi(st, &m, episode, uid),
+        Target::FinishedPart(f) => return Err(finished_error("split", &f)),
+        Target::PendingWindow => return Err(window_error("split", episode)),
+        Target::Live(live) => Some(live),
+        Target::NotOpen => None,
+    };
+    let Some(live) = live else {
         let on_disk = Manifest::read_file(EpisodeLayout::new(&st.ctx.data_dir, episode).manifest())
             .ok()
             .map(|m| m.status.unwrap_or_else(|| "unknown".into()));

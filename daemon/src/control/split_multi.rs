@@ -19,6 +19,7 @@ use super::state::ControlState;
 use crate::multi::parts::CutPlan;
 use crate::multi::MultiEpisode;
 use crate::runtime::context::ServerContext;
+use crate::session::cut_reason::CutReason;
 use crate::session::parts::{PartControl, SplitError, StreamCut};
 use crate::session::Rolling;
 
@@ -36,9 +37,10 @@ pub struct MultiCut {
     pub stayed: Vec<(String, String)>,
 }
 
-/// Cut every stream of `ep` into its next part (the module doc's order): `parts_of` finds
-/// a recording stream's parts, `data_dir` is the data directory. Waits for each writer's
-/// cut and for each cut stream's finished part to be final (at most [`SPLIT_WAIT`]).
+/// Cut every stream of `ep` into its next part (the module doc's order) for `reason`:
+/// `parts_of` finds a recording stream's parts, `data_dir` is the data directory. Waits
+/// for each writer's cut and for each cut stream's finished part to be final (at most
+/// [`SPLIT_WAIT`]).
 ///
 /// # Errors
 /// [`SplitError`] from [`MultiEpisode::begin_cut`] (nothing cut) or
@@ -48,9 +50,12 @@ pub fn cut_streams(
     parts_of: &dyn Fn(&str) -> Option<Arc<PartControl>>,
     max_id_bytes: usize,
     data_dir: &Path,
+    reason: CutReason,
 ) -> Result<MultiCut, SplitError> {
     let _one = CUTTING.lock().unwrap_or_else(PoisonError::into_inner);
     let plan = ep.begin_cut(parts_of, max_id_bytes)?;
+    // The next part records from here on, whatever the streams' cuts give.
+    ep.note_cut(&plan.finished, reason);
     let replies: Vec<_> = plan
         .streams
         .iter()
@@ -126,6 +131,7 @@ pub fn split_multi(
         &parts_of,
         st.ctx.limits.max_episode_id_bytes,
         &st.ctx.data_dir,
+        CutReason::Split,
     )
     .map_err(|e| refused(episode, &e))?;
     tracing::info!(episode, finished = %plan.finished, recording = %plan.part, uid, "multi-stream episode split");
@@ -170,7 +176,10 @@ pub(crate) fn roll_if_due(ctx: &Arc<ServerContext>, ep: &Arc<MultiEpisode>, roll
         .map(|p| p.part_bytes.load(std::sync::atomic::Ordering::Relaxed))
         .sum();
     let span = streams.iter().map(|p| p.part_span_ns()).max().unwrap_or(0);
-    if !rolling.is_due(bytes, span) || !ep.begin_roll() {
+    let Some(bound) = rolling.due(bytes, span) else {
+        return;
+    };
+    if !ep.begin_roll() {
         return;
     }
     let (ctx, ep) = (ctx.clone(), ep.clone());
@@ -188,6 +197,7 @@ pub(crate) fn roll_if_due(ctx: &Arc<ServerContext>, ep: &Arc<MultiEpisode>, roll
             &parts_of,
             ctx.limits.max_episode_id_bytes,
             &ctx.data_dir,
+            bound,
         );
         let stop = match r {
             Ok(c) => {

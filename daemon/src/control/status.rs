@@ -6,9 +6,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{json, Value};
 
+use super::multi_parts::MultiParts;
 use super::on_disk::{on_disk_bytes, total_timesteps};
 use super::state::ControlState;
 use super::unix_time::unix_seconds;
+use crate::multi::MultiEpisode;
 use crate::recovery::RecoveryReport;
 use crate::registry::{DaemonCounters, LiveEpisode};
 use wshard_storage::keep;
@@ -106,9 +108,14 @@ pub fn episode_json(st: &ControlState, e: &LiveEpisode) -> Value {
     let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let received_bytes = l(&s.bytes);
     let rates = st.rates.rates(e);
-    // A stream (`EP/STREAM`) is kept with its episode.
-    let whole = e.multi.as_deref().unwrap_or(&e.episode_id);
-    let kept = keep::is_kept(st.ctx.fs.as_ref(), &st.ctx.data_dir, whole);
+    // A stream (`EP/STREAM`) is kept with its episode; a split episode when the part
+    // recording now is.
+    let part_now = match (&e.parts, &e.stream_parts) {
+        (Some(p), _) => p.current(),
+        (None, Some(sp)) => sp.current(),
+        (None, None) => e.multi.clone().unwrap_or_else(|| e.episode_id.clone()),
+    };
+    let kept = keep::is_kept(st.ctx.fs.as_ref(), &st.ctx.data_dir, &part_now);
     json!({
         "episode": e.episode_id,
         "client": e.client_name,
@@ -187,6 +194,7 @@ pub fn snapshot(st: &ControlState) -> Value {
         })
         .unwrap_or_default();
     let episodes: Vec<Value> = reg.episodes().iter().map(|e| episode_json(st, e)).collect();
+    let multi: Vec<Value> = reg.multis().iter().map(|m| multi_json(st, m)).collect();
     json!({
         "daemon": {
             "version": env!("CARGO_PKG_VERSION"),
@@ -215,5 +223,19 @@ pub fn snapshot(st: &ControlState) -> Value {
         "upload": super::upload::status_json(st),
         "flight": st.ctx.flight.status_json(),
         "episodes": episodes,
+        "multi_episodes": multi,
+    })
+}
+
+/// One open multi-stream episode: its streams recording now, whether the part recording
+/// now is kept, and its parts (the fields of a single-stream episode's `parts`).
+#[must_use]
+pub fn multi_json(st: &ControlState, m: &MultiEpisode) -> Value {
+    let p = MultiParts::of(&st.ctx.registry, m);
+    json!({
+        "episode": p.episode,
+        "streams": p.streams,
+        "kept": keep::is_kept(st.ctx.fs.as_ref(), &st.ctx.data_dir, &p.part),
+        "parts": p.to_json(),
     })
 }

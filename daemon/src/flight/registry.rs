@@ -104,6 +104,14 @@ impl FlightRegistry {
         }
     }
 
+    /// Whether `episode` is a trigger window not yet persisted (being built).
+    #[must_use]
+    pub fn is_pending_window(&self, episode: &str) -> bool {
+        self.windows()
+            .iter()
+            .any(|w| w.episode == episode && !w.lock().done)
+    }
+
     /// Windows not yet persisted.
     #[must_use]
     pub fn pending_windows(&self) -> u64 {

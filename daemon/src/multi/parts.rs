@@ -21,6 +21,7 @@ use wshard::manifest::Manifest;
 
 use super::{lock, MultiEpisode, State, StreamEnd};
 use crate::episode_files::{commit_index, EventsLog};
+use crate::session::cut_reason::{CutReason, LastCut};
 use crate::session::parts::{part_id, PartControl, SplitError, SPLIT_MANIFEST_KEY};
 use wshard_storage::layout::{validate_episode_id, EpisodeLayout, STREAMS_DIR};
 
@@ -30,6 +31,10 @@ use wshard_storage::layout::{validate_episode_id, EpisodeLayout, STREAMS_DIR};
 pub(crate) struct RollingState {
     cutting: std::sync::atomic::AtomicBool,
     stopped: std::sync::Mutex<Option<String>>,
+    /// Parts cut by `[rolling]` so far.
+    rolled: std::sync::atomic::AtomicU64,
+    /// The last cut (`split EP` or `[rolling]`): the part it finished and why.
+    last_cut: std::sync::Mutex<Option<LastCut>>,
 }
 
 /// The part of a multi-stream episode recording now.
@@ -95,10 +100,44 @@ impl MultiEpisode {
         lock(&self.rolling.stopped).clone()
     }
 
+    /// A cut finished part `finished` for `reason` (counted when `[rolling]` made it).
+    pub fn note_cut(&self, finished: &str, reason: CutReason) {
+        if reason.is_rolling() {
+            self.rolling
+                .rolled
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        *lock(&self.rolling.last_cut) = Some(LastCut {
+            finished: finished.to_owned(),
+            reason,
+        });
+    }
+
+    /// Parts cut by `[rolling]` so far.
+    #[must_use]
+    pub fn parts_rolled(&self) -> u64 {
+        self.rolling
+            .rolled
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The last cut, if the episode was cut.
+    #[must_use]
+    pub fn last_cut(&self) -> Option<LastCut> {
+        lock(&self.rolling.last_cut).clone()
+    }
+
     /// The part recording now.
     #[must_use]
     pub fn current_part(&self) -> String {
         lock(&self.state).part.id.clone()
+    }
+
+    /// The number of the part recording now (0: the episode itself; also the parts
+    /// finished).
+    #[must_use]
+    pub fn current_part_number(&self) -> u64 {
+        lock(&self.state).part.number
     }
 
     /// Begin a cut: check every recording stream holds a timestep in the current part

@@ -17,12 +17,14 @@
 //! - `split`: cutting the episode into parts while it records (`wshard split`,
 //!   `[rolling]`): the writer creates the next part and seals the open chunk as the finished
 //!   part's last; `parts`: what the threads, the registry and the control socket share
-//!   about the parts (the part recording now, split requests, part ids).
+//!   about the parts (the part recording now, split requests, part ids); `cut_reason`:
+//!   why the last part was cut (`split`, or the `[rolling]` bound).
 //! - `memory` (the chunk memory budget), `queue_budget` (the queue's bytes), `recycle`
 //!   (record buffers), `shared` (what the threads and the connection share: the durable
 //!   watermark, the failure), `stats`, `settings`, `failure`.
 
 pub(crate) mod chunk_writer;
+pub mod cut_reason;
 pub(crate) mod failure;
 pub(crate) mod finisher;
 pub mod flight_ring;

@@ -15,6 +15,8 @@ use crossbeam_channel::Sender;
 use serde_json::{json, Value};
 use wshard_storage::layout::validate_episode_id;
 
+use super::cut_reason::{CutReason, LastCut};
+
 /// Digits of a part number in a part id (`EP.0001`); more are used past 9999.
 pub const PART_DIGITS: usize = 4;
 /// The manifest key holding a part's links (`extra.split`).
@@ -35,8 +37,19 @@ pub fn part_id(base: &str, n: u64) -> String {
 pub enum SplitCause {
     /// The control verb `split` (`wshard split EPISODE`).
     Operator,
-    /// `[rolling] max_bytes` or `max_duration_ms`.
-    Rolling,
+    /// `[rolling] max_bytes` or `max_duration_ms` (which one).
+    Rolling(CutReason),
+}
+
+impl SplitCause {
+    /// The reason `status` shows for the cut.
+    #[must_use]
+    pub fn reason(self) -> CutReason {
+        match self {
+            Self::Operator => CutReason::Split,
+            Self::Rolling(r) => r,
+        }
+    }
 }
 
 /// A split that was made: the part finalized (asynchronously) and the part recording now.
@@ -115,6 +128,8 @@ struct PartState {
     rolled: u64,
     /// Last split refused for `[rolling]` (rolling then stops for the episode).
     rolling_error: Option<String>,
+    /// The last cut: the part it finished and why.
+    last_cut: Option<LastCut>,
 }
 
 /// Shared by a session's threads, its registry entry and the control socket.
@@ -328,11 +343,15 @@ impl PartControl {
     /// The writer cut the current part: `next` (number `n`) records now.
     pub(crate) fn cut(&self, n: u64, next: &str, cause: SplitCause) {
         let mut s = self.state();
-        s.current = next.to_owned();
+        let finished = std::mem::replace(&mut s.current, next.to_owned());
         s.number = n;
-        if cause == SplitCause::Rolling {
+        if cause.reason().is_rolling() {
             s.rolled += 1;
         }
+        s.last_cut = Some(LastCut {
+            finished,
+            reason: cause.reason(),
+        });
         drop(s);
         self.part_bytes.store(0, Ordering::Relaxed);
         self.part_steps.store(0, Ordering::Relaxed);
@@ -364,6 +383,7 @@ impl PartControl {
             "part_timesteps": self.part_steps.load(Ordering::Relaxed),
             "part_seconds": self.part_span_ns() as f64 / 1e9,
             "rolling_error": s.rolling_error,
+            "last_cut": s.last_cut.as_ref().map(LastCut::to_json),
         })
     }
 }

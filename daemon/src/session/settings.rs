@@ -5,6 +5,8 @@ use std::time::Duration;
 use wshard::episode::EpisodeWriteOptions;
 use wshardd_config::FsyncPolicy;
 
+use super::cut_reason::CutReason;
+
 /// When the open chunk is sealed and written (see `rotation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rotation {
@@ -28,8 +30,20 @@ impl Rolling {
     /// Whether a part of `bytes` payload bytes spanning `span_ns` must be cut.
     #[must_use]
     pub fn is_due(&self, bytes: u64, span_ns: u64) -> bool {
-        (self.max_bytes > 0 && bytes >= self.max_bytes)
-            || (self.max_duration_ns > 0 && span_ns >= self.max_duration_ns)
+        self.due(bytes, span_ns).is_some()
+    }
+
+    /// The bound a part of `bytes` payload bytes spanning `span_ns` reached (`max_bytes`
+    /// first when both), if any.
+    #[must_use]
+    pub fn due(&self, bytes: u64, span_ns: u64) -> Option<CutReason> {
+        if self.max_bytes > 0 && bytes >= self.max_bytes {
+            Some(CutReason::MaxBytes)
+        } else if self.max_duration_ns > 0 && span_ns >= self.max_duration_ns {
+            Some(CutReason::MaxDuration)
+        } else {
+            None
+        }
     }
 
     /// Whether either bound is set.

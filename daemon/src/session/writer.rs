@@ -358,10 +358,10 @@ impl Writer {
             return;
         }
         let bytes = parts.part_bytes.load(Ordering::Relaxed);
-        if !rolling.is_due(bytes, parts.part_span_ns()) {
+        let Some(bound) = rolling.due(bytes, parts.part_span_ns()) else {
             return;
-        }
-        match self.split(SplitCause::Rolling, None) {
+        };
+        match self.split(SplitCause::Rolling(bound), None) {
             Ok(done) => {
                 tracing::info!(episode = %parts.base(), finished = %done.finished, recording = %done.recording, "rolling: part finished");
             }

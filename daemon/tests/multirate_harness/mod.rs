@@ -69,23 +69,26 @@ fn event(t_ns: i64, i: u64) -> NewEvent {
     }
 }
 
-/// Record the multi-stream scenario on `sim` (a crash may be armed). Never panics on
-/// storage errors.
-pub fn record_multi(sim: &SimFs) -> Acked {
+/// A stream of [`MEP`] recording: its name, its session, and what its producer was told.
+pub type OpenStream = (&'static str, Session, Arc<Client>);
+
+/// Create [`MEP`] on `sim` and join `streams` (name, class) to it, each with its session (a
+/// stream whose session cannot be opened is ended `interrupted`); `None` when the episode
+/// cannot be created. Never panics on storage errors.
+pub fn open_multi(
+    sim: &SimFs,
+    streams: &[(&'static str, Durability)],
+) -> Option<(Arc<MultiEpisode>, Vec<OpenStream>)> {
     let fs: Arc<dyn Fs> = Arc::new(sim.clone());
-    let mut acked = Acked::default();
     let new = NewMulti {
         episode_id: MEP.into(),
         env_id: "SimEnv-v0".into(),
         metadata: Map::new(),
         created_unix_ns: 1,
     };
-    let Ok(ep) = MultiEpisode::create(fs.clone(), &data_dir(), new) else {
-        return acked;
-    };
-    acked.created = true;
+    let ep = MultiEpisode::create(fs.clone(), &data_dir(), new).ok()?;
     let mut sessions = Vec::new();
-    for (name, durability) in [("a", Durability::Ack), ("b", Durability::Chunk)] {
+    for &(name, durability) in streams {
         let schema = stream_schema(name, durability);
         let entry = stream_entry(&schema, 100.0, "sim");
         let requested = OpenEpisode::new(name, "", TimebaseSpec::Ticks { tick_hz: 100.0 });
@@ -100,6 +103,18 @@ pub fn record_multi(sim: &SimFs) -> Acked {
             }
         }
     }
+    Some((ep, sessions))
+}
+
+/// Record the multi-stream scenario on `sim` (a crash may be armed). Never panics on
+/// storage errors.
+pub fn record_multi(sim: &SimFs) -> Acked {
+    let mut acked = Acked::default();
+    let Some((ep, sessions)) = open_multi(sim, &[("a", Durability::Ack), ("b", Durability::Chunk)])
+    else {
+        return acked;
+    };
+    acked.created = true;
     let mut sent = [0u64; 2];
     for round in 0..4u64 {
         for (i, (_, s, _)) in sessions.iter().enumerate() {
@@ -130,7 +145,8 @@ pub fn record_multi(sim: &SimFs) -> Acked {
     acked
 }
 
-fn ended(status: EpisodeStatus, steps: u64, chunks: u64) -> StreamEnd {
+/// How a stream ended, for its index entry (no `t_ns` range).
+pub fn ended(status: EpisodeStatus, steps: u64, chunks: u64) -> StreamEnd {
     StreamEnd {
         status,
         steps,
@@ -142,15 +158,21 @@ fn ended(status: EpisodeStatus, steps: u64, chunks: u64) -> StreamEnd {
 
 /// The index of [`MEP`] in `fs`.
 pub fn read_index(fs: &SimFs) -> Option<EpisodeIndex> {
-    let path = mep_dir().join(index_file_name(MEP));
+    read_index_of(fs, MEP)
+}
+
+/// The index of multi-stream episode (or part) `id` in `fs`.
+pub fn read_index_of(fs: &SimFs, id: &str) -> Option<EpisodeIndex> {
+    let path = data_dir().join(id).join(index_file_name(id));
     let bytes = fs.read(&path).ok()?;
     Some(
         EpisodeIndex::from_json_bytes(&bytes, &path)
-            .unwrap_or_else(|e| panic!("index unreadable after recovery: {e}")),
+            .unwrap_or_else(|e| panic!("{id}: index unreadable after recovery: {e}")),
     )
 }
 
-fn manifest(fs: &SimFs, layout: &EpisodeLayout) -> Option<Manifest> {
+/// The manifest at `layout` in `fs`, if there is one.
+pub fn manifest(fs: &SimFs, layout: &EpisodeLayout) -> Option<Manifest> {
     let bytes = fs.read(&layout.manifest()).ok()?;
     Some(Manifest::read(&ShardReader::from_bytes(bytes).ok()?).expect("manifest"))
 }

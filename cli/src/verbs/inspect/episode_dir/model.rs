@@ -7,6 +7,7 @@ use serde_json::Value;
 use wshard::episode::Timebase;
 use wshard::episode_dir::index::ChannelEntry;
 use wshard::episode_dir::{EpisodeDir, EpisodeDirError, EventOrigin, Layout, StreamInfo};
+use wshard::manifest::{manifest_file_name, Manifest};
 use wshard_storage::fsio::RealFs;
 use wshard_storage::keep;
 
@@ -15,6 +16,10 @@ pub const PREVIEW_CHARS: usize = 60;
 
 /// Nanoseconds per second.
 const NS_PER_S: f64 = 1e9;
+
+/// The key of a part's links in its manifest or index metadata (the daemon's
+/// `SPLIT_MANIFEST_KEY`).
+const SPLIT_KEY: &str = "split";
 
 /// One stream of the episode.
 #[derive(Clone, Debug, PartialEq)]
@@ -100,6 +105,21 @@ pub struct DirInspection {
     /// The directory is in a data directory whose keep marks name it (`wshard keep`:
     /// `../.keep/{episode_id}`): never evicted.
     pub kept: bool,
+    /// A part of a split episode (`wshard split`, `[rolling]`): its links, from the index's
+    /// metadata (multi-stream) or the manifest (single-stream): `episode`, `part`,
+    /// `previous`, `next`.
+    pub split: Option<Value>,
+}
+
+/// The `split` links of the episode in `dir` (`path`), if it is a part of a split episode.
+fn split_links(path: &Path, dir: &EpisodeDir) -> Option<Value> {
+    if let Some(index) = dir.index() {
+        return index.metadata.get(SPLIT_KEY).cloned();
+    }
+    let manifest = path.join(manifest_file_name(dir.episode_id()));
+    Manifest::read_file(manifest)
+        .ok()
+        .and_then(|m| m.extra.get(SPLIT_KEY).cloned())
 }
 
 fn stream_row(s: &StreamInfo) -> StreamRow {
@@ -178,6 +198,7 @@ impl DirInspection {
             kept: path
                 .parent()
                 .is_some_and(|data_dir| keep::is_kept(&RealFs, data_dir, dir.episode_id())),
+            split: split_links(path, &dir),
         })
     }
 }

@@ -123,6 +123,20 @@ pub fn write_text(ins: &DirInspection, out: &mut dyn Write) -> io::Result<()> {
     if let Some(origin) = &ins.origin {
         field(out, "origin", origin)?;
     }
+    if let Some(l) = &ins.split {
+        let name = |v: &serde_json::Value| v.as_str().unwrap_or("-").to_owned();
+        field(
+            out,
+            "split",
+            format!(
+                "part {} of {} (previous {}, next {})",
+                l["part"],
+                name(&l["episode"]),
+                name(&l["previous"]),
+                name(&l["next"])
+            ),
+        )?;
+    }
     field(out, "streams", ins.streams.len())?;
     let annotations = ins
         .events
@@ -211,6 +225,7 @@ pub fn write_json(ins: &DirInspection, out: &mut dyn Write) -> io::Result<()> {
         "events": events,
         "torn_event_bytes": ins.torn_event_bytes,
         "kept": ins.kept,
+        "split": ins.split,
     });
     serde_json::to_writer(&mut *out, &doc)?;
     writeln!(out)
