@@ -145,22 +145,22 @@ pub(crate) fn post_deadline_unix_ns(record: &PendingRecord, grace: Duration) -> 
 #[derive(Debug)]
 struct Fault {
     stream: Option<String>,
-    error: StorageError,
+    error: Box<StorageError>,
 }
 
 impl Fault {
-    fn window(error: StorageError) -> Self {
-        Self {
+    fn window(error: StorageError) -> Box<Self> {
+        Box::new(Self {
             stream: None,
-            error,
-        }
+            error: Box::new(error),
+        })
     }
 
-    fn stream(c: &StreamCopy, error: StorageError) -> Self {
-        Self {
+    fn stream(c: &StreamCopy, error: StorageError) -> Box<Self> {
+        Box::new(Self {
             stream: Some(c.src.name.clone()),
-            error,
-        }
+            error: Box::new(error),
+        })
     }
 }
 
@@ -214,7 +214,7 @@ fn cut_at_deadline(
                     .seal_targets
                     .entry(src.name.clone())
                     .or_insert_with(|| ring.latest_t_ns());
-                target.is_none_or(|t| c.seen_t_ns.is_some_and(|s| s >= t))
+                target.map_or(true, |t| c.seen_t_ns.is_some_and(|s| s >= t))
             }
         };
         if done {
@@ -240,7 +240,7 @@ fn cut_at_deadline(
 /// One pass: copy what the rings have now; once every stream reached its end (or ended,
 /// or was cut short), the window's bounds become final and it is finished. True once the
 /// episode is in place.
-fn pass(registry: &FlightShared, window: &Window, b: &mut Build) -> Result<bool, Fault> {
+fn pass(registry: &FlightShared, window: &Window, b: &mut Build) -> Result<bool, Box<Fault>> {
     let fs = &registry.fs;
     let data_dir = &registry.data_dir;
     let dir = match &b.dir {
