@@ -366,6 +366,9 @@ fn crash_flight_points_at_every_operation_of_giving_a_window_up() {
     assert!(out.window.is_some() && out.registry.failed_windows().len() == 1);
     let ops = probe.ops();
     let mut points = 0;
+    // How often the image held: the window built whole at the start, the interrupted
+    // episode, the failed record alone.
+    let (mut whole, mut interrupted, mut marked) = (0, 0, 0);
     for k in 0..ops * 2 + 10 {
         let sim = fresh_sim();
         unreadable_source_chunk(&sim);
@@ -386,19 +389,26 @@ fn crash_flight_points_at_every_operation_of_giving_a_window_up() {
                     check_from(&ep, first, &ctx);
                     assert_eq!(first, 3, "{ctx}");
                     match index.status {
-                        EpisodeStatus::Complete => assert!(
-                            first + ep.length >= out.acked.min(12) && first + ep.length <= 12,
-                            "{ctx}: {} steps, {} acked",
-                            ep.length,
-                            out.acked
-                        ),
-                        EpisodeStatus::Interrupted => assert_eq!(ep.length, 5, "{ctx}"),
+                        EpisodeStatus::Complete => {
+                            whole += 1;
+                            assert!(
+                                first + ep.length >= out.acked.min(12) && first + ep.length <= 12,
+                                "{ctx}: {} steps, {} acked",
+                                ep.length,
+                                out.acked
+                            );
+                        }
+                        EpisodeStatus::Interrupted => {
+                            interrupted += 1;
+                            assert_eq!(ep.length, 5, "{ctx}");
+                        }
                         s => panic!("{ctx}: window {s:?}"),
                     }
                     assert!(pending_records(&img).is_empty(), "{ctx}");
                 }
                 // Not in place: its record says it was given up, and is shown so.
                 None => {
+                    marked += 1;
                     let records = pending_records(&img);
                     assert_eq!(records.len(), 1, "{ctx}");
                     assert_eq!(again.failed_windows().len(), 1, "{ctx}");
@@ -411,5 +421,12 @@ fn crash_flight_points_at_every_operation_of_giving_a_window_up() {
         }
     }
     assert!(points > ops, "{points} crash points, {ops} operations");
-    eprintln!("flight window given up: {ops} operations, {points} crash points checked");
+    assert!(
+        whole > 0 && interrupted > 0 && marked > 0,
+        "outcomes: {whole} built whole, {interrupted} interrupted, {marked} marked failed"
+    );
+    eprintln!(
+        "flight window given up: {ops} operations, {points} crash points checked \
+         ({whole} built whole, {interrupted} interrupted, {marked} marked failed)"
+    );
 }

@@ -31,7 +31,7 @@ fn flight_window_given_up_on_an_unreadable_chunk_releases_its_pins_and_keeps_wha
     let mut o = DaemonOptions::default().rotation(CHUNK);
     o.extra_toml =
         format!("[flight]\npersist_retries = {RETRIES}\npersist_retry_backoff_ms = 10\n");
-    let d = Daemon::start(o);
+    let mut d = Daemon::start(o);
     let ch = data::channels();
     let mut c = open_flight(&d, "broken", &json!({"ring_seconds": 2}));
     c.timesteps(&ch, 0..150);
@@ -100,4 +100,22 @@ fn flight_window_given_up_on_an_unreadable_chunk_releases_its_pins_and_keeps_wha
     let held = ring["held_seconds"].as_f64().expect("held_seconds");
     assert!(held <= RING_SECONDS + 0.1, "{ring}");
     assert!(!damaged.exists(), "the damaged chunk is still in the ring");
+    // SIGKILL and restart: the window given up is not built again; its episode stays as
+    // it was, its failure named.
+    let before =
+        std::fs::read(d.data_dir().join(&w).join(format!("{w}_index.json"))).expect("index");
+    let _ = d.kill9();
+    drop(c);
+    d.restart();
+    let after = std::fs::read(d.data_dir().join(&w).join(format!("{w}_index.json")))
+        .expect("index after restart");
+    assert_eq!(before, after);
+    let st = json_ok(&d, &["status", "--json"]);
+    assert_eq!(st["flight"]["triggers"]["pending"], json!([]), "{st}");
+    check_exact(
+        &window_stream(&d, &w, "broken"),
+        &ch,
+        first_at(t - 1200 * NS_PER_MS)..=DAMAGED * CHUNK - 1,
+    );
+    verify(&d.data_dir().join(&w));
 }
