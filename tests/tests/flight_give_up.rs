@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use wshard::episode_dir::index::EpisodeStatus;
-use wshard_e2e::control_cli::json_ok;
+use wshard_e2e::control_cli::{json_ok, text, wshard};
 use wshard_e2e::flight::*;
 use wshard_e2e::multi::read_index;
 use wshard_e2e::{data, Daemon, DaemonOptions};
@@ -73,6 +73,19 @@ fn flight_window_given_up_on_an_unreadable_chunk_releases_its_pins_and_keeps_wha
     assert_eq!(st["flight"]["triggers"]["failed"], 1, "{st}");
     assert_eq!(st["flight"]["triggers"]["retries"], RETRIES, "{st}");
     assert_eq!(st["flight"]["triggers"]["pending"], json!([]), "{st}");
+    let o = wshard(&d, &["metrics"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let metrics = String::from_utf8(o.stdout).expect("utf-8");
+    for line in [
+        "wshardd_flight_windows_failed_total 1".to_owned(),
+        format!("wshardd_flight_window_retries_total {RETRIES}"),
+        "wshardd_flight_windows_pending 0".to_owned(),
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no {line:?} in\n{metrics}"
+        );
+    }
     // What it held before the damaged chunk: an `interrupted` window episode.
     let index = read_index(&d.data_dir(), &w).expect("window index");
     assert_eq!(index.status, EpisodeStatus::Interrupted);
