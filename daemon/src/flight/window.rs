@@ -109,18 +109,24 @@ pub(crate) fn prepare_build(
     Ok(dir)
 }
 
-fn sync_copies(copies: &mut Vec<StreamCopy>, record: &PendingRecord, root: &Path) {
+/// Take a record a trigger may have extended; returns the streams whose end moved later
+/// (they wait for their post-window again, even one cut short before).
+fn sync_copies(copies: &mut Vec<StreamCopy>, record: &PendingRecord, root: &Path) -> Vec<String> {
+    let mut later = Vec::new();
     for src in &record.streams {
         match copies.iter_mut().find(|c| c.src.name == src.name) {
             Some(c) => {
                 if src.end_ns > c.src.end_ns {
                     c.reached = false;
+                    c.cut_short = false;
+                    later.push(src.name.clone());
                 }
                 c.src.end_ns = src.end_ns;
             }
             None => copies.push(StreamCopy::new(root, &record.episode, src.clone())),
         }
     }
+    later
 }
 
 /// The wall-clock time past which the window no longer waits for its post-window: the
@@ -269,7 +275,14 @@ fn pass(registry: &FlightShared, window: &Window, b: &mut Build) -> Result<bool,
     }
     let root = build_dir(data_dir);
     let record = window.lock().record.clone();
-    sync_copies(&mut b.copies, &record, &root);
+    let later = sync_copies(&mut b.copies, &record, &root);
+    if !later.is_empty() {
+        let mut st = window.lock();
+        for name in &later {
+            b.seal_targets.remove(name);
+            st.cut_short.remove(name);
+        }
+    }
     for c in &mut b.copies {
         c.advance(&**fs, data_dir, &registry.settings, false)
             .map_err(|e| Fault::stream(c, e))?;
