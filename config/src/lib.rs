@@ -44,7 +44,10 @@ mod validate;
 pub use codecs::{codec_to_string, parse_codec, CodecTextError, CodecsConfig};
 pub use deprecated::{Deprecation, DEPRECATED_KEYS};
 pub use error::ConfigError;
-pub use flight::{FlightConfig, DEFAULT_RING_BYTES, DEFAULT_RING_SECONDS};
+pub use flight::{
+    FlightConfig, DEFAULT_PERSIST_RETRIES, DEFAULT_PERSIST_RETRY_BACKOFF_MS, DEFAULT_POST_GRACE_MS,
+    DEFAULT_RING_BYTES, DEFAULT_RING_SECONDS,
+};
 pub use kinds::{Durability, FsyncPolicy, FsyncPolicyKind, LogLevel};
 pub use load::{
     default_candidates, ConfigSource, DEFAULTS_ORIGIN, ENV_VAR, LOCAL_CONFIG_PATH,

@@ -397,3 +397,28 @@ fn config_service_tables_parse() {
     assert_eq!(cfg.disk.high_watermark_free_bytes, 1000);
     assert!(cfg.disk.preallocate);
 }
+
+#[test]
+fn flight_config_bad_retries_backoff_and_grace_name_the_key() {
+    assert_invalid(
+        "[flight]\npersist_retries = 1001\n",
+        "flight.persist_retries",
+        "1001",
+    );
+    assert_invalid(
+        "[flight]\npersist_retry_backoff_ms = 3600001\n",
+        "flight.persist_retry_backoff_ms",
+        "3600001",
+    );
+    assert_invalid(
+        "[flight]\npost_grace_ms = 3600001\n",
+        "flight.post_grace_ms",
+        "3600001",
+    );
+    let ok = Config::from_toml_str(
+        "[flight]\npersist_retries = 0\npersist_retry_backoff_ms = 0\npost_grace_ms = 0\n",
+        ORIGIN,
+    )
+    .unwrap();
+    assert_eq!(ok.flight.persist_retries, 0);
+}

@@ -85,6 +85,10 @@ fn from_index(data_dir: &Path, index: &EpisodeIndex) -> Value {
         // A trigger window of the flight recorder: its triggers (never evicted).
         "origin": index.metadata.get(crate::flight::ORIGIN_KEY).cloned().unwrap_or(Value::Null),
         "triggers": if window { index.metadata.get("triggers").cloned().unwrap_or(Value::Null) } else { Value::Null },
+        // A window given up after its retries: why (it holds what was copied, `interrupted`).
+        "window_failure": if window { index.metadata.get(crate::flight::WINDOW_FAILURE_KEY).cloned().unwrap_or(Value::Null) } else { Value::Null },
+        // Streams whose post-window was cut short at the deadline: the last t_ns held.
+        "cut_short": if window { cut_short_of(index) } else { Value::Null },
         "timesteps": index.streams.iter().map(|s| s.steps).sum::<u64>(),
         "chunks": index.streams.iter().map(|s| s.chunks).sum::<u64>(),
         "streams": index.streams.len(),
@@ -94,6 +98,26 @@ fn from_index(data_dir: &Path, index: &EpisodeIndex) -> Value {
         "on_disk_bytes": on_disk,
         "bytes": on_disk,
     })
+}
+
+/// A window's streams cut short: `{stream: last t_ns held}`, `null` when none was.
+fn cut_short_of(index: &wshard::episode_dir::index::EpisodeIndex) -> Value {
+    let cut: serde_json::Map<String, Value> = index
+        .metadata
+        .get("window")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|w| {
+            let last = w.get(crate::flight::CUT_SHORT_KEY)?;
+            Some((w.get("stream")?.as_str()?.to_owned(), last.clone()))
+        })
+        .collect();
+    if cut.is_empty() {
+        Value::Null
+    } else {
+        Value::Object(cut)
+    }
 }
 
 /// Episode directories under `data_dir` (not the quarantine, not hidden entries).
@@ -178,6 +202,28 @@ pub fn list(st: &ControlState) -> Value {
                     "received_bytes": Value::Null,
                     "on_disk_bytes": 0,
                     "bytes": 0,
+                }),
+            );
+        }
+    }
+    // A trigger window given up whose steps could not be finalized (or that held none):
+    // no episode directory, listed from its failure.
+    for f in st.ctx.flight.failed_windows() {
+        if f.kept != crate::flight::FailedWindowKept::Interrupted && !all.contains_key(&f.window) {
+            all.insert(
+                f.window.clone(),
+                json!({
+                    "episode": f.window,
+                    "open": false,
+                    "status": "failed",
+                    "reason": f.to_string(),
+                    "origin": crate::flight::ORIGIN_FLIGHT_WINDOW,
+                    "window_failure": f,
+                    "timesteps": Value::Null,
+                    "chunks": Value::Null,
+                    "received_bytes": Value::Null,
+                    "on_disk_bytes": Value::Null,
+                    "bytes": Value::Null,
                 }),
             );
         }

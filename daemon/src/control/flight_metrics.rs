@@ -38,8 +38,18 @@ pub fn metrics(st: &ControlState, enc: &mut DescriptorEncoder<'_>) -> fmt::Resul
         ),
         (
             "wshardd_flight_windows_failed",
-            "Trigger windows whose copy failed (built again at the next start).",
+            "Trigger windows given up after their retries (pins released, what they held kept).",
             &c.failed,
+        ),
+        (
+            "wshardd_flight_window_retries",
+            "Retries of a trigger window's persistence after a failure.",
+            &c.retries,
+        ),
+        (
+            "wshardd_flight_windows_cut_short",
+            "Trigger windows finalized at their wall-clock deadline, a post-window cut short.",
+            &c.cut_short,
         ),
     ] {
         single(

@@ -54,6 +54,11 @@ pub(crate) struct StreamCopy {
     /// The source has no more chunks coming and all were looked at.
     pub(crate) exhausted: bool,
     pub(crate) entry: Option<StreamEntry>,
+    /// The latest `t_ns` of the source chunks looked at (copied or skipped).
+    pub(crate) seen_t_ns: Option<i64>,
+    /// The window's post-window was cut short for this stream (its wall-clock deadline
+    /// passed before a step past its end arrived).
+    pub(crate) cut_short: bool,
 }
 
 fn t_range_of(fs: &dyn Fs, dir: &Path, c: &ChunkRef) -> Result<(i64, i64), StorageError> {
@@ -189,6 +194,8 @@ impl StreamCopy {
             reached: false,
             exhausted: false,
             entry: None,
+            seen_t_ns: None,
+            cut_short: false,
         }
     }
 
@@ -296,6 +303,7 @@ impl StreamCopy {
         let mut stopped = false;
         for c in chunks {
             let (tf, tl) = t_range_of(fs, &dir, c)?;
+            self.seen_t_ns = Some(self.seen_t_ns.map_or(tl, |s| s.max(tl)));
             if tl < start {
                 if self.src.latched {
                     self.before = Some(c.clone());
@@ -343,17 +351,52 @@ impl StreamCopy {
         Ok(())
     }
 
-    /// Commit the stream's manifest `complete`; `None` when it holds no step (the stream
-    /// is then left out of the window).
-    pub(crate) fn finish(&mut self, fs: &dyn Fs) -> Result<Option<StreamEntry>, StorageError> {
+    /// Whether the window holds a step of this stream.
+    pub(crate) fn holds_steps(&self) -> bool {
+        !self.manifest.chunks.is_empty()
+    }
+
+    /// Remove the `.partial` chunk files a failed write left in this stream's build
+    /// directory (the daemon's own), before what it holds is finalized.
+    pub(crate) fn remove_partials(&self, fs: &dyn Fs) -> Result<(), StorageError> {
+        let Ok(entries) = fs.read_dir(&self.layout.dir) else {
+            return Ok(());
+        };
+        for p in entries {
+            if p.extension().is_some_and(|e| e == "partial") {
+                fs.remove_file(&p)
+                    .map_err(|e| StorageError::io("remove", &p, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The last `t_ns` copied, `None` before the first step.
+    pub(crate) fn last_t_ns(&self) -> Option<i64> {
+        self.entry.as_ref().and_then(|e| e.last_t_ns)
+    }
+
+    /// Commit the stream's manifest with `status`; `None` when it holds no step (the
+    /// stream is then left out of the window).
+    pub(crate) fn finish(
+        &mut self,
+        fs: &dyn Fs,
+        status: EpisodeStatus,
+    ) -> Result<Option<StreamEntry>, StorageError> {
         if self.manifest.chunks.is_empty() {
             return Ok(None);
         }
-        self.manifest.status = Some(EpisodeStatus::Complete.as_str().into());
+        if self.cut_short {
+            let last = self.last_t_ns();
+            self.manifest
+                .extra
+                .insert(super::finalize::CUT_SHORT_KEY.into(), json!(last));
+        }
+        self.manifest.status = Some(status.as_str().into());
         commit_manifest(fs, &self.layout, &self.manifest)?;
         let mut e = self.entry.clone();
         if let Some(e) = &mut e {
-            e.status = EpisodeStatus::Complete;
+            e.status = status;
             e.steps = self.manifest.total_timesteps;
             e.chunks = self.manifest.chunks.len() as u64;
         }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::failure::WindowFailure;
 use crate::error::StorageError;
 use wshard_storage::fsio::{replace_atomically, Fs};
 
@@ -58,6 +59,10 @@ pub struct PendingRecord {
     /// Earlier windows this one continues (a stream's start was moved past their end).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub follows: Vec<String>,
+    /// The window was given up after its retries (its pins released): never built again,
+    /// at a restart neither; what it held is kept as [`WindowFailure::kept`] says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<WindowFailure>,
 }
 
 /// `data_dir/.flight/pending`.
@@ -107,14 +112,17 @@ pub fn persist(fs: &dyn Fs, data_dir: &Path, record: &PendingRecord) -> Result<(
     replace_atomically(fs, &path, &bytes).map_err(|(op, e)| StorageError::io(op, &path, e))
 }
 
-/// The window of `episode` is in place: forget it, durably.
+/// The window of `episode` is in place: forget it, durably (a record already gone is
+/// only synced: a retry after a failed directory fsync).
 ///
 /// # Errors
 /// The failing step, naming the file.
 pub fn remove(fs: &dyn Fs, data_dir: &Path, episode: &str) -> Result<(), StorageError> {
     let path = record_path(data_dir, episode);
-    fs.remove_file(&path)
-        .map_err(|e| StorageError::io("remove", &path, e))?;
+    if fs.exists(&path) {
+        fs.remove_file(&path)
+            .map_err(|e| StorageError::io("remove", &path, e))?;
+    }
     let dir = pending_dir(data_dir);
     fs.sync_dir(&dir)
         .map_err(|e| StorageError::io("fsync directory", &dir, e))

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{json, Value};
 
+use super::failure::WindowPolicy;
 use super::shared::{FlightCounters, FlightShared};
 use super::window::{self, Window};
 use crate::session::flight_ring::{FlightRing, RingBounds};
@@ -50,14 +51,32 @@ impl FlightRegistry {
                 data_dir: data_dir.to_path_buf(),
                 settings,
                 shutdown,
+                policy: WindowPolicy::default(),
                 counters: FlightCounters::default(),
                 persisted_ends: std::sync::Mutex::new(std::collections::HashMap::new()),
+                failures: std::sync::Mutex::new(Vec::new()),
             }),
             defaults,
             rings: Mutex::new(Vec::new()),
             windows: Mutex::new(Vec::new()),
             next_window: AtomicU64::new(1),
         }
+    }
+
+    /// With `policy` (`[flight]` retries, backoff and post-window grace) instead of the
+    /// defaults; before any window starts.
+    #[must_use]
+    pub fn with_policy(mut self, policy: WindowPolicy) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.policy = policy;
+        }
+        self
+    }
+
+    /// The windows given up (failed), newest last.
+    #[must_use]
+    pub fn failed_windows(&self) -> Vec<super::failure::WindowFailure> {
+        self.shared.failures()
     }
 
     /// A flight stream opened: triggers now take it.
@@ -100,7 +119,7 @@ impl FlightRegistry {
             .spawn(move || window::run(&me, &w))
         {
             tracing::error!(episode = %window.episode, "cannot start the window thread: {e}; the window is built at the next start");
-            window.lock().failed = Some(e.to_string());
+            window.lock().retrying = Some(e.to_string());
         }
     }
 
@@ -156,6 +175,13 @@ impl FlightRegistry {
                         "episode": w.episode,
                         "triggers": st.record.triggers.len(),
                         "finalizing": st.finalizing,
+                        "post_deadline_unix_ns": window::post_deadline_unix_ns(
+                            &st.record,
+                            self.shared.policy.post_grace,
+                        ),
+                        "cut_short": st.cut_short,
+                        "attempts": st.attempts,
+                        "retrying": st.retrying,
                         "failed": st.failed,
                     })
                 })
@@ -169,6 +195,9 @@ impl FlightRegistry {
                 "merged": c.merged.load(Ordering::Relaxed),
                 "persisted": c.persisted.load(Ordering::Relaxed),
                 "failed": c.failed.load(Ordering::Relaxed),
+                "retries": c.retries.load(Ordering::Relaxed),
+                "cut_short": c.cut_short.load(Ordering::Relaxed),
+                "failed_windows": self.shared.failures(),
                 "event_refused": c.event_refused.load(Ordering::Relaxed),
                 "pending": pending,
             },

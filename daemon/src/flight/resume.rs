@@ -1,7 +1,9 @@
 //! At start, after recovery and before the sockets open: every window a crash left
 //! pending is built again from the files its record names (the rings' chunks it pinned
 //! survive, recovery has finalized their streams). A window whose episode is already in
-//! place (a cut between its rename and the record's removal) only loses its record.
+//! place (a cut between its rename and the record's removal) only loses its record. A
+//! window whose record says it was given up (`failed`) is not built again: it is only
+//! shown as failed.
 
 use std::sync::Arc;
 
@@ -22,6 +24,12 @@ pub fn resume_pending(registry: &Arc<FlightRegistry>) -> (usize, Vec<String>) {
             }
             continue;
         }
+        // Given up before: never built again (what it held is where its failure says).
+        if let Some(failure) = &record.failed {
+            tracing::warn!(episode = %record.episode, "trigger window given up earlier, not built again: {failure}");
+            registry.shared.note_failed(failure.clone());
+            continue;
+        }
         let n = record.streams.len();
         let window = Arc::new(Window {
             id: registry.next_window_id(),
@@ -33,6 +41,9 @@ pub fn resume_pending(registry: &Arc<FlightRegistry>) -> (usize, Vec<String>) {
                 finalizing: true,
                 done: false,
                 failed: None,
+                retrying: None,
+                attempts: 0,
+                cut_short: std::collections::BTreeMap::new(),
             }),
         });
         registry.spawn(window);

@@ -1,11 +1,12 @@
 //! What the window threads need: the file system, the data directory, the chunk settings,
-//! the shutdown flag and the counters.
+//! the retry and deadline policy, the shutdown flag, the counters and the windows given up.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 
+use super::failure::{WindowFailure, WindowPolicy};
 use crate::session::SessionSettings;
 use wshard_storage::fsio::Fs;
 
@@ -15,7 +16,12 @@ pub struct FlightCounters {
     pub triggers: AtomicU64,
     pub merged: AtomicU64,
     pub persisted: AtomicU64,
+    /// Windows given up after their retries.
     pub failed: AtomicU64,
+    /// Retries of a window's persistence after a failure.
+    pub retries: AtomicU64,
+    /// Windows finalized at their wall-clock deadline, a stream's post-window cut short.
+    pub cut_short: AtomicU64,
     /// `EVENT`s labelled `trigger` recorded whose trigger was refused.
     pub event_refused: AtomicU64,
 }
@@ -27,12 +33,20 @@ pub struct FlightShared {
     /// Chunk writing settings for window episodes.
     pub(crate) settings: SessionSettings,
     pub(crate) shutdown: Arc<AtomicBool>,
+    /// `[flight]` retries, backoff and post-window grace.
+    pub(crate) policy: WindowPolicy,
     pub counters: FlightCounters,
     /// Per flight stream (`EPISODE` or `EPISODE/STREAM`): the end (`t_ns`) of the last
     /// window persisted, and its episode. A later window starts after it: no step is
     /// copied twice.
     pub(crate) persisted_ends: Mutex<HashMap<String, (i64, String)>>,
+    /// The windows given up since start, and those a record says were (the newest
+    /// [`FAILED_SHOWN`]).
+    pub(crate) failures: Mutex<Vec<WindowFailure>>,
 }
+
+/// How many windows given up status keeps.
+pub const FAILED_SHOWN: usize = 64;
 
 impl FlightShared {
     /// Window `episode` holding `[.., end_ns]` of `source` has its final bounds (it is
@@ -48,6 +62,27 @@ impl FlightShared {
         if end_ns >= e.0 {
             *e = (end_ns, episode.to_owned());
         }
+    }
+
+    /// Window `failure.window` was given up.
+    pub(crate) fn note_failed(&self, failure: WindowFailure) {
+        let mut f = self
+            .failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f.retain(|x| x.window != failure.window);
+        f.push(failure);
+        let over = f.len().saturating_sub(FAILED_SHOWN);
+        f.drain(..over);
+    }
+
+    /// The windows given up.
+    #[must_use]
+    pub fn failures(&self) -> Vec<WindowFailure> {
+        self.failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The end of the last window persisted of `source`, and its episode.

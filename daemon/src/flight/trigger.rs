@@ -248,6 +248,7 @@ pub fn trigger(
         triggers: vec![note(first_t)],
         streams,
         follows,
+        failed: None,
     };
     if let Err(e) = pending::persist(&*registry.shared.fs, &registry.shared.data_dir, &record) {
         for (ring, _) in &rings {
@@ -266,6 +267,9 @@ pub fn trigger(
             finalizing: false,
             done: false,
             failed: None,
+            retrying: None,
+            attempts: 0,
+            cut_short: std::collections::BTreeMap::new(),
         }),
     });
     drop(windows);

@@ -95,19 +95,28 @@ impl ServerContext {
             registry,
             access: RwLock::new(AccessPolicy::from_config(cfg)),
             disk,
-            flight: Arc::new(crate::flight::FlightRegistry::new(
-                fs_for_flight,
-                &cfg.data_dir,
-                settings_for_flight,
-                crate::session::flight_ring::RingBounds {
-                    max_ns: cfg
-                        .flight
-                        .ring_seconds
-                        .saturating_mul(crate::flight::options::NS_PER_S),
-                    max_bytes: cfg.flight.ring_bytes,
-                },
-                shutdown_for_flight,
-            )),
+            flight: Arc::new(
+                crate::flight::FlightRegistry::new(
+                    fs_for_flight,
+                    &cfg.data_dir,
+                    settings_for_flight,
+                    crate::session::flight_ring::RingBounds {
+                        max_ns: cfg
+                            .flight
+                            .ring_seconds
+                            .saturating_mul(crate::flight::options::NS_PER_S),
+                        max_bytes: cfg.flight.ring_bytes,
+                    },
+                    shutdown_for_flight,
+                )
+                .with_policy(crate::flight::WindowPolicy {
+                    persist_retries: cfg.flight.persist_retries,
+                    persist_retry_backoff: std::time::Duration::from_millis(
+                        cfg.flight.persist_retry_backoff_ms,
+                    ),
+                    post_grace: std::time::Duration::from_millis(cfg.flight.post_grace_ms),
+                }),
+            ),
             upload,
         }
     }

@@ -94,6 +94,9 @@ pub struct FlightRing {
     /// open chunk once it holds a timestep past it, so the window's last chunk is on disk
     /// right after its post-window, not at the next rotation.
     seal_after_ns: AtomicI64,
+    /// A window's post-window deadline passed with the producer silent: the writer seals
+    /// the open chunk at its next tick, whatever it holds.
+    seal_now: AtomicBool,
     ended: AtomicBool,
     bytes_held: AtomicU64,
     state: Mutex<RingState>,
@@ -108,6 +111,7 @@ impl FlightRing {
             last_t_ns: AtomicI64::new(0),
             has_last: AtomicBool::new(false),
             seal_after_ns: AtomicI64::new(NO_SEAL),
+            seal_now: AtomicBool::new(false),
             ended: AtomicBool::new(false),
             bytes_held: AtomicU64::new(0),
             state: Mutex::new(RingState::default()),
@@ -142,6 +146,20 @@ impl FlightRing {
                 .seal_after_ns
                 .compare_exchange(at, NO_SEAL, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
+    }
+
+    /// A window cannot wait for its post-window any longer (its wall-clock deadline
+    /// passed): seal the open chunk at the writer's next tick, so that every timestep
+    /// received is in a finalized chunk.
+    pub fn seal_now(&self) {
+        self.seal_now.store(true, Ordering::Release);
+    }
+
+    /// Whether the writer must seal its open chunk now ([`FlightRing::seal_now`]); true
+    /// once per request.
+    #[must_use]
+    pub fn take_seal_now(&self) -> bool {
+        self.seal_now.swap(false, Ordering::AcqRel)
     }
 
     /// The latest `t_ns` received, `None` before the first timestep.
@@ -335,5 +353,9 @@ mod tests {
         assert!(!ring.take_seal(100), "not past the end yet");
         assert!(ring.take_seal(101));
         assert!(!ring.take_seal(300), "once per request");
+        assert!(!ring.take_seal_now());
+        ring.seal_now();
+        assert!(ring.take_seal_now());
+        assert!(!ring.take_seal_now(), "once per request");
     }
 }

@@ -197,6 +197,11 @@ impl Writer {
         if self.rotation.is_due(&self.columns) {
             self.rotate();
         }
+        // A trigger window's wall-clock deadline passed with this stream silent: what it
+        // received goes into a finalized chunk now.
+        if self.shared.flight().is_some_and(|r| r.take_seal_now()) && !self.columns.is_empty() {
+            self.rotate();
+        }
     }
 
     fn storage_failed(&mut self, e: &StorageError) {

@@ -40,8 +40,10 @@ pub fn protection(fs: &dyn Fs, data_dir: &Path, id: &str) -> Option<Protection> 
         _ => {}
     }
     let (pending, unreadable) = crate::flight::pending::list(fs, data_dir);
+    // A window given up no longer reads its sources.
     let source_of_pending = pending
         .iter()
+        .filter(|r| r.failed.is_none())
         .flat_map(|r| &r.streams)
         .any(|s| s.source.split('/').next() == Some(id));
     (source_of_pending || !unreadable.is_empty()).then_some(Protection::WindowSource)
@@ -73,6 +75,7 @@ mod tests {
                 latched: false,
             }],
             follows: Vec::new(),
+            failed: None,
         };
         persist(&fs, data, &record).expect("persist");
         assert_eq!(protection(&fs, data, "src"), Some(Protection::WindowSource));
