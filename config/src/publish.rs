@@ -54,7 +54,8 @@ pub struct PublishConfig {
     pub part_size_bytes: u64,
     /// Files of at least this size go up as multipart uploads. Default 64 MiB.
     pub multipart_threshold_bytes: u64,
-    /// How often the data directory is scanned for finished episodes (ms). Default 5000.
+    /// The safety rescan of the data directory, and how often an idle uploader checks
+    /// eviction (ms); finalized episodes are handed to the uploader at once. Default 60000.
     pub scan_interval_ms: u64,
     /// First wait after a failed attempt (ms), doubled up to `retry_max_ms`. Default 1000.
     pub retry_min_ms: u64,
@@ -85,7 +86,7 @@ impl Default for PublishConfig {
             bandwidth_limit_bytes_per_s: 0,
             part_size_bytes: 16 * MIB,
             multipart_threshold_bytes: 64 * MIB,
-            scan_interval_ms: 5_000,
+            scan_interval_ms: 60_000,
             retry_min_ms: 1_000,
             retry_max_ms: 300_000,
             delete_after_publish: false,

@@ -7,6 +7,8 @@
 //!
 //! One owner, [`Uploader`] (`uploader`), its impl whole; everything else is below it and
 //! never calls it:
+//! - [`handoff`]: the finisher's hand-off of each finalized episode (the upload thread
+//!   wakes on it; the data directory is scanned at startup and by a slow safety rescan).
 //! - [`thread`]: the upload thread (`SCHED_IDLE`: [`priority`]; waits: `pace`), passes of
 //!   the [`Uploader`] one after the other.
 //! - [`queue`]: the durable queue, [`queue_log`] (framing, sync, compaction) and [`state`]
@@ -19,6 +21,7 @@
 
 pub mod error;
 pub mod evict;
+pub mod handoff;
 mod pace;
 pub mod priority;
 pub mod protected;
@@ -37,6 +40,7 @@ pub mod view;
 
 pub use error::CycleError;
 pub use evict::EVICTING_DIR;
+pub use handoff::Handoff;
 pub use queue_log::{QueueLog, QueueLogError};
 pub use settings::{EvictPolicy, UploaderSettings, UPLOAD_DIR};
 pub use thread::{spawn, UploadHandle};

@@ -1,6 +1,8 @@
-//! The uploader ([`Uploader`]) and one pass of it ([`Uploader::cycle`]): scan the data
-//! directory for finished episodes (status `complete`, `interrupted` or `recovered`; never
-//! one being recorded, never a `.partial`), enqueue them (hashed, journaled), send their
+//! The uploader ([`Uploader`]) and one pass of it ([`Uploader::cycle`]): take the episodes
+//! the finishers handed over (`handoff`; the data directory itself is listed at the first
+//! pass and then every `scan_interval`, a safety rescan), keep the finished ones (status
+//! `complete`, `interrupted` or `recovered`; never one being recorded, never a `.partial`),
+//! enqueue them (hashed, journaled), send their
 //! blobs (the publish crate's `BlobSender`, with the queue's hooks: `queue_hooks`), record
 //! them `uploaded`, append them to the dataset, record them `published`, then apply
 //! retention and the quota (`evict`).
@@ -13,6 +15,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use wshard::episode_dir::index::EpisodeStatus;
 use wshard::episode_dir::EpisodeDir;
@@ -48,6 +51,8 @@ pub struct Uploader {
     publisher: Option<Publisher>,
     /// Episodes left out until a restart, with why.
     skipped: BTreeMap<String, String>,
+    /// When the data directory was last listed; `None`: the startup scan is due.
+    last_scan: Option<Instant>,
 }
 
 impl std::fmt::Debug for Uploader {
@@ -90,6 +95,7 @@ impl Uploader {
             pacer,
             publisher: None,
             skipped: BTreeMap::new(),
+            last_scan: None,
         };
         me.finish_evictions()?;
         Ok(me)
@@ -115,7 +121,17 @@ impl Uploader {
     /// # Errors
     /// [`CycleError`]: the queue log (stop), the store (retry later), shutdown.
     pub fn cycle(&mut self) -> Result<(), CycleError> {
-        self.scan()?;
+        let handed = self.shared.handoff.take();
+        let rescan_due = self
+            .last_scan
+            .map_or(true, |t| t.elapsed() >= self.settings.scan_interval);
+        if handed.rescan || rescan_due {
+            self.last_scan = Some(Instant::now());
+            self.scan()?;
+        }
+        for dir in &handed.dirs {
+            self.take_handed(dir)?;
+        }
         self.evict()?;
         let todo: Vec<String> = self
             .state()
@@ -172,6 +188,32 @@ impl Uploader {
         Ok(())
     }
 
+    /// Enqueue the episode whose directory (or a stream or part directory below it) the
+    /// finisher handed over, when it is finished and not in the queue yet. A directory
+    /// outside the data directory asks for a rescan instead.
+    fn take_handed(&mut self, dir: &std::path::Path) -> Result<(), CycleError> {
+        let name = dir
+            .strip_prefix(&self.settings.data_dir)
+            .ok()
+            .and_then(|rel| rel.components().next())
+            .and_then(|c| c.as_os_str().to_str())
+            .map(str::to_owned);
+        let Some(name) = name else {
+            tracing::debug!(dir = %dir.display(), "upload: a hand-off outside the data directory; rescanning");
+            self.last_scan = None;
+            return Ok(());
+        };
+        if name == QUARANTINE_DIR
+            || name.starts_with('.')
+            || self.state().episodes.contains_key(&name)
+            || self.skipped.contains_key(&name)
+        {
+            return Ok(());
+        }
+        tracing::debug!(episode = %name, "upload: episode handed over by the finisher");
+        self.consider(&name)
+    }
+
     /// Enqueue every finished episode of the data directory not in the queue yet.
     fn scan(&mut self) -> Result<(), CycleError> {
         let Ok(rd) = std::fs::read_dir(&self.settings.data_dir) else {
@@ -189,22 +231,29 @@ impl Uploader {
             if self.stopped() {
                 return Err(CycleError::Stopped);
             }
-            let path = self.settings.data_dir.join(&name);
-            let finished = EpisodeDir::open(&path)
-                .ok()
-                .and_then(|d| d.status())
-                .is_some_and(is_publishable);
-            if !finished {
-                continue;
-            }
-            match select(&self.settings.data_dir, std::slice::from_ref(&name)) {
-                Ok(sel) => {
-                    for ep in sel.episodes {
-                        self.enqueue(&ep)?;
-                    }
+            self.consider(&name)?;
+        }
+        Ok(())
+    }
+
+    /// Enqueue episode `name` of the data directory when it is finished (never one being
+    /// recorded).
+    fn consider(&mut self, name: &str) -> Result<(), CycleError> {
+        let path = self.settings.data_dir.join(name);
+        let finished = EpisodeDir::open(&path)
+            .ok()
+            .and_then(|d| d.status())
+            .is_some_and(is_publishable);
+        if !finished {
+            return Ok(());
+        }
+        match select(&self.settings.data_dir, &[name.to_owned()]) {
+            Ok(sel) => {
+                for ep in sel.episodes {
+                    self.enqueue(&ep)?;
                 }
-                Err(e) => self.skip(&name, &e),
             }
+            Err(e) => self.skip(name, &e),
         }
         Ok(())
     }

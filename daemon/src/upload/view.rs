@@ -125,6 +125,8 @@ pub struct UploadShared {
     eviction: Mutex<()>,
     /// The quota's state after the last eviction pass, and `rolling.quota_policy`.
     pub quota: std::sync::Arc<super::quota::QuotaWatch>,
+    /// Finalized episodes handed to the uploader (connected when `[publish]` is on).
+    pub handoff: super::handoff::Handoff,
 }
 
 impl UploadShared {
@@ -134,6 +136,11 @@ impl UploadShared {
             view: Mutex::new(UploadView::new(enabled)),
             eviction: Mutex::new(()),
             quota: std::sync::Arc::default(),
+            handoff: if enabled {
+                super::handoff::Handoff::connected()
+            } else {
+                super::handoff::Handoff::default()
+            },
         }
     }
 
