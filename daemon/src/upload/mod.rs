@@ -34,6 +34,8 @@ pub mod settings;
 pub mod state;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_restart;
 pub mod thread;
 mod uploader;
 pub mod view;

@@ -1,6 +1,6 @@
 //! The upload queue replayed from its log ([`QueueState`]): every episode with its state
 //! and files, the blobs verified on the store, and the multipart uploads in progress with
-//! their stored parts (the publish crate's [`MultipartUpload`], which its blob sender
+//! their stored parts and failed attempts in a row (the publish crate's [`MultipartUpload`], which its blob sender
 //! resumes).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -63,6 +63,8 @@ pub struct QueueState {
     pub blobs: BTreeSet<String>,
     /// Multipart uploads in progress, by blob.
     pub multipart: BTreeMap<String, MultipartUpload>,
+    /// Failed attempts in a row at the blob's current multipart upload (`mpu_failed`).
+    pub mpu_failures: BTreeMap<String, u32>,
     next_seq: u64,
 }
 
@@ -100,14 +102,32 @@ impl QueueState {
                     sha256.clone(),
                     MultipartUpload::new(key, upload_id.clone(), *part_size),
                 );
+                self.mpu_failures.remove(sha256);
             }
             Record::Part { sha256, idx, e_tag } => {
                 if let Some(m) = self.multipart.get_mut(sha256) {
                     m.parts.insert(*idx, e_tag.clone());
+                    self.mpu_failures.remove(sha256);
+                }
+            }
+            Record::MpuFailed {
+                sha256,
+                upload_id,
+                failures,
+            } => {
+                if self.is_current_upload(sha256, upload_id) {
+                    self.mpu_failures.insert(sha256.clone(), *failures);
+                }
+            }
+            Record::MpuRestart { sha256, upload_id } => {
+                if self.is_current_upload(sha256, upload_id) {
+                    self.multipart.remove(sha256);
+                    self.mpu_failures.remove(sha256);
                 }
             }
             Record::Blob { sha256 } => {
                 self.multipart.remove(sha256);
+                self.mpu_failures.remove(sha256);
                 self.blobs.insert(sha256.clone());
             }
             Record::Uploaded { episode } => self.stage(episode, EpisodeUpload::Uploaded),
@@ -125,6 +145,19 @@ impl QueueState {
             Record::Evicting { episode } => self.stage(episode, EpisodeUpload::Evicting),
             Record::Evicted { episode } => self.stage(episode, EpisodeUpload::Evicted),
         }
+    }
+
+    /// Whether `upload_id` is the blob's multipart upload in progress.
+    fn is_current_upload(&self, sha256: &str, upload_id: &str) -> bool {
+        self.multipart
+            .get(sha256)
+            .is_some_and(|m| m.upload_id == upload_id)
+    }
+
+    /// Failed attempts in a row at the blob's current multipart upload.
+    #[must_use]
+    pub fn failures_of(&self, sha256: &str) -> u32 {
+        self.mpu_failures.get(sha256).copied().unwrap_or(0)
     }
 
     fn stage(&mut self, episode: &str, stage: EpisodeUpload) {
@@ -255,6 +288,13 @@ impl QueueState {
                     sha256: sha256.clone(),
                     idx,
                     e_tag: e_tag.clone(),
+                });
+            }
+            if let Some(&failures) = self.mpu_failures.get(sha256) {
+                out.push(Record::MpuFailed {
+                    sha256: sha256.clone(),
+                    upload_id: m.upload_id.clone(),
+                    failures,
                 });
             }
         }

@@ -22,6 +22,7 @@ use wshard::episode_dir::EpisodeDir;
 use wshard_publish::append::APPEND_ATTEMPTS;
 use wshard_publish::blob::{Blob, BlobAction, BlobSender, BlobSource, SendError, StoredCopies};
 use wshard_publish::episodes::{is_publishable, select, LocalEpisode, LocalFile};
+use wshard_publish::store::{OP_COMPLETE_MULTIPART, OP_UPLOAD_PART};
 use wshard_publish::{Credentials, DatasetId, PublishError, Publisher, Store};
 
 use super::error::{CycleError, EpisodeError};
@@ -338,12 +339,61 @@ impl Uploader {
                 return self.reenqueue(episode)
             }
             Err(SendError::Local(e)) => return Err(EpisodeError::Local(e)),
-            Err(SendError::Store(e)) => return Err(CycleError::Store(e).into()),
+            Err(SendError::Store(e)) => {
+                self.note_multipart_failure(episode, &f.sha256, &e)?;
+                return Err(CycleError::Store(e).into());
+            }
             Err(SendError::Hook(e)) => return Err(e.into()),
         }
         self.record(Record::Blob {
             sha256: f.sha256.clone(),
         })?;
+        Ok(())
+    }
+
+    /// A send of blob `sha256` failed with `e`: when that was a step of its multipart
+    /// upload with the store answering (not an unreachable store), journal one more failed
+    /// attempt at that upload; at `multipart_restart_after` in a row, give the upload up
+    /// (aborted on the store, best effort) so that the next attempt starts a new one.
+    fn note_multipart_failure(
+        &mut self,
+        episode: &str,
+        sha256: &str,
+        e: &PublishError,
+    ) -> Result<(), QueueLogError> {
+        if !is_multipart_step_failure(e) {
+            return Ok(());
+        }
+        let Some(m) = self.state().multipart.get(sha256).cloned() else {
+            return Ok(());
+        };
+        let failures = self.state().failures_of(sha256).saturating_add(1);
+        self.record(Record::MpuFailed {
+            sha256: sha256.to_owned(),
+            upload_id: m.upload_id.clone(),
+            failures,
+        })?;
+        if failures < self.settings.multipart_restart_after {
+            return Ok(());
+        }
+        tracing::warn!(
+            episode,
+            key = %m.key,
+            upload_id = %m.upload_id,
+            failures,
+            "upload: multipart upload failed {failures} times in a row ({e}); giving it up, the \
+             file is sent again in a new upload"
+        );
+        if let Some(p) = self.publisher.as_ref() {
+            // Best effort: a store that keeps failing the upload may fail this too; its
+            // lifecycle rule expires abandoned uploads.
+            let _ = p.store().abort_multipart(&m.key, &m.upload_id);
+        }
+        self.record(Record::MpuRestart {
+            sha256: sha256.to_owned(),
+            upload_id: m.upload_id,
+        })?;
+        self.shared.update(|v| v.counters.multipart_restarts += 1);
         Ok(())
     }
 
@@ -516,5 +566,18 @@ impl Uploader {
             episode: id.to_owned(),
         })?;
         self.local_copies().delete_moved(id)
+    }
+}
+
+/// Whether `e` is a failed step (a part, the completion) of an existing multipart upload
+/// with the store answering: a server error that may persist, another error reply, the
+/// upload lost again. An unreachable store is not the upload's fault.
+fn is_multipart_step_failure(e: &PublishError) -> bool {
+    match e {
+        PublishError::StoreUnavailable { op, .. } | PublishError::Store { op, .. } => {
+            [OP_UPLOAD_PART, OP_COMPLETE_MULTIPART].contains(op)
+        }
+        PublishError::UploadGone { .. } => true,
+        _ => false,
     }
 }

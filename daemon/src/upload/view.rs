@@ -72,6 +72,8 @@ pub struct UploadCounters {
     pub episodes_evicted: u64,
     pub evicted_bytes: u64,
     pub errors: u64,
+    /// Multipart uploads given up and started again with a new upload id.
+    pub multipart_restarts: u64,
 }
 
 /// A copy of everything shown.
