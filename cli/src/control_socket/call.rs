@@ -27,7 +27,7 @@ pub struct ControlOptions {
 }
 
 /// The error codes that mean "the request was understood and refused" (exit 1).
-const REFUSALS: [&str; 11] = [
+const REFUSALS: [&str; 12] = [
     "UNKNOWN_EPISODE",
     "PERMISSION_DENIED",
     "TIMEOUT",
@@ -39,6 +39,7 @@ const REFUSALS: [&str; 11] = [
     "UNKNOWN_STREAM",
     "NOTHING_RECORDED",
     "QUOTA_EXCEEDED",
+    "NOT_QUEUED",
 ];
 
 /// Send `req` to the control socket of `opts`; on failure, say why on `err` and give the

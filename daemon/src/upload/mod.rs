@@ -9,6 +9,8 @@
 //! never calls it:
 //! - [`handoff`]: the finisher's hand-off of each finalized episode (the upload thread
 //!   wakes on it; the data directory is scanned at startup and by a slow safety rescan).
+//! - [`requests`]: what operators ask of the uploader (`wshard upload retry|drop`), taken
+//!   by the upload thread at its next step.
 //! - [`thread`]: the upload thread (`SCHED_IDLE`: [`priority`]; waits: `pace`), passes of
 //!   the [`Uploader`] one after the other.
 //! - [`queue`]: the durable queue, [`queue_log`] (framing, sync, compaction) and [`state`]
@@ -30,6 +32,7 @@ mod queue_hooks;
 pub mod queue_log;
 pub mod quota;
 pub mod record;
+pub mod requests;
 pub mod settings;
 pub mod state;
 #[cfg(test)]

@@ -61,6 +61,9 @@ pub enum Record {
         dataset: String,
         version: String,
     },
+    /// An operator dropped the episode from the queue (`wshard upload drop`): it is never
+    /// sent, published or evicted by the uploader; its files stay where they are.
+    Dropped { episode: String },
     /// Eviction started: the directory is being moved to `.upload/evicting/<episode>`.
     Evicting { episode: String },
     /// The local copy is gone (the episode is remote only).

@@ -9,6 +9,9 @@ use wshard_publish::blob::MultipartUpload;
 
 use super::record::{QueuedFile, Record};
 
+/// The state name of an episode an operator dropped from the queue.
+pub const DROPPED: &str = "dropped";
+
 /// Where one episode stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum EpisodeUpload {
@@ -53,6 +56,8 @@ pub struct QueuedEpisode {
     /// The dataset and version that published it.
     pub dataset: Option<String>,
     pub version: Option<String>,
+    /// Dropped by an operator (`dropped`): out of the queue, never evicted.
+    pub dropped: bool,
 }
 
 /// The queue.
@@ -89,6 +94,7 @@ impl QueueState {
                         stage: EpisodeUpload::Queued,
                         dataset: None,
                         version: None,
+                        dropped: false,
                     },
                 );
             }
@@ -140,6 +146,11 @@ impl QueueState {
                 if let Some(e) = self.episodes.get_mut(episode) {
                     e.dataset = Some(dataset.clone());
                     e.version = Some(version.clone());
+                }
+            }
+            Record::Dropped { episode } => {
+                if let Some(e) = self.episodes.get_mut(episode) {
+                    e.dropped = true;
                 }
             }
             Record::Evicting { episode } => self.stage(episode, EpisodeUpload::Evicting),
@@ -198,13 +209,30 @@ impl QueueState {
         })
     }
 
-    /// Bytes of `episode` not yet on the store (stored parts count as sent).
+    /// The state of `episode` as shown by name: `dropped` for a dropped one, else
+    /// [`QueueState::state_of`]'s.
+    #[must_use]
+    pub fn state_name(&self, episode: &str) -> Option<&'static str> {
+        if self.is_dropped(episode) {
+            return Some(DROPPED);
+        }
+        self.state_of(episode).map(EpisodeUpload::name)
+    }
+
+    /// Whether an operator dropped `episode` from the queue.
+    #[must_use]
+    pub fn is_dropped(&self, episode: &str) -> bool {
+        self.episodes.get(episode).is_some_and(|e| e.dropped)
+    }
+
+    /// Bytes of `episode` not yet on the store (stored parts count as sent); none for a
+    /// dropped episode (it is not going to be sent).
     #[must_use]
     pub fn pending_bytes(&self, episode: &str) -> u64 {
         let Some(e) = self.episodes.get(episode) else {
             return 0;
         };
-        if e.stage >= EpisodeUpload::Uploaded {
+        if e.stage >= EpisodeUpload::Uploaded || e.dropped {
             return 0;
         }
         let mut seen = BTreeSet::new();
@@ -235,9 +263,10 @@ impl QueueState {
         .iter()
         .map(|s| (s.name(), 0))
         .collect();
+        out.insert(DROPPED, 0);
         for id in self.episodes.keys() {
-            if let Some(s) = self.state_of(id) {
-                *out.entry(s.name()).or_insert(0) += 1;
+            if let Some(s) = self.state_name(id) {
+                *out.entry(s).or_insert(0) += 1;
             }
         }
         out
@@ -314,6 +343,11 @@ impl QueueState {
             }
             if e.stage >= EpisodeUpload::Evicting {
                 out.push(Record::Evicting {
+                    episode: episode.clone(),
+                });
+            }
+            if e.dropped {
+                out.push(Record::Dropped {
                     episode: episode.clone(),
                 });
             }

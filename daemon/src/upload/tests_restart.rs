@@ -1,4 +1,5 @@
-//! Unit tests of the multipart restart records (`mpu_failed`, `mpu_restart`): their effect
+//! Unit tests of the multipart restart records (`mpu_failed`, `mpu_restart`) and of an
+//! operator's `dropped`: their effect
 //! on the replayed queue, their place in a compacted log, and a power cut at every
 //! operation of a log that holds them.
 
@@ -63,6 +64,14 @@ fn part(idx: usize) -> Record {
 fn history() -> Vec<Record> {
     vec![
         enqueue(),
+        Record::Enqueue {
+            episode: "b".into(),
+            status: "complete".into(),
+            files: Vec::new(),
+        },
+        Record::Dropped {
+            episode: "b".into(),
+        },
         mpu("u1"),
         part(0),
         failed("u1", 1),
@@ -83,13 +92,21 @@ fn history() -> Vec<Record> {
 fn upload_restart_failures_count_in_a_row_and_a_restart_forgets_the_upload() {
     let mut s = QueueState::default();
     let h = history();
-    for r in &h[..4] {
+    // `b`, enqueued then dropped: shown `dropped`, nothing pending, counted apart.
+    for r in &h[..3] {
+        s.apply(r);
+    }
+    assert!(s.is_dropped("b"));
+    assert_eq!(s.state_name("b"), Some(super::state::DROPPED));
+    assert_eq!(s.counts()[super::state::DROPPED], 1);
+    assert_eq!(s.pending_bytes("b"), 0);
+    for r in &h[3..6] {
         s.apply(r);
     }
     assert_eq!(s.failures_of(SHA), 1);
-    s.apply(&h[4]);
+    s.apply(&h[6]);
     assert_eq!(s.failures_of(SHA), 0, "a stored part resets the count");
-    for r in &h[5..8] {
+    for r in &h[7..10] {
         s.apply(r);
     }
     assert_eq!(s.failures_of(SHA), 3);
@@ -98,7 +115,7 @@ fn upload_restart_failures_count_in_a_row_and_a_restart_forgets_the_upload() {
     s.apply(&restart("u0"));
     assert_eq!(s.failures_of(SHA), 3);
     assert_eq!(s.multipart[SHA].upload_id, "u1");
-    s.apply(&h[8]);
+    s.apply(&h[10]);
     assert!(
         s.multipart.is_empty(),
         "the next attempt starts a new upload"
@@ -109,20 +126,22 @@ fn upload_restart_failures_count_in_a_row_and_a_restart_forgets_the_upload() {
         250,
         "the given-up upload's parts count no more"
     );
-    for r in &h[9..] {
+    for r in &h[11..] {
         s.apply(r);
     }
     assert!(s.blobs.contains(SHA));
+    assert!(s.is_dropped("b"), "a drop is for good");
     assert!(s.mpu_failures.is_empty());
 }
 
 #[test]
 fn upload_restart_failure_count_survives_compaction() {
     let h = history();
-    let mid = QueueState::replay(&h[..8]);
+    let mid = QueueState::replay(&h[..10]);
     assert_eq!(mid.failures_of(SHA), 3);
     let again = QueueState::replay(&mid.snapshot());
     assert_eq!(again, mid);
+    assert!(mid.is_dropped("b"));
     assert!(mid
         .snapshot()
         .iter()

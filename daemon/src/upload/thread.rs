@@ -121,11 +121,16 @@ fn run(
         };
         // Idle: a finalized episode handed over starts the next pass at once. Backing off:
         // the store is not asked again before the delay (new episodes wait in the hand-off).
+        // An operator's request (`wshard upload retry|drop`) ends any wait, and starts the
+        // backoff over.
         let handoff = &shared.handoff;
-        if !wait_until_or(Instant::now() + wait, &stop, || {
-            idle && handoff.is_pending()
-        }) {
+        let requests = &shared.requests;
+        let woke = || (idle && handoff.is_pending()) || requests.is_pending();
+        if !wait_until_or(Instant::now() + wait, &stop, woke) {
             break;
+        }
+        if requests.is_pending() {
+            backoff.reset();
         }
     }
 }

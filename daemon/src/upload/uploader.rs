@@ -22,10 +22,9 @@ use wshard::episode_dir::EpisodeDir;
 use wshard_publish::append::APPEND_ATTEMPTS;
 use wshard_publish::blob::{Blob, BlobAction, BlobSender, BlobSource, SendError, StoredCopies};
 use wshard_publish::episodes::{is_publishable, select, LocalEpisode, LocalFile};
-use wshard_publish::store::{OP_COMPLETE_MULTIPART, OP_UPLOAD_PART};
 use wshard_publish::{Credentials, DatasetId, PublishError, Publisher, Store};
 
-use super::error::{CycleError, EpisodeError};
+use super::error::{error_kind, is_multipart_step_failure, CycleError, EpisodeError};
 use super::evict::{tree_bytes, EvictionNeed, LocalCopies};
 use super::pace::Pacer;
 use super::protected::protection;
@@ -133,12 +132,15 @@ impl Uploader {
         for dir in &handed.dirs {
             self.take_handed(dir)?;
         }
+        self.take_requests()?;
         self.evict()?;
         let todo: Vec<String> = self
             .state()
             .in_order()
             .into_iter()
-            .filter(|(id, e)| e.stage < EpisodeUpload::Published && !self.skipped.contains_key(*id))
+            .filter(|(id, e)| {
+                e.stage < EpisodeUpload::Published && !e.dropped && !self.skipped.contains_key(*id)
+            })
             .map(|(id, _)| id.clone())
             .collect();
         if todo.is_empty() {
@@ -152,14 +154,62 @@ impl Uploader {
             }
             match self.send_episode(id) {
                 Ok(()) => {}
-                Err(EpisodeError::Cycle(e)) => return Err(e),
-                Err(EpisodeError::Local(e)) => self.skip(id, &e),
+                Err(EpisodeError::Cycle(e)) => {
+                    if let CycleError::Store(s) = &e {
+                        self.note_attempt(id, error_kind(s), s.to_string());
+                    }
+                    return Err(e);
+                }
+                Err(EpisodeError::Local(e)) => {
+                    self.note_attempt(id, "local_episode", e.to_string());
+                    self.skip(id, &e);
+                }
             }
         }
         self.publish_uploaded()?;
         self.evict()?;
         self.shared.update(|v| v.current = None);
         Ok(())
+    }
+
+    /// Take the operators' requests: drop an episode not yet published (a `dropped`
+    /// record; never sent, published or evicted after it), take back an episode left out
+    /// until a restart.
+    fn take_requests(&mut self) -> Result<(), QueueLogError> {
+        let taken = self.shared.requests.take();
+        for id in taken.retry {
+            if self.skipped.remove(&id).is_some() {
+                tracing::info!(episode = %id, "upload: episode taken back by an operator");
+            }
+        }
+        for id in taken.drop {
+            let droppable = self
+                .state()
+                .episodes
+                .get(&id)
+                .is_some_and(|e| !e.dropped && e.stage < EpisodeUpload::Published);
+            if !droppable {
+                continue;
+            }
+            self.record(Record::Dropped {
+                episode: id.clone(),
+            })?;
+            self.skipped.remove(&id);
+            self.shared.update(|v| {
+                v.attempts.remove(&id);
+            });
+            tracing::warn!(episode = %id, "upload: episode dropped from the queue by an operator; its files are kept and never evicted");
+        }
+        Ok(())
+    }
+
+    /// One more failed attempt at episode `id`, shown per episode.
+    fn note_attempt(&self, id: &str, kind: &'static str, message: String) {
+        self.shared.update(|v| {
+            let a = v.attempts.entry(id.to_owned()).or_default();
+            a.failed += 1;
+            a.last_error = Some((kind, message));
+        });
     }
 
     fn skip(&mut self, id: &str, e: &PublishError) {
@@ -286,6 +336,11 @@ impl Uploader {
             return Ok(());
         }
         for f in &ep.files {
+            // An operator's drop is taken between blobs.
+            self.take_requests()?;
+            if self.state().is_dropped(id) {
+                return Ok(());
+            }
             if self.state().blobs.contains(&f.sha256) {
                 continue;
             }
@@ -294,6 +349,9 @@ impl Uploader {
         self.record(Record::Uploaded {
             episode: id.to_owned(),
         })?;
+        self.shared.update(|v| {
+            v.attempts.remove(id);
+        });
         Ok(())
     }
 
@@ -419,7 +477,7 @@ impl Uploader {
         self.state()
             .in_order()
             .into_iter()
-            .filter(|(_, e)| e.stage == EpisodeUpload::Uploaded)
+            .filter(|(_, e)| e.stage == EpisodeUpload::Uploaded && !e.dropped)
             .map(|(id, e)| LocalEpisode {
                 id: id.clone(),
                 status: EpisodeStatus::parse(&e.status).unwrap_or(EpisodeStatus::Recovered),
@@ -566,18 +624,5 @@ impl Uploader {
             episode: id.to_owned(),
         })?;
         self.local_copies().delete_moved(id)
-    }
-}
-
-/// Whether `e` is a failed step (a part, the completion) of an existing multipart upload
-/// with the store answering: a server error that may persist, another error reply, the
-/// upload lost again. An unreachable store is not the upload's fault.
-fn is_multipart_step_failure(e: &PublishError) -> bool {
-    match e {
-        PublishError::StoreUnavailable { op, .. } | PublishError::Store { op, .. } => {
-            [OP_UPLOAD_PART, OP_COMPLETE_MULTIPART].contains(op)
-        }
-        PublishError::UploadGone { .. } => true,
-        _ => false,
     }
 }
