@@ -73,7 +73,8 @@ pub struct PublishConfig {
     /// and the blob sent again in a new upload. 1..=1000. Default 5.
     pub multipart_restart_after: u32,
     /// Run the upload thread under Linux's `SCHED_IDLE`: it gets only CPU time nothing
-    /// else wants, so uploading never takes a core from recording. Default `true`.
+    /// else wants, so uploading never takes a core from recording; and its I/O in the idle
+    /// class (`ioprio_set`). Default `true`.
     pub idle_priority: bool,
 }
 

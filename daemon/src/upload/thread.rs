@@ -71,6 +71,9 @@ fn run(
         if let Err(e) = super::priority::run_current_thread_when_idle() {
             tracing::warn!("{e}; uploading at normal priority");
         }
+        if let Err(e) = super::priority::run_current_thread_io_when_idle() {
+            tracing::warn!("{e}; uploading at the normal I/O class");
+        }
     }
     let mut backoff = Backoff::new(settings.retry_min, settings.retry_max);
     let scan_interval = settings.scan_interval;
