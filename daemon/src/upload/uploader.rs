@@ -183,17 +183,9 @@ impl Uploader {
             }
         }
         for id in taken.drop {
-            let droppable = self
-                .state()
-                .episodes
-                .get(&id)
-                .is_some_and(|e| !e.dropped && e.stage < EpisodeUpload::Published);
-            if !droppable {
+            if !self.queue.drop_episode(&id)? {
                 continue;
             }
-            self.record(Record::Dropped {
-                episode: id.clone(),
-            })?;
             self.skipped.remove(&id);
             self.shared.update(|v| {
                 v.attempts.remove(&id);
@@ -422,18 +414,10 @@ impl Uploader {
         if !is_multipart_step_failure(e) {
             return Ok(());
         }
-        let Some(m) = self.state().multipart.get(sha256).cloned() else {
+        let restart_after = self.settings.multipart_restart_after;
+        let Some((m, failures)) = self.queue.multipart_failed(sha256, restart_after)? else {
             return Ok(());
         };
-        let failures = self.state().failures_of(sha256).saturating_add(1);
-        self.record(Record::MpuFailed {
-            sha256: sha256.to_owned(),
-            upload_id: m.upload_id.clone(),
-            failures,
-        })?;
-        if failures < self.settings.multipart_restart_after {
-            return Ok(());
-        }
         tracing::warn!(
             episode,
             key = %m.key,
@@ -447,10 +431,6 @@ impl Uploader {
             // lifecycle rule expires abandoned uploads.
             let _ = p.store().abort_multipart(&m.key, &m.upload_id);
         }
-        self.record(Record::MpuRestart {
-            sha256: sha256.to_owned(),
-            upload_id: m.upload_id,
-        })?;
         self.shared.update(|v| v.counters.multipart_restarts += 1);
         Ok(())
     }
@@ -607,12 +587,14 @@ impl Uploader {
             })?;
             self.local_copies().move_out(&id)?;
             drop(guard);
-            self.finish_moved(&id)?;
-            need.evicted(size);
+            // Counted before `evicted` shows in the queue: whoever sees the state sees the
+            // count too.
             self.shared.update(|v| {
                 v.counters.episodes_evicted += 1;
                 v.counters.evicted_bytes += size;
             });
+            self.finish_moved(&id)?;
+            need.evicted(size);
         }
         Ok(())
     }
