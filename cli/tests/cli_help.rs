@@ -6,10 +6,10 @@ mod common;
 use common::wshard;
 
 /// The top-level commands, in the order `wshard --help` lists them (then `help`).
-const COMMANDS: [&str; 22] = [
-    "status", "episodes", "close", "stop", "abort", "keep", "split", "trigger", "metrics",
-    "annotate", "bridge", "export", "import", "publish", "query", "cache", "dataset", "doctor",
-    "inspect", "verify", "recover", "cat",
+const COMMANDS: [&str; 23] = [
+    "status", "episodes", "close", "stop", "abort", "keep", "split", "trigger", "upload",
+    "metrics", "annotate", "bridge", "export", "import", "publish", "query", "cache", "dataset",
+    "doctor", "inspect", "verify", "recover", "cat",
 ];
 
 /// The lines of the `Commands:` section of a help text.

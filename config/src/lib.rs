@@ -54,7 +54,10 @@ pub use load::{
     SYSTEM_CONFIG_PATH,
 };
 pub use octal::{format_mode, parse_mode, ModeTextError, MAX_MODE};
-pub use publish::{PublishConfig, MAX_PUBLISH_PART_BYTES, MAX_ROBOT_BYTES, MIN_PUBLISH_PART_BYTES};
+pub use publish::{
+    PublishConfig, MAX_MULTIPART_RESTART_AFTER, MAX_PUBLISH_PART_BYTES, MAX_ROBOT_BYTES,
+    MIN_PUBLISH_PART_BYTES,
+};
 pub use reload::{schema_keys, ReloadClass};
 pub use rolling::{QuotaPolicy, RollingConfig};
 pub use schema::{

@@ -20,6 +20,8 @@ pub const MAX_PUBLISH_PART_BYTES: u64 = 5 << 30;
 pub const MAX_ROBOT_BYTES: usize = MAX_STREAM_NAME_BYTES;
 /// Longest wait between two attempts, in milliseconds (one day).
 pub const MAX_RETRY_MS: u64 = 86_400_000;
+/// Most failed attempts in a row `publish.multipart_restart_after` may wait for.
+pub const MAX_MULTIPART_RESTART_AFTER: u32 = 1000;
 /// The names `publish.provider` takes.
 pub const PROVIDERS: &[&str] = &["s3", "gcs", "azure"];
 
@@ -54,7 +56,8 @@ pub struct PublishConfig {
     pub part_size_bytes: u64,
     /// Files of at least this size go up as multipart uploads. Default 64 MiB.
     pub multipart_threshold_bytes: u64,
-    /// How often the data directory is scanned for finished episodes (ms). Default 5000.
+    /// The safety rescan of the data directory, and how often an idle uploader checks
+    /// eviction (ms); finalized episodes are handed to the uploader at once. Default 60000.
     pub scan_interval_ms: u64,
     /// First wait after a failed attempt (ms), doubled up to `retry_max_ms`. Default 1000.
     pub retry_min_ms: u64,
@@ -65,8 +68,13 @@ pub struct PublishConfig {
     /// Data-directory quota in bytes: published episodes are evicted, oldest first, above
     /// it; 0 = none. Default 0.
     pub quota_bytes: u64,
+    /// Failed attempts in a row at one multipart upload (a part or the completion answered
+    /// with a 5xx or another error, or the upload lost again) after which it is given up
+    /// and the blob sent again in a new upload. 1..=1000. Default 5.
+    pub multipart_restart_after: u32,
     /// Run the upload thread under Linux's `SCHED_IDLE`: it gets only CPU time nothing
-    /// else wants, so uploading never takes a core from recording. Default `true`.
+    /// else wants, so uploading never takes a core from recording; and its I/O in the idle
+    /// class (`ioprio_set`). Default `true`.
     pub idle_priority: bool,
 }
 
@@ -85,11 +93,12 @@ impl Default for PublishConfig {
             bandwidth_limit_bytes_per_s: 0,
             part_size_bytes: 16 * MIB,
             multipart_threshold_bytes: 64 * MIB,
-            scan_interval_ms: 5_000,
+            scan_interval_ms: 60_000,
             retry_min_ms: 1_000,
             retry_max_ms: 300_000,
             delete_after_publish: false,
             quota_bytes: 0,
+            multipart_restart_after: 5,
             idle_priority: true,
         }
     }
@@ -147,6 +156,13 @@ impl PublishConfig {
                 "publish.scan_interval_ms",
                 self.scan_interval_ms.to_string(),
                 &format!("must be 10..={MAX_RETRY_MS}"),
+            );
+        }
+        if !(1..=MAX_MULTIPART_RESTART_AFTER).contains(&self.multipart_restart_after) {
+            return inv(
+                "publish.multipart_restart_after",
+                self.multipart_restart_after.to_string(),
+                &format!("must be 1..={MAX_MULTIPART_RESTART_AFTER}"),
             );
         }
         if !(1..=MAX_RETRY_MS).contains(&self.retry_min_ms) {

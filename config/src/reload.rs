@@ -95,6 +95,7 @@ static KEYS: &[KeyDiff] = &[
     key!(Restart, publish.retry_max_ms),
     key!(Restart, publish.delete_after_publish),
     key!(Restart, publish.quota_bytes),
+    key!(Restart, publish.multipart_restart_after),
 ];
 
 /// Every leaf key of the schema (`codecs.channels` counts as one) with its reload class.

@@ -72,6 +72,8 @@ fn config_publish_errors_name_the_key() {
             "publish.retry_max_ms",
         ),
         ("[publish]\nscan_interval_ms = 1\n", "publish.scan_interval_ms"),
+        ("[publish]\nmultipart_restart_after = 0\n", "publish.multipart_restart_after"),
+        ("[publish]\nmultipart_restart_after = 1001\n", "publish.multipart_restart_after"),
         ("[publish]\nrobot = \"a/b\"\n", "publish.robot"),
         ("[publish]\nprefix = \"../x\"\n", "publish.prefix"),
         ("[publish]\nprovider = \"ftp\"\n", "publish.provider"),

@@ -125,6 +125,7 @@ fn settings() -> UploaderSettings {
             low_watermark_free_bytes: 0,
         },
         idle_priority: false,
+        multipart_restart_after: 5,
     }
 }
 

@@ -20,7 +20,7 @@ mod classify;
 mod multipart;
 
 pub use build::azure_account_of;
-pub use multipart::AZURE_UPLOAD_ID;
+pub use multipart::{AZURE_UPLOAD_ID, OP_COMPLETE_MULTIPART, OP_UPLOAD_PART};
 
 /// When a put may write.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -66,6 +66,7 @@ fn settings(data_dir: &Path, endpoint: &str, prefix: &str) -> UploaderSettings {
         retry_max: Duration::from_millis(400),
         evict: EvictPolicy::default(),
         idle_priority: false,
+        multipart_restart_after: 5,
     }
 }
 

@@ -49,6 +49,7 @@ fn settings(data_dir: &Path, endpoint: &str, prefix: &str) -> UploaderSettings {
         retry_max: Duration::from_millis(200),
         evict: EvictPolicy::default(),
         idle_priority: false,
+        multipart_restart_after: 5,
     }
 }
 

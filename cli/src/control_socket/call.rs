@@ -27,7 +27,7 @@ pub struct ControlOptions {
 }
 
 /// The error codes that mean "the request was understood and refused" (exit 1).
-const REFUSALS: [&str; 13] = [
+const REFUSALS: [&str; 14] = [
     "UNKNOWN_EPISODE",
     "PERMISSION_DENIED",
     "TIMEOUT",
@@ -41,6 +41,7 @@ const REFUSALS: [&str; 13] = [
     "QUOTA_EXCEEDED",
     "PART_FINISHED",
     "WINDOW_PENDING",
+    "NOT_QUEUED",
 ];
 
 /// Send `req` to the control socket of `opts`; on failure, say why on `err` and give the

@@ -28,6 +28,7 @@ pub mod split;
 pub mod status;
 pub mod stop;
 pub mod trigger;
+pub mod upload;
 pub mod verify;
 
 use std::io::Write;
@@ -44,6 +45,7 @@ pub enum Command {
     Keep(keep::KeepArgs),
     Split(split::SplitArgs),
     Trigger(trigger::TriggerArgs),
+    Upload(upload::UploadArgs),
     Metrics(metrics::MetricsArgs),
     Annotate(annotate::AnnotateArgs),
     Bridge(bridge::BridgeArgs),
@@ -78,6 +80,7 @@ impl Command {
             Self::Keep(args) => keep::run(args, out, err),
             Self::Split(args) => split::run(args, out, err),
             Self::Trigger(args) => trigger::run(args, out, err),
+            Self::Upload(args) => upload::run(args, out, err),
             Self::Metrics(args) => metrics::run(args, out, err),
             Self::Annotate(args) => annotate::run(args, out, err),
             Self::Bridge(args) => bridge::run(&args.verb, &args.options, out, err),

@@ -2,7 +2,7 @@
 //! It may call `ingest` (peer credentials), `runtime` (the server context) and what is below.
 //!
 //! The operator's control socket (`wshard status`, `episodes`, `close`, `stop`, `abort`,
-//! `keep`, `split`, `trigger`, `annotate`, `metrics`) and the
+//! `keep`, `split`, `trigger`, `upload`, `annotate`, `metrics`) and the
 //! optional loopback HTTP endpoint for Prometheus. The protocol is in `docs/CONTROL.md`.
 //!
 //! - [`protocol`]: requests, replies, typed error codes.
@@ -15,6 +15,8 @@
 //! - [`part_target`]: what an episode id names for `close`, `stop`, `abort`, `keep` and
 //!   `split` (an open episode by its id or its part recording now, a finished part).
 //! - [`multi_parts`]: a multi-stream episode's parts in `status`, `episodes`, the metrics.
+//! - [`upload_verb`]: `upload status|retry|drop [EPISODE]` (the upload queue's entries, an
+//!   operator's retry or drop).
 //! - [`metrics`]: the exposition (prometheus-client).
 //! - [`annotate`]: `annotate EPISODE`, with its arguments in [`annotate_request`].
 //! - [`trigger`]: `trigger` (the flight recorder's windows), with its arguments in
@@ -60,6 +62,7 @@ pub mod trigger;
 pub mod trigger_request;
 pub mod unix_time;
 pub mod upload;
+pub mod upload_verb;
 
 use std::os::unix::net::UnixListener;
 use std::sync::Arc;

@@ -46,6 +46,35 @@ pub enum Request {
     Split { episode: String },
     /// Persist a window of the flight streams (mutating: needs the admin allowlist).
     Trigger(crate::flight::TriggerRequest),
+    /// The upload queue: list it (`status`, read-only), or act on one episode (`retry`,
+    /// `drop`: mutating).
+    Upload {
+        action: UploadAction,
+        episode: Option<String>,
+    },
+}
+
+/// What `upload` does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UploadAction {
+    /// List the queue's entries (or one episode's).
+    Status,
+    /// Try the episode again now (the backoff reset).
+    Retry,
+    /// Drop the episode from the queue (its files kept, never evicted).
+    Drop,
+}
+
+impl UploadAction {
+    /// `status`, `retry`, `drop`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Status => "status",
+            Self::Retry => "retry",
+            Self::Drop => "drop",
+        }
+    }
 }
 
 impl Request {
@@ -63,6 +92,7 @@ impl Request {
             Self::Keep { .. } => "keep",
             Self::Split { .. } => "split",
             Self::Trigger(_) => "trigger",
+            Self::Upload { .. } => "upload",
         }
     }
 
@@ -78,6 +108,10 @@ impl Request {
                 | Self::Keep { .. }
                 | Self::Split { .. }
                 | Self::Trigger(_)
+                | Self::Upload {
+                    action: UploadAction::Retry | UploadAction::Drop,
+                    ..
+                }
         )
     }
 
@@ -109,6 +143,12 @@ impl Request {
         }
         if let Self::Split { episode } = self {
             v["episode"] = json!(episode);
+        }
+        if let Self::Upload { action, episode } = self {
+            v["action"] = json!(action.name());
+            if let Some(e) = episode {
+                v["episode"] = json!(e);
+            }
         }
         if let (Self::Annotate(a), Some(obj)) = (self, v.as_object_mut()) {
             obj.extend(a.to_fields());
@@ -166,6 +206,9 @@ pub enum ErrorKind {
     PartFinished,
     /// `close`, `stop`, `abort`, `split` of a trigger window still being persisted.
     WindowPending,
+    /// `upload retry|drop` of an episode that is not waiting in the upload queue (never
+    /// enqueued, already published, dropped), or with the uploader off.
+    NotQueued,
 }
 
 impl ErrorKind {
@@ -194,6 +237,7 @@ impl ErrorKind {
             Self::QuotaExceeded => "QUOTA_EXCEEDED",
             Self::PartFinished => "PART_FINISHED",
             Self::WindowPending => "WINDOW_PENDING",
+            Self::NotQueued => "NOT_QUEUED",
         }
     }
 }
@@ -242,6 +286,34 @@ impl ControlError {
 #[must_use]
 pub fn ok_reply(verb: &str, result: Value) -> Value {
     json!({"ok": true, "version": PROTOCOL_VERSION, "verb": verb, "result": result})
+}
+
+/// The fields of an `upload` request: `action` (`status` when absent) and `episode`
+/// (needed by `retry` and `drop`).
+fn parse_upload(obj: &Map<String, Value>) -> Result<Request, String> {
+    let action = match obj.get("action") {
+        None | Some(Value::Null) => UploadAction::Status,
+        Some(Value::String(s)) => match s.as_str() {
+            "status" => UploadAction::Status,
+            "retry" => UploadAction::Retry,
+            "drop" => UploadAction::Drop,
+            other => {
+                return Err(format!(
+                    "`action` {other:?} is not one of status, retry, drop"
+                ))
+            }
+        },
+        Some(other) => return Err(format!("`action` must be a string, is {other}")),
+    };
+    let episode = match obj.get("episode") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(other) => return Err(format!("`episode` must be a non-empty string, is {other}")),
+    };
+    if episode.is_none() && action != UploadAction::Status {
+        return Err(format!("upload {} needs `episode`", action.name()));
+    }
+    Ok(Request::Upload { action, episode })
 }
 
 /// Parse one request line (without its newline).
@@ -322,6 +394,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ControlError> {
             )),
             None => Err(bad(Some(verb), "split needs `episode`".into())),
         },
+        "upload" => parse_upload(&obj).map_err(|m| bad(Some(verb), m)),
         "trigger" => super::trigger_request::parse(&obj)
             .map(Request::Trigger)
             .map_err(|e| bad(Some(verb), e.to_string())),
@@ -333,7 +406,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ControlError> {
             Some(other),
             format!(
                 "unknown verb `{other}`: expected status, episodes, close, stop, abort, keep, \
-                 split, trigger, annotate or metrics"
+                 split, trigger, upload, annotate or metrics"
             ),
         )),
     }
@@ -428,6 +501,38 @@ mod tests {
                 release: false
             })
         );
+    }
+
+    #[test]
+    fn upload_verb_parses_and_only_retry_and_drop_mutate() {
+        let status = Request::Upload {
+            action: UploadAction::Status,
+            episode: None,
+        };
+        assert!(!status.is_mutating());
+        assert_eq!(parse_request(status.to_line().as_bytes()), Ok(status));
+        assert_eq!(
+            parse_request(br#"{"verb":"upload"}"#),
+            Ok(Request::Upload {
+                action: UploadAction::Status,
+                episode: None
+            })
+        );
+        for action in [UploadAction::Retry, UploadAction::Drop] {
+            let req = Request::Upload {
+                action,
+                episode: Some("ep".into()),
+            };
+            assert!(req.is_mutating(), "{req:?}");
+            assert_eq!(parse_request(req.to_line().as_bytes()), Ok(req));
+        }
+        assert_eq!(code(r#"{"verb":"upload","action":"drop"}"#), "BAD_REQUEST");
+        assert_eq!(
+            code(r#"{"verb":"upload","action":"nuke","episode":"e"}"#),
+            "BAD_REQUEST"
+        );
+        assert_eq!(code(r#"{"verb":"upload","action":1}"#), "BAD_REQUEST");
+        assert_eq!(code(r#"{"verb":"upload","episode":""}"#), "BAD_REQUEST");
     }
 
     #[test]

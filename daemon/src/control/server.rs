@@ -17,7 +17,7 @@ use super::protocol::{
 };
 use super::request_io::{drain, read_request, ReadFailure, READ_SLICE};
 use super::state::ControlState;
-use super::{annotate, close, episodes, keep, metrics, split, status};
+use super::{annotate, close, episodes, keep, metrics, split, status, upload_verb};
 use crate::ingest::connection::peer_cred;
 use crate::registry::PeerCred;
 
@@ -171,6 +171,13 @@ pub fn respond(
         Request::Keep { episode, release } => {
             let uid = cred.map_or(u32::MAX, |c| c.uid);
             ok_reply(verb, keep::keep(st, &episode, release, uid)?)
+        }
+        Request::Upload { action, episode } => {
+            let uid = cred.map_or(u32::MAX, |c| c.uid);
+            ok_reply(
+                verb,
+                upload_verb::upload(st, action, episode.as_deref(), uid)?,
+            )
         }
         Request::Split { episode } => {
             // check_access refuses `split` without credentials.

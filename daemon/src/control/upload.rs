@@ -38,6 +38,7 @@ pub fn status_json(st: &ControlState) -> Value {
         "episodes_evicted_total": v.counters.episodes_evicted,
         "evicted_bytes_total": v.counters.evicted_bytes,
         "errors_total": v.counters.errors,
+        "multipart_restarts_total": v.counters.multipart_restarts,
         "next_retry_unix_s": v.next_retry.map(unix_seconds),
         "current": v.current.as_ref().map(|c| json!({
             "episode": c.episode,

@@ -113,6 +113,8 @@ pub struct MultiEpisode {
     /// `[rolling]`: a cut is being made (`Some(false)`), or rolling stopped for the
     /// episode after a refused cut (the reason).
     rolling: parts::RollingState,
+    /// Where the final episode (and each finished part) is handed to the uploader.
+    handoff: std::sync::OnceLock<crate::upload::Handoff>,
 }
 
 impl std::fmt::Debug for MultiEpisode {
@@ -198,6 +200,7 @@ impl MultiEpisode {
                 failed: None,
             }),
             events: Mutex::new(events),
+            handoff: std::sync::OnceLock::new(),
             fs,
             finalized: AtomicBool::new(false),
             stopped: Mutex::new(None),
@@ -249,6 +252,20 @@ impl MultiEpisode {
         })
     }
 
+    /// Hand the final episode (or a finished part) in `dir` to the uploader, given by
+    /// [`MultiEpisode::hand_finished_to`].
+    pub(crate) fn hand_off(&self, dir: &Path) {
+        if let Some(h) = self.handoff.get() {
+            h.finished(dir);
+        }
+    }
+
+    /// Where the final episode and its finished parts are handed (the uploader); set once,
+    /// after [`MultiEpisode::create`].
+    pub(crate) fn hand_finished_to(&self, handoff: crate::upload::Handoff) {
+        let _ = self.handoff.set(handoff);
+    }
+
     /// Finalize when closed and no stream records: status from the close, committed.
     fn settle(&self, st: &mut State, mut index_error: Option<String>) -> Progress {
         let recording = st.recording.len() as u64;
@@ -261,6 +278,9 @@ impl MultiEpisode {
                     index_error = Some(e.to_string());
                 }
                 tracing::info!(episode = %self.id, status = %outcome, streams = st.index.streams.len(), "multi-stream episode finalized");
+                if index_error.is_none() {
+                    self.hand_off(&st.part.dir);
+                }
             }
         }
         Progress {

@@ -387,6 +387,9 @@ impl MultiEpisode {
             lb.index.status = EpisodeStatus::Complete;
         }
         let r = commit_index(&*self.fs, &lb.dir, &lb.index);
+        if done && r.is_ok() {
+            self.hand_off(&lb.dir);
+        }
         if done {
             let id = lb.index.episode_id.clone();
             st.left_behind.remove(at);

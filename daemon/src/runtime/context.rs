@@ -132,9 +132,12 @@ impl ServerContext {
     /// Settings for a new episode.
     #[must_use]
     pub(crate) fn settings(&self) -> SessionSettings {
-        self.tunables
+        let mut s: SessionSettings = self
+            .tunables
             .read()
             .map(|t| t.settings.clone())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        s.handoff = self.upload.handoff.clone();
+        s
     }
 }

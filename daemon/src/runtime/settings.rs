@@ -54,6 +54,8 @@ pub(crate) fn session_settings(cfg: &Config) -> SessionSettings {
             ..wshard::episode::EpisodeWriteOptions::default()
         },
         preallocate: cfg.disk.preallocate,
+        // Connected by `ServerContext::settings` to the uploader.
+        handoff: crate::upload::Handoff::default(),
     }
 }
 

@@ -189,6 +189,10 @@ pub(crate) fn run(
                 tracing::warn!(path = %path.display(), "could not remove a chunk evicted from the flight ring: {e}");
             }
         }
+        if final_status.is_some() || next.is_some() {
+            // The episode (or a split part) is final: the uploader takes it now.
+            shared.settings.handoff.finished(&layout.dir);
+        }
         if let Some(n) = next {
             // The part is finalized: the chunks that follow are the next part's.
             let parts = &shared.parts;

@@ -72,6 +72,9 @@ pub struct SessionSettings {
     pub max_episode_id_bytes: usize,
     /// `[rolling]`.
     pub rolling: Rolling,
+    /// Where the finisher hands each finalized episode (the uploader; disconnected when
+    /// `[publish]` is off).
+    pub handoff: crate::upload::Handoff,
 }
 
 impl Default for SessionSettings {
@@ -91,6 +94,7 @@ impl Default for SessionSettings {
             preallocate: true,
             max_episode_id_bytes: wshard_storage::layout::MAX_EPISODE_ID_BYTES,
             rolling: Rolling::default(),
+            handoff: crate::upload::Handoff::default(),
         }
     }
 }

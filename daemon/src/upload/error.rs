@@ -2,6 +2,7 @@
 //! (`EpisodeError`), and the short kind of a store error that status and the metrics
 //! show ([`error_kind`]).
 
+use wshard_publish::store::{OP_COMPLETE_MULTIPART, OP_UPLOAD_PART};
 use wshard_publish::PublishError;
 
 use super::queue_log::QueueLogError;
@@ -64,5 +65,19 @@ pub fn error_kind(e: &PublishError) -> &'static str {
         | PublishError::EpisodeStatusUnknown { .. }
         | PublishError::AnnotationsRead { .. } => "local_episode",
         _ => "store",
+    }
+}
+
+/// Whether `e` is a failed step (a part, the completion) of an existing multipart upload
+/// with the store answering: a server error that may persist, another error reply, the
+/// upload lost again. An unreachable store is not the upload's fault.
+#[must_use]
+pub fn is_multipart_step_failure(e: &PublishError) -> bool {
+    match e {
+        PublishError::StoreUnavailable { op, .. } | PublishError::Store { op, .. } => {
+            [OP_UPLOAD_PART, OP_COMPLETE_MULTIPART].contains(op)
+        }
+        PublishError::UploadGone { .. } => true,
+        _ => false,
     }
 }

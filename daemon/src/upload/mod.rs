@@ -7,6 +7,10 @@
 //!
 //! One owner, [`Uploader`] (`uploader`), its impl whole; everything else is below it and
 //! never calls it:
+//! - [`handoff`]: the finisher's hand-off of each finalized episode (the upload thread
+//!   wakes on it; the data directory is scanned at startup and by a slow safety rescan).
+//! - [`requests`]: what operators ask of the uploader (`wshard upload retry|drop`), taken
+//!   by the upload thread at its next step.
 //! - [`thread`]: the upload thread (`SCHED_IDLE`: [`priority`]; waits: `pace`), passes of
 //!   the [`Uploader`] one after the other.
 //! - [`queue`]: the durable queue, [`queue_log`] (framing, sync, compaction) and [`state`]
@@ -19,6 +23,7 @@
 
 pub mod error;
 pub mod evict;
+pub mod handoff;
 mod pace;
 pub mod priority;
 pub mod protected;
@@ -27,16 +32,20 @@ mod queue_hooks;
 pub mod queue_log;
 pub mod quota;
 pub mod record;
+pub mod requests;
 pub mod settings;
 pub mod state;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_restart;
 pub mod thread;
 mod uploader;
 pub mod view;
 
 pub use error::CycleError;
 pub use evict::EVICTING_DIR;
+pub use handoff::Handoff;
 pub use queue_log::{QueueLog, QueueLogError};
 pub use settings::{EvictPolicy, UploaderSettings, UPLOAD_DIR};
 pub use thread::{spawn, UploadHandle};

@@ -9,12 +9,18 @@ const WAIT_SLICE: Duration = Duration::from_millis(50);
 
 /// Sleep until `until` or until `stop` is set. Returns false when stopped.
 pub fn wait_until(until: Instant, stop: &AtomicBool) -> bool {
+    wait_until_or(until, stop, || false)
+}
+
+/// [`wait_until`], returning early (true) as soon as `wake` holds: a finalized episode
+/// was handed over, an operator asked for a retry.
+pub fn wait_until_or(until: Instant, stop: &AtomicBool, wake: impl Fn() -> bool) -> bool {
     loop {
         if stop.load(Ordering::Acquire) {
             return false;
         }
         let now = Instant::now();
-        if now >= until {
+        if now >= until || wake() {
             return true;
         }
         std::thread::sleep((until - now).min(WAIT_SLICE));

@@ -39,6 +39,18 @@ pub enum Record {
         idx: usize,
         e_tag: String,
     },
+    /// An attempt at the blob's multipart upload `upload_id` failed on a part or the
+    /// completion with the store answering (a 5xx, an error reply, the upload lost again):
+    /// `failures` such attempts in a row now. A stored part resets the count.
+    MpuFailed {
+        sha256: String,
+        upload_id: String,
+        failures: u32,
+    },
+    /// The blob's multipart upload `upload_id` is given up (it failed
+    /// `publish.multipart_restart_after` times in a row): the next attempt starts a new
+    /// upload, from part 0.
+    MpuRestart { sha256: String, upload_id: String },
     /// The blob is on the store and verified (size and streamed SHA-256).
     Blob { sha256: String },
     /// Every blob of the episode is verified on the store.
@@ -49,6 +61,9 @@ pub enum Record {
         dataset: String,
         version: String,
     },
+    /// An operator dropped the episode from the queue (`wshard upload drop`): it is never
+    /// sent, published or evicted by the uploader; its files stay where they are.
+    Dropped { episode: String },
     /// Eviction started: the directory is being moved to `.upload/evicting/<episode>`.
     Evicting { episode: String },
     /// The local copy is gone (the episode is remote only).

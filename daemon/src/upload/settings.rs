@@ -42,6 +42,9 @@ pub struct UploaderSettings {
     pub evict: EvictPolicy,
     /// Run the upload thread under `SCHED_IDLE` (`publish.idle_priority`).
     pub idle_priority: bool,
+    /// Failed attempts in a row at one multipart upload before it is restarted fresh
+    /// (`publish.multipart_restart_after`).
+    pub multipart_restart_after: u32,
 }
 
 impl UploaderSettings {
@@ -86,6 +89,7 @@ impl UploaderSettings {
                 low_watermark_free_bytes: cfg.disk.low_watermark_free_bytes,
             },
             idle_priority: p.idle_priority,
+            multipart_restart_after: p.multipart_restart_after,
         }
     }
 }

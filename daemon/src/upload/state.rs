@@ -1,6 +1,6 @@
 //! The upload queue replayed from its log ([`QueueState`]): every episode with its state
 //! and files, the blobs verified on the store, and the multipart uploads in progress with
-//! their stored parts (the publish crate's [`MultipartUpload`], which its blob sender
+//! their stored parts and failed attempts in a row (the publish crate's [`MultipartUpload`], which its blob sender
 //! resumes).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -8,6 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use wshard_publish::blob::MultipartUpload;
 
 use super::record::{QueuedFile, Record};
+
+/// The state name of an episode an operator dropped from the queue.
+pub const DROPPED: &str = "dropped";
 
 /// Where one episode stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -53,6 +56,8 @@ pub struct QueuedEpisode {
     /// The dataset and version that published it.
     pub dataset: Option<String>,
     pub version: Option<String>,
+    /// Dropped by an operator (`dropped`): out of the queue, never evicted.
+    pub dropped: bool,
 }
 
 /// The queue.
@@ -63,6 +68,8 @@ pub struct QueueState {
     pub blobs: BTreeSet<String>,
     /// Multipart uploads in progress, by blob.
     pub multipart: BTreeMap<String, MultipartUpload>,
+    /// Failed attempts in a row at the blob's current multipart upload (`mpu_failed`).
+    pub mpu_failures: BTreeMap<String, u32>,
     next_seq: u64,
 }
 
@@ -87,6 +94,7 @@ impl QueueState {
                         stage: EpisodeUpload::Queued,
                         dataset: None,
                         version: None,
+                        dropped: false,
                     },
                 );
             }
@@ -100,14 +108,32 @@ impl QueueState {
                     sha256.clone(),
                     MultipartUpload::new(key, upload_id.clone(), *part_size),
                 );
+                self.mpu_failures.remove(sha256);
             }
             Record::Part { sha256, idx, e_tag } => {
                 if let Some(m) = self.multipart.get_mut(sha256) {
                     m.parts.insert(*idx, e_tag.clone());
+                    self.mpu_failures.remove(sha256);
+                }
+            }
+            Record::MpuFailed {
+                sha256,
+                upload_id,
+                failures,
+            } => {
+                if self.is_current_upload(sha256, upload_id) {
+                    self.mpu_failures.insert(sha256.clone(), *failures);
+                }
+            }
+            Record::MpuRestart { sha256, upload_id } => {
+                if self.is_current_upload(sha256, upload_id) {
+                    self.multipart.remove(sha256);
+                    self.mpu_failures.remove(sha256);
                 }
             }
             Record::Blob { sha256 } => {
                 self.multipart.remove(sha256);
+                self.mpu_failures.remove(sha256);
                 self.blobs.insert(sha256.clone());
             }
             Record::Uploaded { episode } => self.stage(episode, EpisodeUpload::Uploaded),
@@ -122,9 +148,27 @@ impl QueueState {
                     e.version = Some(version.clone());
                 }
             }
+            Record::Dropped { episode } => {
+                if let Some(e) = self.episodes.get_mut(episode) {
+                    e.dropped = true;
+                }
+            }
             Record::Evicting { episode } => self.stage(episode, EpisodeUpload::Evicting),
             Record::Evicted { episode } => self.stage(episode, EpisodeUpload::Evicted),
         }
+    }
+
+    /// Whether `upload_id` is the blob's multipart upload in progress.
+    fn is_current_upload(&self, sha256: &str, upload_id: &str) -> bool {
+        self.multipart
+            .get(sha256)
+            .is_some_and(|m| m.upload_id == upload_id)
+    }
+
+    /// Failed attempts in a row at the blob's current multipart upload.
+    #[must_use]
+    pub fn failures_of(&self, sha256: &str) -> u32 {
+        self.mpu_failures.get(sha256).copied().unwrap_or(0)
     }
 
     fn stage(&mut self, episode: &str, stage: EpisodeUpload) {
@@ -165,13 +209,30 @@ impl QueueState {
         })
     }
 
-    /// Bytes of `episode` not yet on the store (stored parts count as sent).
+    /// The state of `episode` as shown by name: `dropped` for a dropped one, else
+    /// [`QueueState::state_of`]'s.
+    #[must_use]
+    pub fn state_name(&self, episode: &str) -> Option<&'static str> {
+        if self.is_dropped(episode) {
+            return Some(DROPPED);
+        }
+        self.state_of(episode).map(EpisodeUpload::name)
+    }
+
+    /// Whether an operator dropped `episode` from the queue.
+    #[must_use]
+    pub fn is_dropped(&self, episode: &str) -> bool {
+        self.episodes.get(episode).is_some_and(|e| e.dropped)
+    }
+
+    /// Bytes of `episode` not yet on the store (stored parts count as sent); none for a
+    /// dropped episode (it is not going to be sent).
     #[must_use]
     pub fn pending_bytes(&self, episode: &str) -> u64 {
         let Some(e) = self.episodes.get(episode) else {
             return 0;
         };
-        if e.stage >= EpisodeUpload::Uploaded {
+        if e.stage >= EpisodeUpload::Uploaded || e.dropped {
             return 0;
         }
         let mut seen = BTreeSet::new();
@@ -202,9 +263,10 @@ impl QueueState {
         .iter()
         .map(|s| (s.name(), 0))
         .collect();
+        out.insert(DROPPED, 0);
         for id in self.episodes.keys() {
-            if let Some(s) = self.state_of(id) {
-                *out.entry(s.name()).or_insert(0) += 1;
+            if let Some(s) = self.state_name(id) {
+                *out.entry(s).or_insert(0) += 1;
             }
         }
         out
@@ -257,6 +319,13 @@ impl QueueState {
                     e_tag: e_tag.clone(),
                 });
             }
+            if let Some(&failures) = self.mpu_failures.get(sha256) {
+                out.push(Record::MpuFailed {
+                    sha256: sha256.clone(),
+                    upload_id: m.upload_id.clone(),
+                    failures,
+                });
+            }
         }
         for (id, e) in &order {
             let episode = (*id).clone();
@@ -274,6 +343,11 @@ impl QueueState {
             }
             if e.stage >= EpisodeUpload::Evicting {
                 out.push(Record::Evicting {
+                    episode: episode.clone(),
+                });
+            }
+            if e.dropped {
+                out.push(Record::Dropped {
                     episode: episode.clone(),
                 });
             }

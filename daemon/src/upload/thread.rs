@@ -1,6 +1,7 @@
 //! The upload thread ([`spawn`]): the [`Uploader`]'s passes, one after the other, under
-//! `SCHED_IDLE` (`publish.idle_priority`), with the wait between them: `scan_interval`
-//! after a pass that left nothing to do, else the retry backoff (`Backoff`: transient
+//! `SCHED_IDLE` (`publish.idle_priority`), with the wait between them: after a pass that
+//! left nothing to do, until a finisher hands over a finalized episode (`handoff`) or
+//! `scan_interval` passed (the safety rescan), else the retry backoff (`Backoff`: transient
 //! store errors double from `retry_min` to `retry_max`, configuration-class ones wait the
 //! longest). A queue-log error stops the thread (state `error`) until a restart.
 
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 use wshard_publish::PublishError;
 
 use super::error::{error_kind, CycleError};
-use super::pace::{wait_until, Backoff};
+use super::pace::{wait_until_or, Backoff};
 use super::settings::UploaderSettings;
 use super::uploader::Uploader;
 use super::view::{UploadShared, UploaderState};
@@ -70,6 +71,9 @@ fn run(
         if let Err(e) = super::priority::run_current_thread_when_idle() {
             tracing::warn!("{e}; uploading at normal priority");
         }
+        if let Err(e) = super::priority::run_current_thread_io_when_idle() {
+            tracing::warn!("{e}; uploading at the normal I/O class");
+        }
     }
     let mut backoff = Backoff::new(settings.retry_min, settings.retry_max);
     let scan_interval = settings.scan_interval;
@@ -82,15 +86,17 @@ fn run(
         }
     };
     while !stop.load(Ordering::Acquire) {
-        let wait = match up.cycle() {
+        let (wait, idle) = match up.cycle() {
             Ok(()) => {
                 backoff.reset();
                 shared.update(|v| {
                     v.state = UploaderState::Idle;
                     v.next_retry = None;
                     v.current = None;
+                    // Recovered: an earlier error is no longer the uploader's state.
+                    v.last_error = None;
                 });
-                scan_interval
+                (scan_interval, true)
             }
             Err(CycleError::Stopped) => break,
             Err(CycleError::Queue(e)) => {
@@ -113,11 +119,21 @@ fn run(
                 tracing::warn!(retry_in_ms = delay.as_millis() as u64, "upload: {e}");
                 shared.set_error(state, error_kind(&e), e.to_string());
                 shared.update(|v| v.next_retry = Some(SystemTime::now() + delay));
-                delay
+                (delay, false)
             }
         };
-        if !wait_until(Instant::now() + wait, &stop) {
+        // Idle: a finalized episode handed over starts the next pass at once. Backing off:
+        // the store is not asked again before the delay (new episodes wait in the hand-off).
+        // An operator's request (`wshard upload retry|drop`) ends any wait, and starts the
+        // backoff over.
+        let handoff = &shared.handoff;
+        let requests = &shared.requests;
+        let woke = || (idle && handoff.is_pending()) || requests.is_pending();
+        if !wait_until_or(Instant::now() + wait, &stop, woke) {
             break;
+        }
+        if requests.is_pending() {
+            backoff.reset();
         }
     }
 }

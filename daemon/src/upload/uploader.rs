@@ -1,6 +1,8 @@
-//! The uploader ([`Uploader`]) and one pass of it ([`Uploader::cycle`]): scan the data
-//! directory for finished episodes (status `complete`, `interrupted` or `recovered`; never
-//! one being recorded, never a `.partial`), enqueue them (hashed, journaled), send their
+//! The uploader ([`Uploader`]) and one pass of it ([`Uploader::cycle`]): take the episodes
+//! the finishers handed over (`handoff`; the data directory itself is listed at the first
+//! pass and then every `scan_interval`, a safety rescan), keep the finished ones (status
+//! `complete`, `interrupted` or `recovered`; never one being recorded, never a `.partial`),
+//! enqueue them (hashed, journaled), send their
 //! blobs (the publish crate's `BlobSender`, with the queue's hooks: `queue_hooks`), record
 //! them `uploaded`, append them to the dataset, record them `published`, then apply
 //! retention and the quota (`evict`).
@@ -13,6 +15,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use wshard::episode_dir::index::EpisodeStatus;
 use wshard::episode_dir::EpisodeDir;
@@ -21,7 +24,7 @@ use wshard_publish::blob::{Blob, BlobAction, BlobSender, BlobSource, SendError, 
 use wshard_publish::episodes::{is_publishable, select, LocalEpisode, LocalFile};
 use wshard_publish::{Credentials, DatasetId, PublishError, Publisher, Store};
 
-use super::error::{CycleError, EpisodeError};
+use super::error::{error_kind, is_multipart_step_failure, CycleError, EpisodeError};
 use super::evict::{tree_bytes, EvictionNeed, LocalCopies};
 use super::pace::Pacer;
 use super::protected::protection;
@@ -48,6 +51,8 @@ pub struct Uploader {
     publisher: Option<Publisher>,
     /// Episodes left out until a restart, with why.
     skipped: BTreeMap<String, String>,
+    /// When the data directory was last listed; `None`: the startup scan is due.
+    last_scan: Option<Instant>,
 }
 
 impl std::fmt::Debug for Uploader {
@@ -90,6 +95,7 @@ impl Uploader {
             pacer,
             publisher: None,
             skipped: BTreeMap::new(),
+            last_scan: None,
         };
         me.finish_evictions()?;
         Ok(me)
@@ -115,13 +121,26 @@ impl Uploader {
     /// # Errors
     /// [`CycleError`]: the queue log (stop), the store (retry later), shutdown.
     pub fn cycle(&mut self) -> Result<(), CycleError> {
-        self.scan()?;
+        let handed = self.shared.handoff.take();
+        let rescan_due = self
+            .last_scan
+            .map_or(true, |t| t.elapsed() >= self.settings.scan_interval);
+        if handed.rescan || rescan_due {
+            self.last_scan = Some(Instant::now());
+            self.scan()?;
+        }
+        for dir in &handed.dirs {
+            self.take_handed(dir)?;
+        }
+        self.take_requests()?;
         self.evict()?;
         let todo: Vec<String> = self
             .state()
             .in_order()
             .into_iter()
-            .filter(|(id, e)| e.stage < EpisodeUpload::Published && !self.skipped.contains_key(*id))
+            .filter(|(id, e)| {
+                e.stage < EpisodeUpload::Published && !e.dropped && !self.skipped.contains_key(*id)
+            })
             .map(|(id, _)| id.clone())
             .collect();
         if todo.is_empty() {
@@ -135,14 +154,54 @@ impl Uploader {
             }
             match self.send_episode(id) {
                 Ok(()) => {}
-                Err(EpisodeError::Cycle(e)) => return Err(e),
-                Err(EpisodeError::Local(e)) => self.skip(id, &e),
+                Err(EpisodeError::Cycle(e)) => {
+                    if let CycleError::Store(s) = &e {
+                        self.note_attempt(id, error_kind(s), s.to_string());
+                    }
+                    return Err(e);
+                }
+                Err(EpisodeError::Local(e)) => {
+                    self.note_attempt(id, "local_episode", e.to_string());
+                    self.skip(id, &e);
+                }
             }
         }
         self.publish_uploaded()?;
         self.evict()?;
         self.shared.update(|v| v.current = None);
         Ok(())
+    }
+
+    /// Take the operators' requests: drop an episode not yet published (a `dropped`
+    /// record; never sent, published or evicted after it), take back an episode left out
+    /// until a restart.
+    fn take_requests(&mut self) -> Result<(), QueueLogError> {
+        let taken = self.shared.requests.take();
+        for id in taken.retry {
+            if self.skipped.remove(&id).is_some() {
+                tracing::info!(episode = %id, "upload: episode taken back by an operator");
+            }
+        }
+        for id in taken.drop {
+            if !self.queue.drop_episode(&id)? {
+                continue;
+            }
+            self.skipped.remove(&id);
+            self.shared.update(|v| {
+                v.attempts.remove(&id);
+            });
+            tracing::warn!(episode = %id, "upload: episode dropped from the queue by an operator; its files are kept and never evicted");
+        }
+        Ok(())
+    }
+
+    /// One more failed attempt at episode `id`, shown per episode.
+    fn note_attempt(&self, id: &str, kind: &'static str, message: String) {
+        self.shared.update(|v| {
+            let a = v.attempts.entry(id.to_owned()).or_default();
+            a.failed += 1;
+            a.last_error = Some((kind, message));
+        });
     }
 
     fn skip(&mut self, id: &str, e: &PublishError) {
@@ -172,6 +231,32 @@ impl Uploader {
         Ok(())
     }
 
+    /// Enqueue the episode whose directory (or a stream or part directory below it) the
+    /// finisher handed over, when it is finished and not in the queue yet. A directory
+    /// outside the data directory asks for a rescan instead.
+    fn take_handed(&mut self, dir: &std::path::Path) -> Result<(), CycleError> {
+        let name = dir
+            .strip_prefix(&self.settings.data_dir)
+            .ok()
+            .and_then(|rel| rel.components().next())
+            .and_then(|c| c.as_os_str().to_str())
+            .map(str::to_owned);
+        let Some(name) = name else {
+            tracing::debug!(dir = %dir.display(), "upload: a hand-off outside the data directory; rescanning");
+            self.last_scan = None;
+            return Ok(());
+        };
+        if name == QUARANTINE_DIR
+            || name.starts_with('.')
+            || self.state().episodes.contains_key(&name)
+            || self.skipped.contains_key(&name)
+        {
+            return Ok(());
+        }
+        tracing::debug!(episode = %name, "upload: episode handed over by the finisher");
+        self.consider(&name)
+    }
+
     /// Enqueue every finished episode of the data directory not in the queue yet.
     fn scan(&mut self) -> Result<(), CycleError> {
         let Ok(rd) = std::fs::read_dir(&self.settings.data_dir) else {
@@ -189,22 +274,29 @@ impl Uploader {
             if self.stopped() {
                 return Err(CycleError::Stopped);
             }
-            let path = self.settings.data_dir.join(&name);
-            let finished = EpisodeDir::open(&path)
-                .ok()
-                .and_then(|d| d.status())
-                .is_some_and(is_publishable);
-            if !finished {
-                continue;
-            }
-            match select(&self.settings.data_dir, std::slice::from_ref(&name)) {
-                Ok(sel) => {
-                    for ep in sel.episodes {
-                        self.enqueue(&ep)?;
-                    }
+            self.consider(&name)?;
+        }
+        Ok(())
+    }
+
+    /// Enqueue episode `name` of the data directory when it is finished (never one being
+    /// recorded).
+    fn consider(&mut self, name: &str) -> Result<(), CycleError> {
+        let path = self.settings.data_dir.join(name);
+        let finished = EpisodeDir::open(&path)
+            .ok()
+            .and_then(|d| d.status())
+            .is_some_and(is_publishable);
+        if !finished {
+            return Ok(());
+        }
+        match select(&self.settings.data_dir, &[name.to_owned()]) {
+            Ok(sel) => {
+                for ep in sel.episodes {
+                    self.enqueue(&ep)?;
                 }
-                Err(e) => self.skip(&name, &e),
             }
+            Err(e) => self.skip(name, &e),
         }
         Ok(())
     }
@@ -236,6 +328,11 @@ impl Uploader {
             return Ok(());
         }
         for f in &ep.files {
+            // An operator's drop is taken between blobs.
+            self.take_requests()?;
+            if self.state().is_dropped(id) {
+                return Ok(());
+            }
             if self.state().blobs.contains(&f.sha256) {
                 continue;
             }
@@ -244,6 +341,9 @@ impl Uploader {
         self.record(Record::Uploaded {
             episode: id.to_owned(),
         })?;
+        self.shared.update(|v| {
+            v.attempts.remove(id);
+        });
         Ok(())
     }
 
@@ -289,12 +389,49 @@ impl Uploader {
                 return self.reenqueue(episode)
             }
             Err(SendError::Local(e)) => return Err(EpisodeError::Local(e)),
-            Err(SendError::Store(e)) => return Err(CycleError::Store(e).into()),
+            Err(SendError::Store(e)) => {
+                self.note_multipart_failure(episode, &f.sha256, &e)?;
+                return Err(CycleError::Store(e).into());
+            }
             Err(SendError::Hook(e)) => return Err(e.into()),
         }
         self.record(Record::Blob {
             sha256: f.sha256.clone(),
         })?;
+        Ok(())
+    }
+
+    /// A send of blob `sha256` failed with `e`: when that was a step of its multipart
+    /// upload with the store answering (not an unreachable store), journal one more failed
+    /// attempt at that upload; at `multipart_restart_after` in a row, give the upload up
+    /// (aborted on the store, best effort) so that the next attempt starts a new one.
+    fn note_multipart_failure(
+        &mut self,
+        episode: &str,
+        sha256: &str,
+        e: &PublishError,
+    ) -> Result<(), QueueLogError> {
+        if !is_multipart_step_failure(e) {
+            return Ok(());
+        }
+        let restart_after = self.settings.multipart_restart_after;
+        let Some((m, failures)) = self.queue.multipart_failed(sha256, restart_after)? else {
+            return Ok(());
+        };
+        tracing::warn!(
+            episode,
+            key = %m.key,
+            upload_id = %m.upload_id,
+            failures,
+            "upload: multipart upload failed {failures} times in a row ({e}); giving it up, the \
+             file is sent again in a new upload"
+        );
+        if let Some(p) = self.publisher.as_ref() {
+            // Best effort: a store that keeps failing the upload may fail this too; its
+            // lifecycle rule expires abandoned uploads.
+            let _ = p.store().abort_multipart(&m.key, &m.upload_id);
+        }
+        self.shared.update(|v| v.counters.multipart_restarts += 1);
         Ok(())
     }
 
@@ -320,7 +457,7 @@ impl Uploader {
         self.state()
             .in_order()
             .into_iter()
-            .filter(|(_, e)| e.stage == EpisodeUpload::Uploaded)
+            .filter(|(_, e)| e.stage == EpisodeUpload::Uploaded && !e.dropped)
             .map(|(id, e)| LocalEpisode {
                 id: id.clone(),
                 status: EpisodeStatus::parse(&e.status).unwrap_or(EpisodeStatus::Recovered),
@@ -450,12 +587,14 @@ impl Uploader {
             })?;
             self.local_copies().move_out(&id)?;
             drop(guard);
-            self.finish_moved(&id)?;
-            need.evicted(size);
+            // Counted before `evicted` shows in the queue: whoever sees the state sees the
+            // count too.
             self.shared.update(|v| {
                 v.counters.episodes_evicted += 1;
                 v.counters.evicted_bytes += size;
             });
+            self.finish_moved(&id)?;
+            need.evicted(size);
         }
         Ok(())
     }

@@ -59,6 +59,14 @@ pub struct CurrentBlob {
     pub parts_total: usize,
 }
 
+/// Failed attempts at one episode.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EpisodeAttempts {
+    pub failed: u64,
+    /// The kind and message of the last failure.
+    pub last_error: Option<(&'static str, String)>,
+}
+
 /// Counters (monotonic over the daemon's life).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct UploadCounters {
@@ -72,6 +80,8 @@ pub struct UploadCounters {
     pub episodes_evicted: u64,
     pub evicted_bytes: u64,
     pub errors: u64,
+    /// Multipart uploads given up and started again with a new upload id.
+    pub multipart_restarts: u64,
 }
 
 /// A copy of everything shown.
@@ -88,6 +98,9 @@ pub struct UploadView {
     pub pending_bytes: u64,
     /// Per episode: (state name, pending bytes).
     pub episodes: BTreeMap<String, (&'static str, u64)>,
+    /// Per episode: failed attempts since the daemon started and the last error (cleared
+    /// once it is uploaded).
+    pub attempts: BTreeMap<String, EpisodeAttempts>,
     pub dataset: String,
     pub robot: String,
 }
@@ -108,6 +121,7 @@ impl UploadView {
             counts: BTreeMap::new(),
             pending_bytes: 0,
             episodes: BTreeMap::new(),
+            attempts: BTreeMap::new(),
             dataset: String::new(),
             robot: String::new(),
         }
@@ -125,6 +139,10 @@ pub struct UploadShared {
     eviction: Mutex<()>,
     /// The quota's state after the last eviction pass, and `rolling.quota_policy`.
     pub quota: std::sync::Arc<super::quota::QuotaWatch>,
+    /// Finalized episodes handed to the uploader (connected when `[publish]` is on).
+    pub handoff: super::handoff::Handoff,
+    /// What operators asked of the uploader (`wshard upload retry|drop`).
+    pub requests: super::requests::OperatorRequests,
 }
 
 impl UploadShared {
@@ -134,6 +152,12 @@ impl UploadShared {
             view: Mutex::new(UploadView::new(enabled)),
             eviction: Mutex::new(()),
             quota: std::sync::Arc::default(),
+            requests: super::requests::OperatorRequests::default(),
+            handoff: if enabled {
+                super::handoff::Handoff::connected()
+            } else {
+                super::handoff::Handoff::default()
+            },
         }
     }
 
@@ -164,8 +188,8 @@ impl UploadShared {
             .episodes
             .keys()
             .filter_map(|id| {
-                let s = q.state_of(id)?;
-                Some((id.clone(), (s.name(), q.pending_bytes(id))))
+                let s = q.state_name(id)?;
+                Some((id.clone(), (s, q.pending_bytes(id))))
             })
             .collect();
         self.update(|v| {

@@ -33,6 +33,11 @@ fn typed_err(e: PublishError) -> Result<String, PublishError> {
     Err(e)
 }
 
+/// The operation a failed part upload names (`PublishError::StoreUnavailable::op`).
+pub const OP_UPLOAD_PART: &str = "upload part";
+/// The operation a failed completion names.
+pub const OP_COMPLETE_MULTIPART: &str = "complete multipart";
+
 /// The upload id of an Azure upload. Azure has no upload object: parts are uncommitted
 /// blocks of the blob, committed by the block list; object_store's id is empty, this is
 /// what callers journal instead (ignored on the way back).
@@ -85,7 +90,7 @@ impl Store {
             Ok(p) => return Ok(p.content_id),
             Err(e) => e,
         };
-        let typed = self.classify_upload("upload part", key, upload_id, e);
+        let typed = self.classify_upload(OP_UPLOAD_PART, key, upload_id, e);
         if data.is_empty()
             || !matches!(
                 typed,
@@ -105,7 +110,7 @@ impl Store {
                 self.multipart
                     .put_part(&path, &id, part_idx, PutPayload::default()),
             )
-            .map_err(|e| self.classify_upload("upload part", key, upload_id, e));
+            .map_err(|e| self.classify_upload(OP_UPLOAD_PART, key, upload_id, e));
         match verdict {
             Err(gone @ PublishError::UploadGone { .. }) => typed_err(gone),
             _ => typed_err(typed),
@@ -144,7 +149,7 @@ impl Store {
                     .complete_multipart(&Path::from(key), &id, parts),
             )
             .map(|_| ())
-            .map_err(|e| self.classify_upload("complete multipart", key, upload_id, e))
+            .map_err(|e| self.classify_upload(OP_COMPLETE_MULTIPART, key, upload_id, e))
     }
 
     /// Abort the upload (its parts are dropped by the store).

@@ -107,6 +107,7 @@ pub(super) fn episode_open(open: EpisodeOpen, link: &mut Link) {
     };
     match MultiEpisode::create(ctx.fs.clone(), &ctx.data_dir, new) {
         Ok(ep) => {
+            ep.hand_finished_to(ctx.upload.handoff.clone());
             ctx.registry.add_multi(ep.clone());
             tracing::info!(peer = %link.peer, episode = %id, "multi-stream episode opened");
             link.owned = Some(ep);
