@@ -108,3 +108,32 @@ fn upload_handoff_multi_stream_episode_is_handed_over_when_its_index_is_final() 
     );
     assert_remote_copy(&s3, "", &d.data_dir(), ep);
 }
+
+#[test]
+fn upload_handoff_flight_window_is_handed_over_when_it_is_in_place() {
+    use serde_json::json;
+    use wshard_e2e::flight::{open_flight, trigger_ok, wait_window};
+    let s3 = S3Server::start();
+    let d = daemon(s3.endpoint());
+    first_pass_over(&d);
+    // The flight stream stays open: the window is the only episode finished after the
+    // first pass.
+    let ch = data::channels();
+    let mut c = open_flight(&d, "ring", &json!({"ring_seconds": 1}));
+    c.timesteps(&ch, 0..100);
+    c.flush_until(100);
+    let r = trigger_ok(
+        &d,
+        json!({"verb":"trigger","pre_ms":50,"post_ms":20,"reason":"handoff"}),
+    );
+    let w = r["episode"].as_str().expect("episode").to_owned();
+    c.timesteps(&ch, 100..200);
+    c.flush_until(200);
+    wait_window(&d, &w);
+    wait_upload(&d, UPLOAD_TIMEOUT, "the window published", |u| {
+        queued(u, "published") == 2
+    });
+    assert_remote_copy(&s3, "", &d.data_dir(), &w);
+    assert!(has_key(&remote_episode_keys(&s3, ""), &w));
+    c.close(Outcome::Completed, 200);
+}

@@ -20,6 +20,7 @@ use super::pending::{self, build_dir, PendingRecord};
 pub use crate::episode_files::index::{ORIGIN_FLIGHT_WINDOW, ORIGIN_KEY};
 use crate::episode_files::{commit_index, EventsLog, NewEvent, NewEventData};
 use crate::error::StorageError;
+use crate::upload::Handoff;
 use wshard_storage::fsio::Fs;
 
 /// Index metadata key: why the window was given up (a [`WindowFailure`]).
@@ -91,10 +92,12 @@ fn window_index(
     index
 }
 
-/// Commit the window built in `dir` as `end` says, move it into `data_dir` and forget its
-/// pending record. A stream holding no step is left out.
+/// Commit the window built in `dir` as `end` says, move it into `data_dir`, forget its
+/// pending record and hand the episode to the uploader (`handoff`). A stream holding no
+/// step is left out.
 pub(crate) fn finish(
     fs: &Arc<dyn Fs>,
+    handoff: &Handoff,
     data_dir: &Path,
     record: &PendingRecord,
     copies: &mut [StreamCopy],
@@ -140,5 +143,7 @@ pub(crate) fn finish(
         fs.sync_dir(&d)
             .map_err(|e| StorageError::io("fsync directory", &d, e))?;
     }
-    pending::remove(&**fs, data_dir, &record.episode)
+    pending::remove(&**fs, data_dir, &record.episode)?;
+    handoff.finished(&target);
+    Ok(())
 }

@@ -64,6 +64,7 @@ fn keep_interrupted(
     };
     finish(
         &registry.fs,
+        &registry.settings.handoff,
         &registry.data_dir,
         &record,
         g.copies,

@@ -264,6 +264,7 @@ fn pass(registry: &FlightShared, window: &Window, b: &mut Build) -> Result<bool,
         }
         finish(
             fs,
+            &registry.settings.handoff,
             data_dir,
             &record,
             &mut b.copies,

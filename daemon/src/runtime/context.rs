@@ -74,7 +74,9 @@ impl ServerContext {
         );
         let fs_for_flight = fs.clone();
         let shutdown_for_flight = shutdown.clone();
-        let settings_for_flight = tunables(cfg).settings;
+        let mut settings_for_flight = tunables(cfg).settings;
+        // A window put in place is handed to the uploader like any finalized episode.
+        settings_for_flight.handoff = upload.handoff.clone();
         Self {
             fs,
             data_dir: cfg.data_dir.clone(),
