@@ -51,8 +51,10 @@ record options:
   --chunk-steps N     rotation.max_timesteps (default 100000, the daemon's default)
   --queue-frames N    queues.max_pending_frames (default 8)
   --real-time         send each timestep at its t_ns after the first (the workload's real
-                      rate: 1 kHz joints, 30 Hz cameras) instead of as fast as it goes; the
-                      flight-cameras trigger comes after 30 s of recording
+                      rate: 1 kHz joints, 30 Hz cameras) instead of as fast as it goes; no
+                      MCAP peer and no plain append (their speeds mean nothing at a fixed
+                      rate); flight-cameras is timed at disk speed, then at real rate (the
+                      trigger after 30 s of recording)
   --minutes N         the joints and cameras cases record N minutes of the workload
                       (--joints-steps = N x 60000, --camera-steps = N x 1800); with
                       --real-time, N minutes of wall time each

@@ -40,8 +40,9 @@ pub struct FlightCompare {
     pub rss_above_normal_mib: f64,
     /// Bytes on disk at the end of the flight run.
     pub disk_bytes: u64,
-    /// `FLIGHT_RING_SECONDS` of the workload's output (normal run's bytes per step x steps
-    /// per second) plus one chunk (the normal run's mean chunk file).
+    /// `FLIGHT_RING_SECONDS` of the workload's output (the normal run's bytes per step x
+    /// (steps per second x seconds + 1): a span of that many seconds holds one step more)
+    /// plus one chunk (the normal run's mean chunk file).
     pub disk_bound: u64,
 }
 
@@ -68,7 +69,8 @@ pub fn compare(results: &[CaseResult]) -> Vec<FlightCompare> {
         };
         let per_step = n.output_bytes as f64 / n.steps.max(1) as f64;
         let steps_per_s = 1e9 / period_ns(n) as f64;
-        let ring = per_step * steps_per_s * FLIGHT_RING_SECONDS as f64;
+        // `FLIGHT_RING_SECONDS` of `t_ns` span that many seconds' steps plus one.
+        let ring = per_step * (steps_per_s * FLIGHT_RING_SECONDS as f64 + 1.0);
         let chunk = n.output_bytes as f64 / n.chunks.max(1) as f64;
         out.push(FlightCompare {
             case: f.def.label(),

@@ -206,3 +206,16 @@ pub fn measure(
         after_post_s,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::json_i64;
+
+    #[test]
+    fn flight_trigger_reply_window_end_is_read() {
+        let reply = r#"{"ok":true,"result":{"episode":"flight-1-0","merged":false,"window_start_ns":-5,"window_end_ns":1700000000123}}"#;
+        assert_eq!(json_i64(reply, "window_end_ns"), Some(1_700_000_000_123));
+        assert_eq!(json_i64(reply, "window_start_ns"), Some(-5));
+        assert_eq!(json_i64(reply, "absent"), None);
+    }
+}

@@ -463,7 +463,7 @@ fn run_case(
     let mut plain_mb_s = Vec::new();
     let mut plain_fsync = Vec::new();
     for rep in 0..reps {
-        if let Source::Cameras(w) = source {
+        if let (Source::Cameras(w), false) = (source, ctx.args.real_time) {
             prewarm(ctx.scratch.path(), steps * def.record_bytes() + (256 << 20))?;
             let (wall, fsync, bytes) = plain::cameras(ctx.scratch.path(), w, steps)?;
             let mb_s = mb_per_s(bytes, wall);
@@ -604,13 +604,16 @@ fn never_run(ctx: &Ctx<'_>, r: &mut CaseResult, source: Source<'_>) -> Result<()
 pub fn run(args: &RecordArgs) -> Result<()> {
     let started = Instant::now();
     let wshardd = daemon::locate(args.wshardd.as_deref())?;
-    let peer_bin = if args.peer_runs {
+    // At real rate the MB/s and timesteps/s baselines mean nothing (the pacing sets them):
+    // no peer, no plain append.
+    let peer_runs = args.peer_runs && !args.real_time;
+    let peer_bin = if peer_runs {
         peer::locate(args.peer.as_deref())?
     } else {
         PathBuf::from("(not run)")
     };
     let run_peer = |workload: &str, modes: &[&str], reps: usize, steps: Option<u64>, dir: &Path| {
-        if args.peer_runs {
+        if peer_runs {
             peer::run(&peer_bin, workload, modes, reps, steps, dir)
         } else {
             Ok(Vec::new())
@@ -664,13 +667,15 @@ pub fn run(args: &RecordArgs) -> Result<()> {
         ));
         if has("joints") {
             let payload = args.joints_steps * tw::JOINTS_RECORD_BYTES as u64;
-            if args.peer_runs {
+            if peer_runs {
                 prewarm(scratch.path(), payload * 6)?;
             }
-            eprintln!(
-                "peer: joints, mcap-zstd / plain / plain-buf x {}",
-                args.reps
-            );
+            if peer_runs {
+                eprintln!(
+                    "peer: joints, mcap-zstd / plain / plain-buf x {}",
+                    args.reps
+                );
+            }
             let rows = run_peer(
                 "joints",
                 &["mcap-zstd", "plain", "plain-buf"],
@@ -792,15 +797,15 @@ pub fn run(args: &RecordArgs) -> Result<()> {
             modes.push("mcap-zstd");
         }
         let payload = args.camera_steps * tw::CAMERAS_RECORD_BYTES as u64;
-        if args.peer_runs {
+        if peer_runs {
             prewarm(scratch.path(), payload + (256 << 20))?;
+            eprintln!(
+                "peer: cameras, {} x {} (it generates all {} steps itself)",
+                modes.join(" / "),
+                args.camera_reps,
+                args.camera_steps
+            );
         }
-        eprintln!(
-            "peer: cameras, {} x {} (it generates all {} steps itself)",
-            modes.join(" / "),
-            args.camera_reps,
-            args.camera_steps
-        );
         let rows = run_peer(
             "cameras",
             &modes,
