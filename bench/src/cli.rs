@@ -50,6 +50,14 @@ record options:
   --chunk-mib N       rotation.max_bytes, the chunk budget (default 64)
   --chunk-steps N     rotation.max_timesteps (default 100000, the daemon's default)
   --queue-frames N    queues.max_pending_frames (default 8)
+  --real-time         send each timestep at its t_ns after the first (the workload's real
+                      rate: 1 kHz joints, 30 Hz cameras) instead of as fast as it goes; no
+                      MCAP peer and no plain append (their speeds mean nothing at a fixed
+                      rate); flight-cameras is timed at disk speed, then at real rate (the
+                      trigger after 30 s of recording)
+  --minutes N         the joints and cameras cases record N minutes of the workload
+                      (--joints-steps = N x 60000, --camera-steps = N x 1800); with
+                      --real-time, N minutes of wall time each
   --verify            read every chunk back and compare every byte (untimed)
   --no-profile        skip the fsync-never comparison runs for missed targets
   --no-peer           skip the MCAP peer (no MCAP ratios; cameras keep their own plain runs)
@@ -126,6 +134,10 @@ pub struct RecordArgs {
     pub peer: Option<PathBuf>,
     /// `--transport`: the transports each case runs over, in order (`socket`, `shm`).
     pub transports: Vec<&'static str>,
+    /// `--real-time`: each timestep sent at its `t_ns` after the first.
+    pub real_time: bool,
+    /// `--minutes`: the duration the joints and cameras steps were set from.
+    pub minutes: Option<u64>,
 }
 
 impl Default for RecordArgs {
@@ -149,9 +161,14 @@ impl Default for RecordArgs {
             wshardd: None,
             peer: None,
             transports: vec!["socket"],
+            real_time: false,
+            minutes: None,
         }
     }
 }
+
+/// Seconds in a minute, for `--minutes`.
+const SECONDS_PER_MINUTE: u64 = 60;
 
 impl RecordArgs {
     /// The sizes of `--quick` (explicit sizes given after it still win).
@@ -162,6 +179,15 @@ impl RecordArgs {
         self.joints_steps = 100_000;
         self.camera_steps = 100;
         self.latency_steps = 1_000;
+    }
+
+    /// `--minutes N`: the joints and cameras steps of N minutes at the workloads' rates.
+    fn minutes(&mut self, n: u64) {
+        let s = n * SECONDS_PER_MINUTE;
+        let per_s = |period_ns: i64| 1_000_000_000 / period_ns.unsigned_abs();
+        self.minutes = Some(n);
+        self.joints_steps = s * per_s(teleop_workload::JOINTS_PERIOD_NS);
+        self.camera_steps = s * per_s(teleop_workload::CAMERAS_PERIOD_NS);
     }
 }
 
@@ -270,6 +296,10 @@ fn parse_record(mut it: impl Iterator<Item = String>) -> Result<Command> {
                 a.peer_runs = false;
                 continue;
             }
+            "--real-time" => {
+                a.real_time = true;
+                continue;
+            }
             _ => {}
         }
         let value = match inline {
@@ -290,6 +320,7 @@ fn parse_record(mut it: impl Iterator<Item = String>) -> Result<Command> {
             "--camera-steps" => a.camera_steps = positive(&key, &value)?,
             "--latency-steps" => a.latency_steps = positive(&key, &value)?,
             "--window" => a.window = positive(&key, &value)?,
+            "--minutes" => a.minutes(positive(&key, &value)?),
             "--chunk-mib" => a.chunk_mib = positive(&key, &value)?,
             "--chunk-steps" => a.chunk_steps = positive(&key, &value)?,
             "--queue-frames" => a.queue_frames = positive(&key, &value)?,
@@ -418,6 +449,16 @@ mod tests {
         };
         assert_eq!(a.cases, vec!["joints", "joints-single"]);
         assert_eq!(a.transports, vec!["socket", "shm"]);
+        let Command::Record(a) = parse(args(
+            "record --cases flight --real-time --minutes 10 --reps 1",
+        ))
+        .unwrap() else {
+            panic!("not record");
+        };
+        assert!(a.real_time);
+        assert_eq!(a.minutes, Some(10));
+        assert_eq!((a.joints_steps, a.camera_steps), (600_000, 18_000));
+        assert!(parse(args("record --minutes 0")).is_err());
         assert!(parse(args("record --transport tcp")).is_err());
         assert!(parse(args("record --cases bogus")).is_err());
         assert!(parse(args("record --reps 0")).is_err());

@@ -11,11 +11,11 @@
 
 use std::path::PathBuf;
 
+use wshard::digest::sha256_hex;
 use wshard::entry::content_type;
 use wshard::read::DEFAULT_PREFETCH_BYTES;
 use wshard::write::{BlockOptions, Reserve, ShardOptions, ShardWriter};
 use wshard_publish::cache::BlobCache;
-use wshard::digest::sha256_hex;
 use wshard_publish::remote::{BlobRef, RemoteShard};
 use wshard_publish::store::PutCondition;
 use wshard_publish::{Credentials, Store, StoreConfig, TransferOptions};

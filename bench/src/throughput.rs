@@ -13,9 +13,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use wshard::codec::{Codec, StoredCodec};
+use wshard::digest::sha256_file;
 use wshard::episode::{Episode, EpisodeWriteOptions};
 use wshard::hash::crc32c;
-use wshard::digest::sha256_file;
 use wshard::manifest::chunk_file_name;
 use wshard::read::ShardReader;
 

@@ -20,6 +20,16 @@ pub enum StorageError {
     /// rather than writing something wrong.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A block of a flight ring's chunk that a trigger window copies as stored does not
+    /// check (its stored bytes disagree with its CRC32C): the window is not built from it.
+    #[error("window {window}: stream {stream}: source chunk {chunk}: block `{block}`: {message}")]
+    WindowSourceBlock {
+        window: String,
+        stream: String,
+        chunk: u64,
+        block: String,
+        message: String,
+    },
 }
 
 impl StorageError {

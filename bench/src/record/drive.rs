@@ -27,6 +27,14 @@ impl Source<'_> {
         }
     }
 
+    /// The `t_ns` of step `i`.
+    pub(crate) fn t_ns(&self, i: u64) -> i64 {
+        match self {
+            Self::Joints(d) => d.step(i).0,
+            Self::Cameras(_) => teleop_workload::cameras_ts_ns(i),
+        }
+    }
+
     #[inline]
     pub(crate) fn push(&self, w: &mut EpisodeWriter<'_>, i: u64, done: bool) -> Result<u64> {
         Ok(match self {
@@ -102,8 +110,42 @@ fn check_close(summary: &CloseSummary, steps: u64) -> Result<()> {
     Ok(())
 }
 
-/// Push `steps` timesteps as fast as the client goes (over `transport`), then CLOSE. The timer runs from just
-/// before OPEN to the answer to CLOSE; connecting (HELLO) is not timed.
+/// When each step is sent: as fast as the client goes, or at its `t_ns` (real rate).
+#[derive(Clone, Copy, Debug)]
+pub struct Pacer {
+    /// `None`: no pacing.
+    start: Option<(Instant, i64)>,
+}
+
+impl Pacer {
+    /// Pace at real rate (from now, step 0 at once) when `real_time`, else not at all.
+    pub fn new(real_time: bool, source: &Source<'_>) -> Self {
+        Self {
+            start: real_time.then(|| (Instant::now(), source.t_ns(0))),
+        }
+    }
+
+    /// When step `i` is due (`None` without pacing).
+    pub fn due(&self, source: &Source<'_>, i: u64) -> Option<Instant> {
+        let (t0, ns0) = self.start?;
+        let after = u64::try_from(source.t_ns(i).saturating_sub(ns0)).unwrap_or(0);
+        Some(t0 + Duration::from_nanos(after))
+    }
+
+    /// Sleep until step `i` is due.
+    pub fn wait(&self, source: &Source<'_>, i: u64) {
+        if let Some(due) = self.due(source, i) {
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+        }
+    }
+}
+
+/// Push `steps` timesteps as fast as the client goes (over `transport`), then CLOSE. The
+/// timer runs from just before OPEN to the answer to CLOSE; connecting (HELLO) is not
+/// timed.
 ///
 /// # Errors
 /// Any client error.
@@ -115,12 +157,29 @@ pub fn throughput(
     steps: u64,
     transport: Transport,
 ) -> Result<Recorded> {
+    throughput_paced(daemon, options, spec, (source, false), steps, transport)
+}
+
+/// [`throughput`], or with `real_time` each step sent at its `t_ns` after the first.
+///
+/// # Errors
+/// Any client error.
+pub fn throughput_paced(
+    daemon: &mut Daemon,
+    options: ClientOptions,
+    spec: OpenEpisode,
+    (source, real_time): (Source<'_>, bool),
+    steps: u64,
+    transport: Transport,
+) -> Result<Recorded> {
     let mut client = Client::connect_with(&daemon.socket, "wshard-bench/record", options)?;
     daemon.mark();
     let (me0, rd0) = client_cpu();
     let t0 = Instant::now();
     let mut w = client.open_episode_with(spec, transport)?;
+    let pacer = Pacer::new(real_time, &source);
     for i in 0..steps {
+        pacer.wait(&source, i);
         source.push(&mut w, i, i + 1 == steps)?;
     }
     let tc = Instant::now();

@@ -8,11 +8,14 @@
 //! - [`drive`]: the client loops (throughput, and paced 1 kHz pushes for DURABLE latency);
 //! - [`peer`]: running the MCAP peer and parsing its JSON lines;
 //! - [`verify`]: checking the manifest (always) and every byte (`--verify`);
-//! - [`report`]: the table, the targets and the JSON lines.
+//! - [`report`]: the table, the targets and the JSON lines; [`flight_report`]: the flight
+//!   rows against their normal rows;
+//! - [`flight_trigger`]: the trigger-to-durable time of a flight window.
 
 pub(crate) mod daemon;
 pub(crate) mod data;
 pub(crate) mod drive;
+mod flight_report;
 mod flight_trigger;
 mod peer;
 mod plain;
@@ -414,7 +417,14 @@ fn run_rep(
         (l.recorded, Some(ack))
     } else {
         (
-            drive::throughput(&mut d, options, spec, source, steps, def.transport())?,
+            drive::throughput_paced(
+                &mut d,
+                options,
+                spec,
+                (source, ctx.args.real_time),
+                steps,
+                def.transport(),
+            )?,
             None,
         )
     };
@@ -453,7 +463,7 @@ fn run_case(
     let mut plain_mb_s = Vec::new();
     let mut plain_fsync = Vec::new();
     for rep in 0..reps {
-        if let Source::Cameras(w) = source {
+        if let (Source::Cameras(w), false) = (source, ctx.args.real_time) {
             prewarm(ctx.scratch.path(), steps * def.record_bytes() + (256 << 20))?;
             let (wall, fsync, bytes) = plain::cameras(ctx.scratch.path(), w, steps)?;
             let mb_s = mb_per_s(bytes, wall);
@@ -594,13 +604,16 @@ fn never_run(ctx: &Ctx<'_>, r: &mut CaseResult, source: Source<'_>) -> Result<()
 pub fn run(args: &RecordArgs) -> Result<()> {
     let started = Instant::now();
     let wshardd = daemon::locate(args.wshardd.as_deref())?;
-    let peer_bin = if args.peer_runs {
+    // At real rate the MB/s and timesteps/s baselines mean nothing (the pacing sets them):
+    // no peer, no plain append.
+    let peer_runs = args.peer_runs && !args.real_time;
+    let peer_bin = if peer_runs {
         peer::locate(args.peer.as_deref())?
     } else {
         PathBuf::from("(not run)")
     };
     let run_peer = |workload: &str, modes: &[&str], reps: usize, steps: Option<u64>, dir: &Path| {
-        if args.peer_runs {
+        if peer_runs {
             peer::run(&peer_bin, workload, modes, reps, steps, dir)
         } else {
             Ok(Vec::new())
@@ -631,8 +644,16 @@ pub fn run(args: &RecordArgs) -> Result<()> {
         peers: Vec::new(),
         total_s: 0.0,
     };
+    if args.real_time {
+        header.notes.push(format!(
+            "--real-time: every timestep sent at its t_ns after the first (joints 1 kHz, cameras 30 Hz){}",
+            args.minutes
+                .map(|m| format!("; --minutes {m}: {m} min of each workload"))
+                .unwrap_or_default()
+        ));
+    }
     let mut results = Vec::new();
-    let mut flight_trigger_json = None;
+    let mut flight_trigger_json = Vec::new();
 
     // Joints: the data once for `joints` and `latency`, again (10x) for `long`.
     let peer_dir = scratch.file("peer");
@@ -646,13 +667,15 @@ pub fn run(args: &RecordArgs) -> Result<()> {
         ));
         if has("joints") {
             let payload = args.joints_steps * tw::JOINTS_RECORD_BYTES as u64;
-            if args.peer_runs {
+            if peer_runs {
                 prewarm(scratch.path(), payload * 6)?;
             }
-            eprintln!(
-                "peer: joints, mcap-zstd / plain / plain-buf x {}",
-                args.reps
-            );
+            if peer_runs {
+                eprintln!(
+                    "peer: joints, mcap-zstd / plain / plain-buf x {}",
+                    args.reps
+                );
+            }
             let rows = run_peer(
                 "joints",
                 &["mcap-zstd", "plain", "plain-buf"],
@@ -774,15 +797,15 @@ pub fn run(args: &RecordArgs) -> Result<()> {
             modes.push("mcap-zstd");
         }
         let payload = args.camera_steps * tw::CAMERAS_RECORD_BYTES as u64;
-        if args.peer_runs {
+        if peer_runs {
             prewarm(scratch.path(), payload + (256 << 20))?;
+            eprintln!(
+                "peer: cameras, {} x {} (it generates all {} steps itself)",
+                modes.join(" / "),
+                args.camera_reps,
+                args.camera_steps
+            );
         }
-        eprintln!(
-            "peer: cameras, {} x {} (it generates all {} steps itself)",
-            modes.join(" / "),
-            args.camera_reps,
-            args.camera_steps
-        );
         let rows = run_peer(
             "cameras",
             &modes,
@@ -820,34 +843,45 @@ pub fn run(args: &RecordArgs) -> Result<()> {
         }
         header.peers.push(("cameras".to_owned(), rows));
         if has("flight-cameras") {
-            // 30 s pre / 10 s post (--quick: 3 s / 1 s).
+            // 30 s pre / 10 s post (--quick: 3 s / 1 s): at disk speed, and with
+            // --real-time also at the workload's rate.
             let (pre, post) = if args.quick {
                 FLIGHT_QUICK_WINDOW_S
             } else {
                 FLIGHT_WINDOW_S
             };
-            eprintln!("record: flight-cameras trigger, {pre} s pre / {post} s post");
-            let t = flight_trigger::measure(
-                &ctx.wshardd,
-                &scratch.file("flight-trigger"),
-                config,
-                &cw,
-                pre,
-                post,
-            )?;
-            header.notes.push(format!(
-                "flight-cameras trigger: {} s pre / {} s post ({} steps, codec none, chunk): window episode complete {:.3} s after the post-window was DURABLE",
-                t.pre_s, t.post_s, t.steps, t.after_post_s
-            ));
-            flight_trigger_json = Some(t);
+            let paces: &[bool] = if args.real_time {
+                &[false, true]
+            } else {
+                &[false]
+            };
+            for &real_time in paces {
+                eprintln!(
+                    "record: flight-cameras trigger, {pre} s pre / {post} s post, {}",
+                    if real_time { "real rate" } else { "disk speed" }
+                );
+                let t = flight_trigger::measure(
+                    &ctx.wshardd,
+                    &scratch.file("flight-trigger"),
+                    config,
+                    &cw,
+                    (pre, post),
+                    real_time,
+                )?;
+                header.notes.push(format!(
+                    "flight-cameras trigger at {}: {} s pre / {} s post ({} steps, codec none, chunk): window episode complete {:.3} s after the post-window's last step was sent (goal <= 1 s)",
+                    t.pace(), t.pre_s, t.post_s, t.steps, t.after_post_s
+                ));
+                flight_trigger_json.push(t);
+            }
         }
     }
     header.total_s = started.elapsed().as_secs_f64();
     report::print(&header, &results);
-    if let Some(t) = flight_trigger_json {
+    for t in flight_trigger_json {
         println!(
-            "{{\"bench\":\"record\",\"case\":\"flight-trigger\",\"workload\":\"cameras\",\"pre_s\":{},\"post_s\":{},\"steps\":{},\"trigger_to_durable_after_post_s\":{:.3}}}",
-            t.pre_s, t.post_s, t.steps, t.after_post_s
+            "{{\"bench\":\"record\",\"case\":\"flight-trigger\",\"workload\":\"cameras\",\"real_time\":{},\"pre_s\":{},\"post_s\":{},\"steps\":{},\"trigger_to_durable_after_post_s\":{:.3}}}",
+            t.real_time, t.pre_s, t.post_s, t.steps, t.after_post_s
         );
     }
     Ok(())

@@ -652,6 +652,11 @@ pub fn print(h: &Header, results: &[CaseResult]) {
     lines.push(String::new());
     lines.push("targets:".to_owned());
     lines.extend(target_lines(results));
+    let flight = super::flight_report::lines(results);
+    if !flight.is_empty() {
+        lines.push(String::new());
+        lines.extend(flight);
+    }
     lines.push(String::new());
     lines.extend(usage_table(results));
     let profiles = profile_lines(results, &h.config);
@@ -667,5 +672,8 @@ pub fn print(h: &Header, results: &[CaseResult]) {
     println!();
     for r in results {
         println!("{}", json_line(r));
+    }
+    for l in super::flight_report::json_lines(results) {
+        println!("{l}");
     }
 }

@@ -185,23 +185,64 @@ fn write_partial_chunk_inner(
     } else {
         write_prepared(fs, layout, k, opts, &blocks, preallocate)?
     };
-    let done = layout.chunk(k);
     Ok(PartialChunk {
         file,
         partial,
-        chunk: ChunkRef {
-            chunk_index: k,
-            uri: done
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default()
-                .to_owned(),
-            sha256,
-            timestep_range: range,
-            length_t,
-            extra: serde_json::Map::new(),
-        },
+        chunk: chunk_ref(layout, k, sha256, range, length_t),
     })
+}
+
+/// The manifest entry of chunk `k` of `layout`.
+fn chunk_ref(
+    layout: &EpisodeLayout,
+    k: u64,
+    sha256: String,
+    timestep_range: [u64; 2],
+    length_t: u64,
+) -> ChunkRef {
+    ChunkRef {
+        chunk_index: k,
+        uri: layout
+            .chunk(k)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned(),
+        sha256,
+        timestep_range,
+        length_t,
+        extra: serde_json::Map::new(),
+    }
+}
+
+/// Write chunk `k` of `layout` from blocks already prepared, in file order (a chunk copied
+/// without decoding: its meta blocks planned anew, its data blocks as stored elsewhere),
+/// through the same path as [`write_and_finalize_chunk`] (`.partial`, SHA-256 as written,
+/// fsync, rename, directory fsync). `timestep_range` and `length_t` describe it for the
+/// manifest.
+///
+/// # Errors
+/// The failing step, naming the file.
+pub(crate) fn write_and_finalize_prepared_chunk(
+    fs: &dyn Fs,
+    layout: &EpisodeLayout,
+    k: u64,
+    timestep_range: [u64; 2],
+    length_t: u64,
+    opts: &EpisodeWriteOptions,
+    blocks: &[PreparedBlock<'_>],
+) -> Result<ChunkRef, StorageError> {
+    let (file, partial, sha256) = write_prepared(fs, layout, k, opts, blocks, false)?;
+    let chunk = chunk_ref(layout, k, sha256, timestep_range, length_t);
+    finalize_chunk(
+        fs,
+        layout,
+        PartialChunk {
+            file,
+            partial,
+            chunk,
+        },
+    )
 }
 
 /// Lay out and write prepared blocks to chunk `k`'s `.partial`, hashing them as they are

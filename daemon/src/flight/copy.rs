@@ -1,9 +1,15 @@
 //! Copying one flight stream's window out of its ring: the source chunks (read from the
-//! committed source manifest) whose steps fall in `[start_ns, end_ns]` are decoded, cut to
-//! exactly those steps (a chunk wholly inside keeps its data blocks as stored, without
-//! compressing again) and written as the window stream's chunks through the daemon's
-//! chunk file path (`.partial`, fsync, rename, directory fsync); the window stream's
-//! manifest lists them and is committed once, when the window is final.
+//! committed source manifest) whose steps fall in `[start_ns, end_ns]` are written as the
+//! window stream's chunks through the daemon's chunk file path (`.partial`, fsync, rename,
+//! directory fsync); the window stream's manifest lists them and is committed once, when
+//! the window is final.
+//!
+//! A chunk wholly inside the window (known from its manifest entry's `t_ns`) is copied
+//! without decoding: its data blocks' stored bytes and CRC32C are carried over as they
+//! are (a block stored raw has its CRC checked against its bytes, which costs no
+//! decompression), its meta blocks are written anew. It is copied as soon as it is in the
+//! source manifest, so after the post-window only the edge chunk is left. A chunk reaching
+//! over an edge (or one recovery made, without `t_ns`) is decoded and cut to the step.
 //!
 //! A source chunk reaching past `end_ns` is copied only when the window is final (a later
 //! trigger may still extend it). A latched stream also gets the last step before
@@ -15,15 +21,15 @@ use std::path::Path;
 use serde_json::json;
 use wshard::codec::{Codec, StoredCodec};
 use wshard::episode::Timebase;
-use wshard::episode::{ChunkInfo, Episode};
+use wshard::episode::{ChunkInfo, Episode, StoredEpisode};
 use wshard::episode_dir::index::{ChannelEntry, EpisodeStatus, StreamEntry};
 use wshard::episode_dir::index::{TIMEBASE_TICKS, TIMEBASE_TIMESTAMPS};
 use wshard::manifest::{manifest_file_name, ChunkRef, Manifest};
 use wshard::read::ShardReader;
-use wshard::write::{Precompressed, PreparedBlock};
+use wshard::write::{prepare_block, Precompressed, PreparedBlock};
 
 use super::pending::WindowSource;
-use crate::chunk::chunk_file::write_and_finalize_chunk_known;
+use crate::chunk::chunk_file::{write_and_finalize_chunk_known, write_and_finalize_prepared_chunk};
 use crate::chunk::columns::BlockCrcs;
 use crate::chunk::manifest_commit::commit_manifest;
 use crate::chunk::{META_EPISODE_KEY, META_STREAM_KEY};
@@ -61,14 +67,17 @@ pub(crate) struct StreamCopy {
     pub(crate) cut_short: bool,
 }
 
-fn t_range_of(fs: &dyn Fs, dir: &Path, c: &ChunkRef) -> Result<(i64, i64), StorageError> {
-    if let Some([a, b]) = c
-        .extra
+/// The first and last `t_ns` of a chunk, as its manifest entry records them.
+fn listed_t_range(c: &ChunkRef) -> Option<(i64, i64)> {
+    c.extra
         .get(CHUNK_T_NS_KEY)
         .and_then(|v| serde_json::from_value::<[i64; 2]>(v.clone()).ok())
-        .map(|r| [r[0], r[1]])
-    {
-        return Ok((a, b));
+        .map(|r| (r[0], r[1]))
+}
+
+fn t_range_of(fs: &dyn Fs, dir: &Path, c: &ChunkRef) -> Result<(i64, i64), StorageError> {
+    if let Some(r) = listed_t_range(c) {
+        return Ok(r);
     }
     // Chunks recovery made from a journal carry no `t_ns`: read them.
     let ep = read_chunk(fs, dir, c)?;
@@ -216,30 +225,8 @@ impl StreamCopy {
         if a >= b {
             return Ok(());
         }
-        if self.manifest.chunks.is_empty() {
-            let streams = self.layout.dir.parent().map(Path::to_path_buf);
-            if let Some(streams) = streams {
-                fs.create_dir_all(&self.layout.dir)
-                    .map_err(|e| StorageError::io("create directory", &self.layout.dir, e))?;
-                for d in [Some(streams.as_path()), streams.parent()]
-                    .into_iter()
-                    .flatten()
-                {
-                    fs.sync_dir(d)
-                        .map_err(|e| StorageError::io("fsync directory", d, e))?;
-                }
-            }
-            self.entry = Some(entry_of(ep, &self.src.name));
-        }
-        let window = self
-            .layout
-            .dir
-            .parent()
-            .and_then(Path::parent)
-            .and_then(Path::file_name)
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_owned();
+        self.begin(fs, ep)?;
+        let window = self.window();
         let k = self.manifest.chunks.len() as u64;
         let mut part = cut(
             ep,
@@ -278,6 +265,130 @@ impl StreamCopy {
         Ok(())
     }
 
+    /// Before the stream's first chunk: its directory, made durable, and its index entry
+    /// (described after `ep`).
+    fn begin(&mut self, fs: &dyn Fs, ep: &Episode) -> Result<(), StorageError> {
+        if !self.manifest.chunks.is_empty() {
+            return Ok(());
+        }
+        let streams = self.layout.dir.parent().map(Path::to_path_buf);
+        if let Some(streams) = streams {
+            fs.create_dir_all(&self.layout.dir)
+                .map_err(|e| StorageError::io("create directory", &self.layout.dir, e))?;
+            for d in [Some(streams.as_path()), streams.parent()]
+                .into_iter()
+                .flatten()
+            {
+                fs.sync_dir(d)
+                    .map_err(|e| StorageError::io("fsync directory", d, e))?;
+            }
+        }
+        self.entry = Some(entry_of(ep, &self.src.name));
+        Ok(())
+    }
+
+    /// The window episode's id (its build directory's name).
+    fn window(&self) -> String {
+        self.layout
+            .dir
+            .parent()
+            .and_then(Path::parent)
+            .and_then(Path::file_name)
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// Copy source chunk `c`, wholly inside the window (its steps' `t_ns` are `t`), as
+    /// the window stream's next chunk without decoding it: its meta blocks planned anew
+    /// (the window's episode and stream, chunk index and range), its channel, `reward`,
+    /// `done` and timestamp blocks as stored (the blocks a cut chunk has).
+    ///
+    /// # Errors
+    /// [`StorageError::WindowSourceBlock`] when a block stored raw disagrees with its
+    /// CRC32C; format errors of the source chunk; the chunk file path's errors.
+    fn copy_stored(
+        &mut self,
+        fs: &dyn Fs,
+        settings: &SessionSettings,
+        dir: &Path,
+        c: &ChunkRef,
+        t: (i64, i64),
+    ) -> Result<(), StorageError> {
+        let path = dir.join(&c.uri);
+        let bytes = fs
+            .read(&path)
+            .map_err(|e| StorageError::io("read source chunk", &path, e))?;
+        let bad = |e| StorageError::format(format!("source chunk {}", path.display()), e);
+        let r = ShardReader::from_bytes(bytes).map_err(bad)?;
+        let StoredEpisode { mut head, blocks } = StoredEpisode::read(&r).map_err(bad)?;
+        if head.length == 0 {
+            return Ok(());
+        }
+        let aux: Vec<String> = head.aux.drain(..).map(|a| a.name).collect();
+        let blocks: Vec<PreparedBlock<'static>> = blocks
+            .into_iter()
+            .filter(|b| !aux.contains(&b.name))
+            .collect();
+        let window = self.window();
+        for b in &blocks {
+            if b.meta.codec != Codec::None {
+                continue;
+            }
+            let crc = crc32c::crc32c(&b.stored);
+            if crc != b.meta.crc32c {
+                return Err(StorageError::WindowSourceBlock {
+                    window,
+                    stream: self.src.name.clone(),
+                    chunk: c.chunk_index,
+                    block: b.name.clone(),
+                    message: format!(
+                        "stored CRC32C {:#010x}, its bytes' {crc:#010x} ({})",
+                        b.meta.crc32c,
+                        path.display()
+                    ),
+                });
+            }
+        }
+        self.begin(fs, &head)?;
+        let k = self.manifest.chunks.len() as u64;
+        let first = self.manifest.total_timesteps;
+        let range = [first, first + head.length - 1];
+        head.id.clone_from(&self.src.name);
+        head.chunk = Some(ChunkInfo {
+            chunk_index: k,
+            total_chunks: None,
+        });
+        head.timestep_range = Some(range);
+        head.wshard_extra
+            .insert(META_EPISODE_KEY.into(), json!(window));
+        head.wshard_extra
+            .insert(META_STREAM_KEY.into(), json!(self.src.name));
+        let opts = &settings.write_options;
+        let mut all = Vec::with_capacity(blocks.len() + 3);
+        for p in head.plan_meta(opts) {
+            let b = prepare_block(&p.name, &p.data, p.opts, &opts.policy)
+                .map_err(|e| StorageError::format(format!("window {window} chunk {k}"), e))?;
+            all.push(PreparedBlock {
+                name: b.name,
+                stored: Cow::Owned(b.stored.into_owned()),
+                meta: b.meta,
+            });
+        }
+        all.extend(blocks);
+        let chunk =
+            write_and_finalize_prepared_chunk(fs, &self.layout, k, range, head.length, opts, &all)?;
+        if self.manifest.env_id.is_empty() {
+            self.manifest.env_id.clone_from(&head.env_id);
+        }
+        self.manifest.push_chunk(chunk);
+        if let Some(e) = &mut self.entry {
+            e.first_t_ns = e.first_t_ns.or(Some(t.0));
+            e.last_t_ns = Some(t.1);
+        }
+        Ok(())
+    }
+
     /// Copy what the source has of the window now; with `last`, also the chunk reaching
     /// past `end_ns` and (latched) the last step before `start_ns` when nothing else came.
     pub(crate) fn advance(
@@ -302,7 +413,11 @@ impl StreamCopy {
         chunks.sort_by_key(|c| c.chunk_index);
         let mut stopped = false;
         for c in chunks {
-            let (tf, tl) = t_range_of(fs, &dir, c)?;
+            let listed = listed_t_range(c);
+            let (tf, tl) = match listed {
+                Some(t) => t,
+                None => t_range_of(fs, &dir, c)?,
+            };
             self.seen_t_ns = Some(self.seen_t_ns.map_or(tl, |s| s.max(tl)));
             if tl < start {
                 if self.src.latched {
@@ -320,6 +435,22 @@ impl StreamCopy {
                 self.reached = true;
                 stopped = true;
                 break;
+            }
+            if listed.is_some() && tf >= start && tl <= end {
+                // Wholly inside: copied as stored (after a latched stream's step before).
+                if self.src.latched && self.steps() == 0 {
+                    if let Some(prev) = self.before.take() {
+                        let pe = read_chunk(fs, &dir, &prev)?;
+                        let n = pe.length as usize;
+                        self.write(fs, settings, &pe, n.saturating_sub(1), n, Vec::new())?;
+                    }
+                }
+                self.copy_stored(fs, settings, &dir, c, (tf, tl))?;
+                self.next_src = c.chunk_index + 1;
+                if tl >= end {
+                    self.reached = true;
+                }
+                continue;
             }
             let (ep, stored) = read_chunk_blocks(fs, &dir, c)?;
             let ts = ep.timestamps_ns.clone().unwrap_or_default();

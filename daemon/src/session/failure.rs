@@ -75,6 +75,10 @@ impl From<&StorageError> for StorageFailure {
                 error: source.to_string(),
             },
             StorageError::Internal(message) => Self::Internal(message.clone()),
+            e @ StorageError::WindowSourceBlock { .. } => Self::Format {
+                context: "window source".into(),
+                error: e.to_string(),
+            },
         }
     }
 }

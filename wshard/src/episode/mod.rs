@@ -5,6 +5,8 @@
 //! - [`meta`]: `meta/wshard`, `meta/episode`, `meta/channels` JSON.
 //! - [`go_json`]: JSON bytes exactly as Go's encoder writes them.
 //! - [`residual`]: `sign2nddiff` residual bits.
+//! - [`StoredEpisode`]: an episode's meta and its other blocks as stored (copied without
+//!   decoding).
 
 pub mod dtype;
 pub mod go_json;
@@ -12,9 +14,11 @@ pub mod meta;
 pub mod model;
 mod read;
 pub mod residual;
+mod stored;
 mod write;
 
 pub use dtype::DType;
 pub use meta::MetaStyle;
 pub use model::{names, AuxBlock, Channel, ChunkInfo, Episode, Lane, Timebase};
+pub use stored::StoredEpisode;
 pub use write::{EpisodeWriteOptions, PlannedBlock};

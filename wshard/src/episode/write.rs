@@ -103,16 +103,7 @@ impl Episode {
     /// [`ShardWriter::write_precompressed`] in this order.
     #[must_use]
     pub fn plan(&self, opts: &EpisodeWriteOptions) -> Vec<PlannedBlock<'_>> {
-        let json = |name: &str, v: &serde_json::Value| PlannedBlock {
-            name: name.to_owned(),
-            data: to_compact(v).into_bytes().into(),
-            opts: BlockOptions::raw(content_type::JSON),
-        };
-        let mut plan = vec![
-            json(names::META_WSHARD, &wshard_meta(self, opts.style)),
-            json(names::META_EPISODE, &episode_meta(self, opts.style)),
-            json(names::META_CHANNELS, &channels_meta(self)),
-        ];
+        let mut plan = self.plan_meta(opts);
         for ch in &self.channels {
             let name = ch.block_name();
             let codec = opts.codec_for(&name, ch.codec);
@@ -148,6 +139,24 @@ impl Episode {
             });
         }
         plan
+    }
+
+    /// The three meta blocks [`Episode::plan`] starts with (`meta/wshard`, `meta/episode`,
+    /// `meta/channels`: raw, content type JSON). They depend on the episode's description
+    /// only (its data by T and the names of its aux blocks), so a head read with
+    /// [`super::StoredEpisode::read`] plans them too.
+    #[must_use]
+    pub fn plan_meta(&self, opts: &EpisodeWriteOptions) -> Vec<PlannedBlock<'static>> {
+        let json = |name: &str, v: &serde_json::Value| PlannedBlock {
+            name: name.to_owned(),
+            data: to_compact(v).into_bytes().into(),
+            opts: BlockOptions::raw(content_type::JSON),
+        };
+        vec![
+            json(names::META_WSHARD, &wshard_meta(self, opts.style)),
+            json(names::META_EPISODE, &episode_meta(self, opts.style)),
+            json(names::META_CHANNELS, &channels_meta(self)),
+        ]
     }
 
     /// Write the episode to `out` (rewound to offset 0) and return it, flushed, not synced.

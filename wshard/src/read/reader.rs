@@ -6,11 +6,12 @@ use std::path::Path;
 use super::index::{read_region, ShardIndex};
 use super::limits::ReadLimits;
 use super::source::ReadAt;
-use crate::codec::{decompress, BlockLocation, StoredCodec};
+use crate::codec::{decompress, BlockLocation, Codec, StoredCodec};
 use crate::entry::IndexEntry;
 use crate::error::{FormatError, Result};
 use crate::hash::crc32c;
 use crate::header::ShardHeader;
+use crate::write::{Precompressed, PreparedBlock};
 
 /// A shard opened for reading over any [`ReadAt`] source.
 ///
@@ -150,6 +151,59 @@ impl<R: ReadAt> ShardReader<R> {
             e.disk_size,
             self.index.file_len(),
         )
+    }
+
+    /// Entry `i` as stored, ready for [`crate::write::ShardWriter::write_precompressed`]
+    /// into another shard: its stored (possibly compressed) bytes, codec, original size,
+    /// CRC32C and content type, carried over without decompressing or checking the bytes.
+    ///
+    /// # Errors
+    /// [`FormatError::UnknownCodec`]; [`FormatError::BadEntry`] when the block is stored raw
+    /// with `disk_size != orig_size`, or carries no CRC32C to carry over (its CRC is not
+    /// checked: header flag 0x20 unset and a zero CRC); I/O and truncation errors.
+    pub fn read_prepared(&self, i: usize) -> Result<PreparedBlock<'static>> {
+        let (name, e) = self.entry_at(i)?;
+        let entry = u32::try_from(i).unwrap_or(u32::MAX);
+        let bad = |message: String| FormatError::BadEntry {
+            entry,
+            offset: crate::consts::HEADER_LEN + i as u64 * crate::consts::INDEX_ENTRY_LEN,
+            message,
+        };
+        let stored_codec = self
+            .index
+            .stored_codec(i)
+            .ok_or_else(|| FormatError::UnknownCodec {
+                name: name.to_owned(),
+                entry,
+                flags: e.flags,
+                default: self.header().compression_default,
+            })?;
+        let codec = match stored_codec {
+            StoredCodec::Raw if e.disk_size != e.orig_size => {
+                return Err(bad(format!(
+                    "block `{name}` is stored raw but disk_size {} != orig_size {}",
+                    e.disk_size, e.orig_size
+                )));
+            }
+            StoredCodec::Raw => Codec::None,
+            StoredCodec::Zstd => Codec::zstd(),
+            StoredCodec::Lz4 => Codec::Lz4,
+        };
+        if !self.index.crc_checked(i) {
+            return Err(bad(format!(
+                "block `{name}` carries no CRC32C to carry over"
+            )));
+        }
+        Ok(PreparedBlock {
+            name: name.to_owned(),
+            stored: std::borrow::Cow::Owned(self.read_stored(i)?),
+            meta: Precompressed {
+                codec,
+                orig_size: e.orig_size,
+                crc32c: e.checksum,
+                content_type: e.content_type,
+            },
+        })
     }
 
     fn entry_at(&self, i: usize) -> Result<(&str, &IndexEntry)> {

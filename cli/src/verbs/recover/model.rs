@@ -81,7 +81,7 @@ fn is_io(e: &StorageError) -> bool {
     match e {
         StorageError::Io(_) => true,
         StorageError::Format { source, .. } => source.is_io(),
-        StorageError::Internal(_) => false,
+        StorageError::Internal(_) | StorageError::WindowSourceBlock { .. } => false,
     }
 }
 
