@@ -1,7 +1,7 @@
 //! A trigger window copies the ring's chunks that lie wholly inside it without decoding
 //! them: their data blocks' stored bytes and CRC32C are carried over as they are, the
 //! meta blocks written anew; a block stored raw whose bytes disagree with its CRC32C
-//! stops the window with an error naming the window, stream, chunk and block.
+//! gives the window up with an error naming the window, stream, chunk and block.
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
@@ -16,7 +16,9 @@ use wshard::episode::Episode;
 use wshard::manifest::read_episode_chunked;
 use wshard::read::ShardReader;
 use wshard_recorder::episode::Durability;
-use wshard_recorder::flight::{trigger, FlightRegistry, TriggerRequest};
+use wshard_recorder::flight::{
+    trigger, FailedWindowKept, FlightRegistry, TriggerRequest, WindowPolicy,
+};
 use wshard_recorder::session::flight_ring::{FlightRing, RingBounds, RingIdentity};
 use wshard_recorder::session::{FinalStatus, FsyncPolicy, Rotation, Session, SessionSettings};
 use wshard_storage::fsio::sim::SimFs;
@@ -68,13 +70,20 @@ fn record(sim: &SimFs, between: &mut dyn FnMut(&Arc<FlightRegistry>)) -> Arc<Fli
         max_ns: u64::MAX,
         max_bytes: u64::MAX,
     };
-    let registry = Arc::new(FlightRegistry::new(
-        fs,
-        &data_dir(),
-        settings(),
-        bounds,
-        Arc::new(AtomicBool::new(false)),
-    ));
+    let registry = Arc::new(
+        FlightRegistry::new(
+            fs,
+            &data_dir(),
+            settings(),
+            bounds,
+            Arc::new(AtomicBool::new(false)),
+        )
+        .with_policy(WindowPolicy {
+            persist_retries: 1,
+            persist_retry_backoff: Duration::from_millis(1),
+            post_grace: Duration::from_secs(3600),
+        }),
+    );
     let l = layout();
     let ring = Arc::new(FlightRing::new(
         RingIdentity {
@@ -109,10 +118,11 @@ fn record(sim: &SimFs, between: &mut dyn FnMut(&Arc<FlightRegistry>)) -> Arc<Fli
         }
     }
     let _ = session.close(FinalStatus::Complete);
+    // Persisted, or given up after its one retry: either way no longer pending.
     wait("the window thread", || {
         registry.status_json()["triggers"]["pending"]
             .as_array()
-            .is_some_and(|p| p.iter().all(|w| !w["failed"].is_null()))
+            .is_some_and(Vec::is_empty)
     });
     registry
 }
@@ -181,7 +191,8 @@ fn flight_window_copies_a_chunk_wholly_inside_as_stored() {
 }
 
 /// A raw block of a source chunk wholly inside the window whose bytes no longer match
-/// its CRC32C: the window is not persisted, and the error names the window, the stream,
+/// its CRC32C: the window is given up (kept `interrupted` with what it copied before),
+/// and the error names the window, the stream,
 /// the source chunk and the block.
 #[test]
 fn flight_window_refuses_a_source_chunk_whose_raw_block_crc_mismatches() {
@@ -208,8 +219,9 @@ fn flight_window_refuses_a_source_chunk_whose_raw_block_crc_mismatches() {
         window = Some(trigger_window(r));
     });
     let w = window.unwrap();
-    let pending = registry.status_json()["triggers"]["pending"].clone();
-    let failed = pending[0]["failed"].as_str().unwrap_or_default().to_owned();
+    let failures = registry.failed_windows();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    let failed = failures[0].error.clone();
     for want in [
         format!("window {w}"),
         "stream ep".to_owned(),
@@ -219,5 +231,8 @@ fn flight_window_refuses_a_source_chunk_whose_raw_block_crc_mismatches() {
     ] {
         assert!(failed.contains(&want), "{want:?} not in {failed:?}");
     }
-    assert!(!sim.exists(&data_dir().join(&w)), "window {w} in place");
+    // Given up: what it copied before the damaged chunk is kept, `interrupted`.
+    assert_eq!(failures[0].window, w);
+    assert_eq!(failures[0].kept, FailedWindowKept::Interrupted);
+    assert!(sim.exists(&data_dir().join(&w)), "window {w} not in place");
 }
