@@ -6,12 +6,14 @@
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
+mod flight_harness;
 mod sim_harness;
 
+use flight_harness::{policy, registry, ring, wait};
+
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use sim_harness::{
     cmd, data_dir, fresh_sim, layout, records, recover, schema, state, t_ns, Client,
@@ -21,11 +23,9 @@ use wshard::episode_dir::index::EpisodeStatus;
 use wshard::manifest::{read_episode_chunked, Manifest};
 use wshard::read::ShardReader;
 use wshard_recorder::episode::Durability;
-use wshard_recorder::flight::{
-    resume::resume_pending, trigger, FlightRegistry, TriggerRequest, WindowPolicy,
-};
-use wshard_recorder::session::flight_ring::{FlightRing, RingBounds, RingIdentity};
-use wshard_recorder::session::{FinalStatus, FsyncPolicy, Rotation, Session, SessionSettings};
+use wshard_recorder::flight::{resume::resume_pending, trigger, FlightRegistry, TriggerRequest};
+use wshard_recorder::session::flight_ring::FlightRing;
+use wshard_recorder::session::{FinalStatus, Session, SessionSettings};
 use wshard_storage::fsio::sim::{PowerLoss, SimFs};
 use wshard_storage::fsio::Fs;
 use wshard_storage::layout::EpisodeLayout;
@@ -35,55 +35,7 @@ const BATCHES: u64 = 6;
 const BATCH: u64 = 3;
 
 fn settings() -> SessionSettings {
-    SessionSettings {
-        fsync: FsyncPolicy::Always,
-        rotation: Rotation {
-            max_timesteps: CHUNK,
-            max_bytes: 1 << 30,
-            max_age: Duration::from_secs(3600),
-        },
-        queue_frames: 16,
-        compression_workers: 1,
-        ..SessionSettings::default()
-    }
-}
-
-/// A run cut by the power loss fails every step: give its window up without waiting.
-fn fast_policy() -> WindowPolicy {
-    WindowPolicy {
-        persist_retries: 1,
-        persist_retry_backoff: Duration::from_millis(1),
-        ..WindowPolicy::default()
-    }
-}
-
-fn wait(what: &str, mut done: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !done() {
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "stuck waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_micros(500));
-    }
-}
-
-/// The ring of the sim's episode: at most one chunk's bytes besides the newest.
-fn ring(max_bytes: u64) -> Arc<FlightRing> {
-    let l = layout();
-    Arc::new(FlightRing::new(
-        RingIdentity {
-            episode_id: l.episode_id.clone(),
-            stream: None,
-            dir: l.dir.clone(),
-            files_id: l.episode_id.clone(),
-            latched: false,
-        },
-        RingBounds {
-            max_ns: u64::MAX,
-            max_bytes,
-        },
-    ))
+    flight_harness::settings(CHUNK)
 }
 
 /// Record `BATCHES` batches in flight mode (each settled), calling `between` after batch
@@ -233,20 +185,7 @@ fn flight_crash_points_at_every_operation_of_ring_eviction() {
 /// Run one recording with a trigger after the second batch over `sim`: returns the acked
 /// mark and the window episode's name (when the trigger was answered).
 fn record_with_trigger(sim: &SimFs) -> (u64, Option<String>, Arc<FlightRegistry>) {
-    let fs: Arc<dyn Fs> = Arc::new(sim.clone());
-    let registry = Arc::new(
-        FlightRegistry::new(
-            fs,
-            &data_dir(),
-            settings(),
-            RingBounds {
-                max_ns: u64::MAX,
-                max_bytes: 1,
-            },
-            Arc::new(AtomicBool::new(false)),
-        )
-        .with_policy(fast_policy()),
-    );
+    let registry = registry(sim, settings(), 1, policy(1));
     let r = ring(1);
     let mut window = None;
     let reg = registry.clone();
@@ -313,20 +252,7 @@ fn flight_crash_points_at_every_operation_of_window_persistence() {
         let ctx = format!("crash after {k} ops");
         // Recovery, then the start-up's pending windows.
         recover(&img, &settings());
-        let fs: Arc<dyn Fs> = Arc::new(img.clone());
-        let registry = Arc::new(
-            FlightRegistry::new(
-                fs,
-                &data_dir(),
-                settings(),
-                RingBounds {
-                    max_ns: u64::MAX,
-                    max_bytes: 1,
-                },
-                Arc::new(AtomicBool::new(false)),
-            )
-            .with_policy(fast_policy()),
-        );
+        let registry = registry(&img, settings(), 1, policy(1));
         resume_pending(&registry);
         wait("the resumed window", || {
             registry.status_json()["triggers"]["pending"]

@@ -8,12 +8,13 @@
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
+mod flight_harness;
 mod sim_harness;
 
+use flight_harness::{policy, ring, wait};
+
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use sim_harness::{
     cmd, data_dir, fresh_sim, layout, records, recover, schema, state, t_ns, Client,
@@ -24,10 +25,9 @@ use wshard::manifest::read_episode_chunked;
 use wshard_recorder::episode::Durability;
 use wshard_recorder::flight::{
     resume::resume_pending, trigger, FailedWindowKept, FlightRegistry, TriggerRequest,
-    WindowPolicy, WINDOW_FAILURE_KEY,
+    WINDOW_FAILURE_KEY,
 };
-use wshard_recorder::session::flight_ring::{FlightRing, RingBounds, RingIdentity};
-use wshard_recorder::session::{FinalStatus, FsyncPolicy, Rotation, Session, SessionSettings};
+use wshard_recorder::session::{FinalStatus, Session, SessionSettings};
 use wshard_storage::fsio::sim::{FaultKind, OpKind, PowerLoss, SimFs};
 use wshard_storage::fsio::Fs;
 use wshard_storage::layout::EpisodeLayout;
@@ -44,74 +44,6 @@ const RETRIES: u32 = 2;
 /// Injected far more often than the retries can use.
 const FAULTS: u64 = 64;
 
-fn settings() -> SessionSettings {
-    SessionSettings {
-        fsync: FsyncPolicy::Always,
-        rotation: Rotation {
-            max_timesteps: CHUNK,
-            max_bytes: 1 << 30,
-            max_age: Duration::from_secs(3600),
-        },
-        queue_frames: 16,
-        compression_workers: 1,
-        ..SessionSettings::default()
-    }
-}
-
-fn policy() -> WindowPolicy {
-    WindowPolicy {
-        persist_retries: RETRIES,
-        persist_retry_backoff: Duration::from_millis(1),
-        post_grace: Duration::from_secs(3600),
-    }
-}
-
-fn wait(what: &str, mut done: impl FnMut() -> bool) -> bool {
-    let t = Instant::now();
-    while !done() {
-        if t.elapsed() > Duration::from_secs(30) {
-            panic!("stuck waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    true
-}
-
-/// One byte of ring: unpinned, it keeps only its newest chunk.
-fn ring() -> Arc<FlightRing> {
-    let l = layout();
-    Arc::new(FlightRing::new(
-        RingIdentity {
-            episode_id: l.episode_id.clone(),
-            stream: None,
-            dir: l.dir.clone(),
-            files_id: l.episode_id.clone(),
-            latched: false,
-        },
-        RingBounds {
-            max_ns: u64::MAX,
-            max_bytes: 1,
-        },
-    ))
-}
-
-fn registry(fs: &SimFs) -> Arc<FlightRegistry> {
-    let fs: Arc<dyn Fs> = Arc::new(fs.clone());
-    Arc::new(
-        FlightRegistry::new(
-            fs,
-            &data_dir(),
-            settings(),
-            RingBounds {
-                max_ns: u64::MAX,
-                max_bytes: 1,
-            },
-            Arc::new(AtomicBool::new(false)),
-        )
-        .with_policy(policy()),
-    )
-}
-
 /// What a run left: the acked mark, the window's name (when the trigger was answered),
 /// the registry, the ring, and the ring's chunk count and pins after the later batches.
 struct Outcome {
@@ -121,12 +53,20 @@ struct Outcome {
     ring_after: Option<(u64, u64)>,
 }
 
+fn settings() -> SessionSettings {
+    flight_harness::settings(CHUNK)
+}
+
+fn registry(sim: &SimFs) -> Arc<FlightRegistry> {
+    flight_harness::registry(sim, settings(), 1, policy(RETRIES))
+}
+
 /// Record in flight mode, trigger after `BEFORE` batches (window seqs 3..=11), record
 /// `AFTER` more, wait until the window thread is done (persisted or given up), then
 /// record `LATER` more batches.
 fn run(sim: &SimFs) -> Outcome {
     let registry = registry(sim);
-    let r = ring();
+    let r = ring(1);
     let client = Arc::new(Client::new(sim));
     let mut out = Outcome {
         acked: 0,

@@ -5,22 +5,20 @@
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
+mod flight_harness;
 mod sim_harness;
 
-use std::sync::atomic::AtomicBool;
+use flight_harness::{policy, registry, ring, wait};
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use sim_harness::{cmd, data_dir, fresh_sim, layout, records, schema, state, t_ns, Client};
 use wshard::episode::Episode;
 use wshard::manifest::read_episode_chunked;
 use wshard::read::ShardReader;
 use wshard_recorder::episode::Durability;
-use wshard_recorder::flight::{
-    trigger, FailedWindowKept, FlightRegistry, TriggerRequest, WindowPolicy,
-};
-use wshard_recorder::session::flight_ring::{FlightRing, RingBounds, RingIdentity};
-use wshard_recorder::session::{FinalStatus, FsyncPolicy, Rotation, Session, SessionSettings};
+use wshard_recorder::flight::{trigger, FailedWindowKept, FlightRegistry, TriggerRequest};
+use wshard_recorder::session::{FinalStatus, Session, SessionSettings};
 use wshard_storage::fsio::sim::SimFs;
 use wshard_storage::fsio::Fs;
 use wshard_storage::layout::EpisodeLayout;
@@ -38,63 +36,14 @@ const AT_STEP: u64 = 5;
 const INSIDE_CHUNK: u64 = 1;
 
 fn settings() -> SessionSettings {
-    SessionSettings {
-        fsync: FsyncPolicy::Always,
-        rotation: Rotation {
-            max_timesteps: CHUNK,
-            max_bytes: 1 << 30,
-            max_age: Duration::from_secs(3600),
-        },
-        queue_frames: 16,
-        compression_workers: 1,
-        ..SessionSettings::default()
-    }
-}
-
-fn wait(what: &str, mut done: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !done() {
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "stuck waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    flight_harness::settings(CHUNK)
 }
 
 /// Record in flight mode (an unbounded ring), call `between` after batch `TRIGGER_AFTER`;
 /// returns the registry once the window thread is done (persisted or failed).
 fn record(sim: &SimFs, between: &mut dyn FnMut(&Arc<FlightRegistry>)) -> Arc<FlightRegistry> {
-    let fs: Arc<dyn Fs> = Arc::new(sim.clone());
-    let bounds = RingBounds {
-        max_ns: u64::MAX,
-        max_bytes: u64::MAX,
-    };
-    let registry = Arc::new(
-        FlightRegistry::new(
-            fs,
-            &data_dir(),
-            settings(),
-            bounds,
-            Arc::new(AtomicBool::new(false)),
-        )
-        .with_policy(WindowPolicy {
-            persist_retries: 1,
-            persist_retry_backoff: Duration::from_millis(1),
-            post_grace: Duration::from_secs(3600),
-        }),
-    );
-    let l = layout();
-    let ring = Arc::new(FlightRing::new(
-        RingIdentity {
-            episode_id: l.episode_id.clone(),
-            stream: None,
-            dir: l.dir.clone(),
-            files_id: l.episode_id.clone(),
-            latched: false,
-        },
-        bounds,
-    ));
+    let registry = registry(sim, settings(), u64::MAX, policy(1));
+    let ring = ring(u64::MAX);
     let client = Arc::new(Client::new(sim));
     let session = Session::open(
         Arc::new(sim.clone()),
