@@ -290,7 +290,8 @@ pub fn ok_reply(verb: &str, result: Value) -> Value {
 
 /// The fields of an `upload` request: `action` (`status` when absent) and `episode`
 /// (needed by `retry` and `drop`).
-fn parse_upload(obj: &Map<String, Value>) -> Result<Request, String> {
+fn parse_upload(obj: &Map<String, Value>) -> Result<Request, ControlError> {
+    let bad = |m: String| ControlError::new(ErrorKind::BadRequest, Some("upload"), m);
     let action = match obj.get("action") {
         None | Some(Value::Null) => UploadAction::Status,
         Some(Value::String(s)) => match s.as_str() {
@@ -298,20 +299,24 @@ fn parse_upload(obj: &Map<String, Value>) -> Result<Request, String> {
             "retry" => UploadAction::Retry,
             "drop" => UploadAction::Drop,
             other => {
-                return Err(format!(
+                return Err(bad(format!(
                     "`action` {other:?} is not one of status, retry, drop"
-                ))
+                )))
             }
         },
-        Some(other) => return Err(format!("`action` must be a string, is {other}")),
+        Some(other) => return Err(bad(format!("`action` must be a string, is {other}"))),
     };
     let episode = match obj.get("episode") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-        Some(other) => return Err(format!("`episode` must be a non-empty string, is {other}")),
+        Some(other) => {
+            return Err(bad(format!(
+                "`episode` must be a non-empty string, is {other}"
+            )))
+        }
     };
     if episode.is_none() && action != UploadAction::Status {
-        return Err(format!("upload {} needs `episode`", action.name()));
+        return Err(bad(format!("upload {} needs `episode`", action.name())));
     }
     Ok(Request::Upload { action, episode })
 }
@@ -394,7 +399,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ControlError> {
             )),
             None => Err(bad(Some(verb), "split needs `episode`".into())),
         },
-        "upload" => parse_upload(&obj).map_err(|m| bad(Some(verb), m)),
+        "upload" => parse_upload(&obj),
         "trigger" => super::trigger_request::parse(&obj)
             .map(Request::Trigger)
             .map_err(|e| bad(Some(verb), e.to_string())),
