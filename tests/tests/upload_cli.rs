@@ -147,6 +147,10 @@ fn upload_drop_keeps_the_files_and_the_episode_is_never_uploaded_nor_evicted() {
     d.kill9();
     d.spawn();
     d.wait_ready();
+    // The restarted uploader reads its queue log first: the drop is there once it has.
+    wait_upload(&d, UPLOAD_TIMEOUT, "the queue log read again", |u| {
+        queued(u, "dropped") == 1
+    });
     assert_eq!(entry(&d, "keepme")["state"], "dropped");
     s3.start_again_same_port();
     // The others are published and, with delete_after_publish, evicted.
