@@ -2,35 +2,15 @@
 //! against what the producer sent ([`crate::data`]'s generator), following the manifests'
 //! `split` links; and running the CLI against a daemon's control socket.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
 use wshard::manifest::{read_episode_chunked, Manifest};
 use wshard_client::ChannelSpec;
 
 use crate::check::{manifest_path, read_manifest};
-use crate::{bins, data, Daemon};
+use crate::data;
 
-/// The control socket of `d`.
-#[must_use]
-pub fn control_socket(d: &Daemon) -> PathBuf {
-    d.root().join("wshardd-control.sock")
-}
-
-/// Run `wshard ARGS --control <socket>`.
-///
-/// # Panics
-/// When `wshard` cannot be run.
-#[must_use]
-pub fn wshard(d: &Daemon, args: &[&str]) -> Output {
-    Command::new(bins::wshard())
-        .args(args)
-        .arg("--control")
-        .arg(control_socket(d))
-        .env_remove("WSHARDD_CONFIG")
-        .output()
-        .expect("cannot run wshard")
-}
+pub use crate::control_cli::{control_socket, wshard};
 
 /// The id of part `n` of episode `ep` (`ep`, `ep.0001`, ...).
 #[must_use]
